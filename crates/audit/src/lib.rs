@@ -1,0 +1,3 @@
+//! Privacy-first audit: bounded JSON Lines events, redaction, hash chain.
+
+#![deny(clippy::print_stdout)]

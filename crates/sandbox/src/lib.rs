@@ -1,0 +1,3 @@
+//! Process containment and bounded output capture for commands and git runs.
+
+#![deny(clippy::print_stdout)]
