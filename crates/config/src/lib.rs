@@ -1,0 +1,21 @@
+//! toolgate's configuration: a raw file (TOML, or JSON in the `mcpServers` shape that Claude Desktop, Claude
+//! Code, Cursor and Codex use) is parsed, `${VAR}`s are expanded, and the result is validated into a `Config`
+//! whose settings remember where they came from (file, flag, default), so `toolgate doctor` can explain them.
+//!
+//! This crate does no spawning and no network; it reads the config file and the environment given to it.
+
+#![deny(clippy::print_stdout)]
+
+mod env;
+mod error;
+mod expand;
+mod load;
+mod model;
+mod raw;
+
+pub use env::{upstream_env, UPSTREAM_ENV_ALLOWLIST};
+pub use error::{ConfigError, Result};
+pub use load::{load, parse_str, Format, Overrides};
+pub use model::{
+    Config, Limits, Protocol, Provenance, ServerConfig, Setting, Transport, DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND,
+};

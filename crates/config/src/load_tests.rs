@@ -1,0 +1,168 @@
+use super::*;
+use pretty_assertions::assert_eq;
+use std::collections::BTreeMap;
+
+fn env(k: &str) -> Option<String> {
+    match k {
+        "NOTES_DIR" => Some("/home/u/notes".into()),
+        "TRACKER_TOKEN" => Some("tok-123".into()),
+        "PATH" => Some("/usr/bin:/bin".into()),
+        _ => None,
+    }
+}
+
+fn json(text: &str) -> Result<Config> {
+    parse_str(text, Format::Json, Path::new("client.json"), &env, &Overrides::default())
+}
+
+#[test]
+fn claude_desktop_file_is_accepted_unchanged() {
+    let cfg = json(
+        r#"{
+          "mcpServers": {
+            "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${NOTES_DIR}"] },
+            "tracker": { "type": "http", "url": "https://mcp.example.com/mcp",
+                         "headers": { "Authorization": "Bearer ${TRACKER_TOKEN}" } }
+          },
+          "globalShortcut": "Ctrl+Space"
+        }"#,
+    )
+    .unwrap();
+    assert_eq!(cfg.servers.len(), 2);
+    assert_eq!(
+        cfg.servers[0].transport,
+        Transport::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into(), "@modelcontextprotocol/server-filesystem".into(), "/home/u/notes".into()],
+            env: BTreeMap::new(),
+            cwd: None,
+        }
+    );
+    assert_eq!(
+        cfg.servers[1].transport,
+        Transport::Http {
+            url: "https://mcp.example.com/mcp".into(),
+            headers: BTreeMap::from([("Authorization".into(), "Bearer tok-123".into())]),
+        }
+    );
+    assert_eq!(cfg.warnings, vec!["ignoring top-level key \"globalShortcut\": not a toolgate setting".to_owned()]);
+}
+
+#[test]
+fn missing_variable_stops_startup_naming_it() {
+    let e = json(r#"{"mcpServers":{"a":{"command":"x","env":{"K":"${UNSET_SECRET}"}}}}"#).unwrap_err();
+    assert_eq!(e.to_string(), "mcpServers.a.env.K references ${UNSET_SECRET}, which is not set in toolgate's environment");
+}
+
+#[test]
+fn unknown_key_in_server_entry_is_an_error_naming_it() {
+    let e = json(r#"{"mcpServers":{"a":{"command":"x","argz":[]}}}"#).unwrap_err();
+    assert!(e.to_string().starts_with("unknown key mcpServers.a.argz"), "{e}");
+}
+
+#[test]
+fn misspelt_toolgate_key_is_an_error_not_a_warning() {
+    let e = json(r#"{"prefixtools": false}"#).unwrap_err();
+    assert_eq!(e.to_string(), "unknown key prefixtools (did you mean prefixTools?)");
+}
+
+#[test]
+fn policy_sections_are_refused_until_enforced() {
+    let e = json(r#"{"permissions": {"deny": ["Read(**/.env)"]}}"#).unwrap_err();
+    assert!(matches!(e, ConfigError::NotYetSupported { .. }), "{e}");
+}
+
+#[test]
+fn server_names_must_be_simple() {
+    for bad in ["", "a__b", "-a", "a-", "a.b", "a b", "ä"] {
+        let text = format!(r#"{{"mcpServers":{{"{bad}":{{"command":"x"}}}}}}"#);
+        assert!(json(&text).is_err(), "{bad:?} should be refused");
+    }
+    for good in ["a", "my-git", "jira_cloud", "s3"] {
+        let text = format!(r#"{{"mcpServers":{{"{good}":{{"command":"x"}}}}}}"#);
+        assert!(json(&text).is_ok(), "{good:?} should be accepted");
+    }
+}
+
+#[test]
+fn toolgate_as_its_own_upstream_is_refused() {
+    let e = json(r#"{"mcpServers":{"loop":{"command":"/usr/local/bin/toolgate","args":["serve"]}}}"#).unwrap_err();
+    assert!(e.to_string().contains("toolgate itself"), "{e}");
+    // The bundled fixture server is not a loop.
+    assert!(json(r#"{"mcpServers":{"fx":{"command":"toolgate","args":["fixture-server"]}}}"#).is_ok());
+}
+
+#[test]
+fn toolgate_under_another_name_is_refused_by_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = dir.path().join("gw");
+    std::fs::write(&me, b"").unwrap();
+    let me = std::fs::canonicalize(&me).unwrap();
+    let overrides = Overrides { self_exe: Some(me.clone()), ..Overrides::default() };
+    let text = format!(r#"{{"mcpServers":{{"x":{{"command":"{}"}}}}}}"#, me.display());
+    let e = parse_str(&text, Format::Json, Path::new("c.json"), &env, &overrides).unwrap_err();
+    assert!(e.to_string().contains("toolgate itself"), "{e}");
+}
+
+#[test]
+fn codex_toml_shape_and_toolgate_settings() {
+    let cfg = parse_str(
+        r#"
+        separator = "-"
+        prefix_tools = false
+        [limits]
+        page_size = 5
+        [mcp_servers.git]
+        command = "uvx"
+        args = ["mcp-server-git"]
+        protocol = "legacy"
+        "#,
+        Format::Toml,
+        Path::new("t.toml"),
+        &env,
+        &Overrides::default(),
+    )
+    .unwrap();
+    assert_eq!(cfg.separator.value, "-");
+    assert!(!cfg.prefix_tools.value);
+    assert_eq!(cfg.limits.page_size.value, 5);
+    assert_eq!(
+        cfg.limits.page_size.from,
+        Provenance::File { path: "t.toml".into(), key: "limits.pageSize".into() }
+    );
+    assert_eq!(cfg.servers[0].protocol, Protocol::Legacy);
+}
+
+#[test]
+fn disabled_servers_are_skipped_with_a_warning() {
+    let cfg = json(r#"{"mcpServers":{"a":{"command":"x","disabled":true}}}"#).unwrap();
+    assert!(cfg.servers.is_empty());
+    assert_eq!(cfg.warnings.len(), 1);
+}
+
+#[test]
+fn http_entries_are_validated() {
+    assert!(json(r#"{"mcpServers":{"a":{"type":"http","url":"ftp://x"}}}"#).is_err());
+    assert!(json(r#"{"mcpServers":{"a":{"url":"https://"}}}"#).is_err());
+    assert!(json(r#"{"mcpServers":{"a":{"type":"sse","url":"https://x/sse"}}}"#).is_err());
+    assert!(json(r#"{"mcpServers":{"a":{"command":"x","url":"https://x"}}}"#).is_err());
+}
+
+#[test]
+fn invalid_syntax_names_the_file_and_format() {
+    let e = json("{").unwrap_err();
+    assert!(e.to_string().starts_with("client.json: invalid JSON"), "{e}");
+}
+
+#[test]
+fn separator_must_keep_names_valid() {
+    assert!(json(r#"{"separator": "."}"#).is_err());
+    assert_eq!(json(r#"{"separator": "_"}"#).unwrap().separator.value, "_");
+}
+
+#[test]
+fn workspace_flag_wins_over_file() {
+    let overrides = Overrides { workspace: Some("/flag".into()), self_exe: None };
+    let cfg = parse_str(r#"{"workspace":"/file"}"#, Format::Json, Path::new("c.json"), &env, &overrides).unwrap();
+    assert_eq!(cfg.workspace, Some(Setting { value: "/flag".into(), from: Provenance::Flag("--workspace") }));
+}

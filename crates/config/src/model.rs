@@ -1,0 +1,125 @@
+//! The validated configuration: what the rest of toolgate reads. Every field is already checked.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The default separator between a server name and its tool name in exposed names (`files__read_file`).
+pub const DEFAULT_SEPARATOR: &str = "__";
+
+/// The hidden subcommand that runs toolgate's bundled fixture server. An upstream that runs toolgate with this
+/// subcommand is a test server, not a gateway, so it is not a spawning loop.
+pub const FIXTURE_SUBCOMMAND: &str = "fixture-server";
+
+/// Where a setting's value came from, for `toolgate doctor`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Provenance {
+    Default,
+    File { path: PathBuf, key: String },
+    Flag(&'static str),
+}
+
+impl std::fmt::Display for Provenance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Provenance::Default => f.write_str("default"),
+            Provenance::File { path, key } => write!(f, "{} ({key})", path.display()),
+            Provenance::Flag(flag) => write!(f, "command line ({flag})"),
+        }
+    }
+}
+
+/// A value and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting<T> {
+    pub value: T,
+    pub from: Provenance,
+}
+
+impl<T> Setting<T> {
+    pub fn default(value: T) -> Self {
+        Self { value, from: Provenance::Default }
+    }
+}
+
+/// Which protocol era to speak to an upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Probe with `server/discover`; fall back to `initialize` when the server does not know it.
+    Auto,
+    /// Only `initialize` (2024-11-05 … 2025-11-25).
+    Legacy,
+    /// Only the stateless 2026-07-28 era.
+    Modern,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String>, cwd: Option<PathBuf> },
+    /// Accepted and validated; not connected by this version (see the README).
+    Http { url: String, headers: BTreeMap<String, String> },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub name: String,
+    pub transport: Transport,
+    pub protocol: Protocol,
+    /// Per-request timeout for this upstream; `None` uses `Limits::request_timeout`.
+    pub request_timeout: Option<Duration>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest JSON-RPC message accepted or sent, in bytes.
+    pub max_message_bytes: Setting<usize>,
+    /// Deepest JSON nesting accepted.
+    pub max_depth: Setting<usize>,
+    /// How long a forwarded request may wait for its upstream.
+    pub request_timeout: Setting<Duration>,
+    /// How long `initialize` / `server/discover` waits for upstreams that are still starting.
+    pub startup_timeout: Setting<Duration>,
+    /// Items per page in aggregated lists.
+    pub page_size: Setting<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: Setting::default(4 * 1024 * 1024),
+            max_depth: Setting::default(64),
+            request_timeout: Setting::default(Duration::from_secs(120)),
+            startup_timeout: Setting::default(Duration::from_secs(30)),
+            page_size: Setting::default(100),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Enabled upstreams, in file order.
+    pub servers: Vec<ServerConfig>,
+    pub separator: Setting<String>,
+    pub prefix_tools: Setting<bool>,
+    pub limits: Limits,
+    pub workspace: Option<Setting<PathBuf>>,
+    /// Non-fatal findings (ignored client keys, disabled servers), for stderr and `doctor`.
+    pub warnings: Vec<String>,
+    /// The file this came from, if any.
+    pub source: Option<PathBuf>,
+}
+
+impl Config {
+    /// A config with no upstreams and every default.
+    pub fn empty() -> Self {
+        Self {
+            servers: Vec::new(),
+            separator: Setting::default(DEFAULT_SEPARATOR.to_owned()),
+            prefix_tools: Setting::default(true),
+            limits: Limits::default(),
+            workspace: None,
+            warnings: Vec::new(),
+            source: None,
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! Raw serde shapes of toolgate's own config sections. Unknown keys inside them are errors that name the key.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// One entry of `mcpServers` as Claude Desktop, Claude Code, Cursor and Codex write it, plus toolgate's
+/// per-server settings.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawServer {
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub disabled: bool,
+    pub protocol: Option<String>,
+    #[serde(alias = "request_timeout_seconds", rename = "requestTimeoutSeconds")]
+    pub request_timeout_seconds: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLimits {
+    #[serde(alias = "max_message_bytes", rename = "maxMessageBytes")]
+    pub max_message_bytes: Option<usize>,
+    #[serde(alias = "max_depth", rename = "maxDepth")]
+    pub max_depth: Option<usize>,
+    #[serde(alias = "request_timeout_seconds", rename = "requestTimeoutSeconds")]
+    pub request_timeout_seconds: Option<u64>,
+    #[serde(alias = "startup_timeout_seconds", rename = "startupTimeoutSeconds")]
+    pub startup_timeout_seconds: Option<u64>,
+    #[serde(alias = "page_size", rename = "pageSize")]
+    pub page_size: Option<usize>,
+}

@@ -1,0 +1,146 @@
+//! Newline-delimited framing with a hard size cap, for stdio in both directions.
+//!
+//! The reader never holds more than `max` bytes of one frame: past the cap it keeps reading to the next newline,
+//! discarding, and reports an `Oversized` frame with a short head and tail, so the caller can answer with an error
+//! (and, for an upstream's response, find the request id) instead of buffering without limit or hanging.
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// How many bytes of an oversized frame's start and end are kept for diagnosis and id recovery.
+const KEEP_EDGE: usize = 512;
+
+/// One unit read from a newline-delimited stream.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A complete line without its newline (and without a trailing `\r`).
+    Line(Vec<u8>),
+    /// A line longer than the cap; only its edges were kept.
+    Oversized { len: usize, head: Vec<u8>, tail: Vec<u8> },
+}
+
+/// Reads frames from an async byte stream.
+pub struct FrameReader<R> {
+    inner: R,
+    max: usize,
+}
+
+impl<R: AsyncBufRead + Unpin> FrameReader<R> {
+    pub fn new(inner: R, max_frame_bytes: usize) -> Self {
+        Self { inner, max: max_frame_bytes }
+    }
+
+    /// The next non-blank frame, or `None` at end of stream. A final line without a newline still counts.
+    pub async fn next(&mut self) -> std::io::Result<Option<Frame>> {
+        loop {
+            match self.read_one().await? {
+                None => return Ok(None),
+                Some(Frame::Line(l)) if l.iter().all(u8::is_ascii_whitespace) => continue,
+                Some(f) => return Ok(Some(f)),
+            }
+        }
+    }
+
+    async fn read_one(&mut self) -> std::io::Result<Option<Frame>> {
+        let mut line = Vec::new();
+        let mut len = 0usize;
+        let mut tail: Vec<u8> = Vec::new();
+        let mut saw_any = false;
+        loop {
+            let buf = self.inner.fill_buf().await?;
+            if buf.is_empty() {
+                if !saw_any {
+                    return Ok(None);
+                }
+                break;
+            }
+            saw_any = true;
+            let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (&buf[..i], true),
+                None => (buf, false),
+            };
+            len += chunk.len();
+            let room = self.max.saturating_sub(line.len());
+            let (fits, rest) = chunk.split_at(room.min(chunk.len()));
+            line.extend_from_slice(fits);
+            if !rest.is_empty() {
+                tail.extend_from_slice(rest);
+                if tail.len() > KEEP_EDGE {
+                    tail.drain(..tail.len() - KEEP_EDGE);
+                }
+            }
+            let used = chunk.len() + usize::from(done);
+            self.inner.consume(used);
+            if done {
+                break;
+            }
+        }
+        if len > self.max {
+            line.truncate(KEEP_EDGE);
+            return Ok(Some(Frame::Oversized { len, head: line, tail }));
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        Ok(Some(Frame::Line(line)))
+    }
+}
+
+/// Serialises `value` as one line (with its newline), or refuses when it would exceed `max` bytes: a truncated
+/// JSON line would be worse than none.
+pub fn encode_line(value: &serde_json::Value, max: usize) -> Result<Vec<u8>, usize> {
+    // serde_json escapes control characters, so the output never contains a raw newline.
+    let mut out = serde_json::to_vec(value).map_err(|_| 0usize)?;
+    if out.len() > max {
+        return Err(out.len());
+    }
+    out.push(b'\n');
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    async fn frames(input: &[u8], max: usize) -> Vec<Frame> {
+        // A tiny buffer exercises frames that span many reads.
+        let reader = tokio::io::BufReader::with_capacity(3, input);
+        let mut r = FrameReader::new(reader, max);
+        let mut out = Vec::new();
+        while let Some(f) = r.next().await.unwrap() {
+            out.push(f);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn splits_lines_and_skips_blank_ones() {
+        let got = frames(b"{\"a\":1}\r\n\n  \n{\"b\":2}", 100).await;
+        assert_eq!(got, vec![Frame::Line(b"{\"a\":1}".to_vec()), Frame::Line(b"{\"b\":2}".to_vec())]);
+    }
+
+    #[tokio::test]
+    async fn oversized_line_is_reported_and_the_next_line_survives() {
+        let mut input = vec![b'x'; 5000];
+        input.extend_from_slice(b"END\nok\n");
+        let got = frames(&input, 100).await;
+        match &got[0] {
+            Frame::Oversized { len, head, tail } => {
+                assert_eq!(*len, 5003);
+                assert_eq!(head.len(), 100);
+                assert!(tail.ends_with(b"END"));
+                assert!(tail.len() <= KEEP_EDGE);
+            }
+            other => panic!("expected oversized, got {other:?}"),
+        }
+        assert_eq!(got[1], Frame::Line(b"ok".to_vec()));
+    }
+
+    #[test]
+    fn encode_refuses_rather_than_truncates() {
+        let v = serde_json::json!({"s": "a".repeat(100)});
+        assert!(encode_line(&v, 50).is_err());
+        let line = encode_line(&serde_json::json!({"s": "a\nb"}), 50).unwrap();
+        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+    }
+}
