@@ -1,3 +1,32 @@
 //! SQLite state under the trusted state root: approvals, session grants, pins, reporting events.
+//!
+//! The crate resolves the state root, binds one namespace per canonical workspace, and keeps
+//! every piece of durable gateway state in that namespace's database. It never prints, never
+//! reads the clock for decisions (callers pass `now`), and never interprets approval
+//! snapshots or enforces policy: those belong to the gateway and the policy crate.
 
 #![deny(clippy::print_stdout)]
+
+mod approvals;
+mod canonical;
+mod db;
+mod error;
+mod events;
+mod grants;
+mod handle;
+mod namespace;
+mod pins;
+mod report;
+mod report_render;
+mod time;
+
+pub use approvals::{Approval, ApprovalStatus, PruneMode, PrunedApproval};
+pub use canonical::{canonical_json, definition_hash};
+pub use error::{Error, Result};
+pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};
+pub use handle::{Limits, Store};
+pub use namespace::{resolve_state_root, Namespace, StateRootInputs};
+pub use pins::{FirstUse, PinCheck, PinState, ToolPin};
+pub use report::{percentile_nearest_rank, GroupBy, ReasonCount, Report, ReportRow};
+pub use report_render::ReportFormat;
+pub use time::Timestamp;

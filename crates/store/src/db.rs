@@ -1,0 +1,163 @@
+//! Opening the SQLite database: file mode, pragmas, and versioned migrations.
+//!
+//! Every connection runs in WAL mode with `synchronous=FULL` (a committed approval survives
+//! a crash or power loss) and a busy timeout (concurrent processes wait rather than fail).
+//! Migrations are applied under an immediate transaction and recorded in `user_version` in
+//! the same transaction, so a crash mid-migration leaves the old schema intact. This module
+//! holds no domain logic.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::{Error, Result};
+use crate::namespace::create_private_file;
+
+/// Long enough for a hundred contending writers with millisecond transactions; short
+/// enough that a wedged peer surfaces as an error instead of a hang.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Schema migrations, in order; entry `i` moves `user_version` from `i` to `i + 1`.
+/// Never edit a shipped entry: append a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: approvals, session grants, tool pins, reporting events.
+    "
+    CREATE TABLE approvals (
+        id              TEXT PRIMARY KEY NOT NULL,
+        trace_id        TEXT NOT NULL,
+        status          TEXT NOT NULL
+                        CHECK (status IN ('PENDING','APPROVED','REJECTED','EXPIRED','CONSUMED')),
+        snapshot        TEXT NOT NULL,
+        snapshot_sha256 TEXT NOT NULL,
+        snapshot_bytes  INTEGER NOT NULL,
+        created_at      INTEGER NOT NULL,
+        expires_at      INTEGER NOT NULL,
+        decided_at      INTEGER,
+        decided_by      TEXT,
+        consumed_at     INTEGER
+    ) STRICT;
+    CREATE INDEX approvals_by_created ON approvals(created_at);
+
+    CREATE TABLE session_grants (
+        session_id        TEXT NOT NULL,
+        tool              TEXT NOT NULL,
+        definition_sha256 TEXT NOT NULL,
+        granted_at        INTEGER NOT NULL,
+        PRIMARY KEY (session_id, tool)
+    ) STRICT;
+
+    CREATE TABLE tool_pins (
+        name              TEXT PRIMARY KEY NOT NULL,
+        state             TEXT NOT NULL CHECK (state IN ('ACCEPTED','QUARANTINED')),
+        definition_sha256 TEXT NOT NULL,
+        definition_json   TEXT NOT NULL,
+        candidate_sha256  TEXT,
+        candidate_json    TEXT,
+        first_seen        INTEGER NOT NULL,
+        updated_at        INTEGER NOT NULL
+    ) STRICT;
+
+    -- Metadata only: there is deliberately no column for arguments, results,
+    -- messages or secrets, so none can be stored by mistake.
+    CREATE TABLE report_events (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        time_ms     INTEGER NOT NULL,
+        trace_id    TEXT NOT NULL,
+        profile     TEXT NOT NULL,
+        server      TEXT NOT NULL,
+        tool        TEXT NOT NULL,
+        operation   TEXT NOT NULL,
+        decision    TEXT NOT NULL CHECK (decision IN ('allow','ask','deny')),
+        reason_code TEXT NOT NULL,
+        outcome     TEXT NOT NULL,
+        duration_ms INTEGER,
+        error_class TEXT
+    ) STRICT;
+    CREATE INDEX report_events_by_time ON report_events(time_ms);
+    ",
+];
+
+/// The schema version this build writes.
+pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Opens (creating with mode 0600 if absent) and migrates the database at `path`.
+pub(crate) fn open(path: &Path) -> Result<Connection> {
+    // Create the file ourselves so it gets 0600; SQLite gives its -wal and -shm files the
+    // same mode as the main file.
+    match create_private_file(path) {
+        Ok(_) => {}
+        Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let mut conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::Corrupt(format!("journal mode {mode} instead of wal")));
+    }
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
+/// Applies every migration newer than the stored `user_version`.
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(Error::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    let start = usize::try_from(found).map_err(|_| Error::Corrupt("negative user_version".into()))?;
+    for sql in MIGRATIONS.iter().skip(start) {
+        tx.execute_batch(sql)?;
+    }
+    if found < SCHEMA_VERSION {
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migration_is_idempotent_and_records_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        drop(open(&path).unwrap());
+        let conn = open(&path).unwrap();
+        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let conn = open(&path).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
+        drop(conn);
+        assert!(matches!(open(&path), Err(Error::SchemaTooNew { .. })));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn database_file_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        drop(open(&path).unwrap());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+}

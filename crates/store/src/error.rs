@@ -1,0 +1,89 @@
+//! The one error type of the store crate and its `Result` alias.
+//!
+//! Variants are shaped for callers that must map them to user-facing outcomes
+//! (Contract V1 codes, CLI exit codes); this module does no such mapping itself.
+
+use std::path::PathBuf;
+
+use crate::approvals::ApprovalStatus;
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No state root could be determined (no explicit root, no XDG state dir, no home).
+    #[error("no state directory: set TOOLGATE_STATE_DIR or HOME")]
+    NoStateDir,
+    /// The explicit state root was not an absolute path.
+    #[error("state root must be an absolute path")]
+    StateRootNotAbsolute,
+    /// The workspace is not an existing directory.
+    #[error("workspace is not a directory: {0}")]
+    WorkspaceNotDirectory(PathBuf),
+    /// The state root lies inside the workspace, where workspace tools could edit it.
+    #[error("state root must be outside the workspace")]
+    StateRootInsideWorkspace,
+    /// The namespace is already bound to another workspace; bindings are never reassigned.
+    #[error("state namespace belongs to a different workspace")]
+    NamespaceBoundElsewhere,
+    /// The binding file exists but cannot be understood; refused rather than rewritten.
+    #[error("state namespace binding is unreadable")]
+    CorruptBinding,
+    /// The database was written by a newer toolgate; refusing avoids misreading it.
+    #[error("database schema version {found} is newer than supported version {supported}")]
+    SchemaTooNew {
+        /// Version found on disk.
+        found: i64,
+        /// Highest version this build understands.
+        supported: i64,
+    },
+    /// Unknown id, or an id that belongs to another workspace (deliberately indistinguishable).
+    #[error("REQUEST_NOT_FOUND")]
+    RequestNotFound,
+    /// The request is past its expiry.
+    #[error("approval request has expired")]
+    Expired,
+    /// The request is not in the state the transition needs.
+    #[error("approval request is {0}, not eligible for this transition")]
+    InvalidTransition(ApprovalStatus),
+    /// No pin with that name awaits acceptance of that definition hash.
+    #[error("no pin awaits acceptance of that definition")]
+    PinMismatch,
+    /// The approval store holds its maximum number of records; nothing is evicted.
+    #[error("approval store is full ({limit} records); prune old records")]
+    StoreFull {
+        /// The record ceiling.
+        limit: u64,
+    },
+    /// The approval store's snapshots would exceed their total size ceiling.
+    #[error("approval store snapshot bytes would exceed {limit}")]
+    StoreBytesFull {
+        /// The byte ceiling.
+        limit: u64,
+    },
+    /// One snapshot is larger than allowed.
+    #[error("approval snapshot is {size} bytes, limit {limit}")]
+    SnapshotTooLarge {
+        /// Serialized size of the snapshot.
+        size: u64,
+        /// The per-snapshot ceiling.
+        limit: u64,
+    },
+    /// A value in the database violates an invariant (corruption or a foreign writer).
+    #[error("corrupt store row: {0}")]
+    Corrupt(String),
+    /// The OS random number generator failed; no id is better than a guessable id.
+    #[error("OS random number generator failed")]
+    Rng,
+    /// Filesystem failure.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// SQLite failure.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// JSON (de)serialisation failure.
+    #[error("JSON error: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Result alias for the store crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

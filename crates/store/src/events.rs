@@ -1,0 +1,171 @@
+//! Metadata-only reporting events: recording and retention.
+//!
+//! An event says who called what, how it was decided and how it went — never with what
+//! arguments or what result. The table has no column for payloads, and free-text fields
+//! that could smuggle content (reason codes, error classes, operations) must be short
+//! tokens or are replaced by `INVALID`. Aggregation lives in `report`.
+
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::handle::Store;
+use crate::time::Timestamp;
+
+/// Cap on name-like fields (trace id, profile, server, tool).
+const MAX_NAME_CHARS: usize = 128;
+/// Cap on token fields (operation, reason code, error class, outcome).
+const MAX_TOKEN_CHARS: usize = 64;
+/// Stored in place of a token field that is not a token, so text never leaks through it.
+const INVALID_TOKEN: &str = "INVALID";
+
+/// The policy decision the event records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Allowed by policy.
+    Allow,
+    /// Held for human approval.
+    Ask,
+    /// Denied by policy.
+    Deny,
+}
+
+impl Decision {
+    /// The stored spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// One reporting event. Construct it with only metadata; there is nowhere to put payloads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportEvent {
+    /// When the call was decided or finished.
+    pub time: Timestamp,
+    /// Lifecycle correlation id.
+    pub trace_id: String,
+    /// Policy profile in force.
+    pub profile: String,
+    /// Upstream server (or `toolgate` for built-in tools).
+    pub server: String,
+    /// Tool name.
+    pub tool: String,
+    /// Normalised operation, e.g. `fs.read`.
+    pub operation: String,
+    /// Policy decision.
+    pub decision: Decision,
+    /// Stable reason code of the decision, e.g. `RULE_ALLOW`.
+    pub reason_code: String,
+    /// Outcome token; `SUCCEEDED` counts as success in reports, anything else does not.
+    pub outcome: String,
+    /// Execution time, if the call executed.
+    pub duration_ms: Option<u64>,
+    /// Class of error (a token such as `TIMEOUT`), never an error message.
+    pub error_class: Option<String>,
+}
+
+/// The outcome token reports count as a success.
+pub const OUTCOME_SUCCEEDED: &str = "SUCCEEDED";
+
+/// How long reporting events are kept. Both limits apply when both are set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Retention {
+    /// Delete events older than this many days.
+    pub max_age_days: Option<u32>,
+    /// Keep at most this many of the newest events.
+    pub max_events: Option<u64>,
+}
+
+impl Store {
+    /// Appends one event, capping and sanitising its fields.
+    pub fn record_event(&mut self, e: &ReportEvent) -> Result<()> {
+        let duration = e.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
+        self.conn.execute(
+            "INSERT INTO report_events (time_ms, trace_id, profile, server, tool, operation,
+                                        decision, reason_code, outcome, duration_ms, error_class)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                e.time.as_millis(),
+                name(&e.trace_id),
+                name(&e.profile),
+                name(&e.server),
+                name(&e.tool),
+                token(&e.operation),
+                e.decision.as_str(),
+                token(&e.reason_code),
+                token(&e.outcome),
+                duration,
+                e.error_class.as_deref().map(token),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Deletes events beyond the retention limits; returns how many went.
+    pub fn apply_retention(&mut self, retention: &Retention, now: Timestamp) -> Result<u64> {
+        let tx = self.conn.transaction()?;
+        let mut removed = 0u64;
+        if let Some(days) = retention.max_age_days {
+            removed += tx.execute(
+                "DELETE FROM report_events WHERE time_ms < ?1",
+                [now.minus_days(days).as_millis()],
+            )? as u64;
+        }
+        if let Some(max) = retention.max_events {
+            let max = i64::try_from(max).unwrap_or(i64::MAX);
+            removed += tx.execute(
+                "DELETE FROM report_events WHERE id NOT IN
+                   (SELECT id FROM report_events ORDER BY time_ms DESC, id DESC LIMIT ?1)",
+                [max],
+            )? as u64;
+        }
+        tx.commit()?;
+        Ok(removed)
+    }
+
+    /// Number of stored reporting events.
+    pub fn event_count(&self) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM report_events", [], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+}
+
+/// Truncates a name-like field.
+fn name(s: &str) -> String {
+    s.chars().take(MAX_NAME_CHARS).collect()
+}
+
+/// Keeps a token field only if it looks like a token: ASCII letters, digits, `_ . : -`.
+fn token(s: &str) -> String {
+    let ok = !s.is_empty()
+        && s.len() <= MAX_TOKEN_CHARS
+        && s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'));
+    if ok {
+        s.to_owned()
+    } else {
+        INVALID_TOKEN.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_text_in_token_fields_is_replaced() {
+        assert_eq!(token("RULE_DENY"), "RULE_DENY");
+        assert_eq!(token("fs.read"), "fs.read");
+        assert_eq!(token("password is hunter2"), INVALID_TOKEN);
+        assert_eq!(token(""), INVALID_TOKEN);
+        assert_eq!(token(&"A".repeat(65)), INVALID_TOKEN);
+    }
+}

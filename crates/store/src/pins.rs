@@ -1,0 +1,215 @@
+//! Tool pins: the accepted definition of each tool, and quarantine when it changes.
+//!
+//! A pin maps a tool identity to the SHA-256 and canonical JSON of the definition a human
+//! (or trust-on-first-use) accepted. Observing a different definition quarantines the pin
+//! and keeps the new definition as a candidate until `accept_pin`; the store never accepts
+//! a changed definition by itself. Deciding what a quarantined tool may do is the caller's.
+
+use rusqlite::{params, OptionalExtension, Row};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::canonical::{canonical_json, definition_hash};
+use crate::error::{Error, Result};
+use crate::handle::Store;
+use crate::time::Timestamp;
+
+/// Whether a pinned tool may be used as pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PinState {
+    /// The stored definition is the accepted one.
+    Accepted,
+    /// A different definition was observed; a human must accept it (or not).
+    Quarantined,
+}
+
+impl PinState {
+    const fn as_str(self) -> &'static str {
+        match self {
+            Self::Accepted => "ACCEPTED",
+            Self::Quarantined => "QUARANTINED",
+        }
+    }
+}
+
+/// What happens to a tool seen for the first time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstUse {
+    /// Pin it as accepted (trust on first use).
+    Accept,
+    /// Pin it quarantined, so even a first definition needs a human.
+    Quarantine,
+}
+
+/// A stored pin.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolPin {
+    /// Tool identity, as the gateway names it.
+    pub name: String,
+    /// Current state.
+    pub state: PinState,
+    /// Hash of the accepted (or, for a first-use quarantine, the first seen) definition.
+    pub definition_sha256: String,
+    /// Canonical JSON of that definition.
+    pub definition_json: String,
+    /// A newer definition awaiting acceptance, if any.
+    pub candidate_sha256: Option<String>,
+    /// Its canonical JSON.
+    pub candidate_json: Option<String>,
+    /// When the tool was first seen.
+    pub first_seen: Timestamp,
+    /// When the pin last changed.
+    pub updated_at: Timestamp,
+}
+
+/// The result of checking an observed definition against its pin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinCheck {
+    /// First sighting; pinned according to `FirstUse`.
+    New(PinState),
+    /// Matches the accepted definition and the pin is accepted.
+    Unchanged,
+    /// Differs from the accepted definition; the pin is now quarantined.
+    Changed {
+        /// Hash of the accepted definition.
+        accepted_sha256: String,
+        /// Hash of what was observed.
+        observed_sha256: String,
+    },
+    /// The pin was already quarantined; it stays so until `accept_pin`.
+    Quarantined,
+}
+
+const COLUMNS: &str = "name, state, definition_sha256, definition_json, candidate_sha256, \
+                       candidate_json, first_seen, updated_at";
+
+impl Store {
+    /// Checks `definition` against the pin for `name`, creating or quarantining as needed.
+    pub fn observe_tool(
+        &mut self,
+        name: &str,
+        definition: &Value,
+        first_use: FirstUse,
+        now: Timestamp,
+    ) -> Result<PinCheck> {
+        let json = canonical_json(definition);
+        let hash = definition_hash(definition);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let sql = format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1");
+        let existing = tx.query_row(&sql, [name], pin_from_row).optional()?.transpose()?;
+        let check = match existing {
+            None => {
+                let state = match first_use {
+                    FirstUse::Accept => PinState::Accepted,
+                    FirstUse::Quarantine => PinState::Quarantined,
+                };
+                tx.execute(
+                    "INSERT INTO tool_pins (name, state, definition_sha256, definition_json,
+                                            first_seen, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                    params![name, state.as_str(), hash, json, now.as_millis()],
+                )?;
+                PinCheck::New(state)
+            }
+            Some(pin) if pin.state == PinState::Quarantined => {
+                if pin.definition_sha256 != hash && pin.candidate_sha256.as_deref() != Some(&hash)
+                {
+                    // Keep the newest candidate so the human reviews what is served now.
+                    tx.execute(
+                        "UPDATE tool_pins SET candidate_sha256 = ?2, candidate_json = ?3,
+                                              updated_at = ?4 WHERE name = ?1",
+                        params![name, hash, json, now.as_millis()],
+                    )?;
+                }
+                PinCheck::Quarantined
+            }
+            Some(pin) if pin.definition_sha256 == hash => PinCheck::Unchanged,
+            Some(pin) => {
+                tx.execute(
+                    "UPDATE tool_pins SET state = 'QUARANTINED', candidate_sha256 = ?2,
+                                          candidate_json = ?3, updated_at = ?4 WHERE name = ?1",
+                    params![name, hash, json, now.as_millis()],
+                )?;
+                PinCheck::Changed {
+                    accepted_sha256: pin.definition_sha256,
+                    observed_sha256: hash,
+                }
+            }
+        };
+        tx.commit()?;
+        Ok(check)
+    }
+
+    /// Accepts a quarantined pin: the candidate (if any) becomes the accepted definition.
+    /// `expected_sha256` must name the definition being accepted, so a human never accepts
+    /// a definition that changed after they looked at it.
+    pub fn accept_pin(
+        &mut self,
+        name: &str,
+        expected_sha256: &str,
+        now: Timestamp,
+    ) -> Result<ToolPin> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let changed = tx.execute(
+            "UPDATE tool_pins
+             SET state = 'ACCEPTED',
+                 definition_sha256 = COALESCE(candidate_sha256, definition_sha256),
+                 definition_json = COALESCE(candidate_json, definition_json),
+                 candidate_sha256 = NULL, candidate_json = NULL, updated_at = ?3
+             WHERE name = ?1 AND COALESCE(candidate_sha256, definition_sha256) = ?2",
+            params![name, expected_sha256, now.as_millis()],
+        )?;
+        if changed != 1 {
+            return Err(Error::PinMismatch);
+        }
+        let sql = format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1");
+        let pin = tx.query_row(&sql, [name], pin_from_row)??;
+        tx.commit()?;
+        Ok(pin)
+    }
+
+    /// The pin for `name`, if any.
+    pub fn get_pin(&self, name: &str) -> Result<Option<ToolPin>> {
+        let sql = format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1");
+        self.conn
+            .query_row(&sql, [name], pin_from_row)
+            .optional()?
+            .transpose()
+    }
+
+    /// Every pin, by name.
+    pub fn list_pins(&self) -> Result<Vec<ToolPin>> {
+        let sql = format!("SELECT {COLUMNS} FROM tool_pins ORDER BY name");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([], pin_from_row)?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(row??);
+        }
+        Ok(out)
+    }
+}
+
+fn pin_from_row(r: &Row<'_>) -> rusqlite::Result<Result<ToolPin>> {
+    let state: String = r.get(1)?;
+    let state = match state.as_str() {
+        "ACCEPTED" => PinState::Accepted,
+        "QUARANTINED" => PinState::Quarantined,
+        other => return Ok(Err(Error::Corrupt(format!("pin state {other:?}")))),
+    };
+    Ok(Ok(ToolPin {
+        name: r.get(0)?,
+        state,
+        definition_sha256: r.get(2)?,
+        definition_json: r.get(3)?,
+        candidate_sha256: r.get(4)?,
+        candidate_json: r.get(5)?,
+        first_seen: Timestamp::from_millis(r.get(6)?),
+        updated_at: Timestamp::from_millis(r.get(7)?),
+    }))
+}
