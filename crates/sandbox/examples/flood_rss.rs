@@ -1,0 +1,45 @@
+//! Measures how much this process's peak RSS grows while a sandboxed command prints 1 GiB to stdout, and the
+//! layer support found by `probe()`. It only reports; the bound itself is asserted by the test suite.
+//!
+//! Reproduce: `cargo run --release -p sandbox --example flood_rss`
+
+use std::time::{Duration, Instant};
+
+use sandbox::{probe, run, CommandSpec};
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    for entry in probe().entries {
+        println!("layer {:<14} {:?}", entry.layer.as_str(), entry.state);
+    }
+    let spec = CommandSpec::new("/bin/sh", "/")
+        .args(["-c", "head -c 1073741824 /dev/zero"])
+        .env("PATH", "/usr/bin:/bin")
+        .timeout(Duration::from_secs(120));
+    run(&CommandSpec::new("/bin/true", "/"))?;
+    let before = peak_rss_kib();
+    let start = Instant::now();
+    let result = run(&spec)?;
+    let growth = peak_rss_kib().saturating_sub(before);
+    println!(
+        "outcome {:?}; stdout total {} retained {} dropped {}; {:?}; peak RSS growth {} KiB",
+        result.outcome,
+        result.stdout.total_bytes,
+        result.stdout.retained_bytes,
+        result.stdout.dropped_bytes,
+        start.elapsed(),
+        growth
+    );
+    Ok(())
+}

@@ -1,0 +1,298 @@
+//! Code that runs in the forked child between `fork` and `exec`.
+//!
+//! Everything here must be async-signal-safe: the parent is multi-threaded, so after `fork` only raw syscalls
+//! on data prepared beforehand are allowed (no allocation, no locks, no formatting). The process tree it builds
+//! when a PID namespace is available:
+//!
+//! ```text
+//! parent ── C (setsid; leader of the process group; waits, ignores TERM)
+//!            └─ I (PID 1 of the new namespace; reaps orphans; reports the command's status; when it exits the
+//!               │  kernel kills every process left in the namespace, including ones that called setsid)
+//!               └─ T (applies rlimits / no_new_privs / Landlock, then execs the command)
+//! ```
+//! Without a PID namespace, C itself becomes T. This module does not decide which layers to ask for or how to
+//! read the reports; `run` does.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use crate::landlock;
+use crate::layers::{encode, Layer, REC_EXIT, REC_LAYER, ST_ACTIVE, ST_FAILED, ST_UNAVAILABLE};
+use crate::spec::LayerMode;
+
+/// Resource limits as (resource, value) pairs; fixed size so the child never allocates.
+pub(crate) type LimitList = [(libc::__rlimit_resource_t, libc::rlim_t); 5];
+
+/// Everything the child needs, prepared by the parent before `fork`.
+pub(crate) struct ChildPlan {
+    pub report_fd: RawFd,
+    pub parent_pid: libc::pid_t,
+    pub pid_namespace: LayerMode,
+    pub no_network: LayerMode,
+    pub rlimits: LayerMode,
+    pub limits: LimitList,
+    pub limit_count: usize,
+    pub no_new_privs: LayerMode,
+    pub landlock: LayerMode,
+    /// Prepared ruleset, or -1 when Landlock is off or unavailable (then the parent already reported it).
+    pub landlock_fd: RawFd,
+    /// "<uid> <uid> 1\n" and the gid equivalent: map ourselves to ourselves in the new user namespace.
+    pub uid_map: Vec<u8>,
+    pub gid_map: Vec<u8>,
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+fn report(fd: RawFd, layer: Layer, status: u8, value: i32) {
+    let rec = encode(REC_LAYER, layer.code(), status, value);
+    // SAFETY: writes a stack buffer of the stated length; a failed report only loses detail.
+    unsafe { libc::write(fd, rec.as_ptr().cast(), rec.len()) };
+}
+
+/// Records a layer that could not be set up; returns the error to abort the spawn when it was required.
+fn setback(
+    plan: &ChildPlan,
+    layer: Layer,
+    mode: LayerMode,
+    status: u8,
+    err: i32,
+) -> io::Result<()> {
+    report(plan.report_fd, layer, status, err);
+    if mode == LayerMode::Required {
+        Err(io::Error::from_raw_os_error(err))
+    } else {
+        Ok(())
+    }
+}
+
+fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), i32> {
+    // SAFETY: `path` is NUL-terminated; the descriptor is closed before returning.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let err = errno();
+        libc::close(fd);
+        if n < 0 || n as usize != data.len() {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+/// Enters a new user namespace mapping our uid/gid to themselves, so later namespaces need no privilege.
+fn enter_user_namespace(plan: &ChildPlan) -> Result<(), (u8, i32)> {
+    // SAFETY: unshare only changes this (single-threaded) process's namespaces.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+        return Err((ST_UNAVAILABLE, errno()));
+    }
+    write_file(c"/proc/self/uid_map", &plan.uid_map).map_err(|e| (ST_FAILED, e))?;
+    write_file(c"/proc/self/setgroups", b"deny").map_err(|e| (ST_FAILED, e))?;
+    write_file(c"/proc/self/gid_map", &plan.gid_map).map_err(|e| (ST_FAILED, e))?;
+    Ok(())
+}
+
+/// The `pre_exec` body. Returns only in the process that will exec the command (T).
+///
+/// # Safety
+/// Must be called in a freshly forked child, before exec, with `plan` prepared by the parent.
+pub(crate) unsafe fn setup(plan: &ChildPlan) -> io::Result<()> {
+    // SAFETY (whole function): only raw syscalls on prepared data, as the module documentation requires.
+    unsafe {
+        if libc::setsid() < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Die with the parent thread; if it is already gone, do not run at all.
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != plan.parent_pid {
+            libc::_exit(127);
+        }
+
+        // Without a user namespace (unavailable), the unshares below still work when privileged and
+        // otherwise report their own EPERM.
+        if plan.pid_namespace.wanted() || plan.no_network.wanted() {
+            if let Err((ST_FAILED, e)) = enter_user_namespace(plan) {
+                // Half-entered: uid unmapped, files cannot be created; do not run like that.
+                report(plan.report_fd, Layer::PidNamespace, ST_FAILED, e);
+                return Err(io::Error::from_raw_os_error(e));
+            }
+        }
+
+        if plan.no_network.wanted() {
+            if libc::unshare(libc::CLONE_NEWNET) == 0 {
+                report(plan.report_fd, Layer::NoNetwork, ST_ACTIVE, 0);
+            } else {
+                setback(
+                    plan,
+                    Layer::NoNetwork,
+                    plan.no_network,
+                    ST_UNAVAILABLE,
+                    errno(),
+                )?;
+            }
+        }
+
+        if plan.pid_namespace.wanted() {
+            if libc::unshare(libc::CLONE_NEWPID) == 0 {
+                become_init_chain(plan)?;
+            } else {
+                setback(
+                    plan,
+                    Layer::PidNamespace,
+                    plan.pid_namespace,
+                    ST_UNAVAILABLE,
+                    errno(),
+                )?;
+            }
+        }
+
+        apply_process_layers(plan)
+    }
+}
+
+/// Forks I (PID 1 of the new namespace) and T. Returns only in T; C and I wait and `_exit`.
+unsafe fn become_init_chain(plan: &ChildPlan) -> io::Result<()> {
+    // SAFETY: fork in a single-threaded child; each branch only uses raw syscalls.
+    unsafe {
+        let init = libc::fork();
+        if init < 0 {
+            return setback(
+                plan,
+                Layer::PidNamespace,
+                plan.pid_namespace,
+                ST_FAILED,
+                errno(),
+            );
+        }
+        if init > 0 {
+            // C: stay as the handle the parent waits on. Ignore TERM so a timeout's SIGTERM reaches the command
+            // without C exiting early and making the parent think the tree is gone.
+            for sig in [
+                libc::SIGTERM,
+                libc::SIGINT,
+                libc::SIGHUP,
+                libc::SIGQUIT,
+                libc::SIGPIPE,
+            ] {
+                libc::signal(sig, libc::SIG_IGN);
+            }
+            libc::close_range(0, u32::MAX, 0);
+            let mut status = 0;
+            loop {
+                let r = libc::waitpid(init, &mut status, 0);
+                if r == init {
+                    break;
+                }
+                if r < 0 && errno() != libc::EINTR {
+                    libc::_exit(125);
+                }
+            }
+            if libc::WIFEXITED(status) {
+                libc::_exit(libc::WEXITSTATUS(status));
+            }
+            libc::_exit(128 + libc::WTERMSIG(status));
+        }
+
+        // I: PID 1 of the namespace.
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        report(plan.report_fd, Layer::PidNamespace, ST_ACTIVE, 0);
+        let target = libc::fork();
+        if target < 0 {
+            report(plan.report_fd, Layer::PidNamespace, ST_FAILED, errno());
+            libc::_exit(125);
+        }
+        if target == 0 {
+            return Ok(());
+        }
+        // Keep only the report pipe: the output pipes must reach EOF as soon as the command's tree is gone.
+        let fd = plan.report_fd as u32;
+        if fd > 0 {
+            libc::close_range(0, fd - 1, 0);
+        }
+        libc::close_range(fd + 1, u32::MAX, 0);
+        let mut status = 0;
+        loop {
+            let r = libc::waitpid(-1, &mut status, 0);
+            if r == target {
+                let rec = encode(REC_EXIT, 0, 0, status);
+                libc::write(plan.report_fd, rec.as_ptr().cast(), rec.len());
+                // Exiting as PID 1 makes the kernel SIGKILL everything left in the namespace.
+                libc::_exit(0);
+            }
+            if r < 0 && errno() != libc::EINTR {
+                libc::_exit(125);
+            }
+        }
+    }
+}
+
+/// Layers that act on the command process itself: rlimits, no_new_privs, Landlock.
+unsafe fn apply_process_layers(plan: &ChildPlan) -> io::Result<()> {
+    // SAFETY: raw syscalls on prepared, stack- or plan-owned data.
+    unsafe {
+        if plan.rlimits.wanted() {
+            let mut failed = 0;
+            let core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_CORE, &core) != 0 {
+                failed = errno();
+            }
+            for &(resource, value) in plan.limits.iter().take(plan.limit_count) {
+                let lim = libc::rlimit {
+                    rlim_cur: value,
+                    rlim_max: value,
+                };
+                if libc::setrlimit(resource, &lim) != 0 {
+                    failed = errno();
+                }
+            }
+            if failed == 0 {
+                report(plan.report_fd, Layer::Rlimits, ST_ACTIVE, 0);
+            } else {
+                setback(plan, Layer::Rlimits, plan.rlimits, ST_FAILED, failed)?;
+            }
+        }
+
+        // Landlock needs no_new_privs when unprivileged, so asking for Landlock implies it.
+        if plan.no_new_privs.wanted() || plan.landlock_fd >= 0 {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 {
+                if plan.no_new_privs.wanted() {
+                    report(plan.report_fd, Layer::NoNewPrivs, ST_ACTIVE, 0);
+                }
+            } else {
+                let e = errno();
+                if plan.no_new_privs.wanted() {
+                    setback(plan, Layer::NoNewPrivs, plan.no_new_privs, ST_FAILED, e)?;
+                }
+            }
+        }
+
+        if plan.landlock_fd >= 0 {
+            match landlock::restrict_self(plan.landlock_fd) {
+                Ok(()) => report(plan.report_fd, Layer::Landlock, ST_ACTIVE, 0),
+                Err(e) => setback(plan, Layer::Landlock, plan.landlock, ST_FAILED, e)?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,180 @@
+//! Landlock write confinement, by raw syscalls.
+//!
+//! The ruleset is built in the parent (it needs `open` and allocation), and the child only calls
+//! `landlock_restrict_self` on the prepared descriptor, which is async-signal-safe. Reads and execution are
+//! left alone: the point is that a command cannot write outside the workspace and its temporary directory.
+//! Network rules and scoping are not used (the network layer is a namespace instead).
+
+use std::ffi::CString;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+const CREATE_RULESET_VERSION: u32 = 1;
+const RULE_PATH_BENEATH: libc::c_int = 1;
+
+const ACCESS_WRITE_FILE: u64 = 1 << 1;
+const ACCESS_REMOVE_DIR: u64 = 1 << 4;
+const ACCESS_REMOVE_FILE: u64 = 1 << 5;
+const ACCESS_MAKE_CHAR: u64 = 1 << 6;
+const ACCESS_MAKE_DIR: u64 = 1 << 7;
+const ACCESS_MAKE_REG: u64 = 1 << 8;
+const ACCESS_MAKE_SOCK: u64 = 1 << 9;
+const ACCESS_MAKE_FIFO: u64 = 1 << 10;
+const ACCESS_MAKE_BLOCK: u64 = 1 << 11;
+const ACCESS_MAKE_SYM: u64 = 1 << 12;
+const ACCESS_REFER: u64 = 1 << 13;
+const ACCESS_TRUNCATE: u64 = 1 << 14;
+
+/// Rights that apply to a regular file (the kernel rejects directory-only rights on a file rule).
+const FILE_RIGHTS: u64 = ACCESS_WRITE_FILE | ACCESS_TRUNCATE;
+
+/// `struct landlock_ruleset_attr` truncated to its ABI 1 prefix; the kernel accepts shorter structs.
+#[repr(C)]
+struct RulesetAttr {
+    handled_access_fs: u64,
+}
+
+/// `struct landlock_path_beneath_attr`, which the kernel declares packed.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// The Landlock ABI version, or the errno explaining why there is none.
+pub(crate) fn abi_version() -> Result<i64, String> {
+    // SAFETY: with a null attribute and size 0 this flag only queries the ABI version; no memory is touched.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<RulesetAttr>(),
+            0usize,
+            CREATE_RULESET_VERSION,
+        )
+    };
+    if v < 0 {
+        Err(format!(
+            "landlock unsupported: {}",
+            std::io::Error::last_os_error()
+        ))
+    } else {
+        Ok(v)
+    }
+}
+
+fn handled_write_rights(abi: i64) -> u64 {
+    let mut rights = ACCESS_WRITE_FILE
+        | ACCESS_REMOVE_DIR
+        | ACCESS_REMOVE_FILE
+        | ACCESS_MAKE_CHAR
+        | ACCESS_MAKE_DIR
+        | ACCESS_MAKE_REG
+        | ACCESS_MAKE_SOCK
+        | ACCESS_MAKE_FIFO
+        | ACCESS_MAKE_BLOCK
+        | ACCESS_MAKE_SYM;
+    if abi >= 2 {
+        rights |= ACCESS_REFER;
+    }
+    if abi >= 3 {
+        rights |= ACCESS_TRUNCATE;
+    }
+    rights
+}
+
+/// Why a ruleset could not be built: the kernel lacks Landlock, or a rule could not be added.
+pub(crate) enum PrepareError {
+    Unavailable(String),
+    Failed(String),
+}
+
+/// Builds a ruleset that handles every write right and grants them beneath `writable` (plus `/dev/null`, which
+/// ordinary programs write to). Returns the ruleset descriptor for the child to enforce.
+pub(crate) fn prepare(writable: &[&Path]) -> Result<OwnedFd, PrepareError> {
+    let abi = abi_version().map_err(PrepareError::Unavailable)?;
+    let handled = handled_write_rights(abi);
+    let attr = RulesetAttr {
+        handled_access_fs: handled,
+    };
+    // SAFETY: `attr` is a valid, initialised struct whose size we pass; the kernel copies it and returns a new fd.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            &attr as *const RulesetAttr,
+            std::mem::size_of::<RulesetAttr>(),
+            0u32,
+        )
+    };
+    if fd < 0 {
+        return Err(PrepareError::Unavailable(format!(
+            "landlock_create_ruleset: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    let fd =
+        i32::try_from(fd).map_err(|_| PrepareError::Failed("descriptor out of range".into()))?;
+    // SAFETY: the syscall just returned this descriptor and nothing else owns it.
+    let ruleset = unsafe { OwnedFd::from_raw_fd(fd) };
+    let dev_null = Path::new("/dev/null");
+    for path in writable.iter().copied().chain([dev_null]) {
+        add_rule(&ruleset, path, handled)?;
+    }
+    Ok(ruleset)
+}
+
+fn add_rule(ruleset: &OwnedFd, path: &Path, handled: u64) -> Result<(), PrepareError> {
+    use std::os::fd::AsRawFd;
+    let fail = |what: &str| {
+        PrepareError::Failed(format!(
+            "{what} for a writable path: {}",
+            std::io::Error::last_os_error()
+        ))
+    };
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| PrepareError::Failed("writable path contains NUL".into()))?;
+    // SAFETY: `c_path` is a valid NUL-terminated string; O_PATH opens without reading.
+    let raw = unsafe { libc::open(c_path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if raw < 0 {
+        return Err(fail("open"));
+    }
+    // SAFETY: `open` just returned this descriptor and nothing else owns it.
+    let path_fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
+    let rule = PathBeneathAttr {
+        allowed_access: if is_dir {
+            handled
+        } else {
+            handled & FILE_RIGHTS
+        },
+        parent_fd: path_fd.as_raw_fd(),
+    };
+    // SAFETY: both descriptors are open for the duration of the call and `rule` is a valid packed struct.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr,
+            0u32,
+        )
+    };
+    if r < 0 {
+        return Err(fail("landlock_add_rule"));
+    }
+    Ok(())
+}
+
+/// Enforces a prepared ruleset on the calling process. Async-signal-safe: one syscall, no allocation.
+/// The caller must already have set no_new_privs. Returns the errno on failure.
+pub(crate) fn restrict_self(ruleset_fd: libc::c_int) -> Result<(), i32> {
+    // SAFETY: plain syscall on a descriptor the parent prepared; no memory is passed.
+    let r = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset_fd, 0u32) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL))
+    } else {
+        Ok(())
+    }
+}

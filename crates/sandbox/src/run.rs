@@ -1,0 +1,468 @@
+//! Runs one [`CommandSpec`]: spawn, drain, enforce the deadline, reap, and assemble the [`RunResult`].
+//!
+//! The deadline is enforced from the parent by signalling the child's process group (SIGTERM, grace, SIGKILL);
+//! with a PID namespace, the namespace's init then takes every remaining descendant down. Exit is observed
+//! through a pidfd without reaping, so leftover group members are killed while the group id is still ours.
+//! This module does not build the child-side setup (see `child`) or parse output.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+use crate::capture::{spawn_reader, Capture};
+use crate::child::{self, ChildPlan, LimitList};
+use crate::error::{Error, Result};
+use crate::landlock::{self, PrepareError};
+use crate::layers::{decode, Layer, LayerReport, LayerState};
+use crate::spec::{CommandSpec, LayerMode, LayerRequest};
+
+/// How long readers may keep draining after the tree is gone before they are told to stop. Only matters when
+/// something outside the tree (possible without a PID namespace) still holds a pipe open.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+
+/// How the command ended, in Contract V1 words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Outcome {
+    /// Exit code 0 (discarded output does not change this).
+    Succeeded,
+    /// Non-zero exit code or killed by a signal, within the deadline.
+    CommandFailed,
+    /// The deadline passed and the tree was ended.
+    TimedOut,
+    /// The command could not be started (see `failure`).
+    Failed,
+}
+
+/// Exit code or terminating signal of the command itself (not of the sandbox's helper processes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExitInfo {
+    /// Exit code, if it exited.
+    pub code: Option<i32>,
+    /// Signal number, if a signal ended it.
+    pub signal: Option<i32>,
+}
+
+/// Everything known about one run.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunResult {
+    /// Contract outcome.
+    pub outcome: Outcome,
+    /// Exit code / signal.
+    pub exit: ExitInfo,
+    /// Captured standard output.
+    pub stdout: Capture,
+    /// Captured standard error.
+    pub stderr: Capture,
+    /// Wall-clock time from spawn to reap, in milliseconds.
+    pub duration_ms: u64,
+    /// State of each isolation layer.
+    pub layers: LayerReport,
+    /// Why the command could not start, when `outcome` is `Failed`.
+    pub failure: Option<String>,
+}
+
+fn validate(spec: &CommandSpec) -> Result<()> {
+    let bad = |m: &str| Err(Error::InvalidSpec(m.to_string()));
+    if !spec.program.is_absolute() {
+        return bad("program must be an absolute path");
+    }
+    if !spec.cwd.is_absolute() {
+        return bad("cwd must be an absolute path");
+    }
+    if spec.timeout.is_zero() {
+        return bad("timeout must be positive");
+    }
+    let has_nul = |s: &[u8]| s.contains(&0);
+    use std::os::unix::ffi::OsStrExt;
+    if has_nul(spec.program.as_os_str().as_bytes()) || has_nul(spec.cwd.as_os_str().as_bytes()) {
+        return bad("path contains NUL");
+    }
+    if spec.args.iter().any(|a| has_nul(a.as_bytes())) {
+        return bad("argument contains NUL");
+    }
+    for (k, v) in &spec.env {
+        if k.is_empty() || k.contains('=') || has_nul(k.as_bytes()) || has_nul(v.as_bytes()) {
+            return bad("invalid environment variable");
+        }
+    }
+    Ok(())
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    // SAFETY: pipe2 succeeded, so both descriptors are new and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn limit_list(request: &LayerRequest) -> (LimitList, usize) {
+    let l = &request.limits;
+    let mut list: LimitList = [(libc::RLIMIT_CORE, 0); 5];
+    let mut n = 0;
+    for (res, value) in [
+        (libc::RLIMIT_CPU, l.cpu_seconds),
+        (libc::RLIMIT_AS, l.address_space_bytes),
+        (libc::RLIMIT_FSIZE, l.file_size_bytes),
+        (libc::RLIMIT_NOFILE, l.open_files),
+    ] {
+        if let Some(v) = value {
+            list[n] = (res, v);
+            n += 1;
+        }
+    }
+    (list, n)
+}
+
+fn plan(request: &LayerRequest, report_fd: RawFd, landlock_fd: Option<&OwnedFd>) -> ChildPlan {
+    // SAFETY: geteuid/getegid cannot fail and touch no memory.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let (limits, limit_count) = limit_list(request);
+    ChildPlan {
+        report_fd,
+        parent_pid: std::process::id() as libc::pid_t,
+        pid_namespace: request.pid_namespace,
+        no_network: request.no_network,
+        rlimits: request.rlimits,
+        limits,
+        limit_count,
+        no_new_privs: request.no_new_privs,
+        landlock: request.landlock,
+        landlock_fd: landlock_fd.map_or(-1, AsRawFd::as_raw_fd),
+        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+    }
+}
+
+/// Builds the Landlock ruleset when asked; records why not otherwise.
+fn prepare_landlock(request: &LayerRequest, layers: &mut LayerReport) -> Option<OwnedFd> {
+    if !request.landlock.wanted() {
+        return None;
+    }
+    let paths: Vec<&Path> = request.writable_paths.iter().map(|p| p.as_path()).collect();
+    match landlock::prepare(&paths) {
+        Ok(fd) => Some(fd),
+        Err(PrepareError::Unavailable(r)) => {
+            layers.set(Layer::Landlock, LayerState::Unavailable(r));
+            None
+        }
+        Err(PrepareError::Failed(r)) => {
+            layers.set(Layer::Landlock, LayerState::Failed(r));
+            None
+        }
+    }
+}
+
+/// Reads the child's report until EOF or a short deadline (the writers are gone by the time this is called).
+fn read_report(fd: OwnedFd) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 512];
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || !wait_readable(fd.as_raw_fd(), Some(left)) {
+            break;
+        }
+        // SAFETY: reads into a stack buffer of the stated length from an fd we own.
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n as usize]);
+    }
+    out
+}
+
+/// Polls one descriptor for readability; `None` waits forever.
+fn wait_readable(fd: RawFd, timeout: Option<Duration>) -> bool {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                libc::c_int::try_from(left.as_millis().max(u128::from(!left.is_zero())))
+                    .unwrap_or(libc::c_int::MAX)
+            }
+        };
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if r > 0 {
+            return true;
+        }
+        if r == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
+}
+
+/// Observes (without reaping) the exit of `pid`, through its pidfd when the kernel has them.
+struct ExitWatch {
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+}
+
+impl ExitWatch {
+    fn new(pid: libc::pid_t) -> Self {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let pidfd = i32::try_from(raw).ok().filter(|fd| *fd >= 0).map(|fd| {
+            // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+            unsafe { OwnedFd::from_raw_fd(fd) }
+        });
+        Self { pid, pidfd }
+    }
+
+    fn exited(&self) -> bool {
+        // SAFETY: zeroed siginfo is a valid out-parameter; WNOWAIT leaves the child reapable by std.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let r = libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            r == 0 && info.si_pid() != 0
+        }
+    }
+
+    /// Waits up to `timeout` (`None`: forever) for the exit; true if it happened.
+    fn wait(&self, timeout: Option<Duration>) -> bool {
+        if let Some(fd) = &self.pidfd {
+            return wait_readable(fd.as_raw_fd(), timeout) || self.exited();
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if self.exited() {
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+fn exit_info(raw_status: Option<i32>, std_status: std::process::ExitStatus) -> ExitInfo {
+    match raw_status {
+        Some(s) if libc::WIFEXITED(s) => ExitInfo {
+            code: Some(libc::WEXITSTATUS(s)),
+            signal: None,
+        },
+        Some(s) if libc::WIFSIGNALED(s) => ExitInfo {
+            code: None,
+            signal: Some(libc::WTERMSIG(s)),
+        },
+        _ => ExitInfo {
+            code: std_status.code(),
+            signal: std_status.signal(),
+        },
+    }
+}
+
+fn merge(layers: &mut LayerReport, report: &crate::layers::ChildReport) {
+    for (layer, state) in &report.layers {
+        layers.set(*layer, state.clone());
+    }
+}
+
+/// Runs the command to completion or deadline. `Err` means it was refused before running; a command that
+/// could not start is `Ok` with [`Outcome::Failed`], so the layer report still reaches the audit log.
+pub fn run(spec: &CommandSpec) -> Result<RunResult> {
+    validate(spec)?;
+    let start = Instant::now();
+    let request = &spec.layers;
+    let mut layers = LayerReport::initial(request);
+    let landlock_fd = prepare_landlock(request, &mut layers);
+    if request.landlock == LayerMode::Required && landlock_fd.is_none() {
+        let reason = match layers.state(Layer::Landlock) {
+            LayerState::Unavailable(r) | LayerState::Failed(r) => r.clone(),
+            _ => "not prepared".into(),
+        };
+        return Err(Error::RequiredLayerNotActive {
+            layer: Layer::Landlock,
+            reason,
+        });
+    }
+
+    let (report_read, report_write) = pipe()?;
+    let child_plan = plan(request, report_write.as_raw_fd(), landlock_fd.as_ref());
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .env_clear()
+        .envs(&spec.env)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: `child::setup` only performs async-signal-safe syscalls on data prepared in `child_plan`.
+    unsafe {
+        cmd.pre_exec(move || child::setup(&child_plan));
+    }
+    let spawned = cmd.spawn();
+    drop(report_write);
+    drop(landlock_fd);
+
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            let report = decode(&read_report(report_read));
+            merge(&mut layers, &report);
+            if let Some((layer, reason)) = layers.first_unmet(request) {
+                return Err(Error::RequiredLayerNotActive { layer, reason });
+            }
+            return Ok(RunResult {
+                outcome: Outcome::Failed,
+                exit: ExitInfo::default(),
+                stdout: Capture::default(),
+                stderr: Capture::default(),
+                duration_ms: elapsed_ms(start),
+                layers,
+                failure: Some(format!("could not start {}: {e}", spec.program.display())),
+            });
+        }
+    };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers = [
+        child.stdout.take().map(OwnedFd::from),
+        child.stderr.take().map(OwnedFd::from),
+    ]
+    .map(|fd| fd.map(|fd| spawn_reader(fd, Arc::clone(&stop))));
+    let pid = child.id() as libc::pid_t;
+    let group = Pid::from_raw(pid);
+    let watch = ExitWatch::new(pid);
+
+    let mut timed_out = false;
+    let remaining = spec.timeout.saturating_sub(start.elapsed());
+    if !watch.wait(Some(remaining)) {
+        timed_out = true;
+        let _ = killpg(group, Signal::SIGTERM);
+        if !watch.wait(Some(spec.kill_grace)) {
+            let _ = killpg(group, Signal::SIGKILL);
+            watch.wait(None);
+        }
+    }
+    // The leader has exited but is not reaped, so the group id cannot have been reused: end any stragglers.
+    let _ = killpg(group, Signal::SIGKILL);
+    let status = child.wait()?;
+    let report = decode(&read_report(report_read));
+    merge(&mut layers, &report);
+
+    let [out, err] = readers;
+    let drain_deadline = Instant::now() + DRAIN_GRACE;
+    let finished = |r: &Option<std::io::Result<std::thread::JoinHandle<Capture>>>| match r {
+        Some(Ok(h)) => h.is_finished(),
+        _ => true,
+    };
+    while !(finished(&out) && finished(&err)) && Instant::now() < drain_deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    stop.store(true, Ordering::Release);
+    let join = |r: Option<std::io::Result<std::thread::JoinHandle<Capture>>>| match r {
+        Some(Ok(h)) => h.join().unwrap_or_default(),
+        _ => Capture::default(),
+    };
+    let (stdout, stderr) = (join(out), join(err));
+
+    let exit = exit_info(report.wait_status, status);
+    let outcome = if timed_out {
+        Outcome::TimedOut
+    } else if exit.code == Some(0) {
+        Outcome::Succeeded
+    } else {
+        Outcome::CommandFailed
+    };
+    Ok(RunResult {
+        outcome,
+        exit,
+        stdout,
+        stderr,
+        duration_ms: elapsed_ms(start),
+        layers,
+        failure: None,
+    })
+}
+
+fn elapsed_ms(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Sets every layer up in a throw-away child that exits instead of exec'ing, and reports what worked.
+pub(crate) fn probe_layers() -> LayerReport {
+    let request = LayerRequest {
+        pid_namespace: LayerMode::BestEffort,
+        no_network: LayerMode::BestEffort,
+        landlock: LayerMode::BestEffort,
+        writable_paths: Vec::new(),
+        rlimits: LayerMode::BestEffort,
+        limits: Default::default(),
+        no_new_privs: LayerMode::BestEffort,
+    };
+    let mut layers = LayerReport::initial(&request);
+    let landlock_fd = prepare_landlock(&request, &mut layers);
+    let Ok((report_read, report_write)) = pipe() else {
+        return layers;
+    };
+    let child_plan = plan(&request, report_write.as_raw_fd(), landlock_fd.as_ref());
+    // SAFETY: the child branch only runs `child::setup` (async-signal-safe) and `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: freshly forked child; `setup` honours the async-signal-safety contract.
+        unsafe {
+            let code = i32::from(child::setup(&child_plan).is_err());
+            libc::_exit(code);
+        }
+    }
+    drop(report_write);
+    drop(landlock_fd);
+    if pid > 0 {
+        let mut status = 0;
+        // SAFETY: waits for the child we just forked.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+    }
+    merge(&mut layers, &decode(&read_report(report_read)));
+    layers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_program_is_refused() {
+        let spec = CommandSpec::new("sh", "/");
+        assert!(matches!(run(&spec), Err(Error::InvalidSpec(_))));
+    }
+
+    #[test]
+    fn nul_in_argument_is_refused() {
+        let spec = CommandSpec::new("/bin/echo", "/").args(["a\0b"]);
+        assert!(matches!(run(&spec), Err(Error::InvalidSpec(_))));
+    }
+
+    #[test]
+    fn missing_program_is_failed_not_error() {
+        let spec = CommandSpec::new("/nonexistent/program", "/");
+        let r = run(&spec).unwrap();
+        assert_eq!(r.outcome, Outcome::Failed);
+        assert!(r.failure.is_some());
+    }
+}
