@@ -1,0 +1,11 @@
+//! Test support: a fixture MCP server that speaks both protocol eras and exercises what the gateway must carry
+//! (pagination, progress, cancellation, list changes, server→client requests, rich payloads, misbehaviour).
+//!
+//! It is bundled into the `toolgate` binary as a hidden subcommand so `toolgate demo` and the benchmarks need
+//! nothing else installed. It is a test peer, not a product feature: it has no policy and no confinement.
+
+#![deny(clippy::print_stdout)]
+
+mod fixture;
+
+pub use fixture::{rich_definition, serve_stdio, FixtureOptions};

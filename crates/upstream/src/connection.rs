@@ -1,0 +1,374 @@
+//! One live connection to an upstream: a writer task, a reader task, and the table of requests awaiting answers.
+//!
+//! Ids sent upstream are toolgate's own integers, so client ids never reach an upstream and two clients' ids can
+//! never collide there. Each request waits with a timeout and a cancellation token; either sends
+//! `notifications/cancelled` upstream so the server can stop work nobody will read.
+
+use crate::era::{Era, MODERN_VERSION, PROTOCOL_META_PREFIX};
+use crate::error::{CallError, Result};
+use jsonrpc::{decode, encode_line, notification, request, Frame, FrameReader, Id, Limits, Message};
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// Bounded so a stalled upstream pushes back on its callers instead of growing toolgate's memory.
+const OUTBOX_CAPACITY: usize = 256;
+/// Lines of an upstream's stderr kept for `doctor` and the status tool.
+const STDERR_TAIL_LINES: usize = 20;
+const STDERR_LINE_CHARS: usize = 400;
+
+/// Something an upstream sent that the gateway must handle.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A notification (progress, cancelled, message, resources/updated, …), as sent.
+    Notification { server: String, method: String, params: Option<Value> },
+    /// A request to the client (sampling, elicitation, roots); answer with `Connection::respond`.
+    Request { server: String, id: Value, method: String, params: Option<Value> },
+    /// The server's catalog was (re)loaded: after a start, a restart or a `list_changed`.
+    CatalogChanged { server: String },
+    /// The server's state changed (ready, exited, backing off).
+    StatusChanged { server: String },
+}
+
+/// Notifications the supervisor handles itself (catalog refreshes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refresh {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+type Waiter = oneshot::Sender<Result<Value>>;
+
+pub struct Connection {
+    server: String,
+    outbox: mpsc::Sender<Vec<u8>>,
+    pending: Mutex<HashMap<i64, Waiter>>,
+    next_id: AtomicI64,
+    era: RwLock<Option<Era>>,
+    closed: CancellationToken,
+    limits: Limits,
+    garbage_lines: AtomicU64,
+    stderr_tail: Mutex<VecDeque<String>>,
+}
+
+impl Connection {
+    /// Starts the reader, writer and stderr tasks over a child's pipes.
+    pub(crate) fn start(
+        server: &str,
+        stdin: impl AsyncWrite + Unpin + Send + 'static,
+        stdout: impl AsyncRead + Unpin + Send + 'static,
+        stderr: Option<impl AsyncRead + Unpin + Send + 'static>,
+        limits: Limits,
+        events: mpsc::Sender<Event>,
+        refresh: mpsc::UnboundedSender<Refresh>,
+    ) -> Arc<Self> {
+        let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
+        let conn = Arc::new(Self {
+            server: server.to_owned(),
+            outbox,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(1),
+            era: RwLock::new(None),
+            closed: CancellationToken::new(),
+            limits,
+            garbage_lines: AtomicU64::new(0),
+            stderr_tail: Mutex::new(VecDeque::new()),
+        });
+        tokio::spawn(write_loop(rx, stdin, conn.closed.clone()));
+        tokio::spawn(Arc::clone(&conn).read_loop(stdout, events, refresh));
+        if let Some(stderr) = stderr {
+            tokio::spawn(Arc::clone(&conn).stderr_loop(stderr));
+        }
+        conn
+    }
+
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    pub fn era(&self) -> Option<Era> {
+        self.era.read().ok().and_then(|e| e.clone())
+    }
+
+    pub(crate) fn set_era(&self, era: Era) {
+        if let Ok(mut e) = self.era.write() {
+            *e = Some(era);
+        }
+    }
+
+    /// Resolves when the connection is gone (the process closed stdout or a pipe broke).
+    pub async fn closed(&self) {
+        self.closed.cancelled().await
+    }
+
+    /// Closes stdin (the stdio way to ask a server to exit) and fails what is still waiting.
+    pub(crate) fn close(&self) {
+        self.closed.cancel();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    pub fn garbage_lines(&self) -> u64 {
+        self.garbage_lines.load(Ordering::Relaxed)
+    }
+
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.stderr_tail.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Sends a request and waits for its answer, the timeout, the cancellation, or the end of the connection.
+    /// `params` are adapted to the upstream's era (`_meta` protocol keys added or removed).
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Value> {
+        let params = self.adapt_params(params);
+        self.request_raw(method, params, timeout, cancel).await
+    }
+
+    pub(crate) async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Value> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.lock_pending().insert(id, tx);
+        if let Err(e) = self.send(&request(&Id::Int(id), method, params)).await {
+            self.lock_pending().remove(&id);
+            return Err(e);
+        }
+        tokio::select! {
+            answer = rx => answer.unwrap_or_else(|_| Err(self.unavailable("connection closed"))),
+            () = tokio::time::sleep(timeout) => {
+                self.abandon(id, "timed out").await;
+                Err(CallError::Timeout { server: self.server.clone(), secs: timeout.as_secs() })
+            }
+            () = cancel.cancelled() => {
+                self.abandon(id, "cancelled by the client").await;
+                Err(CallError::Cancelled)
+            }
+        }
+    }
+
+    /// Sends a notification to the upstream.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        self.send(&notification(method, params)).await
+    }
+
+    /// Answers a request the upstream sent (`Event::Request`), with a result or an error object.
+    pub async fn respond(&self, id: Value, outcome: std::result::Result<Value, Value>) -> Result<()> {
+        let msg = match outcome {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+        };
+        self.send(&msg).await
+    }
+
+    async fn abandon(&self, id: i64, reason: &str) {
+        self.lock_pending().remove(&id);
+        let _ = self.notify("notifications/cancelled", Some(json!({"requestId": id, "reason": reason}))).await;
+    }
+
+    async fn send(&self, msg: &Value) -> Result<()> {
+        let line = encode_line(msg, self.limits.max_message_bytes).map_err(|len| CallError::TooLarge {
+            server: self.server.clone(),
+            len,
+            max: self.limits.max_message_bytes,
+        })?;
+        if self.closed.is_cancelled() {
+            return Err(self.unavailable("connection closed"));
+        }
+        self.outbox.send(line).await.map_err(|_| self.unavailable("connection closed"))
+    }
+
+    fn unavailable(&self, why: &str) -> CallError {
+        CallError::Unavailable { server: self.server.clone(), why: why.to_owned() }
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Waiter>> {
+        // A poisoned map only means a panic elsewhere mid-insert; the map itself is still consistent.
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Modern upstreams need the protocol keys on every request; legacy ones get them removed, since they belong
+    /// to the client's era, not theirs.
+    fn adapt_params(&self, params: Option<Value>) -> Option<Value> {
+        let era = self.era()?;
+        let mut params = match params {
+            Some(Value::Object(m)) => m,
+            other => return other,
+        };
+        let mut meta = match params.remove("_meta") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        match era {
+            Era::Modern => {
+                meta.insert(format!("{PROTOCOL_META_PREFIX}protocolVersion"), MODERN_VERSION.into());
+                meta.entry(format!("{PROTOCOL_META_PREFIX}clientCapabilities")).or_insert_with(|| json!({}));
+                meta.entry(format!("{PROTOCOL_META_PREFIX}clientInfo")).or_insert_with(crate::handshake::client_info);
+            }
+            Era::Legacy(_) => meta.retain(|k, _| !k.starts_with(PROTOCOL_META_PREFIX)),
+        }
+        if !meta.is_empty() {
+            params.insert("_meta".into(), Value::Object(meta));
+        }
+        Some(Value::Object(params))
+    }
+
+    async fn read_loop(
+        self: Arc<Self>,
+        stdout: impl AsyncRead + Unpin,
+        events: mpsc::Sender<Event>,
+        refresh: mpsc::UnboundedSender<Refresh>,
+    ) {
+        let mut frames = FrameReader::new(BufReader::new(stdout), self.limits.max_message_bytes);
+        loop {
+            let frame = match frames.next().await {
+                Ok(Some(f)) => f,
+                Ok(None) | Err(_) => break,
+            };
+            match frame {
+                Frame::Line(bytes) => match decode(&bytes, &self.limits) {
+                    Ok(msg) => self.dispatch(msg, &events, &refresh).await,
+                    Err(e) => self.garbage(&e.message),
+                },
+                Frame::Oversized { len, head, tail } => self.oversized(len, &head, &tail),
+            }
+        }
+        self.closed.cancel();
+        let waiters: Vec<Waiter> = self.lock_pending().drain().map(|(_, w)| w).collect();
+        for w in waiters {
+            let _ = w.send(Err(self.unavailable("the server exited")));
+        }
+    }
+
+    async fn dispatch(&self, msg: Message, events: &mpsc::Sender<Event>, refresh: &mpsc::UnboundedSender<Refresh>) {
+        let server = self.server.clone();
+        match msg {
+            Message::Response { id: Some(Id::Int(id)), outcome } => {
+                if let Some(w) = self.lock_pending().remove(&id) {
+                    let _ = w.send(outcome.map_err(CallError::Rpc));
+                }
+            }
+            Message::Response { .. } => self.garbage("response with an id toolgate never sent"),
+            Message::Request { id, method, .. } if method == "ping" => {
+                let _ = self.respond(id.to_value(), Ok(json!({}))).await;
+            }
+            Message::Request { id, method, params } => {
+                let _ = events.send(Event::Request { server, id: id.to_value(), method, params }).await;
+            }
+            Message::Notification { method, params } => {
+                let kind = match method.as_str() {
+                    "notifications/tools/list_changed" => Some(Refresh::Tools),
+                    "notifications/resources/list_changed" => Some(Refresh::Resources),
+                    "notifications/prompts/list_changed" => Some(Refresh::Prompts),
+                    _ => None,
+                };
+                match kind {
+                    Some(k) => {
+                        let _ = refresh.send(k);
+                    }
+                    None => {
+                        let _ = events.send(Event::Notification { server, method, params }).await;
+                    }
+                }
+            }
+        }
+    }
+
+    fn garbage(&self, why: &str) {
+        let n = self.garbage_lines.fetch_add(1, Ordering::Relaxed);
+        // Log the first few and then every thousandth, so a chatty server cannot flood toolgate's stderr.
+        if n < 5 || n % 1000 == 0 {
+            tracing::warn!(server = %self.server, "ignoring a line on stdout that is not JSON-RPC ({why}); total {}", n + 1);
+        }
+    }
+
+    /// An oversized line is dropped; if its id can be found at either edge, that request fails with a clear error
+    /// instead of waiting for its timeout.
+    fn oversized(&self, len: usize, head: &[u8], tail: &[u8]) {
+        // SDKs put the id first (Rust, Python) or last (TypeScript): look at the end of the tail, then the head.
+        let id = find_id(tail, true).or_else(|| find_id(head, false));
+        let waiter = id.and_then(|id| self.lock_pending().remove(&id));
+        let max = self.limits.max_message_bytes;
+        match waiter {
+            Some(w) => {
+                let _ = w.send(Err(CallError::TooLarge { server: self.server.clone(), len, max }));
+            }
+            None => tracing::warn!(server = %self.server, "dropped a {len}-byte message over the {max}-byte limit"),
+        }
+    }
+
+    async fn stderr_loop(self: Arc<Self>, stderr: impl AsyncRead + Unpin) {
+        let mut lines = BufReader::new(stderr).split(b'\n');
+        while let Ok(Some(line)) = lines.next_segment().await {
+            let text: String = String::from_utf8_lossy(&line).chars().take(STDERR_LINE_CHARS).collect();
+            tracing::debug!(server = %self.server, "stderr: {text}");
+            if let Ok(mut tail) = self.stderr_tail.lock() {
+                if tail.len() == STDERR_TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(text);
+            }
+        }
+    }
+}
+
+async fn write_loop(mut rx: mpsc::Receiver<Vec<u8>>, mut stdin: impl AsyncWrite + Unpin, closed: CancellationToken) {
+    loop {
+        tokio::select! {
+            line = rx.recv() => {
+                let Some(line) = line else { break };
+                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+                    closed.cancel();
+                    break;
+                }
+            }
+            () = closed.cancelled() => break,
+        }
+    }
+    // Dropping stdin closes the pipe: the upstream sees EOF, which is how stdio servers are asked to exit.
+}
+
+/// Finds `"id":<integer>` in a fragment of JSON, the first or the last one. Only used to attribute an oversized
+/// response; a wrong guess fails one request early with a clear error, which its timeout would do anyway.
+fn find_id(fragment: &[u8], last: bool) -> Option<i64> {
+    let text = String::from_utf8_lossy(fragment);
+    let mut found = text.match_indices("\"id\"").filter_map(|(at, _)| {
+        let num = text[at + 4..].trim_start().strip_prefix(':')?;
+        let digits: String = num.trim_start().chars().take_while(|c| c.is_ascii_digit()).collect();
+        digits.parse().ok()
+    });
+    if last {
+        found.last()
+    } else {
+        found.next()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_id;
+
+    #[test]
+    fn finds_ids_at_either_edge() {
+        assert_eq!(find_id(br#"{"jsonrpc":"2.0","id": 42,"result":{"content":[{"id":1,"text":"xxxx"#, false), Some(42));
+        assert_eq!(find_id(br#"xx","id":3}]},"jsonrpc":"2.0","id":7}"#, true), Some(7));
+        assert_eq!(find_id(br#"{"result":{"text":"no id here"#, false), None);
+    }
+}

@@ -1,0 +1,26 @@
+//! Protocol versions and the two eras they belong to.
+
+/// The stateless era: no `initialize`, `_meta` on every request, `server/discover`.
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// Versions negotiated with `initialize`, newest first. The newest is the counter-offer for unknown versions.
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// `_meta` keys with this prefix are protocol plumbing of the modern era, not payload.
+pub const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// Negotiated with `initialize`; the string is the agreed version.
+    Legacy(String),
+    Modern,
+}
+
+impl Era {
+    pub fn version(&self) -> &str {
+        match self {
+            Era::Legacy(v) => v,
+            Era::Modern => MODERN_VERSION,
+        }
+    }
+}

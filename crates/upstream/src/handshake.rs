@@ -1,0 +1,143 @@
+//! Finding an upstream's era and loading its catalog.
+//!
+//! The probe order never sends an era-ambiguous request before the era is known: first `server/discover`
+//! (modern-only; a legacy server answers "method not found"), then `initialize` (legacy-only). `tools/list` and
+//! friends come only after one of them succeeded.
+
+use crate::catalog::Catalog;
+use crate::connection::{Connection, Refresh};
+use crate::era::{Era, LEGACY_VERSIONS, MODERN_VERSION, PROTOCOL_META_PREFIX};
+use crate::error::CallError;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A server that pages forever (or repeats a cursor) is cut off here rather than looping.
+const MAX_PAGES: usize = 1000;
+
+pub(crate) fn client_info() -> Value {
+    json!({"name": "toolgate", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// What toolgate declares to upstreams. Requests for these are relayed to the client when it declared the same
+/// capability, and refused with a clear error otherwise.
+fn client_capabilities() -> Value {
+    json!({"roots": {"listChanged": false}, "sampling": {}, "elicitation": {}})
+}
+
+fn modern_meta() -> Value {
+    json!({
+        format!("{PROTOCOL_META_PREFIX}protocolVersion"): MODERN_VERSION,
+        format!("{PROTOCOL_META_PREFIX}clientCapabilities"): {},
+        format!("{PROTOCOL_META_PREFIX}clientInfo"): client_info(),
+    })
+}
+
+#[derive(Debug)]
+pub(crate) enum ProbeOutcome {
+    Modern(Value),
+    /// The server does not speak the modern era (an error answer, or versions without it).
+    NotModern,
+}
+
+/// Asks `server/discover`. An error answer means "legacy"; a timeout or a dead connection is an `Err`.
+pub(crate) async fn discover(conn: &Connection, timeout: Duration) -> Result<ProbeOutcome, CallError> {
+    let params = json!({"_meta": modern_meta()});
+    match conn.request_raw("server/discover", Some(params), timeout, &CancellationToken::new()).await {
+        Ok(result) => {
+            let speaks_modern = result
+                .get("supportedVersions")
+                .and_then(Value::as_array)
+                .is_some_and(|v| v.iter().any(|v| v == MODERN_VERSION));
+            Ok(if speaks_modern { ProbeOutcome::Modern(result) } else { ProbeOutcome::NotModern })
+        }
+        Err(CallError::Rpc(_)) => Ok(ProbeOutcome::NotModern),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs the legacy handshake; returns the `initialize` result and the agreed version.
+pub(crate) async fn initialize(conn: &Connection, timeout: Duration) -> Result<(Value, String), String> {
+    let params = json!({
+        "protocolVersion": LEGACY_VERSIONS[0],
+        "capabilities": client_capabilities(),
+        "clientInfo": client_info(),
+    });
+    let result = conn
+        .request_raw("initialize", Some(params), timeout, &CancellationToken::new())
+        .await
+        .map_err(|e| format!("initialize failed: {e}"))?;
+    let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
+    if !LEGACY_VERSIONS.contains(&version.as_str()) {
+        return Err(format!("the server offered protocol version {version:?}, which toolgate does not speak"));
+    }
+    conn.notify("notifications/initialized", None).await.map_err(|e| e.to_string())?;
+    Ok((result, version))
+}
+
+/// Builds the catalog skeleton from a handshake result.
+pub(crate) fn catalog_from(era: Era, result: &Value) -> Catalog {
+    let server_info = match era {
+        Era::Modern => result.pointer(&format!("/_meta/{PROTOCOL_META_PREFIX}serverInfo")).cloned(),
+        Era::Legacy(_) => result.get("serverInfo").cloned(),
+    };
+    Catalog {
+        era: Some(era),
+        server_info: server_info.unwrap_or(Value::Null),
+        capabilities: result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+        instructions: result.get("instructions").and_then(Value::as_str).map(str::to_owned),
+        ..Catalog::default()
+    }
+}
+
+/// Loads the lists named by `what` into `catalog`, every page of each.
+pub(crate) async fn load_lists(
+    conn: &Connection,
+    catalog: &mut Catalog,
+    what: &[Refresh],
+    timeout: Duration,
+) -> Result<(), CallError> {
+    for kind in what {
+        match kind {
+            Refresh::Tools if catalog.has("tools") => {
+                catalog.tools = fetch_all(conn, "tools/list", "tools", timeout).await?;
+            }
+            Refresh::Resources if catalog.has("resources") => {
+                catalog.resources = fetch_all(conn, "resources/list", "resources", timeout).await?;
+                catalog.resource_templates =
+                    fetch_all(conn, "resources/templates/list", "resourceTemplates", timeout).await?;
+            }
+            Refresh::Prompts if catalog.has("prompts") => {
+                catalog.prompts = fetch_all(conn, "prompts/list", "prompts", timeout).await?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Follows `nextCursor` to the end. A repeated cursor or too many pages ends the walk with what was read.
+async fn fetch_all(conn: &Connection, method: &str, key: &str, timeout: Duration) -> Result<Vec<Value>, CallError> {
+    let mut items = Vec::new();
+    let mut cursor: Option<Value> = None;
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..MAX_PAGES {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let result = conn.request(method, Some(params), timeout, &CancellationToken::new()).await?;
+        if let Some(Value::Array(page)) = result.get(key) {
+            items.extend(page.iter().cloned());
+        }
+        match result.get("nextCursor") {
+            Some(c @ Value::String(s)) if !s.is_empty() && seen.insert(s.clone()) => cursor = Some(c.clone()),
+            Some(Value::String(s)) if !s.is_empty() => {
+                tracing::warn!(server = conn.server(), "{method}: the server repeated cursor {s:?}; stopping");
+                break;
+            }
+            _ => break,
+        }
+    }
+    Ok(items)
+}

@@ -1,0 +1,22 @@
+//! Upstream MCP servers as toolgate sees them: a supervised stdio child process per server, its protocol era
+//! found by probing (`server/discover`, else `initialize`), its whole catalog (every page of tools, resources,
+//! resource templates and prompts), refreshed on `list_changed`, and restarted with backoff when it dies.
+//!
+//! This crate speaks to upstreams only. It does not know clients, names exposed to them, or policy: the gateway
+//! does. Payloads stay raw JSON; only `_meta` protocol keys are adapted to the upstream's era.
+
+#![deny(clippy::print_stdout)]
+
+mod catalog;
+mod connection;
+mod era;
+mod error;
+mod handshake;
+mod process;
+mod supervisor;
+
+pub use catalog::Catalog;
+pub use connection::{Connection, Event};
+pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSION, PROTOCOL_META_PREFIX};
+pub use error::{CallError, Result};
+pub use supervisor::{Options, State, Status, Upstream};

@@ -1,0 +1,412 @@
+//! The life of one upstream: start, handshake, load the catalog, serve, and on exit restart with backoff —
+//! until toolgate shuts down, which ends the whole process group.
+//!
+//! One task per upstream owns the child process; everyone else sees a `Status` snapshot, the current `Catalog`
+//! and, while it is up, the `Connection`.
+
+use crate::catalog::Catalog;
+use crate::connection::{Connection, Event, Refresh};
+use crate::era::Era;
+use crate::error::CallError;
+use crate::handshake::{self, ProbeOutcome};
+use crate::process;
+use config::{Protocol, ServerConfig, Transport};
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub limits: jsonrpc::Limits,
+    /// Default per-request timeout (a server's own setting wins).
+    pub request_timeout: Duration,
+    /// How long the handshake and catalog load may take.
+    pub handshake_timeout: Duration,
+    /// How long to wait for an answer to the `server/discover` probe before trying `initialize`.
+    pub probe_timeout: Duration,
+    /// Time given to exit after stdin closes, and again after TERM.
+    pub grace: Duration,
+    pub first_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            limits: jsonrpc::Limits::default(),
+            request_timeout: Duration::from_secs(120),
+            handshake_timeout: Duration::from_secs(30),
+            probe_timeout: Duration::from_secs(3),
+            grace: Duration::from_millis(1500),
+            first_backoff: Duration::from_millis(250),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Starting,
+    Ready,
+    /// Exited or failed; waiting before the next start.
+    Backoff,
+    Stopped,
+    /// An HTTP upstream: validated, not connected by this version.
+    NotConnected,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Ready => "ready",
+            State::Backoff => "backoff",
+            State::Stopped => "stopped",
+            State::NotConnected => "not-connected",
+        }
+    }
+}
+
+/// A snapshot for `doctor` and the status tool.
+#[derive(Clone, Debug)]
+pub struct Status {
+    pub server: String,
+    pub state: State,
+    pub protocol_version: Option<String>,
+    pub pid: Option<u32>,
+    pub restarts: u32,
+    pub last_error: Option<String>,
+    pub tools: usize,
+    pub resources: usize,
+    pub prompts: usize,
+    pub garbage_lines: u64,
+    pub stderr_tail: Vec<String>,
+}
+
+impl Status {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "server": self.server, "state": self.state.as_str(), "protocolVersion": self.protocol_version,
+            "pid": self.pid, "restarts": self.restarts, "lastError": self.last_error, "tools": self.tools,
+            "resources": self.resources, "prompts": self.prompts, "ignoredStdoutLines": self.garbage_lines,
+        })
+    }
+}
+
+struct Inner {
+    state: State,
+    conn: Option<Arc<Connection>>,
+    catalog: Arc<Catalog>,
+    pid: Option<u32>,
+    restarts: u32,
+    last_error: Option<String>,
+    /// Cleared when a `server/discover` probe killed or hung the server, so restarts go straight to `initialize`.
+    probe_modern: bool,
+}
+
+pub struct Upstream {
+    config: ServerConfig,
+    opts: Options,
+    inner: Mutex<Inner>,
+    /// Becomes true once the first start attempt has finished, either way.
+    settled: watch::Sender<bool>,
+    shutdown: CancellationToken,
+    events: mpsc::Sender<Event>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Upstream {
+    /// Starts supervising `config`. Events for the gateway arrive on `events`.
+    pub fn start(config: ServerConfig, opts: Options, events: mpsc::Sender<Event>) -> Arc<Self> {
+        let http = matches!(config.transport, Transport::Http { .. });
+        let up = Arc::new(Self {
+            inner: Mutex::new(Inner {
+                state: if http { State::NotConnected } else { State::Starting },
+                conn: None,
+                catalog: Arc::new(Catalog::default()),
+                pid: None,
+                restarts: 0,
+                last_error: http.then(|| "HTTP upstreams are validated but not connected by this version".to_owned()),
+                probe_modern: config.protocol != Protocol::Legacy,
+            }),
+            config,
+            opts,
+            settled: watch::channel(http).0,
+            shutdown: CancellationToken::new(),
+            events,
+            task: Mutex::new(None),
+        });
+        if !http {
+            let handle = tokio::spawn(Arc::clone(&up).supervise());
+            if let Ok(mut t) = up.task.lock() {
+                *t = Some(handle);
+            }
+        }
+        up
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The per-request timeout for this upstream.
+    pub fn request_timeout(&self) -> Duration {
+        self.config.request_timeout.unwrap_or(self.opts.request_timeout)
+    }
+
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.lock().catalog)
+    }
+
+    /// The live connection, or why there is none.
+    pub fn connection(&self) -> Result<Arc<Connection>, CallError> {
+        let inner = self.lock();
+        match &inner.conn {
+            Some(c) if !c.is_closed() => Ok(Arc::clone(c)),
+            _ => Err(CallError::Unavailable {
+                server: self.config.name.clone(),
+                why: match (&inner.state, &inner.last_error) {
+                    (State::Ready, _) => "it just exited".to_owned(),
+                    (state, Some(e)) => format!("{}: {e}", state.as_str()),
+                    (state, None) => state.as_str().to_owned(),
+                },
+            }),
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        let inner = self.lock();
+        let conn = inner.conn.as_ref();
+        Status {
+            server: self.config.name.clone(),
+            state: inner.state,
+            protocol_version: inner.catalog.era.as_ref().map(|e| e.version().to_owned()),
+            pid: inner.pid,
+            restarts: inner.restarts,
+            last_error: inner.last_error.clone(),
+            tools: inner.catalog.tools.len(),
+            resources: inner.catalog.resources.len(),
+            prompts: inner.catalog.prompts.len(),
+            garbage_lines: conn.map_or(0, |c| c.garbage_lines()),
+            stderr_tail: conn.map(|c| c.stderr_tail()).unwrap_or_default(),
+        }
+    }
+
+    /// Waits until the first start attempt has finished (ready or failed), at most `timeout`.
+    pub async fn wait_settled(&self, timeout: Duration) {
+        let mut rx = self.settled.subscribe();
+        let _ = tokio::time::timeout(timeout, rx.wait_for(|s| *s)).await;
+    }
+
+    /// Stops the upstream and ends its process group; returns when it is gone.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        let task = self.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_state(&self, state: State, error: Option<String>) {
+        {
+            let mut inner = self.lock();
+            inner.state = state;
+            if error.is_some() {
+                inner.last_error = error;
+            }
+            if state != State::Ready {
+                inner.conn = None;
+                inner.pid = None;
+            }
+        }
+        let _ = self.events.try_send(Event::StatusChanged { server: self.config.name.clone() });
+    }
+
+    async fn supervise(self: Arc<Self>) {
+        let mut backoff = self.opts.first_backoff;
+        loop {
+            self.set_state(State::Starting, None);
+            let started = Instant::now();
+            let outcome = self.run_once().await;
+            self.settled.send_replace(true);
+            if self.shutdown.is_cancelled() {
+                self.set_state(State::Stopped, None);
+                return;
+            }
+            let error = match outcome {
+                Ok(()) => "the server exited".to_owned(),
+                Err(e) => e,
+            };
+            tracing::warn!(server = %self.config.name, "{error}; restarting in {} ms", backoff.as_millis());
+            self.set_state(State::Backoff, Some(error));
+            let _ = self.events.try_send(Event::CatalogChanged { server: self.config.name.clone() });
+            if started.elapsed() > Duration::from_secs(60) {
+                backoff = self.opts.first_backoff;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = self.shutdown.cancelled() => {
+                    self.set_state(State::Stopped, None);
+                    return;
+                }
+            }
+            backoff = (backoff * 2).min(self.opts.max_backoff);
+            self.lock().restarts += 1;
+        }
+    }
+
+    /// One life of the process. `Ok` when it exited after a successful start, `Err` when it never became ready.
+    async fn run_once(&self) -> Result<(), String> {
+        let mut child = process::spawn(&self.config.transport).map_err(|e| self.spawn_error(&e))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("the process has no stdio pipes".to_owned());
+        };
+        let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
+        let conn = Connection::start(
+            &self.config.name,
+            stdin,
+            stdout,
+            child.stderr.take(),
+            self.opts.limits,
+            self.events.clone(),
+            refresh_tx,
+        );
+        self.lock().pid = child.id();
+        let ready = tokio::select! {
+            r = self.handshake(&conn) => r,
+            () = self.shutdown.cancelled() => Err("shutting down".to_owned()),
+        };
+        let catalog = match ready {
+            Ok(c) => c,
+            Err(e) => {
+                conn.close();
+                process::terminate(&mut child, self.opts.grace).await;
+                let tail = conn.stderr_tail();
+                return Err(match tail.last() {
+                    Some(line) => format!("{e} (last stderr line: {line})"),
+                    None => e,
+                });
+            }
+        };
+        {
+            let mut inner = self.lock();
+            inner.catalog = Arc::new(catalog);
+            inner.conn = Some(Arc::clone(&conn));
+            inner.state = State::Ready;
+            inner.last_error = None;
+        }
+        self.settled.send_replace(true);
+        let _ = self.events.send(Event::StatusChanged { server: self.config.name.clone() }).await;
+        let _ = self.events.send(Event::CatalogChanged { server: self.config.name.clone() }).await;
+        loop {
+            tokio::select! {
+                () = conn.closed() => break,
+                () = self.shutdown.cancelled() => break,
+                Some(kind) = refresh_rx.recv() => self.refresh(&conn, kind).await,
+            }
+        }
+        conn.close();
+        process::terminate(&mut child, self.opts.grace).await;
+        Ok(())
+    }
+
+    fn spawn_error(&self, e: &std::io::Error) -> String {
+        match (&self.config.transport, e.kind()) {
+            (Transport::Stdio { command, .. }, std::io::ErrorKind::NotFound) => {
+                format!("cannot start {command:?}: not found on PATH (install it or give its full path)")
+            }
+            (Transport::Stdio { command, .. }, _) => format!("cannot start {command:?}: {e}"),
+            (Transport::Http { .. }, _) => e.to_string(),
+        }
+    }
+
+    async fn handshake(&self, conn: &Arc<Connection>) -> Result<Catalog, String> {
+        let timeout = self.opts.handshake_timeout;
+        let probe = self.lock().probe_modern;
+        let modern = match (self.config.protocol, probe) {
+            (Protocol::Legacy, _) | (Protocol::Auto, false) => None,
+            (protocol, true) | (protocol @ Protocol::Modern, false) => {
+                let wait = if protocol == Protocol::Modern { timeout } else { self.opts.probe_timeout };
+                match handshake::discover(conn, wait).await {
+                    Ok(ProbeOutcome::Modern(result)) => Some(result),
+                    Ok(ProbeOutcome::NotModern) if protocol == Protocol::Modern => {
+                        return Err("the server does not speak protocol 2026-07-28 (configured \"modern\")".into())
+                    }
+                    Ok(ProbeOutcome::NotModern) => None,
+                    Err(e) if protocol == Protocol::Modern => return Err(format!("server/discover failed: {e}")),
+                    Err(CallError::Timeout { .. }) => {
+                        self.lock().probe_modern = false;
+                        None
+                    }
+                    Err(e) => {
+                        // Some legacy servers exit on an unknown first request; do not probe them again.
+                        self.lock().probe_modern = false;
+                        return Err(format!("the server exited when probed with server/discover: {e}"));
+                    }
+                }
+            }
+        };
+        let mut catalog = match modern {
+            Some(result) => {
+                conn.set_era(Era::Modern);
+                handshake::catalog_from(Era::Modern, &result)
+            }
+            None => {
+                let (result, version) = handshake::initialize(conn, timeout).await?;
+                let era = Era::Legacy(version);
+                conn.set_era(era.clone());
+                handshake::catalog_from(era, &result)
+            }
+        };
+        let all = [Refresh::Tools, Refresh::Resources, Refresh::Prompts];
+        handshake::load_lists(conn, &mut catalog, &all, timeout)
+            .await
+            .map_err(|e| format!("loading the catalog failed: {e}"))?;
+        if catalog.era == Some(Era::Modern) {
+            listen_for_changes(conn, &catalog);
+        }
+        Ok(catalog)
+    }
+
+    async fn refresh(&self, conn: &Connection, kind: Refresh) {
+        let mut catalog = (*self.catalog()).clone();
+        match handshake::load_lists(conn, &mut catalog, &[kind], self.opts.handshake_timeout).await {
+            Ok(()) => {
+                self.lock().catalog = Arc::new(catalog);
+                let _ = self.events.send(Event::CatalogChanged { server: self.config.name.clone() }).await;
+            }
+            Err(e) => tracing::warn!(server = %self.config.name, "refreshing after list_changed failed: {e}"),
+        }
+    }
+}
+
+/// Modern servers deliver `list_changed` only on a `subscriptions/listen` stream; open one for what they offer.
+fn listen_for_changes(conn: &Arc<Connection>, catalog: &Catalog) {
+    let wants = |cap: &str| catalog.capabilities.pointer(&format!("/{cap}/listChanged")) == Some(&Value::Bool(true));
+    let filter = json!({
+        "toolsListChanged": wants("tools"),
+        "resourcesListChanged": wants("resources"),
+        "promptsListChanged": wants("prompts"),
+    });
+    if !(wants("tools") || wants("resources") || wants("prompts")) {
+        return;
+    }
+    let conn = Arc::clone(conn);
+    tokio::spawn(async move {
+        // The stream stays open for the life of the connection; its end is not an error worth reporting.
+        let year = Duration::from_secs(365 * 24 * 3600);
+        let params = json!({"notifications": filter});
+        let _ = conn.request("subscriptions/listen", Some(params), year, &CancellationToken::new()).await;
+    });
+}
