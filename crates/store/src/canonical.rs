@@ -49,7 +49,10 @@ mod tests {
     fn key_order_does_not_change_the_hash() {
         let a = json!({"b": 1, "a": {"y": [1, {"d": 2, "c": 3}], "x": null}});
         let b = json!({"a": {"x": null, "y": [1, {"c": 3, "d": 2}]}, "b": 1});
-        assert_eq!(canonical_json(&a), r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#);
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#
+        );
         assert_eq!(definition_hash(&a), definition_hash(&b));
     }
 }

@@ -97,7 +97,9 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(Error::Corrupt(format!("journal mode {mode} instead of wal")));
+        return Err(Error::Corrupt(format!(
+            "journal mode {mode} instead of wal"
+        )));
     }
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -115,7 +117,8 @@ fn migrate(conn: &mut Connection) -> Result<()> {
             supported: SCHEMA_VERSION,
         });
     }
-    let start = usize::try_from(found).map_err(|_| Error::Corrupt("negative user_version".into()))?;
+    let start =
+        usize::try_from(found).map_err(|_| Error::Corrupt("negative user_version".into()))?;
     for sql in MIGRATIONS.iter().skip(start) {
         tx.execute_batch(sql)?;
     }
@@ -136,7 +139,9 @@ mod tests {
         let path = dir.path().join("t.db");
         drop(open(&path).unwrap());
         let conn = open(&path).unwrap();
-        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        let v: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(v, SCHEMA_VERSION);
     }
 
@@ -145,7 +150,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
         let conn = open(&path).unwrap();
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
         drop(conn);
         assert!(matches!(open(&path), Err(Error::SchemaTooNew { .. })));
     }

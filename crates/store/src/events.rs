@@ -146,8 +146,7 @@ fn name(s: &str) -> String {
 fn token(s: &str) -> String {
     let ok = !s.is_empty()
         && s.len() <= MAX_TOKEN_CHARS
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'));
     if ok {
         s.to_owned()

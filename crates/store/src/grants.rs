@@ -51,9 +51,10 @@ impl Store {
 
     /// Removes every grant of `session_id` (session end); returns how many went.
     pub fn revoke_session(&mut self, session_id: &str) -> Result<u64> {
-        let n = self
-            .conn
-            .execute("DELETE FROM session_grants WHERE session_id = ?1", [session_id])?;
+        let n = self.conn.execute(
+            "DELETE FROM session_grants WHERE session_id = ?1",
+            [session_id],
+        )?;
         Ok(n as u64)
     }
 }

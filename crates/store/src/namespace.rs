@@ -291,7 +291,10 @@ mod tests {
         let xdg = resolve_state_root(&inputs(Some(""), Some("/x/state"), Some("/h")));
         assert_eq!(xdg.unwrap(), PathBuf::from("/x/state/toolgate"));
         let relative_xdg = resolve_state_root(&inputs(None, Some("state"), Some("/h")));
-        assert_eq!(relative_xdg.unwrap(), PathBuf::from("/h/.local/state/toolgate"));
+        assert_eq!(
+            relative_xdg.unwrap(),
+            PathBuf::from("/h/.local/state/toolgate")
+        );
         assert!(matches!(
             resolve_state_root(&inputs(None, None, None)),
             Err(Error::NoStateDir)
@@ -308,6 +311,9 @@ mod tests {
 
     #[test]
     fn lexical_normalise_folds_dots() {
-        assert_eq!(lexical_normalise(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(
+            lexical_normalise(Path::new("/a/./b/../c")),
+            PathBuf::from("/a/c")
+        );
     }
 }

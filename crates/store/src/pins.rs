@@ -99,7 +99,10 @@ impl Store {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let sql = format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1");
-        let existing = tx.query_row(&sql, [name], pin_from_row).optional()?.transpose()?;
+        let existing = tx
+            .query_row(&sql, [name], pin_from_row)
+            .optional()?
+            .transpose()?;
         let check = match existing {
             None => {
                 let state = match first_use {
@@ -115,8 +118,7 @@ impl Store {
                 PinCheck::New(state)
             }
             Some(pin) if pin.state == PinState::Quarantined => {
-                if pin.definition_sha256 != hash && pin.candidate_sha256.as_deref() != Some(&hash)
-                {
+                if pin.definition_sha256 != hash && pin.candidate_sha256.as_deref() != Some(&hash) {
                     // Keep the newest candidate so the human reviews what is served now.
                     tx.execute(
                         "UPDATE tool_pins SET candidate_sha256 = ?2, candidate_json = ?3,

@@ -171,7 +171,7 @@ fn finish(key: String, mut acc: Acc) -> ReportRow {
         .map(|(reason_code, count)| ReasonCount { reason_code, count })
         .collect();
     // BTreeMap order is by name, and the sort is stable, so ties stay alphabetical.
-    reasons.sort_by(|a, b| b.count.cmp(&a.count));
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.count));
     reasons.truncate(TOP_REASONS);
     ReportRow {
         key,

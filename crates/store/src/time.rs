@@ -83,7 +83,10 @@ mod tests {
 
     #[test]
     fn formats_epoch_and_a_known_date() {
-        assert_eq!(Timestamp::from_millis(0).to_rfc3339(), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            Timestamp::from_millis(0).to_rfc3339(),
+            "1970-01-01T00:00:00.000Z"
+        );
         // 2024-02-29T12:34:56.789Z, a leap day.
         assert_eq!(
             Timestamp::from_millis(1_709_210_096_789).to_rfc3339(),

@@ -1,0 +1,87 @@
+//! Fixed ceilings: a full store refuses new requests, keeps every existing record, and
+//! still allows transitions and pruning.
+
+use serde_json::json;
+use store::{ApprovalStatus, Error, Limits, PruneMode};
+
+use crate::support::{snapshot, Env, DAY, MINUTE, T0};
+
+fn small(records: u64, snapshot_bytes: u64, total: u64) -> Limits {
+    Limits {
+        max_approval_records: records,
+        max_snapshot_bytes: snapshot_bytes,
+        max_total_snapshot_bytes: total,
+    }
+}
+
+#[test]
+fn full_store_refuses_new_requests_and_evicts_nothing() {
+    let env = Env::new();
+    let mut s = env.store_with(small(3, 4096, 1 << 20));
+    let exp = T0.plus_millis(MINUTE);
+    let ids: Vec<String> = (0..3)
+        .map(|i| {
+            s.create_request(&format!("t{i}"), &snapshot(), T0, exp)
+                .unwrap()
+                .id
+        })
+        .collect();
+    let refused = s.create_request("t4", &snapshot(), T0, exp).unwrap_err();
+    assert!(matches!(refused, Error::StoreFull { limit: 3 }));
+    let left: Vec<String> = s
+        .list_requests(None, T0)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(left.len(), 3);
+    for id in &ids {
+        assert!(left.contains(id));
+    }
+    // Existing requests still move through their lifecycle while the store is full.
+    s.approve(&ids[0], "alice", T0).unwrap();
+    assert_eq!(
+        s.consume(&ids[0], T0).unwrap().status,
+        ApprovalStatus::Consumed
+    );
+    // Pruning old terminal records makes room again.
+    let later = T0.plus_millis(2 * DAY);
+    assert_eq!(
+        s.prune_approvals(1, later, PruneMode::Apply).unwrap().len(),
+        3
+    );
+    s.create_request("t5", &snapshot(), later, later.plus_millis(MINUTE))
+        .unwrap();
+}
+
+#[test]
+fn snapshot_exactly_at_limit_is_allowed_and_one_byte_over_is_refused() {
+    let env = Env::new();
+    let at = json!("x".repeat(98)); // 98 chars + 2 quotes = 100 bytes serialized
+    let over = json!("x".repeat(99));
+    let mut s = env.store_with(small(10, 100, 1 << 20));
+    let exp = T0.plus_millis(MINUTE);
+    s.create_request("t", &at, T0, exp).unwrap();
+    assert!(matches!(
+        s.create_request("t", &over, T0, exp),
+        Err(Error::SnapshotTooLarge {
+            size: 101,
+            limit: 100
+        })
+    ));
+}
+
+#[test]
+fn total_snapshot_bytes_ceiling_fails_closed() {
+    let env = Env::new();
+    let fifty = json!("y".repeat(48));
+    let mut s = env.store_with(small(10, 100, 100));
+    let exp = T0.plus_millis(MINUTE);
+    s.create_request("a", &fifty, T0, exp).unwrap();
+    s.create_request("b", &fifty, T0, exp).unwrap();
+    assert!(matches!(
+        s.create_request("c", &json!(1), T0, exp),
+        Err(Error::StoreBytesFull { limit: 100 })
+    ));
+    assert_eq!(s.list_requests(None, T0).unwrap().len(), 2);
+}

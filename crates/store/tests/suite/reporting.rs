@@ -1,0 +1,180 @@
+//! Reporting events: aggregation, percentiles, rendering, retention, and the absence of
+//! any place to store payloads.
+
+use rusqlite::Connection;
+use store::{Decision, GroupBy, ReportEvent, ReportFormat, Retention, Timestamp};
+
+use crate::support::{Env, DAY, T0};
+
+fn event(
+    server: &str,
+    tool: &str,
+    decision: Decision,
+    outcome: &str,
+    ms: Option<u64>,
+) -> ReportEvent {
+    ReportEvent {
+        time: T0,
+        trace_id: "t".into(),
+        profile: "dev".into(),
+        server: server.into(),
+        tool: tool.into(),
+        operation: "fs.read".into(),
+        decision,
+        reason_code: match decision {
+            Decision::Allow => "RULE_ALLOW".into(),
+            Decision::Ask => "RULE_ASK".into(),
+            Decision::Deny => "DEFAULT_DENY".into(),
+        },
+        outcome: outcome.into(),
+        duration_ms: ms,
+        error_class: None,
+    }
+}
+
+#[test]
+fn report_groups_counts_rates_and_percentiles() {
+    let env = Env::new();
+    let mut s = env.store();
+    for ms in 1..=20 {
+        s.record_event(&event(
+            "fs",
+            "read_file",
+            Decision::Allow,
+            "SUCCEEDED",
+            Some(ms * 10),
+        ))
+        .unwrap();
+    }
+    s.record_event(&event("fs", "write_file", Decision::Deny, "DENIED", None))
+        .unwrap();
+    s.record_event(&event("git", "status", Decision::Allow, "FAILED", Some(7)))
+        .unwrap();
+
+    let r = s.report(GroupBy::Server, None).unwrap();
+    assert_eq!(r.rows.len(), 2);
+    let fs_row = &r.rows[0];
+    assert_eq!(fs_row.key, "fs");
+    assert_eq!(fs_row.count, 21);
+    assert_eq!(fs_row.succeeded, 20);
+    assert!((fs_row.success_rate - 20.0 / 21.0).abs() < 1e-9);
+    // Nearest rank over 20 durations 10..=200: p50 → rank 10, p95 → rank 19, p99 → rank 20.
+    assert_eq!(fs_row.p50_ms, Some(100));
+    assert_eq!(fs_row.p95_ms, Some(190));
+    assert_eq!(fs_row.p99_ms, Some(200));
+    assert_eq!(fs_row.top_reasons[0].reason_code, "RULE_ALLOW");
+    assert_eq!(fs_row.top_reasons[0].count, 20);
+    assert_eq!(fs_row.top_reasons[1].reason_code, "DEFAULT_DENY");
+
+    let by_tool = s.report(GroupBy::Tool, None).unwrap();
+    let keys: Vec<&str> = by_tool.rows.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, vec!["fs/read_file", "fs/write_file", "git/status"]);
+
+    let by_decision = s.report(GroupBy::Decision, None).unwrap();
+    let keys: Vec<&str> = by_decision.rows.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, vec!["allow", "deny"]);
+
+    for f in [ReportFormat::Table, ReportFormat::Json, ReportFormat::Csv] {
+        assert!(r.render(f).unwrap().contains("fs"));
+    }
+}
+
+#[test]
+fn report_since_excludes_older_events() {
+    let env = Env::new();
+    let mut s = env.store();
+    let mut old = event("fs", "read_file", Decision::Allow, "SUCCEEDED", Some(1));
+    old.time = T0.plus_millis(-DAY);
+    s.record_event(&old).unwrap();
+    s.record_event(&event(
+        "git",
+        "status",
+        Decision::Allow,
+        "SUCCEEDED",
+        Some(1),
+    ))
+    .unwrap();
+    let r = s.report(GroupBy::Profile, Some(T0)).unwrap();
+    assert_eq!(r.rows.len(), 1);
+    assert_eq!(r.rows[0].count, 1);
+}
+
+#[test]
+fn reporting_schema_has_no_payload_columns() {
+    let env = Env::new();
+    let ns = env.namespace();
+    drop(store::Store::open(&ns).unwrap());
+    let conn = Connection::open(ns.db_path()).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT name FROM pragma_table_info('report_events')")
+        .unwrap();
+    let cols: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        cols,
+        vec![
+            "id",
+            "time_ms",
+            "trace_id",
+            "profile",
+            "server",
+            "tool",
+            "operation",
+            "decision",
+            "reason_code",
+            "outcome",
+            "duration_ms",
+            "error_class"
+        ]
+    );
+}
+
+#[test]
+fn secret_text_in_reason_or_error_class_is_not_stored() {
+    let env = Env::new();
+    let ns = env.namespace();
+    let mut s = store::Store::open(&ns).unwrap();
+    let mut e = event("fs", "read_file", Decision::Deny, "FAILED", None);
+    e.reason_code = "token=ghp_abcdefghijklmnopqrstuvwxyz0123456789".into();
+    e.error_class = Some("IOError: cannot open /home/alice/.aws/credentials".into());
+    s.record_event(&e).unwrap();
+    let conn = Connection::open(ns.db_path()).unwrap();
+    let (reason, class): (String, String) = conn
+        .query_row(
+            "SELECT reason_code, error_class FROM report_events",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((reason.as_str(), class.as_str()), ("INVALID", "INVALID"));
+}
+
+#[test]
+fn retention_by_age_and_count() {
+    let env = Env::new();
+    let mut s = env.store();
+    for i in 0..10 {
+        let mut e = event("fs", "read_file", Decision::Allow, "SUCCEEDED", Some(1));
+        e.time = Timestamp::from_millis(T0.as_millis() - i * DAY);
+        s.record_event(&e).unwrap();
+    }
+    let by_age = Retention {
+        max_age_days: Some(5),
+        max_events: None,
+    };
+    // Events at 0..=5 days old are kept (strictly older than the cutoff go).
+    assert_eq!(s.apply_retention(&by_age, T0).unwrap(), 4);
+    assert_eq!(s.event_count().unwrap(), 6);
+    let by_count = Retention {
+        max_age_days: None,
+        max_events: Some(2),
+    };
+    assert_eq!(s.apply_retention(&by_count, T0).unwrap(), 4);
+    let r = s
+        .report(GroupBy::Server, Some(T0.plus_millis(-DAY)))
+        .unwrap();
+    assert_eq!(r.rows[0].count, 2, "the newest events are the ones kept");
+}
