@@ -1,3 +1,47 @@
-//! Pure firewall policy: operations, adapters, rules, profiles, explain. No I/O, no async, no clock.
+//! Pure firewall policy: operations, adapters, rules, profiles, explain, lint, policy tests, tool-definition checks.
+//!
+//! The pipeline stage is `adapt` (call → operation + raw resources) → `normalise` (caller-supplied canonicaliser
+//! resolves paths) → `Policy::decide` / `Policy::explain`. This crate does no I/O, no async, reads no clock and no
+//! environment: everything it needs arrives as arguments, and the filesystem is reached only through the caller's
+//! [`Canonicalise`]. It does not hold approvals, write audit records or talk to servers.
 
 #![deny(clippy::print_stdout)]
+
+mod action;
+mod adapter;
+mod cases;
+mod claude;
+mod decide;
+mod error;
+mod glob;
+mod hash;
+mod host;
+mod lint;
+mod load;
+mod operation;
+mod path;
+mod poison;
+mod profile;
+mod rule;
+mod shell;
+mod starter;
+
+pub use action::{
+    normalise, Action, Command, RawAction, RawCommand, ServerKind, ToolCall, UnknownReason,
+};
+pub use adapter::{adapt, ToolMapping};
+pub use cases::{parse_cases, run_cases, CaseResult, TestCase, TestReport};
+pub use claude::translate_permission;
+pub use decide::{Decision, Explanation, ReasonCode, RuleTrace};
+pub use error::{Error, Result};
+pub use glob::PathCase;
+pub use hash::{canonical_json, definition_hash, HASHED_FIELDS};
+pub use host::NetTarget;
+pub use lint::{check_policy, LintFinding, Severity};
+pub use load::{Policy, PolicySources};
+pub use operation::{Effect, Operation};
+pub use path::{lexical_normalise, Canonicalise, Context, Lexical};
+pub use poison::{inspect_definition, lookalike_flags, PoisonCode, PoisonFlag};
+pub use profile::{SurfaceEntry, SurfaceReason, ToolListing, ToolVisibility, Visibility};
+pub use rule::{Example, Mismatch, RuleSpec};
+pub use starter::STARTER_POLICY;

@@ -1,0 +1,272 @@
+//! The data that flows through the pipeline stage: a tool call, the raw action an adapter reads out of it, and the
+//! normalised action that rules match. `normalise` is the only step that calls back into the caller (for paths).
+//!
+//! Nothing here decides; see `decide.rs`. Nothing here reads the filesystem; see [`Canonicalise`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::host::{parse_url, NetTarget, UrlError};
+use crate::operation::Operation;
+use crate::path::{normalise_path, Canonicalise, Context, PathError};
+use crate::shell;
+
+/// Which built-in adapter table applies to a server. The caller states it (from config); names are never guessed,
+/// because a hostile server could call its tool `read_file` to borrow a filesystem rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerKind {
+    /// `@modelcontextprotocol/server-filesystem`.
+    Filesystem,
+    /// `mcp-server-git`.
+    Git,
+    /// Fetch-style servers (tool `fetch` with `url`).
+    Fetch,
+    /// toolgate's own built-in workspace tools.
+    Toolgate,
+}
+
+/// One `tools/call` as the gateway sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    pub server: String,
+    pub tool: String,
+    #[serde(default)]
+    pub arguments: Value,
+    #[serde(default, rename = "kind")]
+    pub server_kind: Option<ServerKind>,
+}
+
+impl ToolCall {
+    pub fn new(
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        server_kind: Option<ServerKind>,
+    ) -> ToolCall {
+        ToolCall {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            arguments,
+            server_kind,
+        }
+    }
+
+    /// `server__tool`, the name rules match (`mcp__server__tool` patterns are rewritten to this form).
+    pub fn qualified_name(&self) -> String {
+        format!("{}__{}", self.server, self.tool)
+    }
+}
+
+/// Why an action could not be classified; every one of these makes the call `unknown` and denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum UnknownReason {
+    NulByte,
+    MissingArgument,
+    BadArgument,
+    AmbiguousGit,
+    GitFlagInjection,
+    InvalidUrl,
+    UnsupportedScheme,
+    NoHome,
+    Uncanonicalisable,
+    UnknownTool,
+}
+
+impl UnknownReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnknownReason::NulByte => "NUL_BYTE",
+            UnknownReason::MissingArgument => "MISSING_ARGUMENT",
+            UnknownReason::BadArgument => "BAD_ARGUMENT",
+            UnknownReason::AmbiguousGit => "AMBIGUOUS_GIT",
+            UnknownReason::GitFlagInjection => "GIT_FLAG_INJECTION",
+            UnknownReason::InvalidUrl => "INVALID_URL",
+            UnknownReason::UnsupportedScheme => "UNSUPPORTED_SCHEME",
+            UnknownReason::NoHome => "NO_HOME",
+            UnknownReason::Uncanonicalisable => "UNCANONICALISABLE",
+            UnknownReason::UnknownTool => "UNKNOWN_TOOL",
+        }
+    }
+}
+
+/// A command as the adapter found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RawCommand {
+    /// Structured argv: program first, no shell involved.
+    Argv(Vec<String>),
+    /// A string that needs a shell to interpret (operators, quotes, expansions).
+    Shell(String),
+}
+
+/// What an adapter read out of a call: an operation plus unnormalised resources.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RawAction {
+    pub operation: Operation,
+    /// `server__tool`.
+    pub tool: String,
+    /// Paths exactly as the arguments spelled them.
+    pub paths: Vec<String>,
+    pub command: Option<RawCommand>,
+    pub url: Option<String>,
+    /// Upper-cased HTTP method, when the tool states or implies one.
+    pub method: Option<String>,
+    /// True when the operation was classified from a command (`git status` run through a shell tool), so
+    /// `shell.exec` rules apply to it as well.
+    pub via_shell: bool,
+    pub unknown: Option<UnknownReason>,
+}
+
+impl RawAction {
+    pub(crate) fn new(operation: Operation, tool: String) -> RawAction {
+        RawAction {
+            operation,
+            tool,
+            paths: Vec::new(),
+            command: None,
+            url: None,
+            method: None,
+            via_shell: false,
+            unknown: None,
+        }
+    }
+
+    /// Marks the action unknown (fail closed) and keeps whatever resources were already read, for explanations.
+    pub(crate) fn unknown(mut self, reason: UnknownReason) -> RawAction {
+        self.operation = Operation::Unknown;
+        self.unknown = Some(reason);
+        self
+    }
+}
+
+/// A command ready for matching.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    Argv(Vec<String>),
+    /// Never admitted by allow rules. `segments` is a rough split used only so deny rules can still fire.
+    Shell {
+        raw: String,
+        operator: Option<String>,
+        segments: Vec<Vec<String>>,
+    },
+}
+
+/// A normalised action: canonical paths, parsed URL. This is what rules match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Action {
+    pub operation: Operation,
+    pub tool: String,
+    pub paths: Vec<String>,
+    pub command: Option<Command>,
+    pub net: Option<NetTarget>,
+    pub method: Option<String>,
+    pub via_shell: bool,
+    pub unknown: Option<UnknownReason>,
+}
+
+/// Turns a raw action into a normalised one. The canonicaliser is the only callback; any failure makes the action
+/// `unknown` (denied) while keeping the resources that did normalise, so explanations still show them.
+pub fn normalise(raw: &RawAction, ctx: &Context, canon: &dyn Canonicalise) -> Action {
+    let mut unknown = raw.unknown;
+    let mut paths = Vec::with_capacity(raw.paths.len());
+    for p in &raw.paths {
+        match normalise_path(p, ctx, canon) {
+            Ok(c) => paths.push(c),
+            Err(e) => {
+                unknown.get_or_insert(match e {
+                    PathError::NulByte => UnknownReason::NulByte,
+                    PathError::NoHome => UnknownReason::NoHome,
+                    PathError::Uncanonicalisable => UnknownReason::Uncanonicalisable,
+                });
+            }
+        }
+    }
+    let command = raw.command.as_ref().map(|c| match c {
+        RawCommand::Argv(argv) => {
+            if argv.iter().any(|a| a.contains('\0')) {
+                unknown.get_or_insert(UnknownReason::NulByte);
+            }
+            Command::Argv(argv.clone())
+        }
+        RawCommand::Shell(s) => Command::Shell {
+            raw: s.clone(),
+            operator: shell::first_operator(s).map(str::to_owned),
+            segments: shell::segments(s),
+        },
+    });
+    let net = raw.url.as_ref().and_then(|u| match parse_url(u) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            unknown.get_or_insert(match e {
+                UrlError::Malformed(_) => UnknownReason::InvalidUrl,
+                UrlError::UnsupportedScheme => UnknownReason::UnsupportedScheme,
+            });
+            None
+        }
+    });
+    let method = raw.method.as_ref().map(|m| m.to_ascii_uppercase());
+    if method
+        .as_ref()
+        .is_some_and(|m| m.is_empty() || !m.bytes().all(|b| b.is_ascii_alphabetic()))
+    {
+        unknown.get_or_insert(UnknownReason::BadArgument);
+    }
+    let operation = if unknown.is_some() {
+        Operation::Unknown
+    } else {
+        raw.operation
+    };
+    Action {
+        operation,
+        tool: raw.tool.clone(),
+        paths,
+        command,
+        net,
+        method,
+        via_shell: raw.via_shell,
+        unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::Lexical;
+
+    fn ctx() -> Context {
+        Context {
+            workspace: "/ws".into(),
+            home: None,
+        }
+    }
+
+    #[test]
+    fn failures_make_the_action_unknown() {
+        let mut raw = RawAction::new(Operation::FsRead, "f__read_file".into());
+        raw.paths = vec!["a".into(), "b\0".into()];
+        let a = normalise(&raw, &ctx(), &Lexical);
+        assert_eq!(a.operation, Operation::Unknown);
+        assert_eq!(a.unknown, Some(UnknownReason::NulByte));
+        assert_eq!(a.paths, vec!["/ws/a".to_owned()]);
+    }
+
+    #[test]
+    fn urls_and_methods_are_parsed() {
+        let mut raw = RawAction::new(Operation::NetRequest, "web__fetch".into());
+        raw.url = Some("https://Example.com/x".into());
+        raw.method = Some("get".into());
+        let a = normalise(&raw, &ctx(), &Lexical);
+        assert_eq!(a.operation, Operation::NetRequest);
+        assert_eq!(a.net.map(|n| n.host), Some("example.com".into()));
+        assert_eq!(a.method.as_deref(), Some("GET"));
+        raw.url = Some("file:///etc/passwd".into());
+        assert_eq!(
+            normalise(&raw, &ctx(), &Lexical).unknown,
+            Some(UnknownReason::UnsupportedScheme)
+        );
+    }
+}

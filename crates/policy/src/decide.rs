@@ -1,0 +1,219 @@
+//! Deciding: one pass over the rules with a fixed precedence, and `explain`, the same pass with a trace.
+//!
+//! Precedence, in this exact order:
+//! 1. a tool the active profile blocks is denied (`TOOL_HIDDEN`);
+//! 2. any matching deny rule wins (`DENY_RULE`, the first matching deny in rule order is reported);
+//! 3. an `unknown` operation is denied (`UNKNOWN_OPERATION`), whatever allow/ask rules say;
+//! 4. a shell string (operators, quotes, expansions) is never allowed: a matching ask rule asks, otherwise the
+//!    default applies but is raised to at least ask (`SHELL_OPERATORS`);
+//! 5. ask beats allow: any matching ask rule asks (`ASK_RULE`), regardless of where allow rules stand;
+//! 6. a matching allow rule allows (`ALLOW_RULE`);
+//! 7. otherwise the policy default (`DEFAULT_DENY` / `DEFAULT_ASK` / `DEFAULT_ALLOW`).
+//!
+//! Strictest-wins (rather than first-match) makes the outcome independent of rule order; only the reported rule id
+//! depends on order. Nothing here touches I/O or time.
+
+use serde::Serialize;
+
+use crate::action::{normalise, Action, Command, ToolCall, UnknownReason};
+use crate::adapter::adapt;
+use crate::glob::PathCase;
+use crate::load::Policy;
+use crate::operation::{Effect, Operation};
+use crate::path::Canonicalise;
+use crate::profile::Visibility;
+use crate::rule::Mismatch;
+
+/// Stable reason codes carried by every decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReasonCode {
+    DenyRule,
+    AskRule,
+    AllowRule,
+    DefaultDeny,
+    DefaultAsk,
+    DefaultAllow,
+    UnknownOperation,
+    ShellOperators,
+    ToolHidden,
+}
+
+impl ReasonCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonCode::DenyRule => "DENY_RULE",
+            ReasonCode::AskRule => "ASK_RULE",
+            ReasonCode::AllowRule => "ALLOW_RULE",
+            ReasonCode::DefaultDeny => "DEFAULT_DENY",
+            ReasonCode::DefaultAsk => "DEFAULT_ASK",
+            ReasonCode::DefaultAllow => "DEFAULT_ALLOW",
+            ReasonCode::UnknownOperation => "UNKNOWN_OPERATION",
+            ReasonCode::ShellOperators => "SHELL_OPERATORS",
+            ReasonCode::ToolHidden => "TOOL_HIDDEN",
+        }
+    }
+
+    fn default_for(effect: Effect) -> ReasonCode {
+        match effect {
+            Effect::Allow => ReasonCode::DefaultAllow,
+            Effect::Ask => ReasonCode::DefaultAsk,
+            Effect::Deny => ReasonCode::DefaultDeny,
+        }
+    }
+}
+
+impl std::fmt::Display for ReasonCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The answer for one call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub effect: Effect,
+    pub reason: ReasonCode,
+    /// The decisive rule, when a rule decided.
+    pub rule_id: Option<String>,
+    pub operation: Operation,
+    /// Why the call was `unknown`, when it was.
+    pub unknown: Option<UnknownReason>,
+}
+
+/// One rule as `explain` saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleTrace {
+    pub id: String,
+    pub effect: Effect,
+    pub matched: bool,
+    /// The first field that failed, when the rule did not match.
+    pub why_not: Option<Mismatch>,
+    /// True for the rule named by the decision.
+    pub decisive: bool,
+}
+
+/// The whole evaluation of one call, serialisable for `policy explain` and admin APIs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    pub decision: Decision,
+    pub action: Action,
+    pub default: Effect,
+    pub profile: Option<String>,
+    pub hidden: bool,
+    pub rules: Vec<RuleTrace>,
+}
+
+/// Paths in the form rules compare against (folded when the policy is case-insensitive).
+pub(crate) fn prepare_paths(action: &Action, case: PathCase) -> Vec<String> {
+    match case {
+        PathCase::Sensitive => action.paths.clone(),
+        PathCase::Insensitive => action.paths.iter().map(|p| p.to_lowercase()).collect(),
+    }
+}
+
+impl Policy {
+    /// Decides a normalised action.
+    pub fn decide(&self, action: &Action) -> Decision {
+        self.evaluate(action, None)
+    }
+
+    /// Decides and records every rule consulted. `explain(a).decision == decide(a)` always.
+    pub fn explain(&self, action: &Action) -> Explanation {
+        let mut trace = Vec::with_capacity(self.rules.len());
+        let decision = self.evaluate(action, Some(&mut trace));
+        for t in &mut trace {
+            t.decisive = decision.rule_id.as_deref() == Some(t.id.as_str());
+        }
+        Explanation {
+            decision,
+            action: action.clone(),
+            default: self.default,
+            profile: self.active.as_ref().map(|(n, _)| n.clone()),
+            hidden: self.is_hidden(&action.tool),
+            rules: trace,
+        }
+    }
+
+    /// Adapter, normalisation and decision in one step, for callers that need nothing in between.
+    pub fn decide_call(&self, call: &ToolCall, canon: &dyn Canonicalise) -> Decision {
+        self.decide(&self.action_for(call, canon))
+    }
+
+    /// Runs this policy's adapters (declared mappings, then built-in tables) and normalisation on a call.
+    pub fn action_for(&self, call: &ToolCall, canon: &dyn Canonicalise) -> Action {
+        normalise(&adapt(call, &self.mappings), &self.ctx, canon)
+    }
+
+    fn is_hidden(&self, tool: &str) -> bool {
+        self.active
+            .as_ref()
+            .is_some_and(|(_, vis)| vis.classify(tool) == Visibility::Blocked)
+    }
+
+    fn evaluate(&self, action: &Action, mut trace: Option<&mut Vec<RuleTrace>>) -> Decision {
+        let make = |effect, reason, rule_id: Option<&str>| Decision {
+            effect,
+            reason,
+            rule_id: rule_id.map(str::to_owned),
+            operation: action.operation,
+            unknown: action.unknown,
+        };
+        let hidden = self.is_hidden(&action.tool);
+        if hidden && trace.is_none() {
+            return make(Effect::Deny, ReasonCode::ToolHidden, None);
+        }
+        let paths = prepare_paths(action, self.case);
+        let (mut deny, mut ask, mut allow) = (None, None, None);
+        for rule in &self.rules {
+            let result = rule.check(action, &paths);
+            if let Some(t) = trace.as_deref_mut() {
+                t.push(RuleTrace {
+                    id: rule.id.clone(),
+                    effect: rule.effect,
+                    matched: result.is_ok(),
+                    why_not: result.clone().err(),
+                    decisive: false,
+                });
+            }
+            if result.is_err() {
+                continue;
+            }
+            let slot = match rule.effect {
+                Effect::Deny => &mut deny,
+                Effect::Ask => &mut ask,
+                Effect::Allow => &mut allow,
+            };
+            slot.get_or_insert(rule.id.as_str());
+            if deny.is_some() && trace.is_none() {
+                break;
+            }
+        }
+        if hidden {
+            return make(Effect::Deny, ReasonCode::ToolHidden, None);
+        }
+        if let Some(id) = deny {
+            return make(Effect::Deny, ReasonCode::DenyRule, Some(id));
+        }
+        if action.operation == Operation::Unknown {
+            return make(Effect::Deny, ReasonCode::UnknownOperation, None);
+        }
+        if matches!(action.command, Some(Command::Shell { .. })) {
+            return match ask {
+                Some(id) => make(Effect::Ask, ReasonCode::AskRule, Some(id)),
+                None => make(
+                    self.default.max(Effect::Ask),
+                    ReasonCode::ShellOperators,
+                    None,
+                ),
+            };
+        }
+        if let Some(id) = ask {
+            return make(Effect::Ask, ReasonCode::AskRule, Some(id));
+        }
+        if let Some(id) = allow {
+            return make(Effect::Allow, ReasonCode::AllowRule, Some(id));
+        }
+        make(self.default, ReasonCode::default_for(self.default), None)
+    }
+}

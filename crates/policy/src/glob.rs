@@ -1,0 +1,304 @@
+//! Glob matching for canonical paths and for tool names. Pure string work: no filesystem access.
+//!
+//! Path globs are segment-aware: `*` and `?` never cross `/`, a whole segment `**` spans zero or more
+//! segments (so `/ws/**` also matches `/ws` itself), and `\` escapes the next character. Dotfiles get no special
+//! treatment: `*` matches `.env`. Character classes are not supported; `[` is literal. Tool-name globs have no
+//! separator: `*` matches any run of characters, including `__`.
+
+/// How path patterns compare letters. Part of the policy file (`path_case`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PathCase {
+    /// Default: bytes must match exactly, as on Linux filesystems.
+    #[default]
+    Sensitive,
+    /// Letters are folded on both sides, for case-insensitive filesystems (macOS, Windows shares).
+    Insensitive,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tok {
+    Lit(char),
+    One,
+    Star,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seg {
+    AnyDepth,
+    Lit(String),
+    Wild(Vec<Tok>),
+}
+
+/// A compiled path glob.
+#[derive(Debug, Clone)]
+pub(crate) struct PathGlob {
+    segs: Vec<Seg>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    case: PathCase,
+}
+
+impl PathGlob {
+    /// Compiles `pattern`, which must be absolute (start with `/`) or start with `**`.
+    pub(crate) fn new(pattern: &str, case: PathCase) -> Result<PathGlob, String> {
+        if pattern.contains('\0') {
+            return Err("path pattern contains a NUL byte".to_owned());
+        }
+        if !(pattern.starts_with('/') || pattern.starts_with("**")) {
+            return Err(format!(
+                "path pattern `{pattern}` must be absolute or start with `${{workspace}}`, `~` or `**`"
+            ));
+        }
+        let folded;
+        let text = match case {
+            PathCase::Sensitive => pattern,
+            PathCase::Insensitive => {
+                folded = pattern.to_lowercase();
+                &folded
+            }
+        };
+        let mut segs = Vec::new();
+        for raw in split_unescaped(text) {
+            if raw.is_empty() {
+                // Leading `/` and doubled slashes: canonical paths have no empty segments to match.
+                continue;
+            }
+            if raw == "**" {
+                if segs.last() != Some(&Seg::AnyDepth) {
+                    segs.push(Seg::AnyDepth);
+                }
+                continue;
+            }
+            let toks = tokens(&raw)?;
+            if toks.iter().all(|t| matches!(t, Tok::Lit(_))) {
+                segs.push(Seg::Lit(
+                    toks.iter()
+                        .filter_map(|t| match t {
+                            Tok::Lit(c) => Some(*c),
+                            _ => None,
+                        })
+                        .collect(),
+                ));
+            } else {
+                segs.push(Seg::Wild(toks));
+            }
+        }
+        Ok(PathGlob { segs, case })
+    }
+
+    /// Matches a canonical absolute path (already lower-cased by the caller when the case policy says so).
+    pub(crate) fn matches_prepared(&self, path: &str) -> bool {
+        let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        match_segs(&self.segs, &parts)
+    }
+
+    /// Matches a canonical absolute path, applying this glob's case policy.
+    #[cfg(test)]
+    pub(crate) fn matches(&self, path: &str) -> bool {
+        match self.case {
+            PathCase::Sensitive => self.matches_prepared(path),
+            PathCase::Insensitive => self.matches_prepared(&path.to_lowercase()),
+        }
+    }
+}
+
+/// Splits on `/` but keeps `\/` inside a segment (escapes are resolved later by `tokens`).
+fn split_unescaped(text: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let last = out.last_mut();
+                if let Some(seg) = last {
+                    seg.push('\\');
+                    if let Some(n) = chars.next() {
+                        seg.push(n);
+                    }
+                }
+            }
+            '/' => out.push(String::new()),
+            other => {
+                if let Some(seg) = out.last_mut() {
+                    seg.push(other);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn tokens(raw: &str) -> Result<Vec<Tok>, String> {
+    let mut toks = Vec::new();
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(n) => toks.push(Tok::Lit(n)),
+                None => return Err("pattern ends with a lone `\\`".to_owned()),
+            },
+            '*' => {
+                if toks.last() == Some(&Tok::Star) {
+                    // `a**b` would silently act like `a*b`; make the author say what they mean.
+                    return Err("`**` must be a whole path segment".to_owned());
+                }
+                toks.push(Tok::Star);
+            }
+            '?' => toks.push(Tok::One),
+            other => toks.push(Tok::Lit(other)),
+        }
+    }
+    Ok(toks)
+}
+
+fn match_segs(segs: &[Seg], parts: &[&str]) -> bool {
+    let Some((first, rest)) = segs.split_first() else {
+        return parts.is_empty();
+    };
+    match first {
+        Seg::AnyDepth => (0..=parts.len()).any(|skip| match_segs(rest, &parts[skip..])),
+        Seg::Lit(lit) => match parts.split_first() {
+            Some((p, tail)) => p == lit && match_segs(rest, tail),
+            None => false,
+        },
+        Seg::Wild(toks) => match parts.split_first() {
+            Some((p, tail)) => wild_match(toks, p) && match_segs(rest, tail),
+            None => false,
+        },
+    }
+}
+
+/// Iterative wildcard match with single-star backtracking: linear in practice, no recursion blow-up.
+fn wild_match(toks: &[Tok], text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    let (mut t, mut c) = (0usize, 0usize);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while c < chars.len() {
+        match toks.get(t) {
+            Some(Tok::Star) => {
+                backtrack = Some((t, c));
+                t += 1;
+            }
+            Some(Tok::One) => {
+                t += 1;
+                c += 1;
+            }
+            Some(Tok::Lit(l)) if *l == chars[c] => {
+                t += 1;
+                c += 1;
+            }
+            _ => match backtrack {
+                Some((bt, bc)) => {
+                    t = bt + 1;
+                    c = bc + 1;
+                    backtrack = Some((bt, bc + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    toks[t.min(toks.len())..]
+        .iter()
+        .all(|tok| *tok == Tok::Star)
+}
+
+/// Escapes glob metacharacters so a substituted value (a workspace path) is matched literally.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A compiled tool-name glob (`*` and `?` only, no separators, case-sensitive).
+#[derive(Debug, Clone)]
+pub(crate) struct NameGlob {
+    toks: Vec<Tok>,
+    literal: Option<String>,
+}
+
+impl NameGlob {
+    pub(crate) fn new(pattern: &str) -> Result<NameGlob, String> {
+        let toks = tokens(pattern)?;
+        let literal = toks
+            .iter()
+            .map(|t| match t {
+                Tok::Lit(c) => Some(*c),
+                _ => None,
+            })
+            .collect::<Option<String>>();
+        Ok(NameGlob { toks, literal })
+    }
+
+    pub(crate) fn matches(&self, name: &str) -> bool {
+        match &self.literal {
+            Some(lit) => lit == name,
+            None => wild_match(&self.toks, name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(p: &str, path: &str) -> bool {
+        PathGlob::new(p, PathCase::Sensitive).unwrap().matches(path)
+    }
+
+    #[test]
+    fn star_stays_within_a_segment() {
+        assert!(m("/ws/*.rs", "/ws/main.rs"));
+        assert!(!m("/ws/*.rs", "/ws/src/main.rs"));
+        assert!(m("/ws/*", "/ws/.env"));
+    }
+
+    #[test]
+    fn double_star_spans_zero_or_more_segments() {
+        assert!(m("/ws/**", "/ws"));
+        assert!(m("/ws/**", "/ws/a/b/c"));
+        assert!(m("**/.env", "/ws/.env"));
+        assert!(m("**/.env", "/.env"));
+        assert!(!m("**/.env", "/ws/.env.local"));
+        assert!(m("/ws/**/x", "/ws/x"));
+        assert!(m("/ws/**/x", "/ws/a/b/x"));
+    }
+
+    #[test]
+    fn sibling_prefix_is_not_a_child() {
+        assert!(!m("/ws/**", "/ws-evil/x"));
+        assert!(!m("/ws/**", "/ws-evil"));
+    }
+
+    #[test]
+    fn escapes_make_metacharacters_literal() {
+        let p = format!("{}/**", escape("/odd*dir"));
+        assert!(m(&p, "/odd*dir/a"));
+        assert!(!m(&p, "/oddXdir/a"));
+    }
+
+    #[test]
+    fn case_policy_is_explicit() {
+        assert!(!m("**/.env", "/ws/.ENV"));
+        let ci = PathGlob::new("**/.env", PathCase::Insensitive).unwrap();
+        assert!(ci.matches("/ws/.ENV"));
+    }
+
+    #[test]
+    fn relative_patterns_are_rejected() {
+        assert!(PathGlob::new("src/**", PathCase::Sensitive).is_err());
+        assert!(PathGlob::new("/a/b**", PathCase::Sensitive).is_err());
+    }
+
+    #[test]
+    fn name_globs_cross_double_underscores() {
+        let g = NameGlob::new("files__read_*").unwrap();
+        assert!(g.matches("files__read_file"));
+        assert!(!g.matches("files__write_file"));
+        assert!(NameGlob::new("*").unwrap().matches("a__b"));
+    }
+}

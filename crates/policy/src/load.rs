@@ -1,0 +1,370 @@
+//! Loading: raw `policy`, `permissions` and `profiles` JSON values → a compiled [`Policy`], collecting every error.
+//!
+//! The config crate hands over the raw values; this module owns their schema (`deny_unknown_fields` everywhere)
+//! and runs each rule's `match` / `not_match` examples. It does not decide calls (`decide.rs`) and does not lint
+//! for style (`lint.rs`), but `lint.rs` reuses the error list produced here.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::action::{normalise, RawAction, RawCommand};
+use crate::adapter::ToolMapping;
+use crate::claude::translate_permission;
+use crate::error::{Error, Result};
+use crate::glob::PathCase;
+use crate::operation::Effect;
+use crate::path::{Context, Lexical};
+use crate::profile::{Profile, ToolVisibility};
+use crate::rule::{Example, Rule, RuleSpec};
+
+/// The raw values the config crate found; any may be absent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PolicySources<'a> {
+    /// Structured form: `{version, default, path_case, rules: [...], mappings: [...]}`.
+    pub policy: Option<&'a Value>,
+    /// Claude Code form: `{default, allow: [...], ask: [...], deny: [...]}`.
+    pub permissions: Option<&'a Value>,
+    /// `{NAME: {description, default, rules, permissions, tools: {visible, deferred, blocked, default}}}`.
+    pub profiles: Option<&'a Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    #[serde(default)]
+    version: Option<u32>,
+    #[serde(default)]
+    default: Option<Effect>,
+    #[serde(default)]
+    path_case: PathCase,
+    #[serde(default)]
+    rules: Vec<Value>,
+    #[serde(default)]
+    mappings: Vec<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PermissionsFile {
+    #[serde(default)]
+    default: Option<Effect>,
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    ask: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    default: Option<Effect>,
+    #[serde(default)]
+    rules: Vec<Value>,
+    #[serde(default)]
+    permissions: Option<Value>,
+    #[serde(default)]
+    tools: ToolVisibility,
+}
+
+/// A loaded, validated policy. Cheap to clone; immutable once built.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub(crate) default: Effect,
+    pub(crate) case: PathCase,
+    pub(crate) ctx: Context,
+    pub(crate) rules: Vec<Rule>,
+    pub(crate) mappings: Vec<ToolMapping>,
+    pub(crate) profiles: BTreeMap<String, Profile>,
+    /// Set by [`Policy::with_profile`]: the profile whose tool visibility applies to decisions.
+    pub(crate) active: Option<(String, ToolVisibility)>,
+}
+
+/// What compilation produced: the policy (when the shape allowed building one) and every error found.
+pub(crate) struct Compiled {
+    pub(crate) policy: Policy,
+    pub(crate) errors: Vec<Error>,
+}
+
+impl Policy {
+    /// Loads and validates; the first error (naming its key, rule or example) is returned.
+    pub fn load(sources: PolicySources<'_>, ctx: &Context) -> Result<Policy> {
+        let compiled = compile(sources, ctx);
+        match compiled.errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(compiled.policy),
+        }
+    }
+
+    /// The decision when no rule matches.
+    pub fn default_effect(&self) -> Effect {
+        self.default
+    }
+
+    /// The context patterns were compiled against (needed to normalise calls for this policy).
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Declared tool mappings, for [`crate::adapt`].
+    pub fn mappings(&self) -> &[ToolMapping] {
+        &self.mappings
+    }
+
+    /// Profile names, sorted.
+    pub fn profile_names(&self) -> Vec<&str> {
+        self.profiles.keys().map(String::as_str).collect()
+    }
+
+    /// Rule ids in evaluation order.
+    pub fn rule_ids(&self) -> Vec<&str> {
+        self.rules.iter().map(|r| r.id.as_str()).collect()
+    }
+
+    /// The effective policy of a profile: base rules plus the profile's rules, the profile's default if it sets one,
+    /// and the profile's tool visibility applied to decisions.
+    pub fn with_profile(&self, name: &str) -> Result<Policy> {
+        let profile = self
+            .profiles
+            .get(name)
+            .ok_or_else(|| Error::UnknownProfile(name.to_owned()))?;
+        let mut out = self.clone();
+        out.rules.extend(profile.rules.iter().cloned());
+        if let Some(d) = profile.default {
+            out.default = d;
+        }
+        out.active = Some((name.to_owned(), profile.tools.clone()));
+        Ok(out)
+    }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(key: &str, value: &Value) -> Result<T> {
+    T::deserialize(value).map_err(|e| Error::parse(key, e))
+}
+
+/// Compiles everything it can, recording each problem instead of stopping at the first.
+pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
+    let mut errors = Vec::new();
+    let file: Option<PolicyFile> = sources
+        .policy
+        .and_then(|v| parse("policy", v).map_err(|e| errors.push(e)).ok());
+    let perms: Option<PermissionsFile> = sources
+        .permissions
+        .and_then(|v| parse("permissions", v).map_err(|e| errors.push(e)).ok());
+    if let Some(v) = file.as_ref().and_then(|f| f.version).filter(|v| *v != 1) {
+        errors.push(Error::parse(
+            "policy.version",
+            format!("unsupported version {v}; this build reads version 1"),
+        ));
+    }
+    let case = file.as_ref().map(|f| f.path_case).unwrap_or_default();
+    let default = match (
+        file.as_ref().and_then(|f| f.default),
+        perms.as_ref().and_then(|p| p.default),
+    ) {
+        (Some(a), Some(b)) if a != b => {
+            errors.push(Error::parse(
+                "permissions.default",
+                format!("`{b}` contradicts policy.default `{a}`"),
+            ));
+            Effect::Deny
+        }
+        (Some(a), _) | (None, Some(a)) => a,
+        // Deny by default: a policy that says nothing admits nothing.
+        (None, None) => Effect::Deny,
+    };
+    let mut specs = Vec::new();
+    if let Some(f) = &file {
+        specs.extend(rule_specs("policy.rules", &f.rules, &mut errors));
+    }
+    if let Some(p) = &perms {
+        specs.extend(permission_specs("", p, &mut errors));
+    }
+    let rules = compile_rules(specs, ctx, case, &mut errors);
+    let mut mappings = Vec::new();
+    for (i, m) in file.iter().flat_map(|f| f.mappings.iter()).enumerate() {
+        let key = format!("policy.mappings[{i}]");
+        match parse::<ToolMapping>(&key, m)
+            .and_then(|m| m.compile().map_err(|e| Error::parse(&key, e)))
+        {
+            Ok(m) => mappings.push(m),
+            Err(e) => errors.push(e),
+        }
+    }
+    let mut profiles = BTreeMap::new();
+    if let Some(v) = sources.profiles {
+        match parse::<BTreeMap<String, ProfileFile>>("profiles", v) {
+            Ok(files) => {
+                for (name, pf) in files {
+                    let mut specs =
+                        rule_specs(&format!("profiles.{name}.rules"), &pf.rules, &mut errors);
+                    if let Some(pv) = &pf.permissions {
+                        match parse::<PermissionsFile>(&format!("profiles.{name}.permissions"), pv)
+                        {
+                            Ok(p) => {
+                                specs.extend(permission_specs(&format!("{name}."), &p, &mut errors))
+                            }
+                            Err(e) => errors.push(e),
+                        }
+                    }
+                    let rules = compile_rules(specs, ctx, case, &mut errors);
+                    let tools = pf.tools.compile().map_err(|e| {
+                        errors.push(Error::parse(format!("profiles.{name}.tools"), e))
+                    });
+                    let tools = tools.unwrap_or_default();
+                    profiles.insert(
+                        name,
+                        Profile {
+                            description: pf.description,
+                            default: pf.default,
+                            rules,
+                            tools,
+                        },
+                    );
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    // Ids must be unique across the base policy and every profile: decisions and audit records name them.
+    let mut seen = BTreeSet::new();
+    for r in rules
+        .iter()
+        .chain(profiles.values().flat_map(|p| p.rules.iter()))
+    {
+        if !seen.insert(r.id.clone()) {
+            errors.push(Error::DuplicateId(r.id.clone()));
+        }
+    }
+    let policy = Policy {
+        default,
+        case,
+        ctx: ctx.clone(),
+        rules,
+        mappings,
+        profiles,
+        active: None,
+    };
+    Compiled { policy, errors }
+}
+
+fn rule_specs(key: &str, values: &[Value], errors: &mut Vec<Error>) -> Vec<RuleSpec> {
+    let mut out = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let name = v.get("id").and_then(Value::as_str).map_or_else(
+            || format!("{key}[{i}]"),
+            |id| format!("{key}[{i}] (`{id}`)"),
+        );
+        match parse::<RuleSpec>(&name, v) {
+            Ok(spec) => out.push(spec),
+            Err(e) => errors.push(e),
+        }
+    }
+    out
+}
+
+/// Generated ids: `deny[0]`, `ask[1]`, `allow[2]`, prefixed with `PROFILE.` inside a profile.
+fn permission_specs(prefix: &str, p: &PermissionsFile, errors: &mut Vec<Error>) -> Vec<RuleSpec> {
+    let mut out = Vec::new();
+    for (list, effect) in [
+        (&p.deny, Effect::Deny),
+        (&p.ask, Effect::Ask),
+        (&p.allow, Effect::Allow),
+    ] {
+        for (i, text) in list.iter().enumerate() {
+            match translate_permission(text, effect, &format!("{prefix}{effect}[{i}]")) {
+                Ok(spec) => out.push(spec),
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    out
+}
+
+fn compile_rules(
+    specs: Vec<RuleSpec>,
+    ctx: &Context,
+    case: PathCase,
+    errors: &mut Vec<Error>,
+) -> Vec<Rule> {
+    let mut rules = Vec::new();
+    for spec in specs {
+        match Rule::compile(spec, ctx, case) {
+            Ok(rule) => {
+                errors.extend(check_examples(&rule, ctx, case));
+                rules.push(rule);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    rules
+}
+
+/// Runs a rule's examples through normalisation (lexical only: examples describe paths, not a filesystem).
+fn check_examples(rule: &Rule, ctx: &Context, case: PathCase) -> Vec<Error> {
+    let mut errors = Vec::new();
+    for (list, examples, want) in [
+        ("match", &rule.spec.match_examples, true),
+        ("not_match", &rule.spec.not_match, false),
+    ] {
+        for (index, ex) in examples.iter().enumerate() {
+            let raw = example_action(ex, ctx);
+            let action = normalise(&raw, ctx, &Lexical);
+            let paths = crate::decide::prepare_paths(&action, case);
+            let got = rule.check(&action, &paths);
+            if got.is_ok() != want {
+                let message = match got {
+                    Ok(()) => "matches, but should not".to_owned(),
+                    Err(why) => format!(
+                        "does not match ({})",
+                        serde_json::to_string(&why).unwrap_or_default()
+                    ),
+                };
+                errors.push(Error::Example {
+                    rule: rule.id.clone(),
+                    list,
+                    index,
+                    message,
+                });
+            }
+        }
+    }
+    errors
+}
+
+fn example_action(ex: &Example, ctx: &Context) -> RawAction {
+    let tool = ex
+        .tool
+        .as_deref()
+        .map(|t| t.strip_prefix("mcp__").unwrap_or(t))
+        .unwrap_or("example__example");
+    let mut raw = RawAction::new(ex.operation, tool.to_owned());
+    raw.paths = ex.paths.iter().map(|p| expand_vars(p, ctx)).collect();
+    raw.command = match (&ex.command, &ex.shell) {
+        (Some(argv), _) => Some(RawCommand::Argv(argv.clone())),
+        (None, Some(s)) => Some(RawCommand::Shell(s.clone())),
+        (None, None) => None,
+    };
+    raw.url.clone_from(&ex.url);
+    raw.method.clone_from(&ex.method);
+    raw.via_shell = raw.command.is_some() && ex.operation != crate::Operation::ShellExec;
+    raw
+}
+
+/// Plain substitution for example paths (they are paths, not patterns, so nothing is escaped).
+pub(crate) fn expand_vars(p: &str, ctx: &Context) -> String {
+    let home = ctx.home.as_deref().unwrap_or("~");
+    let p = p
+        .replace("${workspace}", &ctx.workspace)
+        .replace("${home}", home);
+    match p.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("{home}{rest}"),
+        _ => p,
+    }
+}

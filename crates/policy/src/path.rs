@@ -1,0 +1,156 @@
+//! Path normalisation: lexical clean-up plus the caller's canonicaliser. This module never touches the filesystem.
+//!
+//! The caller owns symlink resolution (it is I/O). The crate resolves `.`/`..` lexically first, hands the result to
+//! the caller's [`Canonicalise`], then cleans the answer again, so a canonicaliser that returns something odd cannot
+//! smuggle a `..` past the matcher. Paths are `/`-separated strings; Windows paths are not supported.
+
+/// The caller's path canonicaliser (typically `std::fs::canonicalize` on the deepest existing ancestor).
+///
+/// Returning `None` means "cannot resolve"; the call then becomes `unknown` and is denied.
+pub trait Canonicalise {
+    fn canonicalise(&self, path: &str) -> Option<String>;
+}
+
+impl<F: Fn(&str) -> Option<String>> Canonicalise for F {
+    fn canonicalise(&self, path: &str) -> Option<String> {
+        self(path)
+    }
+}
+
+/// A canonicaliser that trusts the lexical form: for tests, examples and callers without a filesystem.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lexical;
+
+impl Canonicalise for Lexical {
+    fn canonicalise(&self, path: &str) -> Option<String> {
+        Some(path.to_owned())
+    }
+}
+
+/// Values substituted into patterns and used to resolve relative paths. The caller provides them; nothing is read
+/// from the environment.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Context {
+    /// Canonical absolute workspace root: `${workspace}`, `./x` in permission strings, and relative call paths.
+    pub workspace: String,
+    /// Canonical absolute home directory: `~` and `${home}`. Without it, patterns using `~` fail to load.
+    #[serde(default)]
+    pub home: Option<String>,
+}
+
+/// Resolves `.` and `..` and collapses slashes in an absolute path. `..` at the root stays at the root, as the
+/// kernel does. Returns `None` for relative input.
+pub fn lexical_normalise(path: &str) -> Option<String> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    Some(format!("/{}", parts.join("/")))
+}
+
+/// Why a raw path could not be turned into a canonical one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PathError {
+    NulByte,
+    NoHome,
+    Uncanonicalisable,
+}
+
+/// Raw call path → canonical absolute path: reject NUL, expand `~`, anchor relative paths at the workspace,
+/// resolve `..` lexically, ask the canonicaliser, then normalise its answer once more.
+pub(crate) fn normalise_path(
+    raw: &str,
+    ctx: &Context,
+    canon: &dyn Canonicalise,
+) -> Result<String, PathError> {
+    if raw.contains('\0') {
+        return Err(PathError::NulByte);
+    }
+    let absolute = if raw == "~" || raw.starts_with("~/") {
+        let home = ctx.home.as_deref().ok_or(PathError::NoHome)?;
+        format!("{home}/{}", raw.trim_start_matches('~'))
+    } else if raw.starts_with('/') {
+        raw.to_owned()
+    } else {
+        format!("{}/{raw}", ctx.workspace)
+    };
+    let lexical = lexical_normalise(&absolute).ok_or(PathError::Uncanonicalisable)?;
+    let resolved = canon
+        .canonicalise(&lexical)
+        .ok_or(PathError::Uncanonicalisable)?;
+    if resolved.contains('\0') {
+        return Err(PathError::NulByte);
+    }
+    lexical_normalise(&resolved).ok_or(PathError::Uncanonicalisable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Context {
+        Context {
+            workspace: "/ws".into(),
+            home: Some("/home/u".into()),
+        }
+    }
+
+    #[test]
+    fn dotdot_is_resolved_before_matching() {
+        assert_eq!(
+            lexical_normalise("/ws/a/../../etc/passwd").as_deref(),
+            Some("/etc/passwd")
+        );
+        assert_eq!(lexical_normalise("/../../x").as_deref(), Some("/x"));
+        assert_eq!(lexical_normalise("//ws//./a/").as_deref(), Some("/ws/a"));
+        assert_eq!(lexical_normalise("rel"), None);
+    }
+
+    #[test]
+    fn relative_and_home_paths_are_anchored() {
+        assert_eq!(
+            normalise_path("src/../x", &ctx(), &Lexical),
+            Ok("/ws/x".into())
+        );
+        assert_eq!(
+            normalise_path("~/.ssh/id_rsa", &ctx(), &Lexical),
+            Ok("/home/u/.ssh/id_rsa".into())
+        );
+        assert_eq!(
+            normalise_path("a\0b", &ctx(), &Lexical),
+            Err(PathError::NulByte)
+        );
+        let no_home = Context {
+            workspace: "/ws".into(),
+            home: None,
+        };
+        assert_eq!(
+            normalise_path("~/x", &no_home, &Lexical),
+            Err(PathError::NoHome)
+        );
+    }
+
+    #[test]
+    fn canonicaliser_answer_is_cleaned_again() {
+        let sneaky = |_: &str| Some("/ws/../etc".to_owned());
+        assert_eq!(
+            normalise_path("/ws/link", &ctx(), &sneaky),
+            Ok("/etc".into())
+        );
+        let refuses = |_: &str| None;
+        assert_eq!(
+            normalise_path("/ws/x", &ctx(), &refuses),
+            Err(PathError::Uncanonicalisable)
+        );
+    }
+}

@@ -1,0 +1,297 @@
+//! Tool-definition poisoning checks: invisible Unicode, hidden-instruction phrases, and look-alike tool names.
+//!
+//! Pure functions over definition JSON and name lists; they flag, they do not decide. The phrase list is a
+//! heuristic for the known attack templates, not a classifier: a flag means "a human should read this".
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// What a flag is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PoisonCode {
+    /// Tag characters, zero-width characters, bidi controls, variation selectors.
+    InvisibleUnicode,
+    /// Phrases used to smuggle instructions to the model.
+    HiddenInstruction,
+    /// A name mixing scripts (Latin with Cyrillic or Greek) or using non-ASCII letters.
+    MixedScriptName,
+    /// A name confusable with another tool's (homoglyphs, or edit distance 1 to another server's tool).
+    LookalikeName,
+}
+
+impl PoisonCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoisonCode::InvisibleUnicode => "INVISIBLE_UNICODE",
+            PoisonCode::HiddenInstruction => "HIDDEN_INSTRUCTION",
+            PoisonCode::MixedScriptName => "MIXED_SCRIPT_NAME",
+            PoisonCode::LookalikeName => "LOOKALIKE_NAME",
+        }
+    }
+}
+
+/// One finding, with the field it was found in (dotted path into the definition).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoisonFlag {
+    pub code: PoisonCode,
+    pub field: String,
+    pub detail: String,
+}
+
+/// Lower-case phrases; matched after lower-casing and collapsing whitespace.
+const HIDDEN_PHRASES: [&str; 16] = [
+    "ignore previous instructions",
+    "ignore all previous",
+    "ignore the above",
+    "disregard previous",
+    "disregard all prior",
+    "<important>",
+    "</important>",
+    "<system>",
+    "do not tell the user",
+    "don't tell the user",
+    "do not mention",
+    "without telling the user",
+    "without informing the user",
+    "the user must not know",
+    "before using this tool, read",
+    "pass its content as",
+];
+
+fn is_invisible(c: char) -> bool {
+    matches!(c as u32,
+        0xE0000..=0xE007F       // tag characters: invisible ASCII copies
+        | 0x200B..=0x200F       // zero-width space/joiners, LRM/RLM
+        | 0x202A..=0x202E       // bidi embeddings and overrides
+        | 0x2060..=0x2064       // word joiner, invisible operators
+        | 0x2066..=0x2069       // bidi isolates
+        | 0xFEFF | 0x180E | 0x061C | 0x00AD
+        | 0xFE00..=0xFE0F       // variation selectors can carry hidden bytes
+        | 0xE0100..=0xE01EF)
+}
+
+/// Checks every string (and object key) of a definition's name, title, description, schemas and annotations.
+pub fn inspect_definition(definition: &Value) -> Vec<PoisonFlag> {
+    let mut flags = Vec::new();
+    for field in [
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+    ] {
+        if let Some(v) = definition.get(field) {
+            walk(v, field.to_owned(), &mut flags);
+        }
+    }
+    if let Some(name) = definition.get("name").and_then(Value::as_str) {
+        if let Some(detail) = script_problem(name) {
+            flags.push(PoisonFlag {
+                code: PoisonCode::MixedScriptName,
+                field: "name".to_owned(),
+                detail,
+            });
+        }
+    }
+    flags
+}
+
+fn walk(v: &Value, path: String, flags: &mut Vec<PoisonFlag>) {
+    match v {
+        Value::String(s) => inspect_text(s, &path, flags),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk(item, format!("{path}[{i}]"), flags);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                inspect_text(k, &format!("{path}.<key>"), flags);
+                walk(item, format!("{path}.{k}"), flags);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn inspect_text(s: &str, field: &str, flags: &mut Vec<PoisonFlag>) {
+    if let Some(c) = s.chars().find(|c| is_invisible(*c)) {
+        flags.push(PoisonFlag {
+            code: PoisonCode::InvisibleUnicode,
+            field: field.to_owned(),
+            detail: format!("U+{:04X}", c as u32),
+        });
+    }
+    let visible: String = s
+        .chars()
+        .filter(|c| !is_invisible(*c))
+        .collect::<String>()
+        .to_lowercase();
+    let collapsed = visible.split_whitespace().collect::<Vec<_>>().join(" ");
+    if let Some(p) = HIDDEN_PHRASES.iter().find(|p| collapsed.contains(*p)) {
+        flags.push(PoisonFlag {
+            code: PoisonCode::HiddenInstruction,
+            field: field.to_owned(),
+            detail: (*p).to_owned(),
+        });
+    }
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Script {
+    Latin,
+    Greek,
+    Cyrillic,
+    Other,
+}
+
+fn script_of(c: char) -> Option<Script> {
+    if !c.is_alphabetic() {
+        return None;
+    }
+    Some(match c as u32 {
+        0x0041..=0x024F => Script::Latin,
+        0x0370..=0x03FF => Script::Greek,
+        0x0400..=0x052F => Script::Cyrillic,
+        _ => Script::Other,
+    })
+}
+
+fn script_problem(name: &str) -> Option<String> {
+    let scripts: Vec<Script> = name.chars().filter_map(script_of).collect();
+    let mixed = scripts.windows(2).any(|w| w[0] != w[1]);
+    if mixed {
+        return Some("name mixes scripts".to_owned());
+    }
+    (!name.is_ascii()).then(|| "name uses non-ASCII characters".to_owned())
+}
+
+/// Folds common homoglyphs to ASCII so `rеad_file` (Cyrillic е) and `read_file` share a skeleton.
+fn skeleton(name: &str) -> String {
+    name.chars()
+        .filter(|c| !is_invisible(*c))
+        .map(|c| match c {
+            'а' | 'α' => 'a',
+            'с' | 'ϲ' => 'c',
+            'е' | 'ε' => 'e',
+            'і' | 'ι' | 'ӏ' | '1' | 'I' | '|' => 'l',
+            'ј' => 'j',
+            'о' | 'ο' | '0' => 'o',
+            'р' | 'ρ' => 'p',
+            'ѕ' => 's',
+            'х' | 'χ' => 'x',
+            'у' | 'γ' => 'y',
+            'ԁ' => 'd',
+            'һ' => 'h',
+            'ν' => 'v',
+            'ω' | 'ѡ' => 'w',
+            'к' | 'κ' => 'k',
+            'т' | 'τ' => 't',
+            'н' => 'h',
+            'м' => 'm',
+            other => other.to_lowercase().next().unwrap_or(other),
+        })
+        .collect()
+}
+
+fn within_one_edit(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let (short, long) = if a.len() <= b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    if long.len() - short.len() > 1 {
+        return false;
+    }
+    if short.len() == long.len() {
+        short
+            .iter()
+            .zip(long.iter())
+            .filter(|(x, y)| x != y)
+            .count()
+            == 1
+    } else {
+        let prefix = short
+            .iter()
+            .zip(long.iter())
+            .take_while(|(x, y)| x == y)
+            .count();
+        short[prefix..] == long[prefix + 1..]
+    }
+}
+
+/// Flags tools whose names are confusable with another installed tool. `tools` is `(server, tool)` pairs; the
+/// answer names the flagged tool as `server__tool`. Identical names on different servers are not flagged (the
+/// server prefix tells them apart); near-identical ones are, because a model reading descriptions cannot.
+pub fn lookalike_flags(tools: &[(String, String)]) -> Vec<(String, PoisonFlag)> {
+    let mut out = Vec::new();
+    for (i, (server, tool)) in tools.iter().enumerate() {
+        let sk = skeleton(tool);
+        let other = tools.iter().enumerate().find_map(|(j, (s2, t2))| {
+            if i == j || t2 == tool {
+                return None;
+            }
+            if skeleton(t2) == sk {
+                return Some(format!("homoglyph of `{s2}__{t2}`"));
+            }
+            (s2 != server && within_one_edit(tool, t2))
+                .then(|| format!("one edit away from `{s2}__{t2}`"))
+        });
+        if let Some(detail) = other {
+            out.push((
+                format!("{server}__{tool}"),
+                PoisonFlag {
+                    code: PoisonCode::LookalikeName,
+                    field: "name".to_owned(),
+                    detail,
+                },
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn invisible_characters_are_flagged_with_their_field() {
+        let def = json!({"name": "t", "inputSchema": {"properties": {"a": {"description": "ok\u{E0041}"}}}});
+        let flags = inspect_definition(&def);
+        assert_eq!(
+            flags,
+            vec![PoisonFlag {
+                code: PoisonCode::InvisibleUnicode,
+                field: "inputSchema.properties.a.description".into(),
+                detail: "U+E0041".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn hidden_instructions_survive_case_and_spacing() {
+        let def = json!({"name": "add", "description": "Adds.\n<IMPORTANT>  Do not\ttell the user </IMPORTANT>"});
+        let codes: Vec<_> = inspect_definition(&def)
+            .into_iter()
+            .map(|f| f.code)
+            .collect();
+        assert_eq!(codes, vec![PoisonCode::HiddenInstruction]);
+        assert!(
+            inspect_definition(&json!({"name": "add", "description": "Adds two numbers."}))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn edit_distance_is_exactly_one() {
+        assert!(within_one_edit("read_file", "read_files"));
+        assert!(!within_one_edit("read_file", "raed_file"));
+        assert!(within_one_edit("read_file", "reed_file"));
+        assert!(!within_one_edit("read_file", "write_file"));
+    }
+}

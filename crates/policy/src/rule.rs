@@ -1,0 +1,412 @@
+//! Rules: the serde spelling (`RuleSpec`), compilation against a [`Context`], and matching one rule against one
+//! normalised action. Precedence between rules lives in `decide.rs`.
+//!
+//! Within a rule every stated field must match (AND); within a field any listed pattern may match (OR). Resource
+//! fields differ by effect, always towards the stricter answer: an allow/ask rule needs EVERY path of the call to
+//! match, a deny rule fires when ANY path does; deny command patterns also match the program's basename and every
+//! segment of a shell string, allow/ask patterns match structured argv only; a deny rule with `methods` fires when
+//! the call's method is unknown, an allow/ask rule does not.
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::{Action, Command};
+use crate::error::{Error, Result};
+use crate::glob::{escape, NameGlob, PathCase, PathGlob};
+use crate::host::HostPattern;
+use crate::operation::{Effect, Operation};
+use crate::path::Context;
+
+/// A rule as written in the structured form. Claude Code permission strings are translated into this shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    pub id: String,
+    pub effect: Effect,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Empty: any operation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<Operation>,
+    /// Globs over `server__tool` or `mcp__server__tool`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Path globs; `resources` is accepted as an alias for ToolFence-style files.
+    #[serde(default, alias = "resources", skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// Exact argv lists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<Vec<String>>,
+    /// Token prefixes: `["npm", "run", "test"]` admits `npm run test` and `npm run test --watch`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command_prefixes: Vec<Vec<String>>,
+    /// `host`, `*.suffix`, optionally `:port`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<String>,
+    /// Examples this rule must match; checked when the policy loads.
+    #[serde(default, rename = "match", skip_serializing_if = "Vec::is_empty")]
+    pub match_examples: Vec<Example>,
+    /// Examples this rule must not match; checked when the policy loads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_match: Vec<Example>,
+}
+
+impl RuleSpec {
+    /// A spec with only an id and an effect, to be filled in.
+    pub fn new(id: &str, effect: Effect) -> RuleSpec {
+        RuleSpec {
+            id: id.to_owned(),
+            effect,
+            description: None,
+            operations: Vec::new(),
+            tools: Vec::new(),
+            paths: Vec::new(),
+            commands: Vec::new(),
+            command_prefixes: Vec::new(),
+            hosts: Vec::new(),
+            methods: Vec::new(),
+            match_examples: Vec::new(),
+            not_match: Vec::new(),
+        }
+    }
+}
+
+/// A rule-level example: an action described directly, so it tests the rule and not an adapter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Example {
+    pub operation: Operation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// May use `${workspace}`, `${home}` and `~`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// A command string that needs a shell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+}
+
+/// Why a rule did not match an action; part of `explain` output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "field", rename_all = "snake_case")]
+pub enum Mismatch {
+    Operation,
+    Tool,
+    NoPaths,
+    Path { path: String },
+    NoCommand,
+    Command,
+    ShellString,
+    NoHost,
+    Host { host: String },
+    NoMethod,
+    Method { method: String },
+}
+
+/// An argv pattern: exact, or a token prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CommandPattern {
+    pub(crate) tokens: Vec<String>,
+    pub(crate) prefix: bool,
+}
+
+impl CommandPattern {
+    fn matches(&self, argv: &[String]) -> bool {
+        if self.prefix {
+            argv.len() >= self.tokens.len() && argv[..self.tokens.len()] == self.tokens[..]
+        } else {
+            argv == self.tokens.as_slice()
+        }
+    }
+
+    /// Deny-side match: also against the program's basename, so `rm` catches `/usr/bin/rm`.
+    fn matches_loosely(&self, argv: &[String]) -> bool {
+        if self.matches(argv) {
+            return true;
+        }
+        match argv.split_first() {
+            Some((program, rest)) if program.contains('/') => {
+                let mut alt = vec![program.rsplit('/').next().unwrap_or(program).to_owned()];
+                alt.extend_from_slice(rest);
+                self.matches(&alt)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A compiled rule. The pattern sources are kept for explanations and for the shadowing lint.
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    pub(crate) id: String,
+    pub(crate) effect: Effect,
+    /// Bitmask of operations; 0 means any.
+    pub(crate) ops: u16,
+    pub(crate) tools: Vec<(String, NameGlob)>,
+    pub(crate) paths: Vec<(String, PathGlob)>,
+    pub(crate) commands: Vec<CommandPattern>,
+    pub(crate) hosts: Vec<(String, HostPattern)>,
+    pub(crate) methods: Vec<String>,
+    pub(crate) spec: RuleSpec,
+}
+
+/// Substitutes `${workspace}`, `${home}` and a leading `~`; substituted text is escaped so it matches literally.
+pub(crate) fn substitute(pattern: &str, ctx: &Context, rule: &str) -> Result<String> {
+    let home = || {
+        ctx.home.as_deref().ok_or_else(|| {
+            Error::rule(
+                rule,
+                "pattern uses `~`/`${home}` but no home directory is known",
+            )
+        })
+    };
+    let mut out = String::new();
+    let mut rest = pattern;
+    if rest == "~" || rest.starts_with("~/") {
+        out.push_str(&escape(home()?.trim_end_matches('/')));
+        rest = &rest[1..];
+    }
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| Error::rule(rule, format!("unclosed `${{` in `{pattern}`")))?;
+        let value = match &after[..end] {
+            "workspace" => ctx.workspace.as_str(),
+            "home" => home()?,
+            other => {
+                return Err(Error::UnknownVariable {
+                    rule: rule.to_owned(),
+                    name: other.to_owned(),
+                })
+            }
+        };
+        out.push_str(&escape(value.trim_end_matches('/')));
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl Rule {
+    pub(crate) fn compile(spec: RuleSpec, ctx: &Context, case: PathCase) -> Result<Rule> {
+        let id = spec.id.clone();
+        if id.is_empty() {
+            return Err(Error::rule("", "rule id must not be empty"));
+        }
+        let err = |m: String| Error::rule(&id, m);
+        let ops = spec.operations.iter().fold(0u16, |acc, op| acc | op.bit());
+        let tools = spec
+            .tools
+            .iter()
+            .map(|t| {
+                NameGlob::new(t.strip_prefix("mcp__").unwrap_or(t))
+                    .map(|g| (t.clone(), g))
+                    .map_err(err)
+            })
+            .collect::<Result<_>>()?;
+        let mut paths = Vec::new();
+        for p in &spec.paths {
+            let text = substitute(p, ctx, &id)?;
+            if text.split('/').any(|seg| seg == "..") {
+                return Err(err(format!("path pattern `{p}` contains `..`")));
+            }
+            paths.push((p.clone(), PathGlob::new(&text, case).map_err(err)?));
+        }
+        let mut commands = Vec::new();
+        for (list, prefix) in [(&spec.commands, false), (&spec.command_prefixes, true)] {
+            for tokens in list {
+                if tokens.is_empty() || tokens.iter().any(|t| t.is_empty() || t.contains('\0')) {
+                    return Err(err(
+                        "command patterns need at least one non-empty token".to_owned()
+                    ));
+                }
+                commands.push(CommandPattern {
+                    tokens: tokens.clone(),
+                    prefix,
+                });
+            }
+        }
+        let hosts = spec
+            .hosts
+            .iter()
+            .map(|h| HostPattern::new(h).map(|p| (h.clone(), p)).map_err(err))
+            .collect::<Result<_>>()?;
+        let mut methods = Vec::new();
+        for m in &spec.methods {
+            if m.is_empty() || !m.bytes().all(|b| b.is_ascii_alphabetic()) {
+                return Err(err(format!("`{m}` is not an HTTP method")));
+            }
+            methods.push(m.to_ascii_uppercase());
+        }
+        if !methods.is_empty() && spec.hosts.is_empty() {
+            return Err(Error::NetFields {
+                rule: id,
+                message: "`methods` without `hosts`".to_owned(),
+            });
+        }
+        let net_only = ops & Operation::NetRequest.bit();
+        if (!spec.hosts.is_empty() || !methods.is_empty()) && ops != 0 && ops != net_only {
+            return Err(Error::NetFields {
+                rule: id,
+                message: "`hosts`/`methods` on a rule whose operations are not only `net.request`"
+                    .to_owned(),
+            });
+        }
+        Ok(Rule {
+            id,
+            effect: spec.effect,
+            ops,
+            tools,
+            paths,
+            commands,
+            hosts,
+            methods,
+            spec,
+        })
+    }
+
+    /// Checks this rule against `action`; `paths` are the action's paths in match form (case-folded if needed).
+    pub(crate) fn check(
+        &self,
+        action: &Action,
+        paths: &[String],
+    ) -> std::result::Result<(), Mismatch> {
+        if self.ops != 0 {
+            let direct = self.ops & action.operation.bit() != 0;
+            let as_shell = action.via_shell && self.ops & Operation::ShellExec.bit() != 0;
+            if !(direct || as_shell) {
+                return Err(Mismatch::Operation);
+            }
+        }
+        if !self.tools.is_empty() && !self.tools.iter().any(|(_, g)| g.matches(&action.tool)) {
+            return Err(Mismatch::Tool);
+        }
+        let strict = self.effect != Effect::Deny;
+        if !self.paths.is_empty() {
+            if paths.is_empty() {
+                return Err(Mismatch::NoPaths);
+            }
+            let hit = |p: &String| self.paths.iter().any(|(_, g)| g.matches_prepared(p));
+            if strict {
+                if let Some(miss) = paths.iter().position(|p| !hit(p)) {
+                    return Err(Mismatch::Path {
+                        path: action.paths.get(miss).cloned().unwrap_or_default(),
+                    });
+                }
+            } else if !paths.iter().any(hit) {
+                return Err(Mismatch::Path {
+                    path: action.paths.first().cloned().unwrap_or_default(),
+                });
+            }
+        }
+        if !self.commands.is_empty() {
+            let ok = match &action.command {
+                None => return Err(Mismatch::NoCommand),
+                Some(Command::Argv(argv)) if strict => {
+                    self.commands.iter().any(|c| c.matches(argv))
+                }
+                Some(Command::Argv(argv)) => self.commands.iter().any(|c| c.matches_loosely(argv)),
+                Some(Command::Shell { .. }) if strict => return Err(Mismatch::ShellString),
+                Some(Command::Shell { segments, .. }) => segments
+                    .iter()
+                    .any(|seg| self.commands.iter().any(|c| c.matches_loosely(seg))),
+            };
+            if !ok {
+                return Err(Mismatch::Command);
+            }
+        }
+        if !self.hosts.is_empty() {
+            let target = action.net.as_ref().ok_or(Mismatch::NoHost)?;
+            if !self.hosts.iter().any(|(_, h)| h.matches(target)) {
+                return Err(Mismatch::Host {
+                    host: target.host.clone(),
+                });
+            }
+        }
+        if !self.methods.is_empty() {
+            match &action.method {
+                None if strict => return Err(Mismatch::NoMethod),
+                None => {}
+                Some(m) if !self.methods.contains(m) => {
+                    return Err(Mismatch::Method { method: m.clone() })
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// True when the rule constrains nothing but operations and tools (it applies to every call of those tools).
+    pub(crate) fn is_resource_free(&self) -> bool {
+        self.paths.is_empty()
+            && self.commands.is_empty()
+            && self.hosts.is_empty()
+            && self.methods.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Context {
+        Context {
+            workspace: "/w*s".into(),
+            home: Some("/home/u".into()),
+        }
+    }
+
+    #[test]
+    fn variables_are_substituted_and_escaped() {
+        assert_eq!(
+            substitute("${workspace}/**", &ctx(), "r").unwrap(),
+            "/w\\*s/**"
+        );
+        assert_eq!(
+            substitute("~/.ssh/**", &ctx(), "r").unwrap(),
+            "/home/u/.ssh/**"
+        );
+        assert!(matches!(
+            substitute("${wrkspace}/x", &ctx(), "r"),
+            Err(Error::UnknownVariable { .. })
+        ));
+    }
+
+    #[test]
+    fn net_fields_need_net_operations() {
+        let mut spec = RuleSpec::new("r", Effect::Allow);
+        spec.methods = vec!["GET".into()];
+        assert!(matches!(
+            Rule::compile(spec.clone(), &ctx(), PathCase::Sensitive),
+            Err(Error::NetFields { .. })
+        ));
+        spec.hosts = vec!["a.com".into()];
+        spec.operations = vec![Operation::FsRead];
+        assert!(matches!(
+            Rule::compile(spec, &ctx(), PathCase::Sensitive),
+            Err(Error::NetFields { .. })
+        ));
+    }
+
+    #[test]
+    fn command_prefix_is_by_token() {
+        let p = CommandPattern {
+            tokens: vec!["npm".into(), "run".into(), "test".into()],
+            prefix: true,
+        };
+        let argv = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        assert!(p.matches(&argv("npm run test")));
+        assert!(p.matches(&argv("npm run test --watch")));
+        assert!(!p.matches(&argv("npm run test-evil")));
+        assert!(!p.matches(&argv("npm run test:unit")));
+    }
+}
