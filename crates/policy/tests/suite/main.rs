@@ -1,1 +1,12 @@
-//! Integration suite.
+//! The policy crate's one integration test binary: golden decisions, hostile inputs, string/structured twins,
+//! precedence, property tests, profiles, loading errors and `policy test` cases. No I/O beyond reading fixtures.
+
+mod cases;
+mod common;
+mod golden;
+mod hostile;
+mod loading;
+mod precedence;
+mod profiles;
+mod props;
+mod twins;
