@@ -1,3 +1,30 @@
 //! toolgate's own workspace tools: confined files, read-only git, structured shell.
+//!
+//! Every path is resolved beneath one frozen workspace root by the kernel (`openat2` RESOLVE_BENEATH, or a
+//! no-follow descriptor walk), writes are atomic with optional expected-hash checks, git runs hardened and
+//! read-only, and commands run from approved, fingerprinted snapshots inside the `sandbox` crate. This crate
+//! does not decide whether a call is allowed (policy and approval do that before it is called), does not
+//! speak MCP framing, and never prints.
 
 #![deny(clippy::print_stdout)]
+
+mod builtin;
+mod confine;
+mod definitions;
+mod error;
+mod fsops;
+mod git;
+mod patch;
+mod shell;
+
+pub use builtin::{Builtin, BuiltinConfig, Limits, ToolOutcome};
+pub use confine::{RelPath, Workspace};
+pub use definitions::{
+    tool_definitions, APPLY_PATCH, GIT_DIFF, GIT_STATUS, LIST_DIRECTORY, READ_FILE, SHELL_RUN,
+    WRITE_FILE,
+};
+pub use error::{Error, Result};
+pub use fsops::{sha256_hex, DirEntry, FileRead, FileWrite, Listing};
+pub use git::{GitDiffArgs, GitStatusArgs, StatusEntry};
+pub use patch::PatchedFile;
+pub use shell::{CommandSnapshot, ShellRequest, ShellSettings, SNAPSHOT_VERSION};
