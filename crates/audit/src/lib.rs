@@ -1,3 +1,27 @@
 //! Privacy-first audit: bounded JSON Lines events, redaction, hash chain.
+//!
+//! The gateway reports each decision, approval transition and execution as an
+//! `AuditEvent`; `AuditLog` redacts and caps it, chains it to the previous record and
+//! appends it to `audit.jsonl` in the namespace directory. Raw arguments and results never
+//! reach the log, only their size and SHA-256. The crate never prints, and an audit failure
+//! never stops a tool call: it is returned and counted. Choosing the directory is the
+//! store crate's job; deciding what to audit is the gateway's.
 
 #![deny(clippy::print_stdout)]
+
+mod chain;
+mod encoding;
+mod error;
+mod event;
+mod lock;
+mod log;
+mod redact;
+
+pub use chain::{verify_text, Problem, ProblemKind, VerifyReport, GENESIS};
+pub use encoding::canonical_json;
+pub use error::{Error, Result};
+pub use event::{
+    AuditEvent, Digest, EventKind, MAX_FIELD_CHARS, MAX_RESOURCES, MAX_RESOURCE_CHARS,
+};
+pub use log::{AuditLog, PruneMode, PrunePlan, LOG_FILE};
+pub use redact::{redact, redact_json, redact_map, REDACTED};

@@ -1,0 +1,233 @@
+//! The hash chain: sealing records and verifying a log.
+//!
+//! Each event record carries `seq` (1, 2, …), `prev` (the previous event's hash, or 64
+//! zeros for the first) and `hash` = SHA-256 of the canonical JSON of the record without
+//! `hash`. A pruned log starts with one anchor record holding the `prev` and `seq` its
+//! first kept event continues from, so the kept part still verifies. The chain is unkeyed:
+//! it reveals edits, deletions and reordering by anyone who does not rewrite every later
+//! hash, and it cannot reveal a truncated tail; it is evidence, not a signature.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::encoding::{canonical_json, sha256_hex};
+
+/// `prev` of the first event of a log that was never pruned.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// `kind` of the anchor record written by pruning.
+pub(crate) const ANCHOR_KIND: &str = "anchor";
+
+/// What is wrong at the first bad line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ProblemKind {
+    /// Not a JSON object with the chain fields (or a torn final line).
+    Malformed,
+    /// The record's content does not match its own hash: it was edited.
+    HashMismatch,
+    /// `seq` is not the next number: events before it were deleted, or it was moved.
+    SequenceMismatch {
+        /// The sequence number that should have come here.
+        expected: u64,
+        /// The one found.
+        found: u64,
+    },
+    /// `prev` does not name the previous event's hash: something before it changed.
+    BrokenLink,
+    /// An anchor record anywhere but the first line.
+    MisplacedAnchor,
+}
+
+impl fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Malformed => f.write_str("malformed record"),
+            Self::HashMismatch => f.write_str("record edited (hash mismatch)"),
+            Self::SequenceMismatch { expected, found } => write!(
+                f,
+                "sequence {found} where {expected} was expected (events deleted or reordered)"
+            ),
+            Self::BrokenLink => f.write_str("prev hash does not match the previous event"),
+            Self::MisplacedAnchor => f.write_str("anchor record not on the first line"),
+        }
+    }
+}
+
+/// The first problem found by `verify`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// 1-based line number.
+    pub line: u64,
+    /// The record's `seq`, if it had one.
+    pub seq: Option<u64>,
+    /// What is wrong.
+    #[serde(flatten)]
+    pub kind: ProblemKind,
+}
+
+/// The result of verifying a log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifyReport {
+    /// Event records checked before the first problem (or in all, if none).
+    pub events: u64,
+    /// Whether the log starts with a pruning anchor.
+    pub anchored: bool,
+    /// The first problem; `None` means the whole log verified.
+    pub problem: Option<Problem>,
+}
+
+impl VerifyReport {
+    /// True when no problem was found.
+    pub fn is_ok(&self) -> bool {
+        self.problem.is_none()
+    }
+}
+
+/// Where the next event continues the chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ChainHead {
+    pub(crate) next_seq: u64,
+    pub(crate) prev: String,
+}
+
+impl ChainHead {
+    pub(crate) fn genesis() -> Self {
+        Self {
+            next_seq: 1,
+            prev: GENESIS.to_owned(),
+        }
+    }
+}
+
+/// Adds `hash` to a record that already holds its chain fields; returns the line to write
+/// (canonical JSON, no newline) and the hash.
+pub(crate) fn seal(mut record: Map<String, Value>) -> (String, String) {
+    record.remove("hash");
+    let hash = sha256_hex(canonical_json(&Value::Object(record.clone())).as_bytes());
+    record.insert("hash".into(), Value::String(hash.clone()));
+    (canonical_json(&Value::Object(record)), hash)
+}
+
+/// A parsed, self-consistent line.
+pub(crate) struct Parsed {
+    pub(crate) record: Map<String, Value>,
+    pub(crate) hash: String,
+    pub(crate) hash_ok: bool,
+}
+
+impl Parsed {
+    pub(crate) fn is_anchor(&self) -> bool {
+        self.record.get("kind").and_then(Value::as_str) == Some(ANCHOR_KIND)
+    }
+
+    pub(crate) fn seq(&self) -> Option<u64> {
+        self.record.get("seq").and_then(Value::as_u64)
+    }
+
+    pub(crate) fn prev(&self) -> Option<&str> {
+        self.record.get("prev").and_then(Value::as_str)
+    }
+
+    /// The chain position after this line.
+    pub(crate) fn head_after(&self) -> Option<ChainHead> {
+        if self.is_anchor() {
+            Some(ChainHead {
+                next_seq: self.record.get("next_seq").and_then(Value::as_u64)?,
+                prev: self.prev()?.to_owned(),
+            })
+        } else {
+            Some(ChainHead {
+                next_seq: self.seq()?.checked_add(1)?,
+                prev: self.hash.clone(),
+            })
+        }
+    }
+}
+
+/// Parses one line and checks its own hash; `None` if it is not a record at all.
+pub(crate) fn parse_line(line: &str) -> Option<Parsed> {
+    let Value::Object(mut record) = serde_json::from_str::<Value>(line).ok()? else {
+        return None;
+    };
+    let hash = match record.remove("hash") {
+        Some(Value::String(h)) => h,
+        _ => return None,
+    };
+    let hash_ok = sha256_hex(canonical_json(&Value::Object(record.clone())).as_bytes()) == hash;
+    Some(Parsed {
+        record,
+        hash,
+        hash_ok,
+    })
+}
+
+/// Verifies the whole text of a log and reports the first problem with its line number.
+pub fn verify_text(text: &str) -> VerifyReport {
+    let mut report = VerifyReport {
+        events: 0,
+        anchored: false,
+        problem: None,
+    };
+    let mut head = ChainHead::genesis();
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    // A complete log ends with a newline, leaving one empty piece; anything else there is
+    // a torn final line and is reported as such below.
+    if lines.last() == Some(&"") {
+        lines.pop();
+    }
+    for (i, line) in lines.iter().enumerate() {
+        let lineno = i as u64 + 1;
+        let fail = |seq, kind| Problem {
+            line: lineno,
+            seq,
+            kind,
+        };
+        let Some(p) = parse_line(line) else {
+            report.problem = Some(fail(None, ProblemKind::Malformed));
+            return report;
+        };
+        let seq = p.seq();
+        if !p.hash_ok {
+            report.problem = Some(fail(seq, ProblemKind::HashMismatch));
+            return report;
+        }
+        if p.is_anchor() {
+            if i != 0 {
+                report.problem = Some(fail(None, ProblemKind::MisplacedAnchor));
+                return report;
+            }
+            let Some(next) = p.head_after() else {
+                report.problem = Some(fail(None, ProblemKind::Malformed));
+                return report;
+            };
+            report.anchored = true;
+            head = next;
+            continue;
+        }
+        let (Some(found), Some(prev)) = (seq, p.prev()) else {
+            report.problem = Some(fail(seq, ProblemKind::Malformed));
+            return report;
+        };
+        if found != head.next_seq {
+            let kind = ProblemKind::SequenceMismatch {
+                expected: head.next_seq,
+                found,
+            };
+            report.problem = Some(fail(seq, kind));
+            return report;
+        }
+        if prev != head.prev {
+            report.problem = Some(fail(seq, ProblemKind::BrokenLink));
+            return report;
+        }
+        let Some(next) = p.head_after() else {
+            report.problem = Some(fail(seq, ProblemKind::Malformed));
+            return report;
+        };
+        head = next;
+        report.events += 1;
+    }
+    report
+}

@@ -1,0 +1,283 @@
+//! The audit log file: appending chained records, reading the tail, verifying, pruning.
+//!
+//! `AuditLog::record` never panics and never blocks for long: a failure is returned and
+//! counted (`failures()`), and the caller carries on with its tool call. Appends are not
+//! fsynced (one per tool call would tax every call); a power loss can drop the newest lines.
+//! Maintenance (`prune_keep_last`) is explicit, dry-run unless told to apply, and refuses a
+//! log that does not verify.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::chain::{self, parse_line, seal, verify_text, ChainHead, VerifyReport, ANCHOR_KIND};
+use crate::encoding::rfc3339;
+use crate::error::{Error, Result};
+use crate::event::{AuditEvent, RECORD_VERSION};
+
+/// File name of the log inside the namespace directory.
+pub const LOG_FILE: &str = "audit.jsonl";
+/// Side file holding the cross-process lock.
+const LOCK_FILE: &str = "audit.lock";
+/// Longest line the writer will look back over to find the chain head. Records are
+/// bounded by the field caps to well under this.
+const MAX_LINE_BYTES: u64 = 64 * 1024;
+/// How long an append waits for another process's lock before counting a failure.
+const APPEND_LOCK_WAIT: Duration = Duration::from_secs(2);
+/// Maintenance may wait longer: a human started it and can see it waiting.
+const PRUNE_LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether a prune only reports or also rewrites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PruneMode {
+    /// Report what would be removed; change nothing.
+    DryRun,
+    /// Rewrite the log.
+    Apply,
+}
+
+/// What a prune did (or would do).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrunePlan {
+    /// Dry run or applied.
+    pub mode: PruneMode,
+    /// Events in the log before pruning.
+    pub total_events: u64,
+    /// Events removed (or that would be).
+    pub removed: u64,
+    /// Events kept.
+    pub kept: u64,
+}
+
+/// The audit log of one namespace.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    lock_path: PathBuf,
+    failures: AtomicU64,
+    /// Serialises this process's appends; the file lock serialises processes.
+    guard: Mutex<()>,
+}
+
+impl AuditLog {
+    /// The log in `dir` (the namespace directory). Nothing is touched until the first append.
+    pub fn new(dir: &Path) -> Self {
+        Self {
+            path: dir.join(LOG_FILE),
+            lock_path: dir.join(LOCK_FILE),
+            failures: AtomicU64::new(0),
+            guard: Mutex::new(()),
+        }
+    }
+
+    /// Path of the log file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends that failed since this handle was created.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Appends one event; returns its sequence number. On failure the error is returned and
+    /// counted, and nothing else happens: audit never stops the caller.
+    pub fn record(&self, event: &AuditEvent) -> Result<u64> {
+        let result = self.append(event);
+        if result.is_err() {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn append(&self, event: &AuditEvent) -> Result<u64> {
+        let _local = self.guard.lock().unwrap_or_else(|p| p.into_inner());
+        let _lock = crate::lock::FileLock::exclusive(&self.lock_path, APPEND_LOCK_WAIT)?;
+        let mut file = open_log(&self.path)?;
+        let head = read_head(&mut file)?;
+        let mut record = event.to_record();
+        record.insert("seq".into(), head.next_seq.into());
+        record.insert("prev".into(), head.prev.into());
+        let (mut line, _) = seal(record);
+        line.push('\n');
+        file.write_all(line.as_bytes())?;
+        Ok(head.next_seq)
+    }
+
+    /// The last `n` event records (anchors excluded), oldest first.
+    pub fn tail(&self, n: usize) -> Result<Vec<Value>> {
+        let text = read_all(&self.path)?;
+        let lines: Vec<(usize, &str)> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.is_empty())
+            .collect();
+        let mut out = Vec::new();
+        for (i, line) in lines.iter().rev() {
+            if out.len() == n {
+                break;
+            }
+            let v: Value = serde_json::from_str(line).map_err(|_| Error::Tampered {
+                line: *i as u64 + 1,
+                problem: chain::ProblemKind::Malformed.to_string(),
+            })?;
+            if v.get("kind").and_then(Value::as_str) != Some(ANCHOR_KIND) {
+                out.push(v);
+            }
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Verifies the whole log; a missing log verifies as empty.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        Ok(verify_text(&read_all(&self.path)?))
+    }
+
+    /// Keeps the newest `keep` events. In `Apply` mode the log is rewritten atomically
+    /// (temporary file, fsync, rename) starting with an anchor, so the kept part still
+    /// verifies and later appends continue the chain. Refuses a log that does not verify.
+    pub fn prune_keep_last(&self, keep: u64, mode: PruneMode, now_ms: i64) -> Result<PrunePlan> {
+        let _local = self.guard.lock().unwrap_or_else(|p| p.into_inner());
+        let _lock = crate::lock::FileLock::exclusive(&self.lock_path, PRUNE_LOCK_WAIT)?;
+        let text = read_all(&self.path)?;
+        let report = verify_text(&text);
+        if let Some(p) = report.problem {
+            return Err(Error::Tampered {
+                line: p.line,
+                problem: p.kind.to_string(),
+            });
+        }
+        let mut anchor = None;
+        let mut events = Vec::new();
+        for line in text.lines() {
+            let parsed = parse_line(line).ok_or(Error::CorruptTail)?;
+            if parsed.is_anchor() {
+                anchor = Some(parsed);
+            } else {
+                events.push((line, parsed));
+            }
+        }
+        let total = events.len() as u64;
+        let removed = total.saturating_sub(keep);
+        let plan = PrunePlan {
+            mode,
+            total_events: total,
+            removed,
+            kept: total - removed,
+        };
+        if mode == PruneMode::DryRun || removed == 0 {
+            return Ok(plan);
+        }
+        let split = removed as usize;
+        let head = match events.get(split) {
+            Some((_, first_kept)) => ChainHead {
+                next_seq: first_kept.seq().ok_or(Error::CorruptTail)?,
+                prev: first_kept.prev().ok_or(Error::CorruptTail)?.to_owned(),
+            },
+            None => events
+                .last()
+                .and_then(|(_, p)| p.head_after())
+                .ok_or(Error::CorruptTail)?,
+        };
+        let already = anchor
+            .as_ref()
+            .and_then(|a| a.record.get("pruned_events").and_then(Value::as_u64))
+            .unwrap_or(0);
+        let mut rec = Map::new();
+        rec.insert("v".into(), RECORD_VERSION.into());
+        rec.insert("kind".into(), ANCHOR_KIND.into());
+        rec.insert("time".into(), rfc3339(now_ms).into());
+        rec.insert("time_ms".into(), now_ms.into());
+        rec.insert("next_seq".into(), head.next_seq.into());
+        rec.insert("prev".into(), head.prev.into());
+        rec.insert("pruned_events".into(), (already + removed).into());
+        let (anchor_line, _) = seal(rec);
+        let mut out = anchor_line;
+        out.push('\n');
+        for (line, _) in &events[split..] {
+            out.push_str(line);
+            out.push('\n');
+        }
+        replace_file(&self.path, out.as_bytes())?;
+        Ok(plan)
+    }
+}
+
+/// Opens the log for reading and appending, creating it with mode 0600.
+fn open_log(path: &Path) -> Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    Ok(opts.open(path)?)
+}
+
+/// Finds where the chain continues from the log's last line.
+fn read_head(file: &mut File) -> Result<ChainHead> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(ChainHead::genesis());
+    }
+    let start = len.saturating_sub(MAX_LINE_BYTES + 1);
+    file.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::new();
+    file.take(len - start).read_to_end(&mut buf)?;
+    let Some((&b'\n', body)) = buf.split_last() else {
+        return Err(Error::CorruptTail);
+    };
+    let line = match body.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &body[i + 1..],
+        None if start == 0 => body,
+        None => return Err(Error::CorruptTail),
+    };
+    let line = std::str::from_utf8(line).map_err(|_| Error::CorruptTail)?;
+    parse_line(line)
+        .and_then(|p| p.head_after())
+        .ok_or(Error::CorruptTail)
+}
+
+/// The whole log as text; a missing log is empty.
+fn read_all(path: &Path) -> Result<String> {
+    match fs::read_to_string(path) {
+        Ok(s) => Ok(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Atomically replaces `path` with `bytes` (same directory, mode 0600).
+fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("jsonl.tmp");
+    let _ = fs::remove_file(&tmp);
+    {
+        let mut opts = OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let mut f = opts.open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        // Persist the rename itself; not all platforms can open a directory, hence `ok()`.
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
