@@ -33,11 +33,12 @@ const APPEND_LOCK_WAIT: Duration = Duration::from_secs(2);
 /// Maintenance may wait longer: a human started it and can see it waiting.
 const PRUNE_LOCK_WAIT: Duration = Duration::from_secs(30);
 
-/// Whether a prune only reports or also rewrites.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Whether a prune only reports or also rewrites. The default is the harmless one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PruneMode {
     /// Report what would be removed; change nothing.
+    #[default]
     DryRun,
     /// Rewrite the log.
     Apply,

@@ -102,10 +102,11 @@ pub struct Approval {
     pub consumed_at: Option<Timestamp>,
 }
 
-/// Whether a prune only reports or also deletes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether a prune only reports or also deletes. The default is the harmless one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PruneMode {
     /// Report what would be removed; change nothing.
+    #[default]
     DryRun,
     /// Remove it.
     Apply,
@@ -361,6 +362,14 @@ fn approval_from_row(r: &Row<'_>, now: Timestamp) -> rusqlite::Result<Result<App
         }
         s => s,
     };
+    let stored_sha256: String = r.get(4)?;
+    // The hash was taken at creation; a mismatch means the row was altered behind the
+    // store's back, and an altered snapshot must never be executed.
+    if sha256_hex(snapshot.as_bytes()) != stored_sha256 {
+        return Ok(Err(Error::Corrupt(
+            "approval snapshot hash mismatch".into(),
+        )));
+    }
     let snapshot = match serde_json::from_str(&snapshot) {
         Ok(v) => v,
         Err(e) => return Ok(Err(e.into())),
@@ -370,7 +379,7 @@ fn approval_from_row(r: &Row<'_>, now: Timestamp) -> rusqlite::Result<Result<App
         trace_id: r.get(1)?,
         status,
         snapshot,
-        snapshot_sha256: r.get(4)?,
+        snapshot_sha256: stored_sha256,
         created_at: Timestamp::from_millis(r.get(5)?),
         expires_at,
         decided_at: r.get::<_, Option<i64>>(7)?.map(Timestamp::from_millis),

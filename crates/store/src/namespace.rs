@@ -10,6 +10,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use rand::TryRng;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -114,8 +115,10 @@ impl Namespace {
             return Err(Error::StateRootInsideWorkspace);
         }
         let id = workspace_id(&workspace);
-        let dir = state_root.join(WORKSPACES_DIR).join(&id);
+        let workspaces = state_root.join(WORKSPACES_DIR);
+        let dir = workspaces.join(&id);
         create_private_dir_all(&dir)?;
+        set_private_dir(&workspaces)?;
         set_private_dir(&dir)?;
         bind(&dir, &workspace)?;
         Ok(Self {
@@ -203,7 +206,12 @@ fn bind(dir: &Path, workspace: &Path) -> Result<()> {
             workspace_hex: want.clone(),
             workspace: workspace.to_string_lossy().into_owned(),
         };
-        let tmp = dir.join(format!("{BINDING_FILE}.{}.tmp", std::process::id()));
+        // A random suffix: threads of one process may race here too.
+        let mut nonce = [0u8; 8];
+        rand::rngs::SysRng
+            .try_fill_bytes(&mut nonce)
+            .map_err(|_| Error::Rng)?;
+        let tmp = dir.join(format!("{BINDING_FILE}.{}.tmp", hex::encode(nonce)));
         {
             let mut f = create_private_file(&tmp)?;
             f.write_all(&serde_json::to_vec_pretty(&binding)?)?;

@@ -254,3 +254,40 @@ fn labels_are_capped() {
     let a = s.approve(&a.id, &long, T0).unwrap();
     assert_eq!(a.decided_by.map(|d| d.len()), Some(128));
 }
+
+#[test]
+fn snapshot_edited_behind_the_store_is_never_consumed() {
+    let env = Env::new();
+    let ns = env.namespace();
+    let mut s = store::Store::open(&ns).unwrap();
+    let a = s
+        .create_request("t", &snapshot(), T0, T0.plus_millis(MINUTE))
+        .unwrap();
+    s.approve(&a.id, "alice", T0).unwrap();
+    let conn = rusqlite::Connection::open(ns.db_path()).unwrap();
+    conn.execute(
+        "UPDATE approvals SET snapshot = '{\"arguments\":{\"argv\":[\"rm\",\"-rf\",\"/\"]}}'",
+        [],
+    )
+    .unwrap();
+    assert!(matches!(s.consume(&a.id, T0), Err(Error::Corrupt(_))));
+    assert!(matches!(s.get_request(&a.id, T0), Err(Error::Corrupt(_))));
+}
+
+#[test]
+fn concurrent_first_use_of_a_namespace_binds_once() {
+    let env = std::sync::Arc::new(Env::new());
+    let handles: Vec<_> = (0..16)
+        .map(|_| {
+            let env = std::sync::Arc::clone(&env);
+            std::thread::spawn(move || {
+                store::Namespace::open(&env.state_root, &env.workspace).map(|n| n.id().to_owned())
+            })
+        })
+        .collect();
+    let ids: Vec<String> = handles
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap())
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] == w[1]));
+}
