@@ -102,6 +102,32 @@ pub struct Approval {
     pub consumed_at: Option<Timestamp>,
 }
 
+/// What an agent may see of a request: no snapshot, no decider. Build it with
+/// `Approval::handle`; answers to the agent should be made from this, not from `Approval`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApprovalHandle {
+    /// The request id.
+    pub request_id: String,
+    /// Effective status.
+    pub status: ApprovalStatus,
+    /// Lifecycle correlation id.
+    pub trace_id: String,
+    /// First instant at which the request is expired.
+    pub expires_at: Timestamp,
+}
+
+impl Approval {
+    /// The agent-safe view of this request.
+    pub fn handle(&self) -> ApprovalHandle {
+        ApprovalHandle {
+            request_id: self.id.clone(),
+            status: self.status,
+            trace_id: self.trace_id.clone(),
+            expires_at: self.expires_at,
+        }
+    }
+}
+
 /// Whether a prune only reports or also deletes. The default is the harmless one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PruneMode {

@@ -20,7 +20,7 @@ mod report;
 mod report_render;
 mod time;
 
-pub use approvals::{Approval, ApprovalStatus, PruneMode, PrunedApproval};
+pub use approvals::{Approval, ApprovalHandle, ApprovalStatus, PruneMode, PrunedApproval};
 pub use canonical::{canonical_json, definition_hash};
 pub use error::{Error, Result};
 pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};

@@ -15,6 +15,18 @@ fn lifecycle_pending_approved_consumed() {
     assert_eq!(created.snapshot, snapshot());
     assert_eq!(created.snapshot_sha256.len(), 64);
 
+    let handle = serde_json::to_value(created.handle()).unwrap();
+    assert_eq!(
+        handle,
+        serde_json::json!({
+            "request_id": created.id,
+            "status": "PENDING",
+            "trace_id": "trace-1",
+            "expires_at": exp.as_millis(),
+        }),
+        "the agent-facing handle carries no snapshot"
+    );
+
     let t1 = T0.plus_millis(MINUTE);
     let approved = s.approve(&created.id, "alice", t1).unwrap();
     assert_eq!(approved.status, ApprovalStatus::Approved);
