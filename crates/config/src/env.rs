@@ -5,16 +5,20 @@ use std::collections::BTreeMap;
 
 /// Variables passed through from toolgate's environment when set. Enough for interpreters and package runners
 /// (`npx`, `uvx`) to find themselves, their caches and the locale; nothing that usually holds a secret.
-pub const UPSTREAM_ENV_ALLOWLIST: &[&str] =
-    &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ"];
+pub const UPSTREAM_ENV_ALLOWLIST: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR",
+    "TZ",
+];
 
 /// Builds an upstream's environment. Configured values win over passed-through ones.
 pub fn upstream_env(
     configured: &BTreeMap<String, String>,
     parent: impl Fn(&str) -> Option<String>,
 ) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> =
-        UPSTREAM_ENV_ALLOWLIST.iter().filter_map(|k| parent(k).map(|v| ((*k).to_owned(), v))).collect();
+    let mut env: BTreeMap<String, String> = UPSTREAM_ENV_ALLOWLIST
+        .iter()
+        .filter_map(|k| parent(k).map(|v| ((*k).to_owned(), v)))
+        .collect();
     env.extend(configured.iter().map(|(k, v)| (k.clone(), v.clone())));
     env
 }
@@ -34,7 +38,10 @@ mod tests {
         let env = upstream_env(&configured, parent);
         assert_eq!(
             env,
-            BTreeMap::from([("API_URL".to_owned(), "x".to_owned()), ("PATH".to_owned(), "/bin".to_owned())])
+            BTreeMap::from([
+                ("API_URL".to_owned(), "x".to_owned()),
+                ("PATH".to_owned(), "/bin".to_owned())
+            ])
         );
     }
 }

@@ -7,9 +7,16 @@ pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: invalid {format}: {message}")]
-    Syntax { path: String, format: &'static str, message: String },
+    Syntax {
+        path: String,
+        format: &'static str,
+        message: String,
+    },
     #[error("{key}: {message}")]
     Invalid { key: String, message: String },
     #[error("{key} references ${{{var}}}, which is not set in toolgate's environment")]
@@ -22,6 +29,9 @@ pub enum ConfigError {
 
 impl ConfigError {
     pub(crate) fn invalid(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Invalid { key: key.into(), message: message.into() }
+        Self::Invalid {
+            key: key.into(),
+            message: message.into(),
+        }
     }
 }

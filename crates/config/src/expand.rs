@@ -5,7 +5,11 @@
 
 use crate::error::{ConfigError, Result};
 
-pub(crate) fn expand(input: &str, key: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String> {
+pub(crate) fn expand(
+    input: &str,
+    key: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String> {
     let mut out = String::with_capacity(input.len());
     let mut rest = input;
     while let Some(start) = rest.find("${") {
@@ -27,7 +31,10 @@ pub(crate) fn expand(input: &str, key: &str, env: &dyn Fn(&str) -> Option<String
                 (Some(v), _) => out.push_str(&v),
                 (None, Some(d)) => out.push_str(d),
                 (None, None) => {
-                    return Err(ConfigError::MissingVariable { key: key.to_owned(), var: name.to_owned() });
+                    return Err(ConfigError::MissingVariable {
+                        key: key.to_owned(),
+                        var: name.to_owned(),
+                    });
                 }
             }
         }
@@ -53,19 +60,33 @@ mod tests {
 
     #[test]
     fn expands_set_variables_and_defaults() {
-        assert_eq!(expand("${HOME_DIR}/notes", "k", &env).unwrap(), "/home/u/notes");
+        assert_eq!(
+            expand("${HOME_DIR}/notes", "k", &env).unwrap(),
+            "/home/u/notes"
+        );
         assert_eq!(expand("${NOPE:-/tmp}", "k", &env).unwrap(), "/tmp");
-        assert_eq!(expand("a${HOME_DIR}b${HOME_DIR}", "k", &env).unwrap(), "a/home/ub/home/u");
+        assert_eq!(
+            expand("a${HOME_DIR}b${HOME_DIR}", "k", &env).unwrap(),
+            "a/home/ub/home/u"
+        );
     }
 
     #[test]
     fn leaves_non_variables_alone() {
-        assert_eq!(expand("$HOME ${} ${1X} ${open", "k", &env).unwrap(), "$HOME ${} ${1X} ${open");
+        assert_eq!(
+            expand("$HOME ${} ${1X} ${open", "k", &env).unwrap(),
+            "$HOME ${} ${1X} ${open"
+        );
     }
 
     #[test]
     fn missing_variable_names_the_variable_and_key_but_no_value() {
-        let e = expand("Bearer ${TRACKER_TOKEN}", "mcpServers.t.headers.Authorization", &env).unwrap_err();
+        let e = expand(
+            "Bearer ${TRACKER_TOKEN}",
+            "mcpServers.t.headers.Authorization",
+            &env,
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "mcpServers.t.headers.Authorization references ${TRACKER_TOKEN}, which is not set in toolgate's environment"

@@ -29,18 +29,39 @@ pub struct Overrides {
 /// Sections reserved for features that this version does not enforce yet. Accepting them silently would let a
 /// user believe a deny rule is active when it is not, so they are refused.
 const NOT_YET: &[(&str, &str)] = &[
-    ("permissions", "permission rules arrive with the policy engine; refusing rather than ignoring them"),
-    ("policy", "policy rules arrive with the policy engine; refusing rather than ignoring them"),
+    (
+        "permissions",
+        "permission rules arrive with the policy engine; refusing rather than ignoring them",
+    ),
+    (
+        "policy",
+        "policy rules arrive with the policy engine; refusing rather than ignoring them",
+    ),
     ("profiles", "profiles arrive with the policy engine"),
     ("approvals", "approvals arrive with the approval system"),
     ("hooks", "hooks arrive with the approval system"),
 ];
 
-const KNOWN: &[&str] = &["mcpServers", "mcp_servers", "separator", "prefixTools", "prefix_tools", "limits", "workspace"];
+const KNOWN: &[&str] = &[
+    "mcpServers",
+    "mcp_servers",
+    "separator",
+    "prefixTools",
+    "prefix_tools",
+    "limits",
+    "workspace",
+];
 
 /// Reads and validates the config file at `path`; the format follows the extension (`.toml`, else JSON).
-pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>, overrides: &Overrides) -> Result<Config> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+pub fn load(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    overrides: &Overrides,
+) -> Result<Config> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     let format = match path.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case("toml") => Format::Toml,
         _ => Format::Json,
@@ -69,9 +90,18 @@ pub fn parse_str(
         })?,
     };
     let Value::Object(top) = tree else {
-        return Err(ConfigError::invalid("(top level)", "the config must be an object/table"));
+        return Err(ConfigError::invalid(
+            "(top level)",
+            "the config must be an object/table",
+        ));
     };
-    Validator { origin, env, overrides, config: Config::empty() }.run(top)
+    Validator {
+        origin,
+        env,
+        overrides,
+        config: Config::empty(),
+    }
+    .run(top)
 }
 
 struct Validator<'a> {
@@ -82,8 +112,11 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
-    fn from_file(&self, key: &str) -> Provenance {
-        Provenance::File { path: self.origin.to_owned(), key: key.to_owned() }
+    fn provenance(&self, key: &str) -> Provenance {
+        Provenance::File {
+            path: self.origin.to_owned(),
+            key: key.to_owned(),
+        }
     }
 
     fn run(mut self, top: Map<String, Value>) -> Result<Config> {
@@ -95,20 +128,33 @@ impl Validator<'_> {
             match key.as_str() {
                 "mcpServers" | "mcp_servers" => {
                     if servers.is_some() {
-                        return Err(ConfigError::invalid(key, "give either mcpServers or mcp_servers, not both"));
+                        return Err(ConfigError::invalid(
+                            key,
+                            "give either mcpServers or mcp_servers, not both",
+                        ));
                     }
                     servers = Some((key, value));
                 }
                 "separator" => self.separator(value)?,
                 "prefixTools" | "prefix_tools" => {
-                    let v = value.as_bool().ok_or_else(|| ConfigError::invalid(&key, "must be true or false"))?;
-                    self.config.prefix_tools = Setting { value: v, from: self.from_file(&key) };
+                    let v = value
+                        .as_bool()
+                        .ok_or_else(|| ConfigError::invalid(&key, "must be true or false"))?;
+                    self.config.prefix_tools = Setting {
+                        value: v,
+                        from: self.provenance(&key),
+                    };
                 }
                 "limits" => self.limits(value)?,
                 "workspace" => {
-                    let s = value.as_str().ok_or_else(|| ConfigError::invalid("workspace", "must be a path"))?;
+                    let s = value
+                        .as_str()
+                        .ok_or_else(|| ConfigError::invalid("workspace", "must be a path"))?;
                     let s = expand(s, "workspace", self.env)?;
-                    self.config.workspace = Some(Setting { value: PathBuf::from(s), from: self.from_file("workspace") });
+                    self.config.workspace = Some(Setting {
+                        value: PathBuf::from(s),
+                        from: self.provenance("workspace"),
+                    });
                 }
                 _ => self.unknown_top_level(key)?,
             }
@@ -117,7 +163,10 @@ impl Validator<'_> {
             self.servers(&key, value)?;
         }
         if let Some(ws) = &self.overrides.workspace {
-            self.config.workspace = Some(Setting { value: ws.clone(), from: Provenance::Flag("--workspace") });
+            self.config.workspace = Some(Setting {
+                value: ws.clone(),
+                from: Provenance::Flag("--workspace"),
+            });
         }
         self.config.source = Some(self.origin.to_owned());
         Ok(self.config)
@@ -125,15 +174,26 @@ impl Validator<'_> {
 
     fn unknown_top_level(&mut self, key: String) -> Result<()> {
         let squash = |s: &str| s.to_ascii_lowercase().replace(['_', '-'], "");
-        if let Some(known) = KNOWN.iter().chain(NOT_YET.iter().map(|(k, _)| k)).find(|k| squash(k) == squash(&key)) {
-            return Err(ConfigError::UnknownKey { key, hint: format!(" (did you mean {known}?)") });
+        if let Some(known) = KNOWN
+            .iter()
+            .chain(NOT_YET.iter().map(|(k, _)| k))
+            .find(|k| squash(k) == squash(&key))
+        {
+            return Err(ConfigError::UnknownKey {
+                key,
+                hint: format!(" (did you mean {known}?)"),
+            });
         }
-        self.config.warnings.push(format!("ignoring top-level key {key:?}: not a toolgate setting"));
+        self.config.warnings.push(format!(
+            "ignoring top-level key {key:?}: not a toolgate setting"
+        ));
         Ok(())
     }
 
     fn separator(&mut self, value: Value) -> Result<()> {
-        let sep = value.as_str().ok_or_else(|| ConfigError::invalid("separator", "must be a string"))?;
+        let sep = value
+            .as_str()
+            .ok_or_else(|| ConfigError::invalid("separator", "must be a string"))?;
         let ok = !sep.is_empty() && sep.len() <= 4 && sep.chars().all(|c| c == '_' || c == '-');
         if !ok {
             return Err(ConfigError::invalid(
@@ -141,47 +201,73 @@ impl Validator<'_> {
                 "must be 1 to 4 characters of '_' and '-', so exposed names stay valid for every model API",
             ));
         }
-        self.config.separator = Setting { value: sep.to_owned(), from: self.from_file("separator") };
+        self.config.separator = Setting {
+            value: sep.to_owned(),
+            from: self.provenance("separator"),
+        };
         Ok(())
     }
 
     fn limits(&mut self, value: Value) -> Result<()> {
         let raw: RawLimits = section(value, "limits")?;
         let limits = &mut self.config.limits;
-        let file = |k: &str| Provenance::File { path: self.origin.to_owned(), key: format!("limits.{k}") };
+        let file = |k: &str| Provenance::File {
+            path: self.origin.to_owned(),
+            key: format!("limits.{k}"),
+        };
         if let Some(v) = raw.max_message_bytes {
             check_range("limits.maxMessageBytes", v, 1024, 1 << 30)?;
-            limits.max_message_bytes = Setting { value: v, from: file("maxMessageBytes") };
+            limits.max_message_bytes = Setting {
+                value: v,
+                from: file("maxMessageBytes"),
+            };
         }
         if let Some(v) = raw.max_depth {
             check_range("limits.maxDepth", v, 4, 120)?;
-            limits.max_depth = Setting { value: v, from: file("maxDepth") };
+            limits.max_depth = Setting {
+                value: v,
+                from: file("maxDepth"),
+            };
         }
         if let Some(v) = raw.request_timeout_seconds {
             check_range("limits.requestTimeoutSeconds", v, 1, 86_400)?;
-            limits.request_timeout = Setting { value: Duration::from_secs(v), from: file("requestTimeoutSeconds") };
+            limits.request_timeout = Setting {
+                value: Duration::from_secs(v),
+                from: file("requestTimeoutSeconds"),
+            };
         }
         if let Some(v) = raw.startup_timeout_seconds {
             check_range("limits.startupTimeoutSeconds", v, 1, 3_600)?;
-            limits.startup_timeout = Setting { value: Duration::from_secs(v), from: file("startupTimeoutSeconds") };
+            limits.startup_timeout = Setting {
+                value: Duration::from_secs(v),
+                from: file("startupTimeoutSeconds"),
+            };
         }
         if let Some(v) = raw.page_size {
             check_range("limits.pageSize", v, 1, 10_000)?;
-            limits.page_size = Setting { value: v, from: file("pageSize") };
+            limits.page_size = Setting {
+                value: v,
+                from: file("pageSize"),
+            };
         }
         Ok(())
     }
 
     fn servers(&mut self, key: &str, value: Value) -> Result<()> {
         let Value::Object(entries) = value else {
-            return Err(ConfigError::invalid(key, "must be an object of server name to server entry"));
+            return Err(ConfigError::invalid(
+                key,
+                "must be an object of server name to server entry",
+            ));
         };
         for (name, entry) in entries {
             let at = format!("{key}.{name}");
             check_server_name(&at, &name)?;
             let raw: RawServer = section(entry, &at)?;
             if raw.disabled {
-                self.config.warnings.push(format!("{at} is disabled and will not be started"));
+                self.config
+                    .warnings
+                    .push(format!("{at} is disabled and will not be started"));
                 continue;
             }
             let server = self.server(&at, name, raw)?;
@@ -206,7 +292,10 @@ impl Validator<'_> {
         let transport = match (raw.kind.as_deref(), &raw.command, &raw.url) {
             (None | Some("stdio"), Some(command), None) => {
                 if !raw.headers.is_empty() {
-                    return Err(ConfigError::invalid(format!("{at}.headers"), "only HTTP servers take headers"));
+                    return Err(ConfigError::invalid(
+                        format!("{at}.headers"),
+                        "only HTTP servers take headers",
+                    ));
                 }
                 let args = raw
                     .args
@@ -221,11 +310,23 @@ impl Validator<'_> {
                     .collect::<Result<_>>()?;
                 let command = expand(command, &format!("{at}.command"), env)?;
                 if command.trim().is_empty() {
-                    return Err(ConfigError::invalid(format!("{at}.command"), "must not be empty"));
+                    return Err(ConfigError::invalid(
+                        format!("{at}.command"),
+                        "must not be empty",
+                    ));
                 }
                 self.refuse_self(at, &command, &args)?;
-                let cwd = raw.cwd.as_deref().map(|c| expand(c, &format!("{at}.cwd"), env)).transpose()?;
-                Transport::Stdio { command, args, env: vars, cwd: cwd.map(PathBuf::from) }
+                let cwd = raw
+                    .cwd
+                    .as_deref()
+                    .map(|c| expand(c, &format!("{at}.cwd"), env))
+                    .transpose()?;
+                Transport::Stdio {
+                    command,
+                    args,
+                    env: vars,
+                    cwd: cwd.map(PathBuf::from),
+                }
             }
             (None | Some("http") | Some("streamable-http") | Some("sse"), None, Some(url)) => {
                 if raw.kind.as_deref() == Some("sse") {
@@ -235,7 +336,10 @@ impl Validator<'_> {
                     ));
                 }
                 if !raw.args.is_empty() || !raw.env.is_empty() || raw.cwd.is_some() {
-                    return Err(ConfigError::invalid(at, "an HTTP server takes url and headers, not args/env/cwd"));
+                    return Err(ConfigError::invalid(
+                        at,
+                        "an HTTP server takes url and headers, not args/env/cwd",
+                    ));
                 }
                 let url = expand(url, &format!("{at}.url"), env)?;
                 check_url(&format!("{at}.url"), &url)?;
@@ -247,8 +351,15 @@ impl Validator<'_> {
                 Transport::Http { url, headers }
             }
             (Some(kind @ ("stdio" | "http" | "streamable-http")), _, _) => {
-                let need = if kind == "stdio" { "command (and no url)" } else { "url (and no command)" };
-                return Err(ConfigError::invalid(at, format!("a {kind:?} server needs {need}")));
+                let need = if kind == "stdio" {
+                    "command (and no url)"
+                } else {
+                    "url (and no command)"
+                };
+                return Err(ConfigError::invalid(
+                    at,
+                    format!("a {kind:?} server needs {need}"),
+                ));
             }
             (Some(kind), _, _) => {
                 return Err(ConfigError::invalid(
@@ -257,9 +368,17 @@ impl Validator<'_> {
                 ))
             }
             (None, Some(_), Some(_)) => {
-                return Err(ConfigError::invalid(at, "give either command (stdio) or url (http), not both"))
+                return Err(ConfigError::invalid(
+                    at,
+                    "give either command (stdio) or url (http), not both",
+                ))
             }
-            (None, None, None) => return Err(ConfigError::invalid(at, "needs command (stdio) or url (http)")),
+            (None, None, None) => {
+                return Err(ConfigError::invalid(
+                    at,
+                    "needs command (stdio) or url (http)",
+                ))
+            }
         };
         let request_timeout = match raw.request_timeout_seconds {
             Some(v) => {
@@ -268,7 +387,12 @@ impl Validator<'_> {
             }
             None => None,
         };
-        Ok(ServerConfig { name, transport, protocol, request_timeout })
+        Ok(ServerConfig {
+            name,
+            transport,
+            protocol,
+            request_timeout,
+        })
     }
 
     /// Refuses an upstream that would start toolgate itself: each copy would start the next.
@@ -276,7 +400,10 @@ impl Validator<'_> {
         if args.first().map(String::as_str) == Some(FIXTURE_SUBCOMMAND) {
             return Ok(());
         }
-        let base = Path::new(command).file_name().and_then(|n| n.to_str()).unwrap_or(command);
+        let base = Path::new(command)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(command);
         let same_binary = match (&self.overrides.self_exe, resolve_command(command, self.env)) {
             (Some(me), Some(it)) => std::fs::canonicalize(it).is_ok_and(|it| &it == me),
             _ => false,
@@ -294,8 +421,14 @@ impl Validator<'_> {
 fn section<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T> {
     serde_json::from_value(value).map_err(|e| {
         let msg = e.to_string();
-        match msg.strip_prefix("unknown field `").and_then(|r| r.split_once('`')) {
-            Some((field, rest)) => ConfigError::UnknownKey { key: format!("{at}.{field}"), hint: format!(" ({})", rest.trim_start_matches(", ")) },
+        match msg
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split_once('`'))
+        {
+            Some((field, rest)) => ConfigError::UnknownKey {
+                key: format!("{at}.{field}"),
+                hint: format!(" ({})", rest.trim_start_matches(", ")),
+            },
             None => ConfigError::invalid(at, msg),
         }
     })
@@ -303,7 +436,10 @@ fn section<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T> 
 
 fn check_range<T: PartialOrd + std::fmt::Display>(key: &str, v: T, lo: T, hi: T) -> Result<()> {
     if v < lo || v > hi {
-        return Err(ConfigError::invalid(key, format!("{v} is outside {lo}..={hi}")));
+        return Err(ConfigError::invalid(
+            key,
+            format!("{v} is outside {lo}..={hi}"),
+        ));
     }
     Ok(())
 }
@@ -327,11 +463,16 @@ fn check_server_name(at: &str, name: &str) -> Result<()> {
 }
 
 fn check_url(at: &str, url: &str) -> Result<()> {
-    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
     let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
     match host {
         Some(h) if !h.is_empty() && !h.contains(char::is_whitespace) => Ok(()),
-        _ => Err(ConfigError::invalid(at, "must be an http:// or https:// URL with a host")),
+        _ => Err(ConfigError::invalid(
+            at,
+            "must be an http:// or https:// URL with a host",
+        )),
     }
 }
 
@@ -341,7 +482,9 @@ fn resolve_command(command: &str, env: &dyn Fn(&str) -> Option<String>) -> Optio
         return Some(PathBuf::from(command));
     }
     let path = env("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(command)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|p| p.is_file())
 }
 
 #[cfg(test)]

@@ -12,7 +12,13 @@ fn env(k: &str) -> Option<String> {
 }
 
 fn json(text: &str) -> Result<Config> {
-    parse_str(text, Format::Json, Path::new("client.json"), &env, &Overrides::default())
+    parse_str(
+        text,
+        Format::Json,
+        Path::new("client.json"),
+        &env,
+        &Overrides::default(),
+    )
 }
 
 #[test]
@@ -33,7 +39,11 @@ fn claude_desktop_file_is_accepted_unchanged() {
         cfg.servers[0].transport,
         Transport::Stdio {
             command: "npx".into(),
-            args: vec!["-y".into(), "@modelcontextprotocol/server-filesystem".into(), "/home/u/notes".into()],
+            args: vec![
+                "-y".into(),
+                "@modelcontextprotocol/server-filesystem".into(),
+                "/home/u/notes".into()
+            ],
             env: BTreeMap::new(),
             cwd: None,
         }
@@ -45,25 +55,38 @@ fn claude_desktop_file_is_accepted_unchanged() {
             headers: BTreeMap::from([("Authorization".into(), "Bearer tok-123".into())]),
         }
     );
-    assert_eq!(cfg.warnings, vec!["ignoring top-level key \"globalShortcut\": not a toolgate setting".to_owned()]);
+    assert_eq!(
+        cfg.warnings,
+        vec!["ignoring top-level key \"globalShortcut\": not a toolgate setting".to_owned()]
+    );
 }
 
 #[test]
 fn missing_variable_stops_startup_naming_it() {
-    let e = json(r#"{"mcpServers":{"a":{"command":"x","env":{"K":"${UNSET_SECRET}"}}}}"#).unwrap_err();
-    assert_eq!(e.to_string(), "mcpServers.a.env.K references ${UNSET_SECRET}, which is not set in toolgate's environment");
+    let e =
+        json(r#"{"mcpServers":{"a":{"command":"x","env":{"K":"${UNSET_SECRET}"}}}}"#).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "mcpServers.a.env.K references ${UNSET_SECRET}, which is not set in toolgate's environment"
+    );
 }
 
 #[test]
 fn unknown_key_in_server_entry_is_an_error_naming_it() {
     let e = json(r#"{"mcpServers":{"a":{"command":"x","argz":[]}}}"#).unwrap_err();
-    assert!(e.to_string().starts_with("unknown key mcpServers.a.argz"), "{e}");
+    assert!(
+        e.to_string().starts_with("unknown key mcpServers.a.argz"),
+        "{e}"
+    );
 }
 
 #[test]
 fn misspelt_toolgate_key_is_an_error_not_a_warning() {
     let e = json(r#"{"prefixtools": false}"#).unwrap_err();
-    assert_eq!(e.to_string(), "unknown key prefixtools (did you mean prefixTools?)");
+    assert_eq!(
+        e.to_string(),
+        "unknown key prefixtools (did you mean prefixTools?)"
+    );
 }
 
 #[test]
@@ -86,10 +109,14 @@ fn server_names_must_be_simple() {
 
 #[test]
 fn toolgate_as_its_own_upstream_is_refused() {
-    let e = json(r#"{"mcpServers":{"loop":{"command":"/usr/local/bin/toolgate","args":["serve"]}}}"#).unwrap_err();
+    let e =
+        json(r#"{"mcpServers":{"loop":{"command":"/usr/local/bin/toolgate","args":["serve"]}}}"#)
+            .unwrap_err();
     assert!(e.to_string().contains("toolgate itself"), "{e}");
     // The bundled fixture server is not a loop.
-    assert!(json(r#"{"mcpServers":{"fx":{"command":"toolgate","args":["fixture-server"]}}}"#).is_ok());
+    assert!(
+        json(r#"{"mcpServers":{"fx":{"command":"toolgate","args":["fixture-server"]}}}"#).is_ok()
+    );
 }
 
 #[test]
@@ -98,8 +125,14 @@ fn toolgate_under_another_name_is_refused_by_identity() {
     let me = dir.path().join("gw");
     std::fs::write(&me, b"").unwrap();
     let me = std::fs::canonicalize(&me).unwrap();
-    let overrides = Overrides { self_exe: Some(me.clone()), ..Overrides::default() };
-    let text = format!(r#"{{"mcpServers":{{"x":{{"command":"{}"}}}}}}"#, me.display());
+    let overrides = Overrides {
+        self_exe: Some(me.clone()),
+        ..Overrides::default()
+    };
+    let text = format!(
+        r#"{{"mcpServers":{{"x":{{"command":"{}"}}}}}}"#,
+        me.display()
+    );
     let e = parse_str(&text, Format::Json, Path::new("c.json"), &env, &overrides).unwrap_err();
     assert!(e.to_string().contains("toolgate itself"), "{e}");
 }
@@ -128,7 +161,10 @@ fn codex_toml_shape_and_toolgate_settings() {
     assert_eq!(cfg.limits.page_size.value, 5);
     assert_eq!(
         cfg.limits.page_size.from,
-        Provenance::File { path: "t.toml".into(), key: "limits.pageSize".into() }
+        Provenance::File {
+            path: "t.toml".into(),
+            key: "limits.pageSize".into()
+        }
     );
     assert_eq!(cfg.servers[0].protocol, Protocol::Legacy);
 }
@@ -151,7 +187,10 @@ fn http_entries_are_validated() {
 #[test]
 fn invalid_syntax_names_the_file_and_format() {
     let e = json("{").unwrap_err();
-    assert!(e.to_string().starts_with("client.json: invalid JSON"), "{e}");
+    assert!(
+        e.to_string().starts_with("client.json: invalid JSON"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -162,7 +201,23 @@ fn separator_must_keep_names_valid() {
 
 #[test]
 fn workspace_flag_wins_over_file() {
-    let overrides = Overrides { workspace: Some("/flag".into()), self_exe: None };
-    let cfg = parse_str(r#"{"workspace":"/file"}"#, Format::Json, Path::new("c.json"), &env, &overrides).unwrap();
-    assert_eq!(cfg.workspace, Some(Setting { value: "/flag".into(), from: Provenance::Flag("--workspace") }));
+    let overrides = Overrides {
+        workspace: Some("/flag".into()),
+        self_exe: None,
+    };
+    let cfg = parse_str(
+        r#"{"workspace":"/file"}"#,
+        Format::Json,
+        Path::new("c.json"),
+        &env,
+        &overrides,
+    )
+    .unwrap();
+    assert_eq!(
+        cfg.workspace,
+        Some(Setting {
+            value: "/flag".into(),
+            from: Provenance::Flag("--workspace")
+        })
+    );
 }

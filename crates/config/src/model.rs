@@ -38,7 +38,10 @@ pub struct Setting<T> {
 
 impl<T> Setting<T> {
     pub fn default(value: T) -> Self {
-        Self { value, from: Provenance::Default }
+        Self {
+            value,
+            from: Provenance::Default,
+        }
     }
 }
 
@@ -55,9 +58,17 @@ pub enum Protocol {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Transport {
-    Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String>, cwd: Option<PathBuf> },
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
     /// Accepted and validated; not connected by this version (see the README).
-    Http { url: String, headers: BTreeMap<String, String> },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -20,7 +20,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_message_bytes: 4 * 1024 * 1024, max_depth: 64 }
+        Self {
+            max_message_bytes: 4 * 1024 * 1024,
+            max_depth: 64,
+        }
     }
 }
 
@@ -36,7 +39,11 @@ pub struct DecodeError {
 
 impl DecodeError {
     fn new(code: i64, message: impl Into<String>, id: Option<Id>) -> Self {
-        Self { code, message: message.into(), id }
+        Self {
+            code,
+            message: message.into(),
+            id,
+        }
     }
 }
 
@@ -45,12 +52,20 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Message, DecodeError> {
     if bytes.len() > limits.max_message_bytes {
         return Err(DecodeError::new(
             PARSE_ERROR,
-            format!("message of {} bytes exceeds the limit of {} bytes", bytes.len(), limits.max_message_bytes),
+            format!(
+                "message of {} bytes exceeds the limit of {} bytes",
+                bytes.len(),
+                limits.max_message_bytes
+            ),
             None,
         ));
     }
     if let Err(e) = std::str::from_utf8(bytes) {
-        return Err(DecodeError::new(PARSE_ERROR, format!("invalid UTF-8 at byte {}", e.valid_up_to()), None));
+        return Err(DecodeError::new(
+            PARSE_ERROR,
+            format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+            None,
+        ));
     }
     let value = parse_strict(bytes, limits.max_depth)
         .map_err(|e| DecodeError::new(PARSE_ERROR, format!("invalid JSON: {e}"), None))?;
@@ -61,18 +76,36 @@ fn classify(value: Value) -> Result<Message, DecodeError> {
     let mut obj = match value {
         Value::Object(m) => m,
         Value::Array(_) => {
-            return Err(DecodeError::new(INVALID_REQUEST, "JSON-RPC batches are not supported", None));
+            return Err(DecodeError::new(
+                INVALID_REQUEST,
+                "JSON-RPC batches are not supported",
+                None,
+            ));
         }
-        _ => return Err(DecodeError::new(INVALID_REQUEST, "a JSON-RPC message must be an object", None)),
+        _ => {
+            return Err(DecodeError::new(
+                INVALID_REQUEST,
+                "a JSON-RPC message must be an object",
+                None,
+            ))
+        }
     };
     let id = read_id(&obj)?;
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(DecodeError::new(INVALID_REQUEST, "\"jsonrpc\" must be \"2.0\"", id));
+        return Err(DecodeError::new(
+            INVALID_REQUEST,
+            "\"jsonrpc\" must be \"2.0\"",
+            id,
+        ));
     }
     let params = obj.remove("params");
     if let Some(p) = &params {
         if !p.is_object() && !p.is_array() {
-            return Err(DecodeError::new(INVALID_REQUEST, "\"params\" must be an object or an array", id));
+            return Err(DecodeError::new(
+                INVALID_REQUEST,
+                "\"params\" must be an object or an array",
+                id,
+            ));
         }
     }
     match obj.remove("method") {
@@ -81,18 +114,28 @@ fn classify(value: Value) -> Result<Message, DecodeError> {
             (true, Some(id)) => Ok(Message::Request { id, method, params }),
             (true, None) => unreachable_null_id(),
         },
-        Some(_) => Err(DecodeError::new(INVALID_REQUEST, "\"method\" must be a string", id)),
+        Some(_) => Err(DecodeError::new(
+            INVALID_REQUEST,
+            "\"method\" must be a string",
+            id,
+        )),
         None => response(obj, id),
     }
 }
 
 /// `read_id` already refused a present-but-invalid id, so a request here always has one.
 fn unreachable_null_id() -> Result<Message, DecodeError> {
-    Err(DecodeError::new(INVALID_REQUEST, "request id must be a string or an integer", None))
+    Err(DecodeError::new(
+        INVALID_REQUEST,
+        "request id must be a string or an integer",
+        None,
+    ))
 }
 
 fn read_id(obj: &Map<String, Value>) -> Result<Option<Id>, DecodeError> {
-    let Some(raw) = obj.get("id") else { return Ok(None) };
+    let Some(raw) = obj.get("id") else {
+        return Ok(None);
+    };
     // A response to a message whose id could not be read legitimately carries `"id": null`.
     if raw.is_null() && !obj.contains_key("method") && obj.contains_key("error") {
         return Ok(None);
@@ -126,26 +169,46 @@ mod tests {
     use serde_json::json;
 
     fn dec(s: &str) -> Result<Message, DecodeError> {
-        decode(s.as_bytes(), &Limits { max_message_bytes: 1024, max_depth: 16 })
+        decode(
+            s.as_bytes(),
+            &Limits {
+                max_message_bytes: 1024,
+                max_depth: 16,
+            },
+        )
     }
 
     #[test]
     fn request_notification_and_responses_are_classified() {
         assert_eq!(
-            dec(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"x"}}"#).unwrap(),
-            Message::Request { id: Id::Int(7), method: "tools/list".into(), params: Some(json!({"cursor":"x"})) }
+            dec(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"x"}}"#)
+                .unwrap(),
+            Message::Request {
+                id: Id::Int(7),
+                method: "tools/list".into(),
+                params: Some(json!({"cursor":"x"}))
+            }
         );
         assert_eq!(
             dec(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap(),
-            Message::Notification { method: "notifications/initialized".into(), params: None }
+            Message::Notification {
+                method: "notifications/initialized".into(),
+                params: None
+            }
         );
         assert_eq!(
             dec(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap(),
-            Message::Response { id: Some(Id::Str("a".into())), outcome: Ok(json!({})) }
+            Message::Response {
+                id: Some(Id::Str("a".into())),
+                outcome: Ok(json!({}))
+            }
         );
         assert_eq!(
             dec(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#).unwrap(),
-            Message::Response { id: None, outcome: Err(json!({"code":-32700,"message":"x"})) }
+            Message::Response {
+                id: None,
+                outcome: Err(json!({"code":-32700,"message":"x"}))
+            }
         );
     }
 
@@ -182,18 +245,27 @@ mod tests {
 
     #[test]
     fn oversized_frame_is_a_parse_error() {
-        let big = format!(r#"{{"jsonrpc":"2.0","method":"x","params":{{"p":"{}"}}}}"#, "a".repeat(2000));
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","method":"x","params":{{"p":"{}"}}}}"#,
+            "a".repeat(2000)
+        );
         assert_eq!(dec(&big).unwrap_err().code, PARSE_ERROR);
     }
 
     #[test]
     fn scalar_params_are_refused() {
-        assert_eq!(dec(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#).unwrap_err().code, INVALID_REQUEST);
+        assert_eq!(
+            dec(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#)
+                .unwrap_err()
+                .code,
+            INVALID_REQUEST
+        );
     }
 
     #[test]
     fn response_with_both_result_and_error_is_refused() {
-        let e = dec(r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#).unwrap_err();
+        let e = dec(r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#)
+            .unwrap_err();
         assert_eq!(e.code, INVALID_REQUEST);
     }
 

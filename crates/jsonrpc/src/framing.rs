@@ -15,7 +15,11 @@ pub enum Frame {
     /// A complete line without its newline (and without a trailing `\r`).
     Line(Vec<u8>),
     /// A line longer than the cap; only its edges were kept.
-    Oversized { len: usize, head: Vec<u8>, tail: Vec<u8> },
+    Oversized {
+        len: usize,
+        head: Vec<u8>,
+        tail: Vec<u8>,
+    },
 }
 
 /// Reads frames from an async byte stream.
@@ -26,7 +30,10 @@ pub struct FrameReader<R> {
 
 impl<R: AsyncBufRead + Unpin> FrameReader<R> {
     pub fn new(inner: R, max_frame_bytes: usize) -> Self {
-        Self { inner, max: max_frame_bytes }
+        Self {
+            inner,
+            max: max_frame_bytes,
+        }
     }
 
     /// The next non-blank frame, or `None` at end of stream. A final line without a newline still counts.
@@ -76,7 +83,11 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
         }
         if len > self.max {
             line.truncate(KEEP_EDGE);
-            return Ok(Some(Frame::Oversized { len, head: line, tail }));
+            return Ok(Some(Frame::Oversized {
+                len,
+                head: line,
+                tail,
+            }));
         }
         if line.last() == Some(&b'\r') {
             line.pop();
@@ -116,7 +127,13 @@ mod tests {
     #[tokio::test]
     async fn splits_lines_and_skips_blank_ones() {
         let got = frames(b"{\"a\":1}\r\n\n  \n{\"b\":2}", 100).await;
-        assert_eq!(got, vec![Frame::Line(b"{\"a\":1}".to_vec()), Frame::Line(b"{\"b\":2}".to_vec())]);
+        assert_eq!(
+            got,
+            vec![
+                Frame::Line(b"{\"a\":1}".to_vec()),
+                Frame::Line(b"{\"b\":2}".to_vec())
+            ]
+        );
     }
 
     #[tokio::test]
@@ -142,5 +159,53 @@ mod tests {
         assert!(encode_line(&v, 50).is_err());
         let line = encode_line(&serde_json::json!({"s": "a\nb"}), 50).unwrap();
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+    }
+}
+
+/// Finds the id of an oversized message from the edges `FrameReader` kept, so the error can reach the caller
+/// that waits for it. SDKs put the id first (Rust, Python) or last (TypeScript), so the end of the tail is
+/// searched first, then the start of the head. A wrong guess fails one request early with a clear error, which
+/// its timeout would do anyway.
+pub fn recover_id(head: &[u8], tail: &[u8]) -> Option<crate::Id> {
+    find_id(tail, true).or_else(|| find_id(head, false))
+}
+
+fn find_id(fragment: &[u8], last: bool) -> Option<crate::Id> {
+    let text = String::from_utf8_lossy(fragment);
+    let mut found = text.match_indices("\"id\"").filter_map(|(at, _)| {
+        let value = text[at + 4..].trim_start().strip_prefix(':')?.trim_start();
+        if let Some(s) = value.strip_prefix('"') {
+            return s.split_once('"').map(|(s, _)| crate::Id::Str(s.to_owned()));
+        }
+        let digits: String = value
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '-')
+            .collect();
+        digits.parse().ok().map(crate::Id::Int)
+    });
+    if last {
+        found.last()
+    } else {
+        found.next()
+    }
+}
+
+#[cfg(test)]
+mod recover_tests {
+    use super::recover_id;
+    use crate::Id;
+
+    #[test]
+    fn finds_ids_at_either_edge() {
+        let head = br#"{"jsonrpc":"2.0","id": 42,"result":{"content":[{"id":1,"text":"xxxx"#;
+        assert_eq!(recover_id(head, b"xxxx"), Some(Id::Int(42)));
+        assert_eq!(
+            recover_id(
+                b"{\"result\":",
+                br#"xx","id":3}]},"jsonrpc":"2.0","id":"s-7"}"#
+            ),
+            Some(Id::Str("s-7".into()))
+        );
+        assert_eq!(recover_id(br#"{"result":{"text":"no id here"#, b"xx"), None);
     }
 }

@@ -19,6 +19,8 @@ pub use codes::{
     RESOURCE_NOT_FOUND_LEGACY, UNSUPPORTED_PROTOCOL_VERSION, UPSTREAM_UNAVAILABLE,
 };
 pub use decode::{decode, DecodeError, Limits};
-pub use framing::{encode_line, Frame, FrameReader};
-pub use message::{error_object, error_response, notification, request, result_response, Id, Message};
+pub use framing::{encode_line, recover_id, Frame, FrameReader};
+pub use message::{
+    error_object, error_response, notification, request, result_response, Id, Message,
+};
 pub use strict::parse_strict;

@@ -40,11 +40,21 @@ impl fmt::Display for Id {
 /// A decoded message. `params`, `result` and `error` are the sender's JSON, untouched.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Message {
-    Request { id: Id, method: String, params: Option<Value> },
-    Notification { method: String, params: Option<Value> },
+    Request {
+        id: Id,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
     /// A response; `outcome` is `Ok(result)` or `Err(error object)`. `id` is `None` only for error responses to
     /// messages whose id could not be read.
-    Response { id: Option<Id>, outcome: Result<Value, Value> },
+    Response {
+        id: Option<Id>,
+        outcome: Result<Value, Value>,
+    },
 }
 
 impl Message {
@@ -53,10 +63,16 @@ impl Message {
         match self {
             Message::Request { id, method, params } => request(id, method, params.clone()),
             Message::Notification { method, params } => notification(method, params.clone()),
-            Message::Response { id, outcome: Ok(result) } => {
+            Message::Response {
+                id,
+                outcome: Ok(result),
+            } => {
                 json!({"jsonrpc": "2.0", "id": id.as_ref().map(Id::to_value), "result": result})
             }
-            Message::Response { id, outcome: Err(error) } => {
+            Message::Response {
+                id,
+                outcome: Err(error),
+            } => {
                 json!({"jsonrpc": "2.0", "id": id.as_ref().map(Id::to_value), "error": error})
             }
         }

@@ -11,7 +11,11 @@ use std::fmt;
 /// Parses `bytes` as exactly one JSON value, refusing duplicate keys and nesting deeper than `max_depth`.
 pub fn parse_strict(bytes: &[u8], max_depth: usize) -> Result<Value, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = StrictSeed { depth: 0, max_depth }.deserialize(&mut de)?;
+    let value = StrictSeed {
+        depth: 0,
+        max_depth,
+    }
+    .deserialize(&mut de)?;
     de.end()?;
     Ok(value)
 }
@@ -25,9 +29,15 @@ struct StrictSeed {
 impl StrictSeed {
     fn nested<E: serde::de::Error>(self) -> Result<Self, E> {
         if self.depth >= self.max_depth {
-            return Err(E::custom(format_args!("nesting deeper than {} levels", self.max_depth)));
+            return Err(E::custom(format_args!(
+                "nesting deeper than {} levels",
+                self.max_depth
+            )));
         }
-        Ok(Self { depth: self.depth + 1, ..self })
+        Ok(Self {
+            depth: self.depth + 1,
+            ..self
+        })
     }
 }
 
@@ -54,7 +64,9 @@ impl<'de> Visitor<'de> for StrictSeed {
         Ok(Value::Number(v.into()))
     }
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
-        Number::from_f64(v).map(Value::Number).ok_or_else(|| E::custom("number is not finite"))
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number is not finite"))
     }
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
         Ok(Value::String(v.to_owned()))
@@ -81,7 +93,9 @@ impl<'de> Visitor<'de> for StrictSeed {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if out.contains_key(&key) {
-                return Err(A::Error::custom(format_args!("duplicate object key {key:?}")));
+                return Err(A::Error::custom(format_args!(
+                    "duplicate object key {key:?}"
+                )));
             }
             let v = map.next_value_seed(inner)?;
             out.insert(key, v);
@@ -104,7 +118,10 @@ mod tests {
     #[test]
     fn duplicate_key_smuggling_is_refused() {
         let err = parse_strict(br#"{"path":"a","path":"/etc/passwd"}"#, 8).unwrap_err();
-        assert!(err.to_string().contains("duplicate object key \"path\""), "{err}");
+        assert!(
+            err.to_string().contains("duplicate object key \"path\""),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Test support: a fixture MCP server that speaks both protocol eras and exercises what the gateway must carry
+//! Test support: a scripted stdio client, and a fixture MCP server that speaks both protocol eras and exercises what the gateway must carry
 //! (pagination, progress, cancellation, list changes, server→client requests, rich payloads, misbehaviour).
 //!
 //! It is bundled into the `toolgate` binary as a hidden subcommand so `toolgate demo` and the benchmarks need
@@ -6,6 +6,8 @@
 
 #![deny(clippy::print_stdout)]
 
+mod client;
 mod fixture;
 
+pub use client::{list_all, modern_meta, StdioClient};
 pub use fixture::{rich_definition, serve_stdio, FixtureOptions};

@@ -19,6 +19,8 @@ pub struct Catalog {
 impl Catalog {
     /// Whether the server declared a capability (`tools`, `resources`, `prompts`, `completions`, `logging`).
     pub fn has(&self, capability: &str) -> bool {
-        self.capabilities.get(capability).is_some_and(|c| !c.is_null())
+        self.capabilities
+            .get(capability)
+            .is_some_and(|c| !c.is_null())
     }
 }

@@ -6,7 +6,9 @@
 
 use crate::era::{Era, MODERN_VERSION, PROTOCOL_META_PREFIX};
 use crate::error::{CallError, Result};
-use jsonrpc::{decode, encode_line, notification, request, Frame, FrameReader, Id, Limits, Message};
+use jsonrpc::{
+    decode, encode_line, notification, request, Frame, FrameReader, Id, Limits, Message,
+};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -26,9 +28,18 @@ const STDERR_LINE_CHARS: usize = 400;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// A notification (progress, cancelled, message, resources/updated, …), as sent.
-    Notification { server: String, method: String, params: Option<Value> },
+    Notification {
+        server: String,
+        method: String,
+        params: Option<Value>,
+    },
     /// A request to the client (sampling, elicitation, roots); answer with `Connection::respond`.
-    Request { server: String, id: Value, method: String, params: Option<Value> },
+    Request {
+        server: String,
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
     /// The server's catalog was (re)loaded: after a start, a restart or a `list_changed`.
     CatalogChanged { server: String },
     /// The server's state changed (ready, exited, backing off).
@@ -121,7 +132,10 @@ impl Connection {
     }
 
     pub fn stderr_tail(&self) -> Vec<String> {
-        self.stderr_tail.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default()
+        self.stderr_tail
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Sends a request and waits for its answer, the timeout, the cancellation, or the end of the connection.
@@ -170,7 +184,11 @@ impl Connection {
     }
 
     /// Answers a request the upstream sent (`Event::Request`), with a result or an error object.
-    pub async fn respond(&self, id: Value, outcome: std::result::Result<Value, Value>) -> Result<()> {
+    pub async fn respond(
+        &self,
+        id: Value,
+        outcome: std::result::Result<Value, Value>,
+    ) -> Result<()> {
         let msg = match outcome {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
@@ -180,23 +198,35 @@ impl Connection {
 
     async fn abandon(&self, id: i64, reason: &str) {
         self.lock_pending().remove(&id);
-        let _ = self.notify("notifications/cancelled", Some(json!({"requestId": id, "reason": reason}))).await;
+        let _ = self
+            .notify(
+                "notifications/cancelled",
+                Some(json!({"requestId": id, "reason": reason})),
+            )
+            .await;
     }
 
     async fn send(&self, msg: &Value) -> Result<()> {
-        let line = encode_line(msg, self.limits.max_message_bytes).map_err(|len| CallError::TooLarge {
-            server: self.server.clone(),
-            len,
-            max: self.limits.max_message_bytes,
-        })?;
+        let line =
+            encode_line(msg, self.limits.max_message_bytes).map_err(|len| CallError::TooLarge {
+                server: self.server.clone(),
+                len,
+                max: self.limits.max_message_bytes,
+            })?;
         if self.closed.is_cancelled() {
             return Err(self.unavailable("connection closed"));
         }
-        self.outbox.send(line).await.map_err(|_| self.unavailable("connection closed"))
+        self.outbox
+            .send(line)
+            .await
+            .map_err(|_| self.unavailable("connection closed"))
     }
 
     fn unavailable(&self, why: &str) -> CallError {
-        CallError::Unavailable { server: self.server.clone(), why: why.to_owned() }
+        CallError::Unavailable {
+            server: self.server.clone(),
+            why: why.to_owned(),
+        }
     }
 
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Waiter>> {
@@ -218,9 +248,14 @@ impl Connection {
         };
         match era {
             Era::Modern => {
-                meta.insert(format!("{PROTOCOL_META_PREFIX}protocolVersion"), MODERN_VERSION.into());
-                meta.entry(format!("{PROTOCOL_META_PREFIX}clientCapabilities")).or_insert_with(|| json!({}));
-                meta.entry(format!("{PROTOCOL_META_PREFIX}clientInfo")).or_insert_with(crate::handshake::client_info);
+                meta.insert(
+                    format!("{PROTOCOL_META_PREFIX}protocolVersion"),
+                    MODERN_VERSION.into(),
+                );
+                meta.entry(format!("{PROTOCOL_META_PREFIX}clientCapabilities"))
+                    .or_insert_with(|| json!({}));
+                meta.entry(format!("{PROTOCOL_META_PREFIX}clientInfo"))
+                    .or_insert_with(crate::handshake::client_info);
             }
             Era::Legacy(_) => meta.retain(|k, _| !k.starts_with(PROTOCOL_META_PREFIX)),
         }
@@ -257,10 +292,18 @@ impl Connection {
         }
     }
 
-    async fn dispatch(&self, msg: Message, events: &mpsc::Sender<Event>, refresh: &mpsc::UnboundedSender<Refresh>) {
+    async fn dispatch(
+        &self,
+        msg: Message,
+        events: &mpsc::Sender<Event>,
+        refresh: &mpsc::UnboundedSender<Refresh>,
+    ) {
         let server = self.server.clone();
         match msg {
-            Message::Response { id: Some(Id::Int(id)), outcome } => {
+            Message::Response {
+                id: Some(Id::Int(id)),
+                outcome,
+            } => {
                 if let Some(w) = self.lock_pending().remove(&id) {
                     let _ = w.send(outcome.map_err(CallError::Rpc));
                 }
@@ -270,7 +313,14 @@ impl Connection {
                 let _ = self.respond(id.to_value(), Ok(json!({}))).await;
             }
             Message::Request { id, method, params } => {
-                let _ = events.send(Event::Request { server, id: id.to_value(), method, params }).await;
+                let _ = events
+                    .send(Event::Request {
+                        server,
+                        id: id.to_value(),
+                        method,
+                        params,
+                    })
+                    .await;
             }
             Message::Notification { method, params } => {
                 let kind = match method.as_str() {
@@ -284,7 +334,13 @@ impl Connection {
                         let _ = refresh.send(k);
                     }
                     None => {
-                        let _ = events.send(Event::Notification { server, method, params }).await;
+                        let _ = events
+                            .send(Event::Notification {
+                                server,
+                                method,
+                                params,
+                            })
+                            .await;
                     }
                 }
             }
@@ -302,22 +358,33 @@ impl Connection {
     /// An oversized line is dropped; if its id can be found at either edge, that request fails with a clear error
     /// instead of waiting for its timeout.
     fn oversized(&self, len: usize, head: &[u8], tail: &[u8]) {
-        // SDKs put the id first (Rust, Python) or last (TypeScript): look at the end of the tail, then the head.
-        let id = find_id(tail, true).or_else(|| find_id(head, false));
+        let id = match jsonrpc::recover_id(head, tail) {
+            Some(Id::Int(n)) => Some(n),
+            _ => None,
+        };
         let waiter = id.and_then(|id| self.lock_pending().remove(&id));
         let max = self.limits.max_message_bytes;
         match waiter {
             Some(w) => {
-                let _ = w.send(Err(CallError::TooLarge { server: self.server.clone(), len, max }));
+                let _ = w.send(Err(CallError::TooLarge {
+                    server: self.server.clone(),
+                    len,
+                    max,
+                }));
             }
-            None => tracing::warn!(server = %self.server, "dropped a {len}-byte message over the {max}-byte limit"),
+            None => {
+                tracing::warn!(server = %self.server, "dropped a {len}-byte message over the {max}-byte limit")
+            }
         }
     }
 
     async fn stderr_loop(self: Arc<Self>, stderr: impl AsyncRead + Unpin) {
         let mut lines = BufReader::new(stderr).split(b'\n');
         while let Ok(Some(line)) = lines.next_segment().await {
-            let text: String = String::from_utf8_lossy(&line).chars().take(STDERR_LINE_CHARS).collect();
+            let text: String = String::from_utf8_lossy(&line)
+                .chars()
+                .take(STDERR_LINE_CHARS)
+                .collect();
             tracing::debug!(server = %self.server, "stderr: {text}");
             if let Ok(mut tail) = self.stderr_tail.lock() {
                 if tail.len() == STDERR_TAIL_LINES {
@@ -329,7 +396,11 @@ impl Connection {
     }
 }
 
-async fn write_loop(mut rx: mpsc::Receiver<Vec<u8>>, mut stdin: impl AsyncWrite + Unpin, closed: CancellationToken) {
+async fn write_loop(
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    mut stdin: impl AsyncWrite + Unpin,
+    closed: CancellationToken,
+) {
     loop {
         tokio::select! {
             line = rx.recv() => {
@@ -343,32 +414,4 @@ async fn write_loop(mut rx: mpsc::Receiver<Vec<u8>>, mut stdin: impl AsyncWrite 
         }
     }
     // Dropping stdin closes the pipe: the upstream sees EOF, which is how stdio servers are asked to exit.
-}
-
-/// Finds `"id":<integer>` in a fragment of JSON, the first or the last one. Only used to attribute an oversized
-/// response; a wrong guess fails one request early with a clear error, which its timeout would do anyway.
-fn find_id(fragment: &[u8], last: bool) -> Option<i64> {
-    let text = String::from_utf8_lossy(fragment);
-    let mut found = text.match_indices("\"id\"").filter_map(|(at, _)| {
-        let num = text[at + 4..].trim_start().strip_prefix(':')?;
-        let digits: String = num.trim_start().chars().take_while(|c| c.is_ascii_digit()).collect();
-        digits.parse().ok()
-    });
-    if last {
-        found.last()
-    } else {
-        found.next()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::find_id;
-
-    #[test]
-    fn finds_ids_at_either_edge() {
-        assert_eq!(find_id(br#"{"jsonrpc":"2.0","id": 42,"result":{"content":[{"id":1,"text":"xxxx"#, false), Some(42));
-        assert_eq!(find_id(br#"xx","id":3}]},"jsonrpc":"2.0","id":7}"#, true), Some(7));
-        assert_eq!(find_id(br#"{"result":{"text":"no id here"#, false), None);
-    }
 }

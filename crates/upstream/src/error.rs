@@ -16,5 +16,9 @@ pub enum CallError {
     #[error("the request was cancelled")]
     Cancelled,
     #[error("upstream {server} sent a response of {len} bytes, over the limit of {max} bytes")]
-    TooLarge { server: String, len: usize, max: usize },
+    TooLarge {
+        server: String,
+        len: usize,
+        max: usize,
+    },
 }

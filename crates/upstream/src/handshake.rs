@@ -41,15 +41,30 @@ pub(crate) enum ProbeOutcome {
 }
 
 /// Asks `server/discover`. An error answer means "legacy"; a timeout or a dead connection is an `Err`.
-pub(crate) async fn discover(conn: &Connection, timeout: Duration) -> Result<ProbeOutcome, CallError> {
+pub(crate) async fn discover(
+    conn: &Connection,
+    timeout: Duration,
+) -> Result<ProbeOutcome, CallError> {
     let params = json!({"_meta": modern_meta()});
-    match conn.request_raw("server/discover", Some(params), timeout, &CancellationToken::new()).await {
+    match conn
+        .request_raw(
+            "server/discover",
+            Some(params),
+            timeout,
+            &CancellationToken::new(),
+        )
+        .await
+    {
         Ok(result) => {
             let speaks_modern = result
                 .get("supportedVersions")
                 .and_then(Value::as_array)
                 .is_some_and(|v| v.iter().any(|v| v == MODERN_VERSION));
-            Ok(if speaks_modern { ProbeOutcome::Modern(result) } else { ProbeOutcome::NotModern })
+            Ok(if speaks_modern {
+                ProbeOutcome::Modern(result)
+            } else {
+                ProbeOutcome::NotModern
+            })
         }
         Err(CallError::Rpc(_)) => Ok(ProbeOutcome::NotModern),
         Err(e) => Err(e),
@@ -57,35 +72,59 @@ pub(crate) async fn discover(conn: &Connection, timeout: Duration) -> Result<Pro
 }
 
 /// Runs the legacy handshake; returns the `initialize` result and the agreed version.
-pub(crate) async fn initialize(conn: &Connection, timeout: Duration) -> Result<(Value, String), String> {
+pub(crate) async fn initialize(
+    conn: &Connection,
+    timeout: Duration,
+) -> Result<(Value, String), String> {
     let params = json!({
         "protocolVersion": LEGACY_VERSIONS[0],
         "capabilities": client_capabilities(),
         "clientInfo": client_info(),
     });
     let result = conn
-        .request_raw("initialize", Some(params), timeout, &CancellationToken::new())
+        .request_raw(
+            "initialize",
+            Some(params),
+            timeout,
+            &CancellationToken::new(),
+        )
         .await
         .map_err(|e| format!("initialize failed: {e}"))?;
-    let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let version = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     if !LEGACY_VERSIONS.contains(&version.as_str()) {
-        return Err(format!("the server offered protocol version {version:?}, which toolgate does not speak"));
+        return Err(format!(
+            "the server offered protocol version {version:?}, which toolgate does not speak"
+        ));
     }
-    conn.notify("notifications/initialized", None).await.map_err(|e| e.to_string())?;
+    conn.notify("notifications/initialized", None)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok((result, version))
 }
 
 /// Builds the catalog skeleton from a handshake result.
 pub(crate) fn catalog_from(era: Era, result: &Value) -> Catalog {
     let server_info = match era {
-        Era::Modern => result.pointer(&format!("/_meta/{PROTOCOL_META_PREFIX}serverInfo")).cloned(),
+        Era::Modern => result
+            .pointer(&format!("/_meta/{PROTOCOL_META_PREFIX}serverInfo"))
+            .cloned(),
         Era::Legacy(_) => result.get("serverInfo").cloned(),
     };
     Catalog {
         era: Some(era),
         server_info: server_info.unwrap_or(Value::Null),
-        capabilities: result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
-        instructions: result.get("instructions").and_then(Value::as_str).map(str::to_owned),
+        capabilities: result
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         ..Catalog::default()
     }
 }
@@ -104,8 +143,13 @@ pub(crate) async fn load_lists(
             }
             Refresh::Resources if catalog.has("resources") => {
                 catalog.resources = fetch_all(conn, "resources/list", "resources", timeout).await?;
-                catalog.resource_templates =
-                    fetch_all(conn, "resources/templates/list", "resourceTemplates", timeout).await?;
+                catalog.resource_templates = fetch_all(
+                    conn,
+                    "resources/templates/list",
+                    "resourceTemplates",
+                    timeout,
+                )
+                .await?;
             }
             Refresh::Prompts if catalog.has("prompts") => {
                 catalog.prompts = fetch_all(conn, "prompts/list", "prompts", timeout).await?;
@@ -117,7 +161,12 @@ pub(crate) async fn load_lists(
 }
 
 /// Follows `nextCursor` to the end. A repeated cursor or too many pages ends the walk with what was read.
-async fn fetch_all(conn: &Connection, method: &str, key: &str, timeout: Duration) -> Result<Vec<Value>, CallError> {
+async fn fetch_all(
+    conn: &Connection,
+    method: &str,
+    key: &str,
+    timeout: Duration,
+) -> Result<Vec<Value>, CallError> {
     let mut items = Vec::new();
     let mut cursor: Option<Value> = None;
     let mut seen = std::collections::HashSet::new();
@@ -126,14 +175,21 @@ async fn fetch_all(conn: &Connection, method: &str, key: &str, timeout: Duration
             Some(c) => json!({"cursor": c}),
             None => json!({}),
         };
-        let result = conn.request(method, Some(params), timeout, &CancellationToken::new()).await?;
+        let result = conn
+            .request(method, Some(params), timeout, &CancellationToken::new())
+            .await?;
         if let Some(Value::Array(page)) = result.get(key) {
             items.extend(page.iter().cloned());
         }
         match result.get("nextCursor") {
-            Some(c @ Value::String(s)) if !s.is_empty() && seen.insert(s.clone()) => cursor = Some(c.clone()),
+            Some(c @ Value::String(s)) if !s.is_empty() && seen.insert(s.clone()) => {
+                cursor = Some(c.clone())
+            }
             Some(Value::String(s)) if !s.is_empty() => {
-                tracing::warn!(server = conn.server(), "{method}: the server repeated cursor {s:?}; stopping");
+                tracing::warn!(
+                    server = conn.server(),
+                    "{method}: the server repeated cursor {s:?}; stopping"
+                );
                 break;
             }
             _ => break,

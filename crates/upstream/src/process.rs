@@ -8,7 +8,13 @@ use std::time::Duration;
 use tokio::process::{Child, Command};
 
 pub(crate) fn spawn(transport: &Transport) -> std::io::Result<Child> {
-    let Transport::Stdio { command, args, env, cwd } = transport else {
+    let Transport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = transport
+    else {
         return Err(std::io::Error::other("not an stdio upstream"));
     };
     let mut cmd = Command::new(command);

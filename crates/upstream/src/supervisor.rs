@@ -124,12 +124,18 @@ impl Upstream {
         let http = matches!(config.transport, Transport::Http { .. });
         let up = Arc::new(Self {
             inner: Mutex::new(Inner {
-                state: if http { State::NotConnected } else { State::Starting },
+                state: if http {
+                    State::NotConnected
+                } else {
+                    State::Starting
+                },
                 conn: None,
                 catalog: Arc::new(Catalog::default()),
                 pid: None,
                 restarts: 0,
-                last_error: http.then(|| "HTTP upstreams are validated but not connected by this version".to_owned()),
+                last_error: http.then(|| {
+                    "HTTP upstreams are validated but not connected by this version".to_owned()
+                }),
                 probe_modern: config.protocol != Protocol::Legacy,
             }),
             config,
@@ -158,7 +164,9 @@ impl Upstream {
 
     /// The per-request timeout for this upstream.
     pub fn request_timeout(&self) -> Duration {
-        self.config.request_timeout.unwrap_or(self.opts.request_timeout)
+        self.config
+            .request_timeout
+            .unwrap_or(self.opts.request_timeout)
     }
 
     pub fn catalog(&self) -> Arc<Catalog> {
@@ -230,7 +238,9 @@ impl Upstream {
                 inner.pid = None;
             }
         }
-        let _ = self.events.try_send(Event::StatusChanged { server: self.config.name.clone() });
+        let _ = self.events.try_send(Event::StatusChanged {
+            server: self.config.name.clone(),
+        });
     }
 
     async fn supervise(self: Arc<Self>) {
@@ -250,7 +260,9 @@ impl Upstream {
             };
             tracing::warn!(server = %self.config.name, "{error}; restarting in {} ms", backoff.as_millis());
             self.set_state(State::Backoff, Some(error));
-            let _ = self.events.try_send(Event::CatalogChanged { server: self.config.name.clone() });
+            let _ = self.events.try_send(Event::CatalogChanged {
+                server: self.config.name.clone(),
+            });
             if started.elapsed() > Duration::from_secs(60) {
                 backoff = self.opts.first_backoff;
             }
@@ -307,8 +319,18 @@ impl Upstream {
             inner.last_error = None;
         }
         self.settled.send_replace(true);
-        let _ = self.events.send(Event::StatusChanged { server: self.config.name.clone() }).await;
-        let _ = self.events.send(Event::CatalogChanged { server: self.config.name.clone() }).await;
+        let _ = self
+            .events
+            .send(Event::StatusChanged {
+                server: self.config.name.clone(),
+            })
+            .await;
+        let _ = self
+            .events
+            .send(Event::CatalogChanged {
+                server: self.config.name.clone(),
+            })
+            .await;
         loop {
             tokio::select! {
                 () = conn.closed() => break,
@@ -334,29 +356,39 @@ impl Upstream {
     async fn handshake(&self, conn: &Arc<Connection>) -> Result<Catalog, String> {
         let timeout = self.opts.handshake_timeout;
         let probe = self.lock().probe_modern;
-        let modern = match (self.config.protocol, probe) {
-            (Protocol::Legacy, _) | (Protocol::Auto, false) => None,
-            (protocol, true) | (protocol @ Protocol::Modern, false) => {
-                let wait = if protocol == Protocol::Modern { timeout } else { self.opts.probe_timeout };
-                match handshake::discover(conn, wait).await {
-                    Ok(ProbeOutcome::Modern(result)) => Some(result),
-                    Ok(ProbeOutcome::NotModern) if protocol == Protocol::Modern => {
-                        return Err("the server does not speak protocol 2026-07-28 (configured \"modern\")".into())
-                    }
-                    Ok(ProbeOutcome::NotModern) => None,
-                    Err(e) if protocol == Protocol::Modern => return Err(format!("server/discover failed: {e}")),
-                    Err(CallError::Timeout { .. }) => {
-                        self.lock().probe_modern = false;
-                        None
-                    }
-                    Err(e) => {
-                        // Some legacy servers exit on an unknown first request; do not probe them again.
-                        self.lock().probe_modern = false;
-                        return Err(format!("the server exited when probed with server/discover: {e}"));
+        let modern =
+            match (self.config.protocol, probe) {
+                (Protocol::Legacy, _) | (Protocol::Auto, false) => None,
+                (protocol, true) | (protocol @ Protocol::Modern, false) => {
+                    let wait = if protocol == Protocol::Modern {
+                        timeout
+                    } else {
+                        self.opts.probe_timeout
+                    };
+                    match handshake::discover(conn, wait).await {
+                        Ok(ProbeOutcome::Modern(result)) => Some(result),
+                        Ok(ProbeOutcome::NotModern) if protocol == Protocol::Modern => return Err(
+                            "the server does not speak protocol 2026-07-28 (configured \"modern\")"
+                                .into(),
+                        ),
+                        Ok(ProbeOutcome::NotModern) => None,
+                        Err(e) if protocol == Protocol::Modern => {
+                            return Err(format!("server/discover failed: {e}"))
+                        }
+                        Err(CallError::Timeout { .. }) => {
+                            self.lock().probe_modern = false;
+                            None
+                        }
+                        Err(e) => {
+                            // Some legacy servers exit on an unknown first request; do not probe them again.
+                            self.lock().probe_modern = false;
+                            return Err(format!(
+                                "the server exited when probed with server/discover: {e}"
+                            ));
+                        }
                     }
                 }
-            }
-        };
+            };
         let mut catalog = match modern {
             Some(result) => {
                 conn.set_era(Era::Modern);
@@ -381,19 +413,29 @@ impl Upstream {
 
     async fn refresh(&self, conn: &Connection, kind: Refresh) {
         let mut catalog = (*self.catalog()).clone();
-        match handshake::load_lists(conn, &mut catalog, &[kind], self.opts.handshake_timeout).await {
+        match handshake::load_lists(conn, &mut catalog, &[kind], self.opts.handshake_timeout).await
+        {
             Ok(()) => {
                 self.lock().catalog = Arc::new(catalog);
-                let _ = self.events.send(Event::CatalogChanged { server: self.config.name.clone() }).await;
+                let _ = self
+                    .events
+                    .send(Event::CatalogChanged {
+                        server: self.config.name.clone(),
+                    })
+                    .await;
             }
-            Err(e) => tracing::warn!(server = %self.config.name, "refreshing after list_changed failed: {e}"),
+            Err(e) => {
+                tracing::warn!(server = %self.config.name, "refreshing after list_changed failed: {e}")
+            }
         }
     }
 }
 
 /// Modern servers deliver `list_changed` only on a `subscriptions/listen` stream; open one for what they offer.
 fn listen_for_changes(conn: &Arc<Connection>, catalog: &Catalog) {
-    let wants = |cap: &str| catalog.capabilities.pointer(&format!("/{cap}/listChanged")) == Some(&Value::Bool(true));
+    let wants = |cap: &str| {
+        catalog.capabilities.pointer(&format!("/{cap}/listChanged")) == Some(&Value::Bool(true))
+    };
     let filter = json!({
         "toolsListChanged": wants("tools"),
         "resourcesListChanged": wants("resources"),
@@ -407,6 +449,13 @@ fn listen_for_changes(conn: &Arc<Connection>, catalog: &Catalog) {
         // The stream stays open for the life of the connection; its end is not an error worth reporting.
         let year = Duration::from_secs(365 * 24 * 3600);
         let params = json!({"notifications": filter});
-        let _ = conn.request("subscriptions/listen", Some(params), year, &CancellationToken::new()).await;
+        let _ = conn
+            .request(
+                "subscriptions/listen",
+                Some(params),
+                year,
+                &CancellationToken::new(),
+            )
+            .await;
     });
 }

@@ -1,0 +1,45 @@
+//! The `toolgate` binary: parses the command line and dispatches to one module per subcommand.
+//! Logs go to stderr (`TOOLGATE_LOG`, default `warn`); in `serve` and `wrap`, stdout carries protocol bytes only.
+
+mod commands;
+mod runtime;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// One binary between AI agents and their tools: an MCP gateway that aggregates upstream servers.
+#[derive(Parser)]
+#[command(name = "toolgate", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Serve(commands::serve::Args),
+    Wrap(commands::wrap::Args),
+    Demo(commands::demo::Args),
+    Doctor(commands::doctor::Args),
+    #[command(name = "fixture-server", hide = true)]
+    FixtureServer(commands::fixture::Args),
+}
+
+fn main() -> ExitCode {
+    runtime::init_logging();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => commands::serve::run(args),
+        Command::Wrap(args) => commands::wrap::run(args),
+        Command::Demo(args) => commands::demo::run(args),
+        Command::Doctor(args) => commands::doctor::run(args),
+        Command::FixtureServer(args) => commands::fixture::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolgate: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! What every subcommand shares: logging to stderr, the tokio runtime, config loading, and the serve loop that
+//! `serve` and `wrap` both run.
+
+use anyhow::Context;
+use config::{Config, Overrides};
+use gateway::{Gateway, Options};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+/// Two worker threads: this is an I/O-bound proxy, and the machines it runs on are often small.
+pub fn tokio() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+pub fn self_exe() -> Option<PathBuf> {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+/// Loads `path` (or an empty config when `None`), then reports warnings on stderr.
+pub fn load_config(path: Option<&Path>, workspace: Option<PathBuf>) -> anyhow::Result<Config> {
+    let overrides = Overrides {
+        workspace,
+        self_exe: self_exe(),
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    let mut config = match path {
+        Some(p) => config::load(p, &env, &overrides)?,
+        None => {
+            let mut c = Config::empty();
+            c.workspace = overrides.workspace.map(|w| config::Setting {
+                value: w,
+                from: config::Provenance::Flag("--workspace"),
+            });
+            c
+        }
+    };
+    for w in config.warnings.drain(..) {
+        tracing::warn!("{w}");
+    }
+    for s in &config.servers {
+        if let config::Transport::Http { url, .. } = &s.transport {
+            tracing::warn!(
+                "server {} ({url}) is an HTTP upstream: accepted and validated, but not connected by this version",
+                s.name
+            );
+        }
+    }
+    Ok(config)
+}
+
+/// Serves MCP on stdin/stdout until stdin closes or a signal arrives; then ends every upstream process group.
+pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
+    let rt = tokio()?;
+    rt.block_on(async move {
+        let gw = Gateway::start(&config, Options::from_config(&config, wrap));
+        let startup = {
+            let gw = Arc::clone(&gw);
+            async move { gw.ready().await }
+        };
+        let served = gateway::serve_stdio(Arc::clone(&gw), tokio::io::stdin(), tokio::io::stdout());
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::pin!(served, startup);
+        let mut started = false;
+        let code = loop {
+            tokio::select! {
+                r = &mut startup, if !started => {
+                    started = true;
+                    if let Err(e) = r {
+                        eprintln!("toolgate: {e}");
+                        break ExitCode::from(1);
+                    }
+                }
+                r = &mut served => {
+                    if let Err(e) = r {
+                        tracing::warn!("reading stdin failed: {e}");
+                    }
+                    break ExitCode::SUCCESS;
+                }
+                _ = tokio::signal::ctrl_c() => break ExitCode::SUCCESS,
+                _ = term.recv() => break ExitCode::SUCCESS,
+            }
+        };
+        gw.shutdown().await;
+        Ok(code)
+    })
+}

@@ -1,0 +1,306 @@
+//! The `Gateway`: upstream supervisors, the merged catalog, live sessions, and the routing tables that outlive
+//! one request (progress tokens). One per process; front ends create sessions on it.
+//!
+//! Concurrency: upstream events arrive on one bounded channel and are handled by one task, in order, so catalog
+//! rebuilds and the `list_changed` notifications they cause never interleave. The `shutdown` token is cancelled
+//! by `Gateway::shutdown`, which the binary calls on stdin EOF, SIGINT or SIGTERM.
+
+use crate::aggregate::{Aggregate, Naming};
+use crate::session::{ListKind, Session};
+use crate::status;
+use config::Config;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+use tokio::sync::{mpsc, OnceCell};
+use tokio_util::sync::CancellationToken;
+use upstream::{Event, Status, Upstream};
+
+/// Bounded so a flood of upstream notifications slows that upstream's reader rather than growing memory.
+const EVENT_CAPACITY: usize = 1024;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub naming: Naming,
+    pub limits: jsonrpc::Limits,
+    pub page_size: usize,
+    pub startup_timeout: Duration,
+    pub upstream: upstream::Options,
+    /// `wrap`: one server that must look exactly like itself (its identity, no extra tools).
+    pub wrap: bool,
+}
+
+impl Options {
+    pub fn from_config(config: &Config, wrap: bool) -> Self {
+        let limits = jsonrpc::Limits {
+            max_message_bytes: config.limits.max_message_bytes.value,
+            max_depth: config.limits.max_depth.value,
+        };
+        Self {
+            naming: Naming {
+                separator: config.separator.value.clone(),
+                prefix: config.prefix_tools.value && !wrap,
+            },
+            limits,
+            page_size: config.limits.page_size.value,
+            startup_timeout: config.limits.startup_timeout.value,
+            upstream: upstream::Options {
+                limits,
+                request_timeout: config.limits.request_timeout.value,
+                ..upstream::Options::default()
+            },
+            wrap,
+        }
+    }
+}
+
+pub struct Gateway {
+    pub(crate) opts: Options,
+    upstreams: Vec<Arc<Upstream>>,
+    aggregate: RwLock<Arc<Aggregate>>,
+    sessions: Mutex<Vec<Weak<Session>>>,
+    /// Gateway progress token → (session, the client's own token).
+    progress: Mutex<HashMap<String, (Weak<Session>, Value)>>,
+    next_token: AtomicU64,
+    ready: OnceCell<Result<(), String>>,
+    shutdown: CancellationToken,
+}
+
+impl Gateway {
+    /// Starts every configured upstream and the event loop.
+    pub fn start(config: &Config, opts: Options) -> Arc<Self> {
+        let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
+        let upstreams = config
+            .servers
+            .iter()
+            .map(|s| Upstream::start(s.clone(), opts.upstream.clone(), tx.clone()))
+            .collect();
+        let gw = Arc::new(Self {
+            opts,
+            upstreams,
+            aggregate: RwLock::new(Arc::new(Aggregate::default())),
+            sessions: Mutex::new(Vec::new()),
+            progress: Mutex::new(HashMap::new()),
+            next_token: AtomicU64::new(1),
+            ready: OnceCell::new(),
+            shutdown: CancellationToken::new(),
+        });
+        tokio::spawn(Arc::clone(&gw).event_loop(rx));
+        gw
+    }
+
+    /// Waits (once, bounded by the start-up timeout) for every upstream's first start, then builds the merged
+    /// catalog strictly: a name collision here is a configuration error that stops toolgate.
+    pub async fn ready(&self) -> Result<(), String> {
+        self.ready
+            .get_or_init(|| async {
+                let mut waits = tokio::task::JoinSet::new();
+                for up in &self.upstreams {
+                    let up = Arc::clone(up);
+                    let limit = self.opts.startup_timeout;
+                    waits.spawn(async move { up.wait_settled(limit).await });
+                }
+                while waits.join_next().await.is_some() {}
+                self.rebuild(true).map(|_| ())
+            })
+            .await
+            .clone()
+    }
+
+    pub fn aggregate(&self) -> Arc<Aggregate> {
+        Arc::clone(&self.aggregate.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.upstreams.iter().find(|u| u.name() == name)
+    }
+
+    pub fn upstreams(&self) -> &[Arc<Upstream>] {
+        &self.upstreams
+    }
+
+    pub fn statuses(&self) -> Vec<Status> {
+        self.upstreams.iter().map(|u| u.status()).collect()
+    }
+
+    /// Ends every upstream process group and waits for them.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        let mut stops = tokio::task::JoinSet::new();
+        for up in &self.upstreams {
+            let up = Arc::clone(up);
+            stops.spawn(async move { up.shutdown().await });
+        }
+        while stops.join_next().await.is_some() {}
+    }
+
+    /// toolgate's own tools, listed before upstream tools.
+    pub(crate) fn own_tools(&self) -> Vec<Value> {
+        if self.opts.wrap {
+            Vec::new()
+        } else {
+            vec![status::definition()]
+        }
+    }
+
+    pub(crate) fn register_session(&self, session: &Arc<Session>) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.retain(|s| s.strong_count() > 0);
+        sessions.push(Arc::downgrade(session));
+    }
+
+    fn live_sessions(&self) -> Vec<Arc<Session>> {
+        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Replaces a client's progress token with one unique across clients; the guard removes it when the call ends.
+    pub(crate) fn register_progress(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        client_token: Value,
+    ) -> ProgressGuard {
+        let token = format!(
+            "tg-progress-{}",
+            self.next_token.fetch_add(1, Ordering::Relaxed)
+        );
+        self.lock_progress()
+            .insert(token.clone(), (Arc::downgrade(session), client_token));
+        ProgressGuard {
+            gateway: Arc::downgrade(self),
+            token,
+        }
+    }
+
+    fn lock_progress(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Weak<Session>, Value)>> {
+        self.progress.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Rebuilds the merged catalog; tells sessions which lists changed. `strict` makes collisions errors.
+    fn rebuild(&self, strict: bool) -> Result<Vec<ListKind>, String> {
+        let catalogs: Vec<_> = self
+            .upstreams
+            .iter()
+            .map(|u| (u.name().to_owned(), u.catalog()))
+            .collect();
+        let next = Aggregate::build(&catalogs, &self.opts.naming, &self.own_tools(), strict)?;
+        let mut slot = self.aggregate.write().unwrap_or_else(|p| p.into_inner());
+        let mut changed = Vec::new();
+        if slot.tools != next.tools {
+            changed.push(ListKind::Tools);
+        }
+        if slot.prompts != next.prompts {
+            changed.push(ListKind::Prompts);
+        }
+        if slot.resources != next.resources || slot.templates != next.templates {
+            changed.push(ListKind::Resources);
+        }
+        *slot = Arc::new(next);
+        Ok(changed)
+    }
+
+    async fn event_loop(self: Arc<Self>, mut rx: mpsc::Receiver<Event>) {
+        loop {
+            let event = tokio::select! {
+                e = rx.recv() => match e { Some(e) => e, None => return },
+                () = self.shutdown.cancelled() => return,
+            };
+            self.on_event(event).await;
+        }
+    }
+
+    async fn on_event(&self, event: Event) {
+        match event {
+            Event::CatalogChanged { server } => match self.rebuild(false) {
+                Ok(changed) if self.ready.initialized() => {
+                    for session in self.live_sessions() {
+                        for kind in &changed {
+                            session.list_changed(*kind).await;
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(server, "rebuilding the catalog failed: {e}"),
+            },
+            Event::StatusChanged { server } => {
+                let s = self.upstream(&server).map(|u| u.status());
+                if let Some(s) = s {
+                    tracing::info!(server, state = s.state.as_str(), "upstream state changed");
+                }
+            }
+            Event::Notification {
+                server,
+                method,
+                params,
+            } => self.on_notification(&server, method, params).await,
+            Event::Request {
+                server,
+                id,
+                method,
+                params,
+            } => match self.live_sessions().into_iter().find(|s| s.is_open()) {
+                Some(session) => session.relay(&server, id, method, params).await,
+                None => {
+                    if let Some(up) = self.upstream(&server) {
+                        if let Ok(conn) = up.connection() {
+                            let err = jsonrpc::error_object(
+                                jsonrpc::INTERNAL_ERROR,
+                                "no client is connected",
+                                None,
+                            );
+                            let _ = conn.respond(id, Err(err)).await;
+                        }
+                    }
+                }
+            },
+        }
+    }
+
+    async fn on_notification(&self, server: &str, method: String, params: Option<Value>) {
+        match method.as_str() {
+            "notifications/progress" => {
+                let token = params
+                    .as_ref()
+                    .and_then(|p| p.get("progressToken"))
+                    .and_then(Value::as_str);
+                let route = token.and_then(|t| self.lock_progress().get(t).cloned());
+                if let (Some((session, client_token)), Some(mut params)) = (route, params) {
+                    params["progressToken"] = client_token;
+                    if let Some(session) = session.upgrade() {
+                        session.notify(&method, Some(params)).await;
+                    }
+                }
+            }
+            "notifications/cancelled" => {
+                // An upstream withdrawing a request it sent to the client.
+                let Some(id) = params.as_ref().and_then(|p| p.get("requestId")).cloned() else {
+                    return;
+                };
+                for session in self.live_sessions() {
+                    session.relay_cancelled(server, &id).await;
+                }
+            }
+            _ => {
+                for session in self.live_sessions() {
+                    session.forward_notification(&method, params.clone()).await;
+                }
+            }
+        }
+    }
+}
+
+/// Removes a progress route when the call that owns it ends, however it ends.
+pub(crate) struct ProgressGuard {
+    gateway: Weak<Gateway>,
+    pub token: String,
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        if let Some(gw) = self.gateway.upgrade() {
+            gw.lock_progress().remove(&self.token);
+        }
+    }
+}

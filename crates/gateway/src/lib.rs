@@ -1,0 +1,25 @@
+//! The gateway: the only stage that knows the order of the pipeline. It holds client sessions in either protocol
+//! era, routes each request to its owner, merges upstream catalogs into one view, forwards calls with id,
+//! progress-token and cancellation remapping, relays upstream requests to clients that can answer them, and
+//! fits every result to the era of the client that reads it.
+//!
+//! It never writes to stdout itself: the stdio front end owns that stream and carries protocol bytes only.
+
+#![deny(clippy::print_stdout)]
+
+mod adapt;
+mod aggregate;
+mod cursor;
+mod errors;
+mod gateway;
+mod methods;
+mod names;
+mod session;
+mod status;
+mod stdio;
+
+pub use aggregate::{Aggregate, Naming, Route};
+pub use gateway::{Gateway, Options};
+pub use names::{expose, is_portable};
+pub use session::SUPPORTED_VERSIONS;
+pub use stdio::serve_stdio;

@@ -1,0 +1,376 @@
+//! What each client request does: the era gate, then the method. Results are fitted to the era of the request.
+
+use crate::adapt;
+use crate::cursor;
+use crate::errors::{invalid_params, invalid_request, to_client};
+use crate::session::{ClientEra, Session, SUPPORTED_VERSIONS};
+use crate::status;
+use jsonrpc::{error_object, Id};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use upstream::{MODERN_VERSION, PROTOCOL_META_PREFIX};
+
+type Outcome = Option<Result<Value, Value>>;
+
+impl Session {
+    pub(crate) async fn dispatch(
+        self: &Arc<Self>,
+        id: &Id,
+        method: &str,
+        params: Option<Value>,
+        cancel: &CancellationToken,
+    ) -> Outcome {
+        let params = params.unwrap_or_else(|| json!({}));
+        let modern = match self.era_gate(method, &params) {
+            Ok(m) => m,
+            Err(e) => return Some(Err(e)),
+        };
+        if let Err(e) = self.gateway.ready().await {
+            return Some(Err(error_object(
+                jsonrpc::INTERNAL_ERROR,
+                format!("toolgate failed to start: {e}"),
+                None,
+            )));
+        }
+        let outcome = match method {
+            "initialize" => Some(self.initialize(&params)),
+            "ping" => Some(Ok(json!({}))),
+            "server/discover" => Some(Ok(self.discover())),
+            "subscriptions/listen" if modern => return self.listen(id, &params).await,
+            "tools/list" => Some(self.list(|a| &a.tools, "tools", &params)),
+            "prompts/list" => Some(self.list(|a| &a.prompts, "prompts", &params)),
+            "resources/list" => Some(self.list(|a| &a.resources, "resources", &params)),
+            "resources/templates/list" => {
+                Some(self.list(|a| &a.templates, "resourceTemplates", &params))
+            }
+            "tools/call" => self.call_tool(params, cancel).await,
+            "prompts/get" => self.get_prompt(params, cancel).await,
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+                self.by_uri(method, params, cancel).await
+            }
+            "completion/complete" => self.complete(params, cancel).await,
+            "logging/setLevel" if !modern => Some(self.set_level(params).await),
+            _ => Some(Err(error_object(
+                jsonrpc::METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+                None,
+            ))),
+        }?;
+        Some(match outcome {
+            Ok(result) if modern => Ok(adapt::for_modern(method, result)),
+            Ok(result) => adapt::for_legacy(result),
+            Err(e) => Err(e),
+        })
+    }
+
+    /// Decides the request's era and checks it against the connection's. `Ok(true)` for a modern request.
+    fn era_gate(&self, method: &str, params: &Value) -> Result<bool, Value> {
+        let meta = params.get("_meta");
+        let version = meta.and_then(|m| m.get(format!("{PROTOCOL_META_PREFIX}protocolVersion")));
+        let mut st = self.lock();
+        if let Some(version) = version {
+            if version.as_str() != Some(MODERN_VERSION) {
+                return Err(error_object(
+                    jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
+                    "Unsupported protocol version",
+                    Some(json!({"supported": [MODERN_VERSION], "requested": version})),
+                ));
+            }
+            if let ClientEra::Legacy(v) = &st.era {
+                return Err(invalid_request(format!(
+                    "this connection was initialized with protocol {v}; requests with _meta protocol {MODERN_VERSION} \
+                     need a new connection"
+                )));
+            }
+            let caps =
+                meta.and_then(|m| m.get(format!("{PROTOCOL_META_PREFIX}clientCapabilities")));
+            match caps {
+                Some(Value::Object(c)) => {
+                    if method != "server/discover" {
+                        st.era = ClientEra::Modern;
+                    }
+                    st.client_caps = Value::Object(c.clone());
+                }
+                _ => {
+                    return Err(invalid_params(format!(
+                        "_meta[\"{PROTOCOL_META_PREFIX}clientCapabilities\"] is required on every {MODERN_VERSION} request"
+                    )))
+                }
+            }
+            return Ok(true);
+        }
+        match (method, &st.era) {
+            ("initialize" | "ping" | "server/discover", _) => Ok(false),
+            (_, ClientEra::Legacy(_)) => Ok(false),
+            (_, ClientEra::Modern) => Err(invalid_request(format!(
+                "missing _meta[\"{PROTOCOL_META_PREFIX}protocolVersion\"]: every {MODERN_VERSION} request carries it"
+            ))),
+            (_, ClientEra::Unknown) => Err(invalid_request(format!(
+                "not initialized: send initialize first, or use protocol {MODERN_VERSION} with _meta on each request"
+            ))),
+        }
+    }
+
+    fn initialize(&self, params: &Value) -> Result<Value, Value> {
+        let requested = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let version = Session::legacy_version_for(requested);
+        {
+            let mut st = self.lock();
+            match &st.era {
+                ClientEra::Unknown => {}
+                ClientEra::Legacy(_) => {
+                    return Err(invalid_request(
+                        "initialize was already called on this connection",
+                    ))
+                }
+                ClientEra::Modern => {
+                    return Err(invalid_request(format!(
+                        "this connection already speaks protocol {MODERN_VERSION}"
+                    )))
+                }
+            }
+            st.era = ClientEra::Legacy(version.to_owned());
+            st.client_caps = params
+                .get("capabilities")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+        }
+        let agg = self.gateway.aggregate();
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": agg.capabilities,
+            "serverInfo": self.server_info(),
+        });
+        if let Some(i) = &agg.instructions {
+            result["instructions"] = Value::String(i.clone());
+        }
+        Ok(result)
+    }
+
+    fn discover(&self) -> Value {
+        let agg = self.gateway.aggregate();
+        let mut result = json!({
+            "supportedVersions": SUPPORTED_VERSIONS,
+            "capabilities": agg.capabilities,
+            "_meta": {format!("{PROTOCOL_META_PREFIX}serverInfo"): self.server_info()},
+            "ttlMs": 0,
+            "cacheScope": "private",
+        });
+        if let Some(i) = &agg.instructions {
+            result["instructions"] = Value::String(i.clone());
+        }
+        result
+    }
+
+    /// toolgate's identity; a wrapped server keeps its own.
+    fn server_info(&self) -> Value {
+        let own =
+            json!({"name": "toolgate", "title": "toolgate", "version": env!("CARGO_PKG_VERSION")});
+        if !self.gateway.opts.wrap {
+            return own;
+        }
+        let info = self
+            .gateway
+            .upstreams()
+            .first()
+            .map(|u| u.catalog().server_info.clone());
+        match info {
+            Some(v @ Value::Object(_)) => v,
+            _ => own,
+        }
+    }
+
+    async fn listen(&self, id: &Id, params: &Value) -> Outcome {
+        let requested = params
+            .get("notifications")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let caps = self.gateway.aggregate().capabilities.clone();
+        let mut granted = Map::new();
+        for (key, cap) in [
+            ("toolsListChanged", "tools"),
+            ("promptsListChanged", "prompts"),
+            ("resourcesListChanged", "resources"),
+        ] {
+            if requested.get(key) == Some(&Value::Bool(true)) && caps.get(cap).is_some() {
+                granted.insert(key.into(), true.into());
+            }
+        }
+        let granted = Value::Object(granted);
+        self.lock().listens.push((id.clone(), granted.clone()));
+        let meta = json!({"io.modelcontextprotocol/subscriptionId": id.to_value()});
+        self.notify(
+            "notifications/subscriptions/acknowledged",
+            Some(json!({"notifications": granted, "_meta": meta})),
+        )
+        .await;
+        // The stream stays open until the connection ends; its only answer would be a graceful close.
+        None
+    }
+
+    fn list(
+        &self,
+        pick: impl Fn(&crate::Aggregate) -> &Vec<Value>,
+        key: &str,
+        params: &Value,
+    ) -> Result<Value, Value> {
+        let agg = self.gateway.aggregate();
+        cursor::page(
+            pick(&agg),
+            key,
+            params.get("cursor"),
+            self.gateway.opts.page_size,
+        )
+        .map_err(invalid_params)
+    }
+
+    async fn call_tool(self: &Arc<Self>, mut params: Value, cancel: &CancellationToken) -> Outcome {
+        let Some(name) = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return Some(Err(invalid_params("tools/call needs a string \"name\"")));
+        };
+        if name == status::TOOL_NAME && !self.gateway.opts.wrap {
+            return Some(Ok(status::result(&self.gateway.statuses())));
+        }
+        let Some(route) = self.gateway.aggregate().route_tool(&name).cloned() else {
+            return Some(Err(invalid_params(format!("unknown tool: {name}"))));
+        };
+        params["name"] = Value::String(route.name);
+        self.forward(&route.server, "tools/call", params, cancel)
+            .await
+    }
+
+    async fn get_prompt(
+        self: &Arc<Self>,
+        mut params: Value,
+        cancel: &CancellationToken,
+    ) -> Outcome {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let Some(route) = self.gateway.aggregate().route_prompt(&name).cloned() else {
+            return Some(Err(invalid_params(format!("unknown prompt: {name}"))));
+        };
+        params["name"] = Value::String(route.name);
+        self.forward(&route.server, "prompts/get", params, cancel)
+            .await
+    }
+
+    async fn by_uri(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        cancel: &CancellationToken,
+    ) -> Outcome {
+        let uri = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some(server) = self
+            .gateway
+            .aggregate()
+            .route_resource(uri)
+            .map(str::to_owned)
+        else {
+            return Some(Err(invalid_params(format!(
+                "no upstream offers the resource {uri:?}"
+            ))));
+        };
+        self.forward(&server, method, params, cancel).await
+    }
+
+    async fn complete(self: &Arc<Self>, mut params: Value, cancel: &CancellationToken) -> Outcome {
+        let agg = self.gateway.aggregate();
+        let server = match params.pointer("/ref/type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = params
+                    .pointer("/ref/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                agg.route_prompt(name).cloned().map(|r| {
+                    params["ref"]["name"] = Value::String(r.name);
+                    r.server
+                })
+            }
+            Some("ref/resource") => {
+                let uri = params
+                    .pointer("/ref/uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                agg.route_resource(uri).map(str::to_owned)
+            }
+            _ => {
+                return Some(Err(invalid_params(
+                    "completion/complete needs ref.type ref/prompt or ref/resource",
+                )))
+            }
+        };
+        match server {
+            Some(s) => {
+                self.forward(&s, "completion/complete", params, cancel)
+                    .await
+            }
+            None => Some(Err(invalid_params(
+                "no upstream owns the completion reference",
+            ))),
+        }
+    }
+
+    async fn set_level(&self, params: Value) -> Result<Value, Value> {
+        for up in self.gateway.upstreams() {
+            if up.catalog().has("logging") {
+                if let Ok(conn) = up.connection() {
+                    let never = CancellationToken::new();
+                    let _ = conn
+                        .request(
+                            "logging/setLevel",
+                            Some(params.clone()),
+                            up.request_timeout(),
+                            &never,
+                        )
+                        .await;
+                }
+            }
+        }
+        Ok(json!({}))
+    }
+
+    /// Sends a request to `server` with the client's progress token replaced by a gateway token, and waits.
+    async fn forward(
+        self: &Arc<Self>,
+        server: &str,
+        method: &str,
+        mut params: Value,
+        cancel: &CancellationToken,
+    ) -> Outcome {
+        let Some(up) = self.gateway.upstream(server).cloned() else {
+            return Some(Err(invalid_params(format!("unknown upstream {server}"))));
+        };
+        let conn = match up.connection() {
+            Ok(c) => c,
+            Err(e) => return to_client(e).map(Err),
+        };
+        let client_token = params.pointer("/_meta/progressToken").cloned();
+        let _guard = client_token.map(|t| {
+            let guard = self.gateway.register_progress(self, t);
+            params["_meta"]["progressToken"] = Value::String(guard.token.clone());
+            guard
+        });
+        match conn
+            .request(method, Some(params), up.request_timeout(), cancel)
+            .await
+        {
+            Ok(result) => Some(Ok(result)),
+            Err(e) => to_client(e).map(Err),
+        }
+    }
+}

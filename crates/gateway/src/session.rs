@@ -1,0 +1,308 @@
+//! One client connection: its protocol era, its declared capabilities, the requests it has in flight (so it can
+//! cancel them and cannot reuse their ids), and the upstream requests relayed to it.
+//!
+//! Era per connection: `initialize` makes it legacy; a request carrying
+//! `_meta["io.modelcontextprotocol/protocolVersion"]` makes it modern. `server/discover` may come first either way,
+//! because clients probe with it before choosing.
+
+use crate::gateway::Gateway;
+use jsonrpc::{error_object, error_response, notification, result_response, Id, Message};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use upstream::{LEGACY_VERSIONS, MODERN_VERSION};
+
+/// Every version this gateway speaks, newest first, as `server/discover` lists them.
+pub const SUPPORTED_VERSIONS: &[&str] = &[
+    MODERN_VERSION,
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ClientEra {
+    Unknown,
+    Legacy(String),
+    Modern,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+}
+
+impl ListKind {
+    fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => "notifications/tools/list_changed",
+            ListKind::Prompts => "notifications/prompts/list_changed",
+            ListKind::Resources => "notifications/resources/list_changed",
+        }
+    }
+    fn filter_key(self) -> &'static str {
+        match self {
+            ListKind::Tools => "toolsListChanged",
+            ListKind::Prompts => "promptsListChanged",
+            ListKind::Resources => "resourcesListChanged",
+        }
+    }
+}
+
+pub(crate) struct State {
+    pub era: ClientEra,
+    pub client_caps: Value,
+    pub in_flight: HashMap<Id, CancellationToken>,
+    /// Gateway id sent to the client → (server, the upstream's own id).
+    pub relayed: HashMap<Id, (String, Value)>,
+    /// Open `subscriptions/listen` streams of a modern client: (listen request id, filter).
+    pub listens: Vec<(Id, Value)>,
+    pub closed: bool,
+}
+
+pub struct Session {
+    pub(crate) gateway: Arc<Gateway>,
+    out: mpsc::Sender<Value>,
+    pub(crate) state: Mutex<State>,
+    next_relay: AtomicU64,
+}
+
+impl Session {
+    pub(crate) fn new(gateway: Arc<Gateway>, out: mpsc::Sender<Value>) -> Arc<Self> {
+        let session = Arc::new(Self {
+            gateway: Arc::clone(&gateway),
+            out,
+            state: Mutex::new(State {
+                era: ClientEra::Unknown,
+                client_caps: json!({}),
+                in_flight: HashMap::new(),
+                relayed: HashMap::new(),
+                listens: Vec::new(),
+                closed: false,
+            }),
+            next_relay: AtomicU64::new(1),
+        });
+        gateway.register_session(&session);
+        session
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        !self.lock().closed
+    }
+
+    /// Ends the session: every request still running is cancelled (and its upstream told so).
+    pub(crate) fn close(&self) {
+        let mut st = self.lock();
+        st.closed = true;
+        for (_, token) in st.in_flight.drain() {
+            token.cancel();
+        }
+    }
+
+    pub(crate) async fn send(&self, msg: Value) {
+        let _ = self.out.send(msg).await;
+    }
+
+    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
+        self.send(notification(method, params)).await;
+    }
+
+    /// Handles one decoded message from the client. Requests run as their own tasks.
+    pub(crate) async fn handle(self: &Arc<Self>, msg: Message) {
+        match msg {
+            Message::Request { id, method, params } => {
+                let token = CancellationToken::new();
+                let duplicate = {
+                    let mut st = self.lock();
+                    let dup = st.in_flight.contains_key(&id);
+                    if !dup {
+                        st.in_flight.insert(id.clone(), token.clone());
+                    }
+                    dup
+                };
+                if duplicate {
+                    let err = error_object(
+                        jsonrpc::INVALID_REQUEST,
+                        format!("request id {id} is already in flight; ids must be unique among open requests"),
+                        None,
+                    );
+                    self.send(error_response(Some(&id), err)).await;
+                    return;
+                }
+                let session = Arc::clone(self);
+                tokio::spawn(async move {
+                    let outcome = session.dispatch(&id, &method, params, &token).await;
+                    session.lock().in_flight.remove(&id);
+                    match outcome {
+                        Some(Ok(result)) => session.send(result_response(&id, result)).await,
+                        Some(Err(error)) => session.send(error_response(Some(&id), error)).await,
+                        None => {}
+                    }
+                });
+            }
+            Message::Notification { method, params } => self.on_notification(&method, params).await,
+            Message::Response {
+                id: Some(id),
+                outcome,
+            } => {
+                let relayed = self.lock().relayed.remove(&id);
+                if let Some((server, upstream_id)) = relayed {
+                    if let Some(conn) = self
+                        .gateway
+                        .upstream(&server)
+                        .and_then(|u| u.connection().ok())
+                    {
+                        let _ = conn.respond(upstream_id, outcome).await;
+                    }
+                }
+            }
+            Message::Response { id: None, .. } => {}
+        }
+    }
+
+    async fn on_notification(&self, method: &str, params: Option<Value>) {
+        match method {
+            "notifications/cancelled" => {
+                let id = params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(Id::from_value);
+                let token = id.and_then(|id| self.lock().in_flight.get(&id).cloned());
+                if let Some(token) = token {
+                    token.cancel();
+                }
+            }
+            "notifications/initialized" => {}
+            "notifications/roots/list_changed" => {
+                for up in self.gateway.upstreams() {
+                    if let Ok(conn) = up.connection() {
+                        let _ = conn.notify(method, None).await;
+                    }
+                }
+            }
+            _ => tracing::debug!("ignoring client notification {method}"),
+        }
+    }
+
+    /// Tells the client a merged list changed: legacy clients directly, modern ones on matching listen streams.
+    pub(crate) async fn list_changed(&self, kind: ListKind) {
+        let (era, listens) = {
+            let st = self.lock();
+            (st.era.clone(), st.listens.clone())
+        };
+        match era {
+            ClientEra::Legacy(_) => self.notify(kind.method(), None).await,
+            ClientEra::Modern => {
+                for (id, filter) in listens {
+                    if filter.get(kind.filter_key()) == Some(&Value::Bool(true)) {
+                        let meta = json!({"_meta": {"io.modelcontextprotocol/subscriptionId": id.to_value()}});
+                        self.notify(kind.method(), Some(meta)).await;
+                    }
+                }
+            }
+            ClientEra::Unknown => {}
+        }
+    }
+
+    /// Upstream notifications other than progress and cancellation (log messages, resource updates) go to legacy
+    /// clients as they came. Modern clients receive log messages only for requests that asked for them, which
+    /// this version does not track, so they get none.
+    pub(crate) async fn forward_notification(&self, method: &str, params: Option<Value>) {
+        if matches!(self.lock().era, ClientEra::Legacy(_)) {
+            self.notify(method, params).await;
+        }
+    }
+
+    /// Relays an upstream's request to this client when it declared the capability; refuses clearly otherwise.
+    pub(crate) async fn relay(
+        &self,
+        server: &str,
+        upstream_id: Value,
+        method: String,
+        params: Option<Value>,
+    ) {
+        let needed = match method.as_str() {
+            "sampling/createMessage" => Some("sampling"),
+            "elicitation/create" => Some("elicitation"),
+            "roots/list" => Some("roots"),
+            _ => None,
+        };
+        let refusal = {
+            let st = self.lock();
+            match (&st.era, needed) {
+                (_, None) => Some(format!("toolgate does not relay {method} to clients")),
+                (ClientEra::Legacy(_), Some(cap)) if st.client_caps.get(cap).is_some() => None,
+                (ClientEra::Legacy(_), Some(cap)) => Some(format!(
+                    "toolgate cannot relay {method}: the client did not declare the {cap:?} capability"
+                )),
+                (_, Some(_)) => Some(format!(
+                    "toolgate cannot relay {method}: the client speaks protocol {MODERN_VERSION}, and bridging \
+                     server requests into multi round-trip results is not supported yet"
+                )),
+            }
+        };
+        if let Some(why) = refusal {
+            if let Some(conn) = self
+                .gateway
+                .upstream(server)
+                .and_then(|u| u.connection().ok())
+            {
+                let _ = conn
+                    .respond(
+                        upstream_id,
+                        Err(error_object(jsonrpc::METHOD_NOT_FOUND, why, None)),
+                    )
+                    .await;
+            }
+            return;
+        }
+        let id = Id::Str(format!(
+            "tg-relay-{}",
+            self.next_relay.fetch_add(1, Ordering::Relaxed)
+        ));
+        self.lock()
+            .relayed
+            .insert(id.clone(), (server.to_owned(), upstream_id));
+        self.send(jsonrpc::request(&id, &method, params)).await;
+    }
+
+    /// The upstream withdrew a request relayed to this client: pass the cancellation on with the client's id.
+    pub(crate) async fn relay_cancelled(&self, server: &str, upstream_id: &Value) {
+        let found = {
+            let mut st = self.lock();
+            let key = st
+                .relayed
+                .iter()
+                .find(|(_, (s, u))| s == server && u == upstream_id)
+                .map(|(k, _)| k.clone());
+            key.inspect(|k| {
+                st.relayed.remove(k);
+            })
+        };
+        if let Some(id) = found {
+            self.notify(
+                "notifications/cancelled",
+                Some(json!({"requestId": id.to_value()})),
+            )
+            .await;
+        }
+    }
+
+    pub(crate) fn legacy_version_for(requested: &str) -> &'static str {
+        LEGACY_VERSIONS
+            .iter()
+            .find(|v| **v == requested)
+            .copied()
+            .unwrap_or(LEGACY_VERSIONS[0])
+    }
+}
