@@ -8,7 +8,13 @@
 //!    default applies but is raised to at least ask (`SHELL_OPERATORS`);
 //! 5. ask beats allow: any matching ask rule asks (`ASK_RULE`), regardless of where allow rules stand;
 //! 6. a matching allow rule allows (`ALLOW_RULE`);
-//! 7. otherwise the policy default (`DEFAULT_DENY` / `DEFAULT_ASK` / `DEFAULT_ALLOW`).
+//! 7. otherwise the policy default (`DEFAULT_DENY` / `DEFAULT_ASK` / `DEFAULT_ALLOW`);
+//! 8. finally, an allow from step 6 or 7 becomes ask (`ASK_RULE`) when an ask rule matches SOME of the call's paths:
+//!    allow and ask rules need every path to match, and without this cap a path that needs a human could ride
+//!    along with allowed ones.
+//!
+//! Allow and ask rules match only when every resource of the call matches the same rule; deny rules match when any
+//! resource does.
 //!
 //! Strictest-wins (rather than first-match) makes the outcome independent of rule order; only the reported rule id
 //! depends on order. Nothing here touches I/O or time.
@@ -17,12 +23,14 @@ use serde::Serialize;
 
 use crate::action::{normalise, Action, Command, ToolCall, UnknownReason};
 use crate::adapter::adapt;
-use crate::glob::PathCase;
+use std::borrow::Cow;
+
+use crate::glob::{split_path, PathCase};
 use crate::load::Policy;
 use crate::operation::{Effect, Operation};
 use crate::path::Canonicalise;
 use crate::profile::Visibility;
-use crate::rule::Mismatch;
+use crate::rule::{Mismatch, Miss, PathMode};
 
 /// Stable reason codes carried by every decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -87,6 +95,8 @@ pub struct RuleTrace {
     pub id: String,
     pub effect: Effect,
     pub matched: bool,
+    /// An ask rule that matched some but not all of the call's paths (it caps an allow at ask).
+    pub partial: bool,
     /// The first field that failed, when the rule did not match.
     pub why_not: Option<Mismatch>,
     /// True for the rule named by the decision.
@@ -105,10 +115,18 @@ pub struct Explanation {
 }
 
 /// Paths in the form rules compare against (folded when the policy is case-insensitive).
-pub(crate) fn prepare_paths(action: &Action, case: PathCase) -> Vec<String> {
+pub(crate) fn prepare_paths(action: &Action, case: PathCase) -> Vec<Cow<'_, str>> {
     match case {
-        PathCase::Sensitive => action.paths.clone(),
-        PathCase::Insensitive => action.paths.iter().map(|p| p.to_lowercase()).collect(),
+        PathCase::Sensitive => action
+            .paths
+            .iter()
+            .map(|p| Cow::Borrowed(p.as_str()))
+            .collect(),
+        PathCase::Insensitive => action
+            .paths
+            .iter()
+            .map(|p| Cow::Owned(p.to_lowercase()))
+            .collect(),
     }
 }
 
@@ -163,18 +181,29 @@ impl Policy {
         if hidden && trace.is_none() {
             return make(Effect::Deny, ReasonCode::ToolHidden, None);
         }
-        let paths = prepare_paths(action, self.case);
-        let (mut deny, mut ask, mut allow) = (None, None, None);
+        let folded = prepare_paths(action, self.case);
+        let parts: Vec<Vec<&str>> = folded.iter().map(|p| split_path(p)).collect();
+        let (mut deny, mut ask, mut ask_partial, mut allow) = (None, None, None, None);
         for rule in &self.rules {
-            let result = rule.check(action, &paths);
+            let result = rule.check(action, &parts, rule.path_mode());
+            // An ask rule that covers only some of the call's paths still caps the call at ask, so an allowed path
+            // cannot carry a path the policy wants a human to see.
+            let partial = rule.effect == Effect::Ask
+                && parts.len() > 1
+                && matches!(result, Err(Miss::Path(_)))
+                && rule.check(action, &parts, PathMode::Any).is_ok();
             if let Some(t) = trace.as_deref_mut() {
                 t.push(RuleTrace {
                     id: rule.id.clone(),
                     effect: rule.effect,
                     matched: result.is_ok(),
-                    why_not: result.clone().err(),
+                    partial,
+                    why_not: result.err().map(|m| m.describe(action)),
                     decisive: false,
                 });
+            }
+            if partial {
+                ask_partial.get_or_insert(rule.id.as_str());
             }
             if result.is_err() {
                 continue;
@@ -211,9 +240,15 @@ impl Policy {
         if let Some(id) = ask {
             return make(Effect::Ask, ReasonCode::AskRule, Some(id));
         }
-        if let Some(id) = allow {
-            return make(Effect::Allow, ReasonCode::AllowRule, Some(id));
+        let base = match allow {
+            Some(id) => make(Effect::Allow, ReasonCode::AllowRule, Some(id)),
+            None => make(self.default, ReasonCode::default_for(self.default), None),
+        };
+        match ask_partial {
+            Some(id) if base.effect == Effect::Allow => {
+                make(Effect::Ask, ReasonCode::AskRule, Some(id))
+            }
+            _ => base,
         }
-        make(self.default, ReasonCode::default_for(self.default), None)
     }
 }

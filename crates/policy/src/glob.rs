@@ -86,20 +86,25 @@ impl PathGlob {
         Ok(PathGlob { segs, case })
     }
 
-    /// Matches a canonical absolute path (already lower-cased by the caller when the case policy says so).
-    pub(crate) fn matches_prepared(&self, path: &str) -> bool {
-        let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        match_segs(&self.segs, &parts)
+    /// Matches a canonical path already split by [`split_path`] (and folded when the case policy says so), so
+    /// one call's paths are split once for all rules.
+    pub(crate) fn matches_parts(&self, parts: &[&str]) -> bool {
+        match_segs(&self.segs, parts)
     }
 
     /// Matches a canonical absolute path, applying this glob's case policy.
     #[cfg(test)]
     pub(crate) fn matches(&self, path: &str) -> bool {
         match self.case {
-            PathCase::Sensitive => self.matches_prepared(path),
-            PathCase::Insensitive => self.matches_prepared(&path.to_lowercase()),
+            PathCase::Sensitive => self.matches_parts(&split_path(path)),
+            PathCase::Insensitive => self.matches_parts(&split_path(&path.to_lowercase())),
         }
     }
+}
+
+/// Splits a canonical path into its non-empty segments.
+pub(crate) fn split_path(path: &str) -> Vec<&str> {
+    path.split('/').filter(|s| !s.is_empty()).collect()
 }
 
 /// Splits on `/` but keeps `\/` inside a segment (escapes are resolved later by `tokens`).
@@ -168,12 +173,15 @@ fn match_segs(segs: &[Seg], parts: &[&str]) -> bool {
     }
 }
 
-/// Iterative wildcard match with single-star backtracking: linear in practice, no recursion blow-up.
+/// Iterative wildcard match with single-star backtracking over char boundaries: linear in practice, no
+/// allocation, no recursion.
 fn wild_match(toks: &[Tok], text: &str) -> bool {
-    let chars: Vec<char> = text.chars().collect();
     let (mut t, mut c) = (0usize, 0usize);
     let mut backtrack: Option<(usize, usize)> = None;
-    while c < chars.len() {
+    while c < text.len() {
+        let Some(ch) = text[c..].chars().next() else {
+            break;
+        };
         match toks.get(t) {
             Some(Tok::Star) => {
                 backtrack = Some((t, c));
@@ -181,17 +189,18 @@ fn wild_match(toks: &[Tok], text: &str) -> bool {
             }
             Some(Tok::One) => {
                 t += 1;
-                c += 1;
+                c += ch.len_utf8();
             }
-            Some(Tok::Lit(l)) if *l == chars[c] => {
+            Some(Tok::Lit(l)) if *l == ch => {
                 t += 1;
-                c += 1;
+                c += ch.len_utf8();
             }
             _ => match backtrack {
                 Some((bt, bc)) => {
+                    let skipped = text[bc..].chars().next().map_or(1, char::len_utf8);
                     t = bt + 1;
-                    c = bc + 1;
-                    backtrack = Some((bt, bc + 1));
+                    c = bc + skipped;
+                    backtrack = Some((bt, c));
                 }
                 None => return false,
             },
@@ -300,5 +309,7 @@ mod tests {
         assert!(g.matches("files__read_file"));
         assert!(!g.matches("files__write_file"));
         assert!(NameGlob::new("*").unwrap().matches("a__b"));
+        assert!(NameGlob::new("é*ç").unwrap().matches("éaàç"));
+        assert!(!NameGlob::new("a*b").unwrap().matches("aXbY"));
     }
 }

@@ -316,8 +316,11 @@ fn check_examples(rule: &Rule, ctx: &Context, case: PathCase) -> Vec<Error> {
         for (index, ex) in examples.iter().enumerate() {
             let raw = example_action(ex, ctx);
             let action = normalise(&raw, ctx, &Lexical);
-            let paths = crate::decide::prepare_paths(&action, case);
-            let got = rule.check(&action, &paths);
+            let folded = crate::decide::prepare_paths(&action, case);
+            let parts: Vec<Vec<&str>> = folded.iter().map(|p| crate::glob::split_path(p)).collect();
+            let got = rule
+                .check(&action, &parts, rule.path_mode())
+                .map_err(|m| m.describe(&action));
             if got.is_ok() != want {
                 let message = match got {
                     Ok(()) => "matches, but should not".to_owned(),

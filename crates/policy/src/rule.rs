@@ -126,18 +126,93 @@ impl CommandPattern {
         }
     }
 
-    /// Deny-side match: also against the program's basename, so `rm` catches `/usr/bin/rm`.
+    /// Deny-side match: also against the program's basename and after stripping wrapper programs, so `rm`
+    /// catches `/usr/bin/rm` and `sudo env X=1 rm`.
     fn matches_loosely(&self, argv: &[String]) -> bool {
-        if self.matches(argv) {
+        let Some((program, args)) = argv.split_first() else {
+            return false;
+        };
+        if self.matches_basename(program, args) {
             return true;
         }
-        match argv.split_first() {
-            Some((program, rest)) if program.contains('/') => {
-                let mut alt = vec![program.rsplit('/').next().unwrap_or(program).to_owned()];
-                alt.extend_from_slice(rest);
-                self.matches(&alt)
-            }
-            _ => false,
+        if !WRAPPERS.contains(&basename(program)) {
+            return false;
+        }
+        // Wrapper options take arguments in wrapper-specific ways (`sudo -u root`, `timeout 5`), so every later
+        // position is tried as the start of the wrapped command. Over-matching only makes a deny stricter.
+        (0..args.len()).any(|k| self.matches_basename(&args[k], &args[k + 1..]))
+    }
+
+    fn matches_basename(&self, program: &str, args: &[String]) -> bool {
+        let base = basename(program);
+        self.tokens
+            .first()
+            .is_some_and(|t| t == program || t == base)
+            && self.tokens.len() <= args.len() + 1
+            && self.tokens[1..].iter().zip(args).all(|(t, a)| t == a)
+            && (self.prefix || self.tokens.len() == args.len() + 1)
+    }
+}
+
+fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// Programs that run their arguments as another command; deny rules look through them.
+const WRAPPERS: [&str; 13] = [
+    "sudo", "doas", "env", "nice", "nohup", "time", "timeout", "command", "exec", "xargs",
+    "stdbuf", "ionice", "setsid",
+];
+
+/// How a rule's path patterns must cover the call's paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PathMode {
+    /// Every path must match (allow and ask rules).
+    Every,
+    /// One path suffices (deny rules, and the ask-cap check in `decide.rs`).
+    Any,
+}
+
+/// Internal mismatch, cheap to build on the hot path; turned into [`Mismatch`] only for explanations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Miss {
+    Operation,
+    Tool,
+    NoPaths,
+    Path(usize),
+    NoCommand,
+    Command,
+    ShellString,
+    NoHost,
+    Host,
+    NoMethod,
+    Method,
+}
+
+impl Miss {
+    pub(crate) fn describe(self, action: &Action) -> Mismatch {
+        match self {
+            Miss::Operation => Mismatch::Operation,
+            Miss::Tool => Mismatch::Tool,
+            Miss::NoPaths => Mismatch::NoPaths,
+            Miss::Path(i) => Mismatch::Path {
+                path: action.paths.get(i).cloned().unwrap_or_default(),
+            },
+            Miss::NoCommand => Mismatch::NoCommand,
+            Miss::Command => Mismatch::Command,
+            Miss::ShellString => Mismatch::ShellString,
+            Miss::NoHost => Mismatch::NoHost,
+            Miss::Host => Mismatch::Host {
+                host: action
+                    .net
+                    .as_ref()
+                    .map(|n| n.host.clone())
+                    .unwrap_or_default(),
+            },
+            Miss::NoMethod => Mismatch::NoMethod,
+            Miss::Method => Mismatch::Method {
+                method: action.method.clone().unwrap_or_default(),
+            },
         }
     }
 }
@@ -274,71 +349,79 @@ impl Rule {
         })
     }
 
-    /// Checks this rule against `action`; `paths` are the action's paths in match form (case-folded if needed).
+    /// The path mode this rule's effect implies.
+    pub(crate) fn path_mode(&self) -> PathMode {
+        if self.effect == Effect::Deny {
+            PathMode::Any
+        } else {
+            PathMode::Every
+        }
+    }
+
+    /// Checks this rule against `action`. `parts` are the action's paths split into segments (case-folded when the
+    /// policy says so), in the same order as `action.paths`.
     pub(crate) fn check(
         &self,
         action: &Action,
-        paths: &[String],
-    ) -> std::result::Result<(), Mismatch> {
+        parts: &[Vec<&str>],
+        mode: PathMode,
+    ) -> Result<(), Miss> {
         if self.ops != 0 {
             let direct = self.ops & action.operation.bit() != 0;
             let as_shell = action.via_shell && self.ops & Operation::ShellExec.bit() != 0;
             if !(direct || as_shell) {
-                return Err(Mismatch::Operation);
+                return Err(Miss::Operation);
             }
         }
         if !self.tools.is_empty() && !self.tools.iter().any(|(_, g)| g.matches(&action.tool)) {
-            return Err(Mismatch::Tool);
+            return Err(Miss::Tool);
         }
         let strict = self.effect != Effect::Deny;
         if !self.paths.is_empty() {
-            if paths.is_empty() {
-                return Err(Mismatch::NoPaths);
+            if parts.is_empty() {
+                return Err(Miss::NoPaths);
             }
-            let hit = |p: &String| self.paths.iter().any(|(_, g)| g.matches_prepared(p));
-            if strict {
-                if let Some(miss) = paths.iter().position(|p| !hit(p)) {
-                    return Err(Mismatch::Path {
-                        path: action.paths.get(miss).cloned().unwrap_or_default(),
-                    });
+            let hit = |p: &Vec<&str>| self.paths.iter().any(|(_, g)| g.matches_parts(p));
+            match mode {
+                PathMode::Every => {
+                    if let Some(miss) = parts.iter().position(|p| !hit(p)) {
+                        return Err(Miss::Path(miss));
+                    }
                 }
-            } else if !paths.iter().any(hit) {
-                return Err(Mismatch::Path {
-                    path: action.paths.first().cloned().unwrap_or_default(),
-                });
+                PathMode::Any => {
+                    if !parts.iter().any(hit) {
+                        return Err(Miss::Path(0));
+                    }
+                }
             }
         }
         if !self.commands.is_empty() {
             let ok = match &action.command {
-                None => return Err(Mismatch::NoCommand),
+                None => return Err(Miss::NoCommand),
                 Some(Command::Argv(argv)) if strict => {
                     self.commands.iter().any(|c| c.matches(argv))
                 }
                 Some(Command::Argv(argv)) => self.commands.iter().any(|c| c.matches_loosely(argv)),
-                Some(Command::Shell { .. }) if strict => return Err(Mismatch::ShellString),
+                Some(Command::Shell { .. }) if strict => return Err(Miss::ShellString),
                 Some(Command::Shell { segments, .. }) => segments
                     .iter()
                     .any(|seg| self.commands.iter().any(|c| c.matches_loosely(seg))),
             };
             if !ok {
-                return Err(Mismatch::Command);
+                return Err(Miss::Command);
             }
         }
         if !self.hosts.is_empty() {
-            let target = action.net.as_ref().ok_or(Mismatch::NoHost)?;
+            let target = action.net.as_ref().ok_or(Miss::NoHost)?;
             if !self.hosts.iter().any(|(_, h)| h.matches(target)) {
-                return Err(Mismatch::Host {
-                    host: target.host.clone(),
-                });
+                return Err(Miss::Host);
             }
         }
         if !self.methods.is_empty() {
             match &action.method {
-                None if strict => return Err(Mismatch::NoMethod),
+                None if strict => return Err(Miss::NoMethod),
                 None => {}
-                Some(m) if !self.methods.contains(m) => {
-                    return Err(Mismatch::Method { method: m.clone() })
-                }
+                Some(m) if !self.methods.contains(m) => return Err(Miss::Method),
                 Some(_) => {}
             }
         }
@@ -408,5 +491,24 @@ mod tests {
         assert!(p.matches(&argv("npm run test --watch")));
         assert!(!p.matches(&argv("npm run test-evil")));
         assert!(!p.matches(&argv("npm run test:unit")));
+    }
+
+    #[test]
+    fn deny_side_matching_looks_through_wrappers() {
+        let p = CommandPattern {
+            tokens: vec!["rm".into(), "-rf".into()],
+            prefix: true,
+        };
+        let argv = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        for hit in [
+            "/bin/rm -rf /",
+            "sudo rm -rf /",
+            "sudo -u root env A=1 /usr/bin/rm -rf x",
+            "timeout 5 nice -n 3 rm -rf y",
+        ] {
+            assert!(p.matches_loosely(&argv(hit)), "{hit}");
+            assert!(!p.matches(&argv(hit)) || hit.starts_with("rm"), "{hit}");
+        }
+        assert!(!p.matches_loosely(&argv("echo rm -rf")));
     }
 }

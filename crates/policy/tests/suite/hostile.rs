@@ -235,3 +235,34 @@ fn userinfo_host_confusion() {
         Effect::Allow
     );
 }
+
+#[test]
+fn ask_path_bundled_with_allowed_paths() {
+    // An ask rule needs every path to match, as allow rules do; without the ask cap, bundling one asked path with an
+    // allowed one would let an allow rule decide alone.
+    let p = load(&json!({"policy": {"default": "deny", "rules": [
+        {"id": "edit-ws", "effect": "allow", "operations": ["fs.read"], "paths": ["${workspace}/**"]},
+        {"id": "ask-secrets", "effect": "ask", "operations": ["fs.read"], "paths": ["${workspace}/secrets/**"]},
+    ]}}));
+    let batch = |paths: &[&str]| {
+        call(
+            "files",
+            "read_multiple_files",
+            json!({ "paths": paths }),
+            Some(policy::ServerKind::Filesystem),
+        )
+    };
+    let d = decide(&p, &batch(&["/ws/src/a", "/ws/secrets/k"]));
+    assert_eq!(
+        (d.effect, d.rule_id.as_deref()),
+        (Effect::Ask, Some("ask-secrets"))
+    );
+    // The cap never loosens: a path outside every allow still falls to the deny default.
+    let d = decide(&p, &batch(&["/etc/passwd", "/ws/secrets/k"]));
+    assert_eq!(
+        (d.effect, d.reason),
+        (Effect::Deny, ReasonCode::DefaultDeny)
+    );
+    let e = p.explain(&action(&p, &batch(&["/ws/src/a", "/ws/secrets/k"])));
+    assert!(e.rules[1].partial && e.rules[1].decisive);
+}
