@@ -163,7 +163,13 @@ impl Workspace {
     /// Opens for reading. Symlinks are followed only while they stay beneath the root (openat2), or refused
     /// (fallback walk).
     pub(crate) fn open_follow(&self, rel: &RelPath, flags: OFlags) -> Result<OwnedFd> {
-        let flags = flags | OFlags::CLOEXEC | OFlags::NOCTTY;
+        // openat2 rejects O_PATH combined with flags other than CLOEXEC/DIRECTORY/NOFOLLOW.
+        let extra = if flags.contains(OFlags::PATH) {
+            OFlags::CLOEXEC
+        } else {
+            OFlags::CLOEXEC | OFlags::NOCTTY
+        };
+        let flags = flags | extra;
         match self.resolver {
             Resolver::Openat2 => {
                 let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;

@@ -232,7 +232,8 @@ impl Git {
         ]
         .map(String::from)
         .into();
-        tail.extend(["--end-of-options".to_string(), "--".to_string()]);
+        // For status, a `--` after `--end-of-options` would itself be taken as a pathspec.
+        tail.push("--end-of-options".into());
         tail.extend(paths);
         self.command(ws, tail)
     }
