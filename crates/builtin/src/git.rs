@@ -102,9 +102,13 @@ fn check_revision(rev: &str) -> Result<()> {
 }
 
 impl Git {
-    /// Git runs with the given layers, minus any writable path: Landlock (when on) then allows no writes.
+    /// Git runs with the given layers, minus any writable path: Landlock (when on) then allows no writes;
+    /// git never needs the network for status or diff, so it gets an empty network namespace where possible.
     pub fn new(mut layers: sandbox::LayerRequest) -> Self {
         layers.writable_paths.clear();
+        if layers.no_network == sandbox::LayerMode::Off {
+            layers.no_network = sandbox::LayerMode::BestEffort;
+        }
         Self { layers }
     }
 

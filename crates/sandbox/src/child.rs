@@ -158,9 +158,17 @@ pub(crate) unsafe fn setup(plan: &ChildPlan) -> io::Result<()> {
             }
         }
 
-        apply_process_layers(plan)
+        apply_process_layers(plan)?;
+        // Descriptors the parent opened without O_CLOEXEC (a library's socket, a database file) must not
+        // reach the command; stdio stays, everything else closes at exec.
+        libc::close_range(3, u32::MAX, CLOSE_RANGE_CLOEXEC);
+        Ok(())
     }
 }
+
+/// `close_range` flag: mark the range close-on-exec instead of closing it now (Linux 5.11+; older kernels
+/// fail the call, which only loses this hardening).
+const CLOSE_RANGE_CLOEXEC: libc::c_int = 1 << 2;
 
 /// Forks I (PID 1 of the new namespace) and T. Returns only in T; C and I wait and `_exit`.
 unsafe fn become_init_chain(plan: &ChildPlan) -> io::Result<()> {

@@ -157,3 +157,16 @@ fn definitions_cover_every_tool() {
         assert!(d["annotations"]["readOnlyHint"].is_boolean());
     }
 }
+
+#[test]
+fn patch_can_delete_a_file() {
+    let f = Fixture::new();
+    f.write("gone.txt", "bye\n");
+    let r = f.call(
+        APPLY_PATCH,
+        json!({"patch": "--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n"}),
+    );
+    assert_eq!(r.outcome, "SUCCEEDED", "{}", r.structured);
+    assert_eq!(r.structured["files"][0]["action"], "deleted");
+    assert!(!f.root.join("gone.txt").exists());
+}

@@ -110,3 +110,24 @@ fn exit_signal_is_reported_as_command_failed() {
     assert_eq!(r.exit.signal, Some(9));
     assert_eq!(r.exit.code, None);
 }
+
+#[test]
+fn inherited_descriptors_are_closed() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    // A descriptor without O_CLOEXEC, as a careless library might leave one.
+    let file = std::fs::File::open("/etc/hostname")
+        .or_else(|_| std::fs::File::open("/"))
+        .unwrap();
+    // SAFETY: duplicating a descriptor we own; the copy is closed at the end of the test.
+    let raw = unsafe { libc::dup(file.as_raw_fd()) };
+    assert!(raw > 2);
+    let r = run(&sh(
+        &format!("test -e /proc/self/fd/{raw} && echo leaked || echo closed"),
+        dir.path(),
+    ))
+    .unwrap();
+    // SAFETY: closing the duplicate made above.
+    unsafe { libc::close(raw) };
+    assert_eq!(r.stdout.text, "closed\n");
+}
