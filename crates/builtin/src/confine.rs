@@ -89,7 +89,8 @@ impl Workspace {
             Mode::empty(),
             ResolveFlags::BENEATH,
         );
-        if matches!(probe, Err(Errno::NOSYS)) {
+        // ENOSYS on old kernels; EPERM where a seccomp profile blocks syscalls it does not know.
+        if matches!(probe, Err(Errno::NOSYS | Errno::PERM)) {
             ws.resolver = Resolver::Walk;
         }
         Ok(ws)

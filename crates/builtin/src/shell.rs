@@ -66,6 +66,15 @@ pub struct CommandSnapshot {
     pub env: BTreeMap<String, String>,
 }
 
+impl CommandSnapshot {
+    /// SHA-256 (hex) of the snapshot's JSON form, so an approval record can bind exactly this snapshot.
+    /// Deterministic: fields serialise in declaration order and the environment is a sorted map.
+    pub fn digest(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        hex::encode(Sha256::digest(&json))
+    }
+}
+
 /// Configuration for `shell_run`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellSettings {
@@ -267,5 +276,22 @@ mod tests {
             prepare(&ws, &ShellSettings::default(), request),
             Err(Error::InvalidArguments(_))
         ));
+    }
+
+    #[test]
+    fn digest_changes_with_any_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let request = ShellRequest {
+            program: "true".into(),
+            args: vec!["a".into()],
+            cwd: None,
+            timeout_seconds: None,
+        };
+        let snapshot = prepare(&ws, &ShellSettings::default(), request).unwrap();
+        assert_eq!(snapshot.digest(), snapshot.clone().digest());
+        let mut other = snapshot.clone();
+        other.args = vec!["b".into()];
+        assert_ne!(snapshot.digest(), other.digest());
     }
 }
