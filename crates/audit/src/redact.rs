@@ -23,30 +23,75 @@ const MAX_PASSES: usize = 4;
 /// Key names whose values are secret wherever they appear (ASCII case-insensitive).
 const SENSITIVE_KEY: &str = r"[A-Za-z0-9_.-]*(?i-u:secret|password|passwd|pwd|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|session[_-]?id|cookie)[A-Za-z0-9_.-]*";
 
-/// One rule: a pattern and the replacement template (regex `$n` syntax).
+/// One rule: a pattern, its replacement template (regex `$n` syntax), and a cheap
+/// necessary condition for a match. The regex engine is built without its literal
+/// optimisations, so skipping rules whose anchor text is absent keeps redaction of
+/// ordinary text fast; a hint must never be false when the pattern could match.
 struct Rule {
     re: Regex,
     with: &'static str,
+    hint: fn(&Hay<'_>) -> bool,
 }
+
+/// The text being redacted, as seen by rule hints.
+struct Hay<'a> {
+    text: &'a str,
+}
+
+impl Hay<'_> {
+    fn has(&self, needle: &str) -> bool {
+        self.text.contains(needle)
+    }
+
+    fn has_any(&self, needles: &[&str]) -> bool {
+        needles.iter().any(|n| self.text.contains(n))
+    }
+
+    /// ASCII case-insensitive search; `needles` must be lower case.
+    fn lower_has_any(&self, needles: &[&str]) -> bool {
+        let hay = self.text.as_bytes();
+        needles.iter().any(|n| {
+            hay.windows(n.len())
+                .any(|w| w.eq_ignore_ascii_case(n.as_bytes()))
+        })
+    }
+}
+
+/// Lower-case fragments one of which every sensitive key name contains.
+const SENSITIVE_HINTS: &[&str] = &[
+    "secret",
+    "passw",
+    "pwd",
+    "token",
+    "key",
+    "credential",
+    "session",
+    "cookie",
+];
+
+type Spec = (String, &'static str, fn(&Hay<'_>) -> bool);
 
 fn rules() -> &'static [Rule] {
     static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
     RULES.get_or_init(|| {
-        let specs: Vec<(String, &'static str)> = vec![
+        let specs: Vec<Spec> = vec![
             // PEM blocks, including a truncated one that never reaches its END line.
             (
                 r"-----BEGIN [A-Z0-9 ]{1,64}-----[\s\S]*?(?:-----END [A-Z0-9 ]{1,64}-----|\z)".into(),
                 "[REDACTED:pem]",
+                |h| h.has("-----BEGIN "),
             ),
             // JSON members with a sensitive key: `"client_secret": "…"`.
             (
                 format!(r#""({SENSITIVE_KEY})"\s*:\s*"(?:[^"\\]|\\.)*""#),
                 r#""$1": "[REDACTED]""#,
+                |h| h.has("\"") && h.lower_has_any(SENSITIVE_HINTS),
             ),
             // Header lines whose whole value is a credential.
             (
                 r"(?m)\b((?i-u:proxy-authorization|authorization|x-api-key|api-key|set-cookie|cookie))(\s*[:=]\s*)[^\r\n]+".into(),
                 "$1$2[REDACTED]",
+                |h| h.lower_has_any(&["authorization", "api-key", "cookie"]),
             ),
             // Assignments: `password=…`, `AWS_SECRET_ACCESS_KEY: …`, `--token=…`.
             (
@@ -54,44 +99,73 @@ fn rules() -> &'static [Rule] {
                     r#"\b({SENSITIVE_KEY})(\s*[=:]\s*)(?:"(?:[^"\\]|\\.)*"|'[^']*'|[^\s"',;&]+)"#
                 ),
                 "$1$2[REDACTED]",
+                |h| h.has_any(&["=", ":"]) && h.lower_has_any(SENSITIVE_HINTS),
             ),
-            (r"\b((?i-u:bearer))\s+[A-Za-z0-9._~+/=-]{8,}".into(), "$1 [REDACTED]"),
+            (
+                r"\b((?i-u:bearer))\s+[A-Za-z0-9._~+/=-]{8,}".into(),
+                "$1 [REDACTED]",
+                |h| h.lower_has_any(&["bearer"]),
+            ),
             (
                 r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b".into(),
                 "[REDACTED:aws-key-id]",
+                |h| {
+                    h.has_any(&[
+                        "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA",
+                        "ANVA", "APKA",
+                    ])
+                },
             ),
             (
                 r"\b(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})".into(),
                 "[REDACTED:github-token]",
+                |h| h.has_any(&["gh", "github_pat_"]),
             ),
-            (r"\bsk-ant-[A-Za-z0-9_-]{8,}".into(), "[REDACTED:anthropic-key]"),
+            (
+                r"\bsk-ant-[A-Za-z0-9_-]{8,}".into(),
+                "[REDACTED:anthropic-key]",
+                |h| h.has("sk-ant-"),
+            ),
             (
                 r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}".into(),
                 "[REDACTED:openai-key]",
+                |h| h.has("sk-"),
             ),
-            (r"\bAIza[0-9A-Za-z_-]{30,}".into(), "[REDACTED:gcp-api-key]"),
+            (
+                r"\bAIza[0-9A-Za-z_-]{30,}".into(),
+                "[REDACTED:gcp-api-key]",
+                |h| h.has("AIza"),
+            ),
             (
                 r"\b(?:xox[abprse]|xapp)-[A-Za-z0-9-]{8,}".into(),
                 "[REDACTED:slack-token]",
+                |h| h.has_any(&["xox", "xapp-"]),
             ),
             (
                 r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*".into(),
                 "[REDACTED:jwt]",
+                |h| h.has("eyJ"),
             ),
             // URL userinfo password: `scheme://user:secret@host`.
             (
                 r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@\[\]]+):[^/\s@]+@".into(),
                 "$1:[REDACTED]@",
+                |h| h.has("://") && h.has("@"),
             ),
             // URL query values; the keys stay, so the log still says what was passed.
             (
                 r#"([?&][A-Za-z0-9_.~%+\[\]-]+=)[^&#\s"'<>]+"#.into(),
                 "$1[REDACTED]",
+                |h| h.has("=") && h.has_any(&["?", "&"]),
             ),
         ];
         specs
             .into_iter()
-            .filter_map(|(pattern, with)| Regex::new(&pattern).ok().map(|re| Rule { re, with }))
+            .filter_map(|(pattern, with, hint)| {
+                Regex::new(&pattern)
+                    .ok()
+                    .map(|re| Rule { re, with, hint })
+            })
             .collect()
     })
 }
@@ -108,6 +182,9 @@ pub fn redact(text: &str) -> String {
     for _ in 0..MAX_PASSES {
         let mut changed = false;
         for rule in rules() {
+            if !(rule.hint)(&Hay { text: &current }) {
+                continue;
+            }
             let next = rule.re.replace_all(&current, rule.with);
             if next != current {
                 current = next.into_owned();
@@ -186,7 +263,37 @@ pub fn redact_json(value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// `redact` without the hints, to check that hints only skip work.
+    fn redact_unhinted(text: &str) -> String {
+        let mut current = text.to_owned();
+        for _ in 0..MAX_PASSES {
+            let before = current.clone();
+            for rule in rules() {
+                current = rule.re.replace_all(&current, rule.with).into_owned();
+            }
+            if current == before {
+                break;
+            }
+        }
+        current
+    }
+
+    proptest! {
+        #[test]
+        fn hints_never_skip_a_match(parts in prop::collection::vec(prop_oneof![
+            Just("ghp_"), Just("github_pat_"), Just("sk-ant-"), Just("sk-proj-"), Just("AKIA"),
+            Just("AIza"), Just("xoxb-"), Just("xapp-"), Just("eyJ"), Just("."), Just("BeArEr "),
+            Just("AUTHORIZATION: "), Just("Cookie="), Just("PassWord="), Just("\"Api_Key\": \""),
+            Just("-----BEGIN X-----"), Just("https://u:"), Just("@"), Just("?q="), Just("&"),
+            Just("0123456789abcdefghijKLMNOPQRSTUV"), Just(" "), Just("\n"),
+        ], 0..10)) {
+            let s = parts.concat();
+            prop_assert_eq!(redact(&s), redact_unhinted(&s));
+        }
+    }
 
     #[test]
     fn every_rule_compiles() {
