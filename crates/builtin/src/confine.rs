@@ -374,6 +374,40 @@ mod tests {
         assert!(matches!(open("out/passwd"), Err(Error::PathRefused(_))));
     }
 
+    /// The fallback walk under a component flipping between a directory and a symlink to `/`.
+    #[test]
+    fn walk_fallback_survives_flipping_component() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join("parked/etc")).unwrap();
+        std::fs::write(root.join("parked/etc/passwd"), "inside").unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flipper = {
+            let (root, stop) = (root.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = std::os::unix::fs::symlink("/", root.join("flip"));
+                    let _ = std::fs::remove_file(root.join("flip"));
+                    let _ = std::fs::rename(root.join("parked"), root.join("flip"));
+                    let _ = std::fs::rename(root.join("flip"), root.join("parked"));
+                }
+            })
+        };
+        let w = ws(&root, Resolver::Walk);
+        let rel = w.relative("flip/etc/passwd").unwrap();
+        for _ in 0..2000 {
+            if let Ok(fd) = w.open_follow(&rel, OFlags::RDONLY) {
+                let mut s = String::new();
+                std::io::Read::read_to_string(&mut std::fs::File::from(fd), &mut s).unwrap();
+                assert_eq!(s, "inside");
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        flipper.join().unwrap();
+    }
+
     #[test]
     fn mutation_parent_refuses_symlinked_directory() {
         let dir = tempfile::tempdir().unwrap();

@@ -70,6 +70,7 @@ pub struct GitDiffArgs {
 #[derive(Debug, Clone)]
 pub struct Git {
     layers: sandbox::LayerRequest,
+    search_path: String,
 }
 
 fn refuse_option_like(what: &str, value: &str) -> Result<()> {
@@ -109,12 +110,16 @@ impl Git {
         if layers.no_network == sandbox::LayerMode::Off {
             layers.no_network = sandbox::LayerMode::BestEffort;
         }
-        Self { layers }
+        Self {
+            layers,
+            search_path: GIT_SEARCH_PATH.to_string(),
+        }
     }
 
-    fn executable() -> Result<PathBuf> {
-        resolve_program("git", Some(GIT_SEARCH_PATH), Path::new("/"))
-            .map_err(|_| Error::GitUnavailable(format!("no git executable in {GIT_SEARCH_PATH}")))
+    fn executable(&self) -> Result<PathBuf> {
+        let path = &self.search_path;
+        resolve_program("git", Some(path), Path::new("/"))
+            .map_err(|_| Error::GitUnavailable(format!("no git executable in {path}")))
     }
 
     fn env(ws: &Workspace) -> BTreeMap<String, String> {
@@ -217,7 +222,7 @@ impl Git {
     }
 
     fn command(&self, ws: &Workspace, tail: Vec<String>) -> Result<sandbox::RunResult> {
-        let git = Self::executable()?;
+        let git = self.executable()?;
         let mut args: Vec<String> = HARDENING.iter().map(|s| s.to_string()).collect();
         args.extend(self.filter_overrides(ws, &git)?);
         args.extend(tail);
@@ -303,6 +308,17 @@ mod tests {
         assert!(check_revision("--output=/tmp/x").is_err());
         assert!(check_revision("HEAD~1").is_ok());
         assert!(check_revision("a b").is_err());
+    }
+
+    #[test]
+    fn missing_git_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let mut git = Git::new(sandbox::LayerRequest::default());
+        git.search_path = "/nonexistent/bin".into();
+        let err = git.status(&ws, &GitStatusArgs::default()).unwrap_err();
+        assert!(matches!(err, Error::GitUnavailable(_)), "{err}");
+        assert_eq!(err.classify().map(|c| c.code), Some("GIT_UNAVAILABLE"));
     }
 
     #[test]
