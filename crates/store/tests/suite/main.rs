@@ -12,6 +12,7 @@ mod capacity;
 mod concurrency;
 mod crash;
 mod grants_pins;
+mod model;
 mod namespace;
 mod reporting;
 mod support;
