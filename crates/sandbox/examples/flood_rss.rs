@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use sandbox::{probe, run, CommandSpec};
+use sandbox::{probe, run, CommandSpec, LayerMode};
 
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -40,6 +40,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         result.stdout.dropped_bytes,
         start.elapsed(),
         growth
+    );
+
+    // Spawn cost with every layer on, for comparison with the design's measurement.
+    let mut all = CommandSpec::new("/bin/true", "/");
+    all.layers.no_network = LayerMode::BestEffort;
+    all.layers.landlock = LayerMode::BestEffort;
+    all.layers.writable_paths = vec!["/tmp".into()];
+    all.layers.rlimits = LayerMode::BestEffort;
+    let runs = 50u32;
+    let start = Instant::now();
+    for _ in 0..runs {
+        run(&all)?;
+    }
+    println!(
+        "/bin/true with every layer: {:?} per run",
+        start.elapsed() / runs
     );
     Ok(())
 }

@@ -3,14 +3,15 @@
 //! Each stream has its own reader thread that drains the pipe continuously until EOF (so a child that floods
 //! both streams can never block on a full pipe), keeps the first [`MAX_CAPTURE_BYTES_PER_STREAM`] bytes and only
 //! counts the rest. Memory is O(1) in output volume: one fixed read chunk plus at most the retained prefix.
-//! It does not decide when to stop waiting for EOF; the runner raises the `stop` flag after a grace period.
+//! It does not decide how long to wait for EOF once the command is gone; the runner passes that grace period.
 
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// Bytes of each stream kept for the caller; the rest is drained and counted, not stored.
 pub const MAX_CAPTURE_BYTES_PER_STREAM: usize = 256 * 1024;
@@ -62,14 +63,50 @@ impl Capture {
     }
 }
 
-/// Starts the reader thread for one pipe.
-pub(crate) fn spawn_reader(
-    fd: OwnedFd,
+/// The two reader threads of one run.
+pub(crate) struct Readers {
+    stdout: Option<JoinHandle<Capture>>,
+    stderr: Option<JoinHandle<Capture>>,
     stop: Arc<AtomicBool>,
-) -> std::io::Result<JoinHandle<Capture>> {
-    std::thread::Builder::new()
-        .name("sandbox-capture".into())
-        .spawn(move || drain(File::from(fd), &stop, MAX_CAPTURE_BYTES_PER_STREAM))
+    /// Disconnects when every reader has returned (each holds a sender), so finishing needs no polling.
+    all_done: mpsc::Receiver<()>,
+}
+
+impl Readers {
+    /// Starts one reader per pipe; a pipe whose thread cannot start is dropped (the child then gets EPIPE).
+    pub(crate) fn start(stdout: Option<OwnedFd>, stderr: Option<OwnedFd>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (done_tx, all_done) = mpsc::channel::<()>();
+        let spawn = |fd: Option<OwnedFd>| {
+            let (stop, done) = (Arc::clone(&stop), done_tx.clone());
+            fd.and_then(|fd| {
+                std::thread::Builder::new()
+                    .name("sandbox-capture".into())
+                    .spawn(move || {
+                        let capture = drain(File::from(fd), &stop, MAX_CAPTURE_BYTES_PER_STREAM);
+                        drop(done);
+                        capture
+                    })
+                    .ok()
+            })
+        };
+        let (stdout, stderr) = (spawn(stdout), spawn(stderr));
+        Self {
+            stdout,
+            stderr,
+            stop,
+            all_done,
+        }
+    }
+
+    /// Waits up to `grace` for both streams to reach EOF, then tells the readers to stop and collects them.
+    pub(crate) fn finish(self, grace: Duration) -> (Capture, Capture) {
+        let _ = self.all_done.recv_timeout(grace);
+        self.stop.store(true, Ordering::Release);
+        let join =
+            |h: Option<JoinHandle<Capture>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
+        (join(self.stdout), join(self.stderr))
+    }
 }
 
 fn drain(mut file: File, stop: &AtomicBool, cap: usize) -> Capture {

@@ -9,14 +9,12 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-use crate::capture::{spawn_reader, Capture};
+use crate::capture::{Capture, Readers};
 use crate::child::{self, ChildPlan, LimitList};
 use crate::error::{Error, Result};
 use crate::landlock::{self, PrepareError};
@@ -340,12 +338,10 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
         }
     };
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let readers = [
+    let readers = Readers::start(
         child.stdout.take().map(OwnedFd::from),
         child.stderr.take().map(OwnedFd::from),
-    ]
-    .map(|fd| fd.map(|fd| spawn_reader(fd, Arc::clone(&stop))));
+    );
     let pid = child.id() as libc::pid_t;
     let group = Pid::from_raw(pid);
     let watch = ExitWatch::new(pid);
@@ -366,21 +362,7 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
     let report = decode(&read_report(report_read));
     merge(&mut layers, &report);
 
-    let [out, err] = readers;
-    let drain_deadline = Instant::now() + DRAIN_GRACE;
-    let finished = |r: &Option<std::io::Result<std::thread::JoinHandle<Capture>>>| match r {
-        Some(Ok(h)) => h.is_finished(),
-        _ => true,
-    };
-    while !(finished(&out) && finished(&err)) && Instant::now() < drain_deadline {
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    stop.store(true, Ordering::Release);
-    let join = |r: Option<std::io::Result<std::thread::JoinHandle<Capture>>>| match r {
-        Some(Ok(h)) => h.join().unwrap_or_default(),
-        _ => Capture::default(),
-    };
-    let (stdout, stderr) = (join(out), join(err));
+    let (stdout, stderr) = readers.finish(DRAIN_GRACE);
 
     let exit = exit_info(report.wait_status, status);
     let outcome = if timed_out {
