@@ -85,6 +85,31 @@ impl VerifyReport {
     }
 }
 
+impl fmt::Display for VerifyReport {
+    /// One line for the administrator: the verdict, and where the damage starts.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let anchored = if self.anchored {
+            " (from a pruning anchor)"
+        } else {
+            ""
+        };
+        match &self.problem {
+            None => write!(f, "ok: {} events verified{anchored}", self.events),
+            Some(p) => {
+                write!(f, "FAILED at line {}", p.line)?;
+                if let Some(seq) = p.seq {
+                    write!(f, " (seq {seq})")?;
+                }
+                write!(
+                    f,
+                    ": {}; {} events verified before it{anchored}",
+                    p.kind, self.events
+                )
+            }
+        }
+    }
+}
+
 /// Where the next event continues the chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ChainHead {

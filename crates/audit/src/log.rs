@@ -112,23 +112,28 @@ impl AuditLog {
         Ok(head.next_seq)
     }
 
-    /// The last `n` event records (anchors excluded), oldest first.
+    /// The last `n` event records (anchors excluded), oldest first. Reads backwards from
+    /// the end, so its cost follows `n`, not the size of the log.
     pub fn tail(&self, n: usize) -> Result<Vec<Value>> {
-        let text = read_all(&self.path)?;
-        let lines: Vec<(usize, &str)> = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.is_empty())
-            .collect();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        // One extra line: the first line of a pruned log is an anchor, not an event.
+        let lines = read_last_lines(&self.path, n + 1)?;
         let mut out = Vec::new();
-        for (i, line) in lines.iter().rev() {
+        for (from_end, line) in lines.iter().rev().enumerate() {
             if out.len() == n {
                 break;
             }
-            let v: Value = serde_json::from_str(line).map_err(|_| Error::Tampered {
-                line: *i as u64 + 1,
-                problem: chain::ProblemKind::Malformed.to_string(),
-            })?;
+            let parsed = std::str::from_utf8(line)
+                .ok()
+                .and_then(|l| serde_json::from_str::<Value>(l).ok());
+            let Some(v) = parsed else {
+                return Err(Error::Tampered {
+                    line: line_number_from_end(&self.path, from_end as u64)?,
+                    problem: chain::ProblemKind::Malformed.to_string(),
+                });
+            };
             if v.get("kind").and_then(Value::as_str) != Some(ANCHOR_KIND) {
                 out.push(v);
             }
@@ -246,6 +251,55 @@ fn read_head(file: &mut File) -> Result<ChainHead> {
     parse_line(line)
         .and_then(|p| p.head_after())
         .ok_or(Error::CorruptTail)
+}
+
+/// Chunk size for reading the log backwards.
+const TAIL_CHUNK: u64 = 64 * 1024;
+
+/// Up to `want` last lines of the file, oldest first (a torn final line included, so the
+/// caller sees it); a missing file has none.
+fn read_last_lines(path: &Path, want: usize) -> Result<Vec<Vec<u8>>> {
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let len = file.metadata()?.len();
+    let mut start = len;
+    let mut buf: Vec<u8> = Vec::new();
+    while start > 0 {
+        let step = TAIL_CHUNK.min(start);
+        start -= step;
+        let mut chunk = vec![0u8; step as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&buf);
+        buf = chunk;
+        // `want` complete lines need `want + 1` newlines: one ends the line before them.
+        if buf.iter().filter(|&&b| b == b'\n').count() > want {
+            break;
+        }
+    }
+    let mut pieces: Vec<&[u8]> = buf.split(|&b| b == b'\n').collect();
+    if pieces.last().is_some_and(|p| p.is_empty()) {
+        pieces.pop();
+    }
+    if start > 0 && !pieces.is_empty() {
+        pieces.remove(0); // starts mid-line
+    }
+    let skip = pieces.len().saturating_sub(want);
+    Ok(pieces[skip..].iter().map(|p| p.to_vec()).collect())
+}
+
+/// 1-based number of the line `from_end` lines before the last (0 = the last line).
+/// Reads the whole log, which only happens on the way to reporting damage.
+fn line_number_from_end(path: &Path, from_end: u64) -> Result<u64> {
+    let bytes = fs::read(path)?;
+    let mut lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    if bytes.last().is_some_and(|&b| b != b'\n') {
+        lines += 1;
+    }
+    Ok(lines.saturating_sub(from_end))
 }
 
 /// The whole log as text; a missing log is empty.

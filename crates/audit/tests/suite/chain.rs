@@ -45,7 +45,12 @@ fn edited_event_is_pinpointed() {
     let mut l = lines(&log);
     l[2] = l[2].replace("\"allow\"", "\"deny\"");
     write_lines(&log, &l);
-    let p = log.verify().unwrap().problem.unwrap();
+    let report = log.verify().unwrap();
+    assert_eq!(
+        report.to_string(),
+        "FAILED at line 3 (seq 3): record edited (hash mismatch); 2 events verified before it"
+    );
+    let p = report.problem.unwrap();
     assert_eq!(
         (p.line, p.seq, p.kind),
         (3, Some(3), ProblemKind::HashMismatch)
@@ -138,6 +143,10 @@ fn prune_is_dry_run_by_default_then_reanchors() {
     assert!(r.is_ok(), "{r:?}");
     assert!(r.anchored);
     assert_eq!(r.events, 3);
+    assert_eq!(
+        r.to_string(),
+        "ok: 3 events verified (from a pruning anchor)"
+    );
 
     // The chain continues after pruning, and a second prune accumulates the count.
     assert_eq!(
@@ -217,4 +226,32 @@ fn missing_log_verifies_empty() {
     assert!(r.is_ok());
     assert_eq!(r.events, 0);
     assert!(log.tail(3).unwrap().is_empty());
+}
+
+#[test]
+fn tail_across_read_chunks_and_malformed_line_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::new(dir.path());
+    // Records of ~4 KiB each, so 40 of them span several 64 KiB chunks.
+    for i in 0..40 {
+        let mut e = AuditEvent::new(EventKind::Decision, i, &format!("t{i}"));
+        e.resources = (0..8)
+            .map(|r| format!("/ws/{r}/{}", "p".repeat(500)))
+            .collect();
+        log.record(&e).unwrap();
+    }
+    let t = log.tail(25).unwrap();
+    assert_eq!(t.len(), 25);
+    assert_eq!(t[0]["trace_id"], "t15");
+    assert_eq!(t[24]["trace_id"], "t39");
+
+    let mut l = lines(&log);
+    l[37] = "garbage".into();
+    write_lines(&log, &l);
+    assert!(
+        log.tail(2).is_ok(),
+        "damage outside the tail does not matter"
+    );
+    let err = log.tail(3).unwrap_err();
+    assert!(matches!(err, Error::Tampered { line: 38, .. }), "{err:?}");
 }
