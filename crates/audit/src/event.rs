@@ -23,10 +23,11 @@ const TRUNCATED: &str = "…[truncated]";
 pub(crate) const RECORD_VERSION: u64 = 1;
 
 /// What an event is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     /// A policy decision on a call.
+    #[default]
     Decision,
     /// An approval request was created, approved, rejected, expired or consumed.
     Approval,
@@ -63,8 +64,8 @@ impl Digest {
 /// methods; text is redacted and capped when it is recorded, not here.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AuditEvent {
-    /// Event kind; `None` is recorded as `decision`.
-    pub kind: Option<EventKind>,
+    /// Event kind.
+    pub kind: EventKind,
     /// When it happened, Unix milliseconds (the caller's clock).
     pub time_ms: i64,
     /// Lifecycle correlation id.
@@ -89,6 +90,8 @@ pub struct AuditEvent {
     pub outcome: Option<String>,
     /// Approval request id, for approval events and resumed executions.
     pub request_id: Option<String>,
+    /// Who acted, for approval transitions decided by a human (e.g. the operator name).
+    pub actor: Option<String>,
     /// Execution time.
     pub duration_ms: Option<u64>,
     /// Size and hash of the call's arguments.
@@ -101,7 +104,7 @@ impl AuditEvent {
     /// Starts an event of `kind` at `time_ms` for `trace_id`.
     pub fn new(kind: EventKind, time_ms: i64, trace_id: &str) -> Self {
         Self {
-            kind: Some(kind),
+            kind,
             time_ms,
             trace_id: trace_id.to_owned(),
             ..Self::default()
@@ -130,7 +133,7 @@ impl AuditEvent {
     pub(crate) fn to_record(&self) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("v".into(), RECORD_VERSION.into());
-        let kind = self.kind.unwrap_or(EventKind::Decision);
+        let kind = self.kind;
         m.insert(
             "kind".into(),
             serde_json::to_value(kind).unwrap_or(Value::Null),
@@ -152,6 +155,7 @@ impl AuditEvent {
             ("reason_code", &self.reason_code),
             ("outcome", &self.outcome),
             ("request_id", &self.request_id),
+            ("actor", &self.actor),
         ] {
             if let Some(v) = value {
                 m.insert(key.into(), field(v, MAX_FIELD_CHARS).into());

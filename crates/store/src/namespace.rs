@@ -105,8 +105,9 @@ impl Namespace {
             return Err(Error::StateRootNotAbsolute);
         }
         // Check before creating anything, so a refused root leaves no directory behind
-        // in the workspace; then again on the canonical path, which resolves symlinks.
-        if is_inside(&lexical_normalise(state_root), &workspace) {
+        // in the workspace (resolving symlinks in the part that already exists); then
+        // again on the canonical path once it exists.
+        if is_inside(&resolve_existing_prefix(state_root), &workspace) {
             return Err(Error::StateRootInsideWorkspace);
         }
         create_private_dir_all(state_root)?;
@@ -176,6 +177,28 @@ fn lexical_normalise(p: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// Canonicalises the longest existing ancestor of `p` and appends the rest lexically, so
+/// a not-yet-created path is judged by where it will really be.
+fn resolve_existing_prefix(p: &Path) -> PathBuf {
+    let p = lexical_normalise(p);
+    let mut base = p.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = fs::canonicalize(base) {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (base.parent(), base.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                base = parent;
+            }
+            _ => return p.clone(),
+        }
+    }
 }
 
 /// SHA-256 of the canonical path's bytes, hex-encoded.

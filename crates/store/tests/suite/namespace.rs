@@ -164,3 +164,20 @@ fn state_files_are_private() {
     assert!(wal.exists());
     assert_eq!(mode(&wal), 0o600);
 }
+
+#[cfg(unix)]
+#[test]
+fn state_root_below_symlinked_workspace_is_refused_before_creation() {
+    let env = Env::new();
+    let link = env.workspace.with_file_name("ws-alias");
+    std::os::unix::fs::symlink(&env.workspace, &link).unwrap();
+    let sneaky = link.join("deep").join("state");
+    assert!(matches!(
+        Namespace::open(&sneaky, &env.workspace),
+        Err(Error::StateRootInsideWorkspace)
+    ));
+    assert!(
+        !env.workspace.join("deep").exists(),
+        "nothing created in the workspace"
+    );
+}
