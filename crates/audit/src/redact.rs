@@ -263,6 +263,7 @@ pub fn redact_json(value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pretty_assertions::assert_eq;
     use proptest::prelude::*;
     use serde_json::json;
 

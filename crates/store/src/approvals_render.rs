@@ -84,6 +84,7 @@ mod tests {
     use super::*;
     use crate::approvals::ApprovalStatus;
     use crate::time::Timestamp;
+    use pretty_assertions::assert_eq;
     use serde_json::json;
 
     fn approval() -> Approval {

@@ -4,15 +4,19 @@
 //! `events`, `report`) as `impl Store` blocks; this file only opens the handle. A `Store`
 //! is `Send` but not `Sync`: give each thread or task its own, or guard one with a mutex.
 
+use std::collections::BTreeMap;
+
 use rusqlite::Connection;
+use serde::Serialize;
 
 use crate::db;
 use crate::error::Result;
 use crate::namespace::Namespace;
+use crate::time::Timestamp;
 
 /// Capacity ceilings of the approval store. Values exactly at a ceiling are allowed; a
 /// request that would exceed one is refused, and nothing is ever evicted to make room.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Limits {
     /// Most approval records held at once, in any state, until pruned.
     pub max_approval_records: u64,
@@ -37,6 +41,27 @@ impl Default for Limits {
     }
 }
 
+/// Occupancy of a store, for `doctor`-style diagnostics and capacity warnings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoreStats {
+    /// Schema version on disk.
+    pub schema_version: i64,
+    /// Approval records held, in any state (what the record ceiling counts).
+    pub approval_records: u64,
+    /// Total bytes of stored snapshots (what the byte ceiling counts).
+    pub snapshot_bytes: u64,
+    /// Approval records by effective status at the `now` given.
+    pub approvals_by_status: BTreeMap<String, u64>,
+    /// Session grants held.
+    pub session_grants: u64,
+    /// Tool pins held.
+    pub tool_pins: u64,
+    /// Reporting events held.
+    pub report_events: u64,
+    /// The ceilings in force.
+    pub limits: Limits,
+}
+
 /// An open store for one workspace namespace.
 #[derive(Debug)]
 pub struct Store {
@@ -59,5 +84,40 @@ impl Store {
     /// The ceilings this handle enforces.
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// Counts of everything held, with approval statuses as effective at `now`.
+    pub fn stats(&self, now: Timestamp) -> Result<StoreStats> {
+        let count = |sql: &str| -> Result<u64> {
+            let n: i64 = self.conn.query_row(sql, [], |r| r.get(0))?;
+            Ok(n as u64)
+        };
+        let (approval_records, snapshot_bytes): (i64, i64) = self.conn.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(snapshot_bytes), 0) FROM approvals",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let mut approvals_by_status = BTreeMap::new();
+        let mut stmt = self.conn.prepare(
+            "SELECT CASE WHEN status IN ('PENDING', 'APPROVED') AND expires_at <= ?1
+                         THEN 'EXPIRED' ELSE status END AS effective, COUNT(*)
+             FROM approvals GROUP BY effective",
+        )?;
+        let mut rows = stmt.query([now.as_millis()])?;
+        while let Some(r) = rows.next()? {
+            let status: String = r.get(0)?;
+            let n: i64 = r.get(1)?;
+            approvals_by_status.insert(status, n as u64);
+        }
+        Ok(StoreStats {
+            schema_version: count("PRAGMA user_version")? as i64,
+            approval_records: approval_records as u64,
+            snapshot_bytes: snapshot_bytes as u64,
+            approvals_by_status,
+            session_grants: count("SELECT COUNT(*) FROM session_grants")?,
+            tool_pins: count("SELECT COUNT(*) FROM tool_pins")?,
+            report_events: count("SELECT COUNT(*) FROM report_events")?,
+            limits: self.limits,
+        })
     }
 }

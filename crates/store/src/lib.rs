@@ -26,7 +26,7 @@ pub use approvals_render::{render_approval_detail, render_approval_list};
 pub use canonical::{canonical_json, definition_hash};
 pub use error::{Error, Result};
 pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};
-pub use handle::{Limits, Store};
+pub use handle::{Limits, Store, StoreStats};
 pub use namespace::{resolve_state_root, Namespace, StateRootInputs};
 pub use pins::{FirstUse, PinCheck, PinState, ToolPin};
 pub use report::{percentile_nearest_rank, GroupBy, ReasonCount, Report, ReportRow};

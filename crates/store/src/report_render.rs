@@ -143,6 +143,7 @@ fn csv_cell(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::report::{GroupBy, ReasonCount};
+    use pretty_assertions::assert_eq;
 
     fn report() -> Report {
         Report {

@@ -62,6 +62,13 @@ impl Timestamp {
     }
 }
 
+impl std::fmt::Display for Timestamp {
+    /// RFC 3339, as `to_rfc3339`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_rfc3339())
+    }
+}
+
 /// Proleptic Gregorian date from days since 1970-01-01 (Howard Hinnant's algorithm),
 /// written out here so the crate needs no date library for one formatting need.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {

@@ -1,6 +1,7 @@
 //! Tamper evidence: edits, deletions and reordering are pinpointed by line; pruning
 //! re-anchors the chain so the kept part still verifies.
 
+use pretty_assertions::assert_eq;
 use std::fs;
 
 use audit::{AuditEvent, AuditLog, Error, EventKind, ProblemKind, PruneMode};

@@ -1,5 +1,6 @@
 //! Raw arguments and results never reach the log; resources and labels are redacted.
 
+use pretty_assertions::assert_eq;
 use std::fs;
 
 use audit::{AuditEvent, AuditLog, Digest, EventKind};

@@ -2,6 +2,7 @@
 //! survive, and idempotence over arbitrary input.
 
 use audit::{redact, redact_json, redact_map, REDACTED};
+use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::json;
 

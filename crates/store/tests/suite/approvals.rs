@@ -1,5 +1,6 @@
 //! The approval lifecycle, expiry, reads that do not persist, and pruning.
 
+use pretty_assertions::assert_eq;
 use store::{ApprovalStatus, Error, PruneMode, Timestamp};
 
 use crate::support::{snapshot, Env, DAY, MINUTE, T0};

@@ -1,6 +1,7 @@
 //! Fixed ceilings: a full store refuses new requests, keeps every existing record, and
 //! still allows transitions and pruning.
 
+use pretty_assertions::assert_eq;
 use serde_json::json;
 use store::{ApprovalStatus, Error, Limits, PruneMode};
 
@@ -84,4 +85,27 @@ fn total_snapshot_bytes_ceiling_fails_closed() {
         Err(Error::StoreBytesFull { limit: 100 })
     ));
     assert_eq!(s.list_requests(None, T0).unwrap().len(), 2);
+}
+
+#[test]
+fn stats_report_occupancy_against_the_ceilings() {
+    let env = Env::new();
+    let mut s = env.store_with(small(10, 4096, 1 << 20));
+    let a = s
+        .create_request("a", &json!("xx"), T0, T0.plus_millis(MINUTE))
+        .unwrap();
+    s.create_request("b", &json!("yy"), T0, T0.plus_millis(MINUTE))
+        .unwrap();
+    s.approve(&a.id, "alice", T0).unwrap();
+    s.grant_session("sess", "tool", "h", T0).unwrap();
+    let stats = s.stats(T0).unwrap();
+    assert_eq!(stats.approval_records, 2);
+    assert_eq!(stats.snapshot_bytes, 8);
+    assert_eq!(stats.approvals_by_status.get("APPROVED"), Some(&1));
+    assert_eq!(stats.approvals_by_status.get("PENDING"), Some(&1));
+    assert_eq!(stats.session_grants, 1);
+    assert_eq!(stats.limits.max_approval_records, 10);
+    assert_eq!(stats.schema_version, 1);
+    let later = s.stats(T0.plus_millis(MINUTE)).unwrap();
+    assert_eq!(later.approvals_by_status.get("EXPIRED"), Some(&2));
 }

@@ -1,5 +1,6 @@
 //! Session grants bound to definition hashes, and tool pins with quarantine.
 
+use pretty_assertions::assert_eq;
 use serde_json::json;
 use store::{definition_hash, Error, FirstUse, PinCheck, PinState};
 

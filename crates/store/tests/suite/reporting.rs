@@ -1,6 +1,7 @@
 //! Reporting events: aggregation, percentiles, rendering, retention, and the absence of
 //! any place to store payloads.
 
+use pretty_assertions::assert_eq;
 use rusqlite::Connection;
 use store::{Decision, GroupBy, ReportEvent, ReportFormat, Retention, Timestamp};
 
