@@ -30,7 +30,7 @@ use crate::load::Policy;
 use crate::operation::{Effect, Operation};
 use crate::path::Canonicalise;
 use crate::profile::Visibility;
-use crate::rule::{Mismatch, Miss, PathMode};
+use crate::rule::{Mismatch, Miss, PathMode, Rule};
 
 /// Stable reason codes carried by every decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -184,7 +184,17 @@ impl Policy {
         let folded = prepare_paths(action, self.case);
         let parts: Vec<Vec<&str>> = folded.iter().map(|p| split_path(p)).collect();
         let (mut deny, mut ask, mut ask_partial, mut allow) = (None, None, None, None);
-        for rule in &self.rules {
+        // `explain` walks every rule so its trace is complete; `decide` walks only the index's candidates.
+        let candidates: Vec<&Rule> = match trace {
+            Some(_) => self.rules.iter().collect(),
+            None => self
+                .index
+                .candidates(action, &parts)
+                .into_iter()
+                .filter_map(|i| self.rules.get(i as usize))
+                .collect(),
+        };
+        for rule in candidates {
             let result = rule.check(action, &parts, rule.path_mode());
             // An ask rule that covers only some of the call's paths still caps the call at ask, so an allowed path
             // cannot carry a path the policy wants a human to see.

@@ -86,6 +86,14 @@ impl PathGlob {
         Ok(PathGlob { segs, case })
     }
 
+    /// The last literal segment, which every matching path must contain: the key `index.rs` files the rule under.
+    pub(crate) fn anchor(&self) -> Option<&str> {
+        self.segs.iter().rev().find_map(|s| match s {
+            Seg::Lit(l) => Some(l.as_str()),
+            _ => None,
+        })
+    }
+
     /// Matches a canonical path already split by [`split_path`] (and folded when the case policy says so), so
     /// one call's paths are split once for all rules.
     pub(crate) fn matches_parts(&self, parts: &[&str]) -> bool {
@@ -241,6 +249,17 @@ impl NameGlob {
             })
             .collect::<Option<String>>();
         Ok(NameGlob { toks, literal })
+    }
+
+    /// The characters before the first wildcard; every matching name starts with them.
+    pub(crate) fn literal_prefix(&self) -> String {
+        self.toks
+            .iter()
+            .map_while(|t| match t {
+                Tok::Lit(c) => Some(*c),
+                _ => None,
+            })
+            .collect()
     }
 
     pub(crate) fn matches(&self, name: &str) -> bool {

@@ -16,6 +16,7 @@ mod error;
 mod glob;
 mod hash;
 mod host;
+mod index;
 mod lint;
 mod load;
 mod operation;

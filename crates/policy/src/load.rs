@@ -14,6 +14,7 @@ use crate::adapter::ToolMapping;
 use crate::claude::translate_permission;
 use crate::error::{Error, Result};
 use crate::glob::PathCase;
+use crate::index::RuleIndex;
 use crate::operation::Effect;
 use crate::path::{Context, Lexical};
 use crate::profile::{Profile, ToolVisibility};
@@ -84,6 +85,8 @@ pub struct Policy {
     pub(crate) profiles: BTreeMap<String, Profile>,
     /// Set by [`Policy::with_profile`]: the profile whose tool visibility applies to decisions.
     pub(crate) active: Option<(String, ToolVisibility)>,
+    /// Candidate index over `rules`; rebuilt whenever `rules` changes.
+    pub(crate) index: RuleIndex,
 }
 
 /// What compilation produced: the policy (when the shape allowed building one) and every error found.
@@ -136,6 +139,7 @@ impl Policy {
             .ok_or_else(|| Error::UnknownProfile(name.to_owned()))?;
         let mut out = self.clone();
         out.rules.extend(profile.rules.iter().cloned());
+        out.index = RuleIndex::build(&out.rules);
         if let Some(d) = profile.default {
             out.default = d;
         }
@@ -242,6 +246,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
             errors.push(Error::DuplicateId(r.id.clone()));
         }
     }
+    let index = RuleIndex::build(&rules);
     let policy = Policy {
         default,
         case,
@@ -250,6 +255,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
         mappings,
         profiles,
         active: None,
+        index,
     };
     Compiled { policy, errors }
 }

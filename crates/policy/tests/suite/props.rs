@@ -39,6 +39,8 @@ fn calls() -> Vec<ToolCall> {
         ),
         shell("npm", &["test"]),
         shell("npm", &["run", "build"]),
+        shell("sudo", &["-u", "x", "/usr/bin/npm", "test"]),
+        fs_read("/WS/Src/.ENV"),
         shell("git", &["log"]),
         shell("git", &["-c", "x=y", "log"]),
         fetch("https://a.example.com/"),
@@ -139,6 +141,20 @@ proptest! {
                     prop_assert!(!path.split('/').any(|s| s == ".." || s == "."), "{}", path);
                 }
             }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// `decide` uses the candidate index, `explain` walks every rule: they must never disagree.
+    #[test]
+    fn decide_and_explain_always_agree(default in 0u8..3, rules in prop::collection::vec((0usize..12, 0u8..3), 0..12)) {
+        let p = build(default, &rules, None);
+        for c in calls() {
+            let a = p.action_for(&c, &Lexical);
+            prop_assert_eq!(p.decide(&a), p.explain(&a).decision);
         }
     }
 }
