@@ -1,7 +1,8 @@
 //! Redaction of secrets from any text that must be logged.
 //!
-//! Recognises cloud and SaaS credentials by shape (AWS key ids, GitHub, Anthropic, OpenAI,
-//! GCP, Slack tokens, JWTs, PEM blocks), credentials by context (`Bearer …`,
+//! Recognises cloud and SaaS credentials by shape (AWS key ids, GitHub, GitLab, Anthropic,
+//! OpenAI, GCP, Slack, Stripe, npm and Hugging Face tokens, JWTs, PEM blocks), credentials
+//! by context (`Bearer …`,
 //! `Authorization:` and cookie headers, `password=…`-style assignments, sensitive JSON keys,
 //! URL passwords and query values), and whole maps of env vars or headers. Rules run to a
 //! fixpoint, so `redact(redact(x)) == redact(x)`. It does not try to find secrets with no
@@ -21,7 +22,7 @@ pub const REDACTED: &str = "[REDACTED]";
 const MAX_PASSES: usize = 4;
 
 /// Key names whose values are secret wherever they appear (ASCII case-insensitive).
-const SENSITIVE_KEY: &str = r"[A-Za-z0-9_.-]*(?i-u:secret|password|passwd|pwd|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|session[_-]?id|cookie)[A-Za-z0-9_.-]*";
+const SENSITIVE_KEY: &str = r"[A-Za-z0-9_.-]*(?i-u:secret|password|passwd|pwd|token|api[_-]?key|access[_-]?key|private[_-]?key|account[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|credential|session[_-]?id|cookie)[A-Za-z0-9_.-]*";
 
 /// One rule: a pattern, its replacement template (regex `$n` syntax), and a cheap
 /// necessary condition for a match. The regex engine is built without its literal
@@ -140,6 +141,26 @@ fn rules() -> &'static [Rule] {
                 r"\b(?:xox[abprse]|xapp)-[A-Za-z0-9-]{8,}".into(),
                 "[REDACTED:slack-token]",
                 |h| h.has_any(&["xox", "xapp-"]),
+            ),
+            (
+                r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}".into(),
+                "[REDACTED:stripe-key]",
+                |h| h.has_any(&["sk_", "rk_"]),
+            ),
+            (
+                r"\bglpat-[A-Za-z0-9_-]{20,}".into(),
+                "[REDACTED:gitlab-token]",
+                |h| h.has("glpat-"),
+            ),
+            (
+                r"\bnpm_[A-Za-z0-9]{36,}".into(),
+                "[REDACTED:npm-token]",
+                |h| h.has("npm_"),
+            ),
+            (
+                r"\bhf_[A-Za-z0-9]{30,}".into(),
+                "[REDACTED:huggingface-token]",
+                |h| h.has("hf_"),
             ),
             (
                 r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*".into(),
@@ -289,6 +310,7 @@ mod tests {
             Just("AIza"), Just("xoxb-"), Just("xapp-"), Just("eyJ"), Just("."), Just("BeArEr "),
             Just("AUTHORIZATION: "), Just("Cookie="), Just("PassWord="), Just("\"Api_Key\": \""),
             Just("-----BEGIN X-----"), Just("https://u:"), Just("@"), Just("?q="), Just("&"),
+            Just("sk_live_"), Just("glpat-"), Just("npm_"), Just("hf_"), Just("AccountKey="),
             Just("0123456789abcdefghijKLMNOPQRSTUV"), Just(" "), Just("\n"),
         ], 0..10)) {
             let s = parts.concat();
@@ -298,7 +320,7 @@ mod tests {
 
     #[test]
     fn every_rule_compiles() {
-        assert_eq!(rule_count(), 14);
+        assert_eq!(rule_count(), 18);
     }
 
     #[test]

@@ -31,6 +31,11 @@ fn corpus() -> Vec<(String, &'static str)> {
         ("https://example.com/cb?code=ok&access_token={}&x=1", "ya29.a0AfH6SMBx-abcdef"),
         ("DB_PASSWORD='{}'", "correct horse battery staple"),
         ("--client-secret={}", "GOCSPX-abcdefghijklmnop"),
+        ("STRIPE={}", "sk_live_51H8abcdefghijklmnopqrstuv"),
+        ("remote: https://oauth2:{}@gitlab.com/g/p.git", "glpat-abcdefghij1234567890"),
+        ("//registry.npmjs.org/:_authToken={}", "npm_abcdefghijklmnopqrstuvwxyz0123456789"),
+        ("huggingface-cli login --token {}", "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"),
+        ("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={};EndpointSuffix=core.windows.net", "bXlrZXliYXNlNjRzdHVmZg=="),
     ];
     secrets
         .into_iter()
