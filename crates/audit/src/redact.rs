@@ -2,11 +2,11 @@
 //!
 //! Recognises cloud and SaaS credentials by shape (AWS key ids, GitHub, GitLab, Anthropic,
 //! OpenAI, GCP, Slack, Stripe, npm and Hugging Face tokens, JWTs, PEM blocks), credentials
-//! by context (`Bearer …`,
-//! `Authorization:` and cookie headers, `password=…`-style assignments, sensitive JSON keys,
-//! URL passwords and query values), and whole maps of env vars or headers. Rules run to a
-//! fixpoint, so `redact(redact(x)) == redact(x)`. It does not try to find secrets with no
-//! recognisable shape or context; callers must not log such values at all.
+//! by context (`Bearer …`, `Authorization:` and cookie headers, `password=…`-style
+//! assignments, sensitive JSON keys, URL passwords and query values), and whole maps of env
+//! vars or headers. Rules run to a fixpoint, so `redact(redact(x)) == redact(x)`. It does
+//! not try to find secrets with no recognisable shape or context; callers must not log
+//! such values at all.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
