@@ -19,12 +19,12 @@
 //! Strictest-wins (rather than first-match) makes the outcome independent of rule order; only the reported rule id
 //! depends on order. Nothing here touches I/O or time.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use crate::action::{normalise, Action, Command, ToolCall, UnknownReason};
 use crate::adapter::adapt;
-use std::borrow::Cow;
-
 use crate::glob::{split_path, PathCase};
 use crate::load::Policy;
 use crate::operation::{Effect, Operation};

@@ -61,7 +61,7 @@ pub(crate) fn str_list(args: &Value, key: &str) -> Result<Vec<String>, UnknownRe
 /// Builds a shell-tool action from argv: a `git` program is classified further, everything else is `shell.exec`.
 pub(crate) fn command_action(name: String, argv: Vec<String>, cwd: Option<String>) -> RawAction {
     let mut raw = RawAction::new(Operation::ShellExec, name);
-    raw.paths.extend(cwd);
+    raw.paths.extend(cwd.clone());
     if argv
         .first()
         .is_some_and(|p| p.is_empty() || p.contains(|c: char| c.is_whitespace()))
@@ -78,7 +78,13 @@ pub(crate) fn command_action(name: String, argv: Vec<String>, cwd: Option<String
             Ok((op, dir)) => {
                 raw.operation = op;
                 raw.via_shell = true;
-                raw.paths.extend(dir);
+                // `-C dir` is relative to the command's working directory, not to the workspace.
+                raw.paths.extend(dir.map(|d| match &cwd {
+                    Some(c) if !d.starts_with('/') && !d.starts_with('~') => {
+                        format!("{}/{d}", c.trim_end_matches('/'))
+                    }
+                    _ => d,
+                }));
             }
             Err(reason) => {
                 raw.command = Some(RawCommand::Argv(argv));

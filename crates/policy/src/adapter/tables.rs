@@ -166,6 +166,18 @@ mod tests {
     }
 
     #[test]
+    fn git_dash_c_is_relative_to_cwd() {
+        let r = adapt_builtin(
+            ServerKind::Toolgate,
+            "shell_run",
+            "tg__shell_run".into(),
+            &json!({"program": "git", "args": ["-C", "../other", "status"], "cwd": "sub"}),
+        );
+        assert_eq!((r.operation, r.via_shell), (Operation::GitRead, true));
+        assert_eq!(r.paths, vec!["sub".to_owned(), "sub/../other".to_owned()]);
+    }
+
+    #[test]
     fn fetch_is_a_get() {
         let r = adapt_builtin(
             ServerKind::Fetch,
