@@ -234,6 +234,13 @@ pub(crate) struct Rule {
 
 /// Substitutes `${workspace}`, `${home}` and a leading `~`; substituted text is escaped so it matches literally.
 pub(crate) fn substitute(pattern: &str, ctx: &Context, rule: &str) -> Result<String> {
+    substitute_as(pattern, ctx, rule, true)
+}
+
+/// `glob`: the result is a path glob (leading `~` expands, values are escaped); otherwise a literal argv token
+/// (only `${...}` expands: argv never reaches a shell, so `~` stays literal).
+fn substitute_as(pattern: &str, ctx: &Context, rule: &str, glob: bool) -> Result<String> {
+    let quote = |v: &str| if glob { escape(v) } else { v.to_owned() };
     let home = || {
         ctx.home.as_deref().ok_or_else(|| {
             Error::rule(
@@ -244,8 +251,8 @@ pub(crate) fn substitute(pattern: &str, ctx: &Context, rule: &str) -> Result<Str
     };
     let mut out = String::new();
     let mut rest = pattern;
-    if rest == "~" || rest.starts_with("~/") {
-        out.push_str(&escape(home()?.trim_end_matches('/')));
+    if glob && (rest == "~" || rest.starts_with("~/")) {
+        out.push_str(&quote(home()?.trim_end_matches('/')));
         rest = &rest[1..];
     }
     while let Some(start) = rest.find("${") {
@@ -264,7 +271,7 @@ pub(crate) fn substitute(pattern: &str, ctx: &Context, rule: &str) -> Result<Str
                 })
             }
         };
-        out.push_str(&escape(value.trim_end_matches('/')));
+        out.push_str(&quote(value.trim_end_matches('/')));
         rest = &after[end + 1..];
     }
     out.push_str(rest);
@@ -279,6 +286,16 @@ impl Rule {
         }
         let err = |m: String| Error::rule(&id, m);
         let ops = spec.operations.iter().fold(0u16, |acc, op| acc | op.bit());
+        if let Some(v) = spec
+            .tools
+            .iter()
+            .chain(&spec.hosts)
+            .find(|t| t.contains("${"))
+        {
+            return Err(err(format!(
+                "`{v}`: variables are only substituted in paths and commands"
+            )));
+        }
         let tools = spec
             .tools
             .iter()
@@ -304,10 +321,11 @@ impl Rule {
                         "command patterns need at least one non-empty token".to_owned()
                     ));
                 }
-                commands.push(CommandPattern {
-                    tokens: tokens.clone(),
-                    prefix,
-                });
+                let tokens = tokens
+                    .iter()
+                    .map(|t| substitute_as(t, ctx, &id, false))
+                    .collect::<Result<Vec<_>>>()?;
+                commands.push(CommandPattern { tokens, prefix });
             }
         }
         let hosts = spec
@@ -458,6 +476,11 @@ mod tests {
             substitute("~/.ssh/**", &ctx(), "r").unwrap(),
             "/home/u/.ssh/**"
         );
+        assert_eq!(
+            substitute_as("${workspace}/run*", &ctx(), "r", false).unwrap(),
+            "/w*s/run*"
+        );
+        assert_eq!(substitute_as("~/x", &ctx(), "r", false).unwrap(), "~/x");
         assert!(matches!(
             substitute("${wrkspace}/x", &ctx(), "r"),
             Err(Error::UnknownVariable { .. })
