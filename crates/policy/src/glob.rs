@@ -164,21 +164,39 @@ fn tokens(raw: &str) -> Result<Vec<Tok>, String> {
     Ok(toks)
 }
 
+/// Segment matching with the classic single-backtrack wildcard algorithm: `**` plays the role of `*` and every
+/// other segment consumes exactly one path segment. O(segments × parts) even for many `**`, so a hostile path
+/// cannot make a pattern like `**/a/**/b/**/c` explode.
 fn match_segs(segs: &[Seg], parts: &[&str]) -> bool {
-    let Some((first, rest)) = segs.split_first() else {
-        return parts.is_empty();
-    };
-    match first {
-        Seg::AnyDepth => (0..=parts.len()).any(|skip| match_segs(rest, &parts[skip..])),
-        Seg::Lit(lit) => match parts.split_first() {
-            Some((p, tail)) => p == lit && match_segs(rest, tail),
-            None => false,
-        },
-        Seg::Wild(toks) => match parts.split_first() {
-            Some((p, tail)) => wild_match(toks, p) && match_segs(rest, tail),
-            None => false,
-        },
+    let (mut s, mut p) = (0usize, 0usize);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while p < parts.len() {
+        match segs.get(s) {
+            Some(Seg::AnyDepth) => {
+                backtrack = Some((s, p));
+                s += 1;
+            }
+            Some(Seg::Lit(lit)) if lit == parts[p] => {
+                s += 1;
+                p += 1;
+            }
+            Some(Seg::Wild(toks)) if wild_match(toks, parts[p]) => {
+                s += 1;
+                p += 1;
+            }
+            _ => match backtrack {
+                Some((bs, bp)) => {
+                    s = bs + 1;
+                    p = bp + 1;
+                    backtrack = Some((bs, bp + 1));
+                }
+                None => return false,
+            },
+        }
     }
+    segs[s.min(segs.len())..]
+        .iter()
+        .all(|seg| *seg == Seg::AnyDepth)
 }
 
 /// Iterative wildcard match with single-star backtracking over char boundaries: linear in practice, no
@@ -294,6 +312,46 @@ mod tests {
         assert!(!m("**/.env", "/ws/.env.local"));
         assert!(m("/ws/**/x", "/ws/x"));
         assert!(m("/ws/**/x", "/ws/a/b/x"));
+    }
+
+    /// The obvious recursive definition, as a reference for the iterative matcher.
+    fn reference(segs: &[Seg], parts: &[&str]) -> bool {
+        match segs.split_first() {
+            None => parts.is_empty(),
+            Some((Seg::AnyDepth, rest)) => (0..=parts.len()).any(|k| reference(rest, &parts[k..])),
+            Some((seg, rest)) => match parts.split_first() {
+                Some((p, tail)) => {
+                    let one = match seg {
+                        Seg::Lit(l) => l == p,
+                        Seg::Wild(t) => wild_match(t, p),
+                        Seg::AnyDepth => false,
+                    };
+                    one && reference(rest, tail)
+                }
+                None => false,
+            },
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn iterative_matcher_agrees_with_the_recursive_definition(
+            pat in proptest::collection::vec(proptest::sample::select(vec!["**", "a", "b", "*", "a*", "?", "*b*"]), 0..6),
+            path in proptest::collection::vec(proptest::sample::select(vec!["a", "b", "ab", "ba", "abb"]), 0..7),
+        ) {
+            let glob = PathGlob::new(&format!("/{}", pat.join("/")), PathCase::Sensitive).unwrap();
+            let parts: Vec<&str> = path.clone();
+            proptest::prop_assert_eq!(glob.matches_parts(&parts), reference(&glob.segs, &parts), "{:?} {:?}", pat, path);
+        }
+    }
+
+    #[test]
+    fn many_double_stars_stay_linear() {
+        let deep = format!("/{}", vec!["a"; 400].join("/"));
+        let start = std::time::Instant::now();
+        assert!(!m("**/a/**/a/**/a/**/a/**/b", &deep));
+        assert!(m("**/a/**/a/**/a/**/a/**", &deep));
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
     }
 
     #[test]
