@@ -18,10 +18,10 @@ pub fn init_logging() {
         .init();
 }
 
-/// Two worker threads: this is an I/O-bound proxy, and the machines it runs on are often small.
+/// One thread: toolgate is an I/O-bound proxy, and hopping between worker threads for every message cost more
+/// latency than it bought (docs/BENCHMARKS.md). Blocking work goes to tokio's blocking pool.
 pub fn tokio() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")
@@ -68,13 +68,14 @@ pub fn load_config(path: Option<&Path>, workspace: Option<PathBuf>) -> anyhow::R
 /// Serves MCP on stdin/stdout until stdin closes or a signal arrives; then ends every upstream process group.
 pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
     let rt = tokio()?;
-    rt.block_on(async move {
+    let code = rt.block_on(async move {
         let gw = Gateway::start(&config, Options::from_config(&config, wrap));
         let startup = {
             let gw = Arc::clone(&gw);
             async move { gw.ready().await }
         };
-        let served = gateway::serve_stdio(Arc::clone(&gw), tokio::io::stdin(), tokio::io::stdout());
+        let (input, output) = jsonrpc::stdio_streams();
+        let served = gateway::serve_stdio(Arc::clone(&gw), input, output);
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::pin!(served, startup);
         let mut started = false;
@@ -98,6 +99,10 @@ pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
             }
         };
         gw.shutdown().await;
-        Ok(code)
-    })
+        Ok::<_, anyhow::Error>(code)
+    })?;
+    // The stdin reader may still be blocked in a read (a signal ended the loop while the client kept its end
+    // open); it must not keep the process alive.
+    rt.shutdown_background();
+    Ok(code)
 }

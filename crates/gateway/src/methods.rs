@@ -14,18 +14,15 @@ use upstream::{MODERN_VERSION, PROTOCOL_META_PREFIX};
 type Outcome = Option<Result<Value, Value>>;
 
 impl Session {
+    /// Runs one request whose era `era_gate` already decided (`modern`).
     pub(crate) async fn dispatch(
         self: &Arc<Self>,
         id: &Id,
         method: &str,
-        params: Option<Value>,
+        params: Value,
+        modern: bool,
         cancel: &CancellationToken,
     ) -> Outcome {
-        let params = params.unwrap_or_else(|| json!({}));
-        let modern = match self.era_gate(method, &params) {
-            Ok(m) => m,
-            Err(e) => return Some(Err(e)),
-        };
         if let Err(e) = self.gateway.ready().await {
             return Some(Err(error_object(
                 jsonrpc::INTERNAL_ERROR,
@@ -34,7 +31,7 @@ impl Session {
             )));
         }
         let outcome = match method {
-            "initialize" => Some(self.initialize(&params)),
+            "initialize" => Some(self.initialize()),
             "ping" => Some(Ok(json!({}))),
             "server/discover" => Some(Ok(self.discover())),
             "subscriptions/listen" if modern => return self.listen(id, &params).await,
@@ -64,8 +61,10 @@ impl Session {
         })
     }
 
-    /// Decides the request's era and checks it against the connection's. `Ok(true)` for a modern request.
-    fn era_gate(&self, method: &str, params: &Value) -> Result<bool, Value> {
+    /// Decides the request's era and checks it against the connection's; `Ok(true)` for a modern request. Runs
+    /// in arrival order, before the request's task starts, so a pipelined `initialize` settles the era for the
+    /// requests behind it.
+    pub(crate) fn era_gate(&self, method: &str, params: &Value) -> Result<bool, Value> {
         let meta = params.get("_meta");
         let version = meta.and_then(|m| m.get(format!("{PROTOCOL_META_PREFIX}protocolVersion")));
         let mut st = self.lock();
@@ -101,7 +100,17 @@ impl Session {
             return Ok(true);
         }
         match (method, &st.era) {
-            ("initialize" | "ping" | "server/discover", _) => Ok(false),
+            ("initialize", ClientEra::Unknown) => {
+                let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
+                st.era = ClientEra::Legacy(Session::legacy_version_for(requested).to_owned());
+                st.client_caps = params.get("capabilities").cloned().unwrap_or_else(|| json!({}));
+                Ok(false)
+            }
+            ("initialize", ClientEra::Legacy(_)) => Err(invalid_request("initialize was already called on this connection")),
+            ("initialize", ClientEra::Modern) => {
+                Err(invalid_request(format!("this connection already speaks protocol {MODERN_VERSION}")))
+            }
+            ("ping" | "server/discover", _) => Ok(false),
             (_, ClientEra::Legacy(_)) => Ok(false),
             (_, ClientEra::Modern) => Err(invalid_request(format!(
                 "missing _meta[\"{PROTOCOL_META_PREFIX}protocolVersion\"]: every {MODERN_VERSION} request carries it"
@@ -112,33 +121,15 @@ impl Session {
         }
     }
 
-    fn initialize(&self, params: &Value) -> Result<Value, Value> {
-        let requested = params
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let version = Session::legacy_version_for(requested);
-        {
-            let mut st = self.lock();
-            match &st.era {
-                ClientEra::Unknown => {}
-                ClientEra::Legacy(_) => {
-                    return Err(invalid_request(
-                        "initialize was already called on this connection",
-                    ))
-                }
-                ClientEra::Modern => {
-                    return Err(invalid_request(format!(
-                        "this connection already speaks protocol {MODERN_VERSION}"
-                    )))
-                }
+    fn initialize(&self) -> Result<Value, Value> {
+        let version = match &self.lock().era {
+            ClientEra::Legacy(v) => v.clone(),
+            _ => {
+                return Err(invalid_request(
+                    "initialize on a connection that is not legacy",
+                ))
             }
-            st.era = ClientEra::Legacy(version.to_owned());
-            st.client_caps = params
-                .get("capabilities")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
-        }
+        };
         let agg = self.gateway.aggregate();
         let mut result = json!({
             "protocolVersion": version,

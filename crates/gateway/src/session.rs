@@ -121,6 +121,11 @@ impl Session {
     pub(crate) async fn handle(self: &Arc<Self>, msg: Message) {
         match msg {
             Message::Request { id, method, params } => {
+                let params = params.unwrap_or_else(|| json!({}));
+                let modern = match self.era_gate(&method, &params) {
+                    Ok(m) => m,
+                    Err(e) => return self.send(error_response(Some(&id), e)).await,
+                };
                 let token = CancellationToken::new();
                 let duplicate = {
                     let mut st = self.lock();
@@ -141,7 +146,7 @@ impl Session {
                 }
                 let session = Arc::clone(self);
                 tokio::spawn(async move {
-                    let outcome = session.dispatch(&id, &method, params, &token).await;
+                    let outcome = session.dispatch(&id, &method, params, modern, &token).await;
                     session.lock().in_flight.remove(&id);
                     match outcome {
                         Some(Ok(result)) => session.send(result_response(&id, result)).await,

@@ -11,6 +11,7 @@ mod codes;
 mod decode;
 mod framing;
 mod message;
+mod stdio;
 mod strict;
 
 pub use codes::{
@@ -23,4 +24,5 @@ pub use framing::{encode_line, recover_id, Frame, FrameReader};
 pub use message::{
     error_object, error_response, notification, request, result_response, Id, Message,
 };
+pub use stdio::{stdio_streams, Input, Output};
 pub use strict::parse_strict;

@@ -80,11 +80,22 @@ impl StdioClient {
                     Message::Response {
                         id: Some(id),
                         outcome,
-                    } => {
-                        if let Some(w) = lock(&p).remove(&id) {
+                    } => match lock(&p).remove(&id) {
+                        Some(w) => {
                             let _ = w.send(outcome);
                         }
-                    }
+                        // Answers to raw sends are logged with the notifications, for hostile-input tests.
+                        None => {
+                            lock(&n).push(
+                                Message::Response {
+                                    id: Some(id),
+                                    outcome,
+                                }
+                                .to_value(),
+                            );
+                            nn.notify_waiters();
+                        }
+                    },
                     Message::Request { id, method, .. } => {
                         let reply = match answers.get(&method) {
                             Some(r) => json!({"jsonrpc": "2.0", "id": id.to_value(), "result": r}),

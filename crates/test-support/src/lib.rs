@@ -10,4 +10,4 @@ mod client;
 mod fixture;
 
 pub use client::{list_all, modern_meta, StdioClient};
-pub use fixture::{rich_definition, serve_stdio, FixtureOptions};
+pub use fixture::{rich_definition, rich_result, serve_stdio, FixtureOptions};

@@ -110,7 +110,8 @@ pub(crate) async fn initialize(
 pub(crate) fn catalog_from(era: Era, result: &Value) -> Catalog {
     let server_info = match era {
         Era::Modern => result
-            .pointer(&format!("/_meta/{PROTOCOL_META_PREFIX}serverInfo"))
+            .get("_meta")
+            .and_then(|m| m.get(format!("{PROTOCOL_META_PREFIX}serverInfo")))
             .cloned(),
         Era::Legacy(_) => result.get("serverInfo").cloned(),
     };

@@ -1,0 +1,313 @@
+//! What crosses the gateway: payloads loss-free both ways, names, pagination, progress, cancellation, list
+//! changes, relayed server requests, and resources, prompts and completions routed to their owner.
+
+use crate::support::{call, legacy, text, toolgate, Setup};
+use jsonrpc::Id;
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+use test_support::{list_all, modern_meta, rich_definition, rich_result, StdioClient};
+
+#[tokio::test]
+async fn golden_tool_definition_survives_json_equal_in_both_eras() {
+    let setup = Setup::fixture(&[], json!({}));
+    let mut expected = rich_definition();
+    expected["name"] = json!("fx__rich");
+    let client = legacy(&setup).await;
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    let rich = tools.iter().find(|t| t["name"] == "fx__rich").unwrap();
+    assert_eq!(rich, &expected);
+    let modern = setup.serve();
+    let tools = list_all(&modern, "tools/list", "tools", Some(&modern_meta()))
+        .await
+        .unwrap();
+    assert_eq!(
+        tools.iter().find(|t| t["name"] == "fx__rich").unwrap(),
+        &expected
+    );
+}
+
+#[tokio::test]
+async fn golden_tool_result_survives_json_equal() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    assert_eq!(
+        call(&client, "fx__rich", json!({})).await.unwrap(),
+        rich_result()
+    );
+    let modern = setup.serve();
+    let got = modern
+        .request(
+            "tools/call",
+            json!({"name": "fx__rich", "arguments": {}, "_meta": modern_meta()}),
+        )
+        .await;
+    let mut expected = rich_result();
+    expected["resultType"] = json!("complete");
+    assert_eq!(got.unwrap(), expected);
+}
+
+#[tokio::test]
+async fn request_payload_reaches_upstream_unchanged_but_for_owned_fields() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    let args = json!({"q": "x", "nested": {"list": [1, 2.5, null, {"k": "v"}]}, "x-unknown": true});
+    let params = json!({"name": "fx__reflect", "arguments": args, "x-top": 1,
+                        "_meta": {"com.example/trace": "t1", "progressToken": "mine"}});
+    let seen = client.request("tools/call", params).await.unwrap()["structuredContent"].clone();
+    assert_eq!(
+        seen["name"], "reflect",
+        "the exposed name is translated back"
+    );
+    assert_eq!(seen["arguments"], args);
+    assert_eq!(seen["x-top"], 1);
+    assert_eq!(seen["_meta"]["com.example/trace"], "t1");
+    let token = seen["_meta"]["progressToken"].as_str().unwrap();
+    assert!(
+        token.starts_with("tg-progress-") && token != "mine",
+        "progress tokens are remapped: {token}"
+    );
+}
+
+#[tokio::test]
+async fn progress_reaches_the_client_with_its_own_token() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    let params = json!({"name": "fx__slow", "arguments": {"steps": 3, "delay_ms": 10}, "_meta": {"progressToken": 77}});
+    let done = client.request("tools/call", params).await.unwrap();
+    assert_eq!(text(&done), "done after 3 steps");
+    let progress: Vec<Value> = client
+        .notifications()
+        .into_iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 3);
+    assert!(progress.iter().all(|p| p["params"]["progressToken"] == 77));
+    assert_eq!(progress[2]["params"]["progress"], 3);
+}
+
+#[tokio::test]
+async fn cancellation_reaches_the_upstream_and_suppresses_the_answer() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    let id = Id::Str("to-cancel".into());
+    let slow = json!({"name": "fx__slow", "arguments": {"steps": 100, "delay_ms": 50}});
+    client
+        .send_value(&jsonrpc::request(&id, "tools/call", Some(slow)))
+        .await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    client
+        .notify(
+            "notifications/cancelled",
+            json!({"requestId": "to-cancel", "reason": "test"}),
+        )
+        .await;
+    let mut cancelled = 0;
+    for _ in 0..50 {
+        cancelled = call(&client, "fx__cancelled", json!({})).await.unwrap()["structuredContent"]
+            ["cancelled"]
+            .as_u64()
+            .unwrap();
+        if cancelled == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(cancelled, 1, "the upstream was told to cancel");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        client
+            .notifications()
+            .iter()
+            .all(|m| m["id"] != "to-cancel"),
+        "no answer to a cancelled request"
+    );
+}
+
+#[tokio::test]
+async fn list_changed_propagates_and_the_new_tool_is_callable() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    call(&client, "fx__add_tool", json!({"name": "fresh"}))
+        .await
+        .unwrap();
+    let changed = client
+        .wait_notification(Duration::from_secs(5), |n| {
+            n["method"] == "notifications/tools/list_changed"
+        })
+        .await;
+    assert!(changed.is_some(), "the client hears about the change");
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "fx__fresh"));
+    assert_eq!(
+        text(&call(&client, "fx__fresh", json!({})).await.unwrap()),
+        "fresh"
+    );
+}
+
+#[tokio::test]
+async fn sampling_is_relayed_to_a_client_that_declared_it() {
+    let setup = Setup::fixture(&[], json!({}));
+    let answer =
+        json!({"role": "assistant", "content": {"type": "text", "text": "sampled!"}, "model": "m"});
+    let client = setup.serve_with(
+        HashMap::from([("sampling/createMessage".to_owned(), answer.clone())]),
+        &[],
+    );
+    client
+        .initialize("2025-11-25", json!({"sampling": {}}))
+        .await
+        .unwrap();
+    let r = call(&client, "fx__sample", json!({"prompt": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(r["structuredContent"], answer);
+}
+
+#[tokio::test]
+async fn sampling_is_refused_clearly_when_the_client_did_not_declare_it() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    let err = call(&client, "fx__sample", json!({"prompt": "hi"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not declare the \"sampling\" capability"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn every_page_of_a_large_catalog_arrives_once() {
+    let setup = Setup::fixture(
+        &["--tools", "40", "--page-size", "7"],
+        json!({"limits": {"pageSize": 6}}),
+    );
+    let client = legacy(&setup).await;
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    let names: HashSet<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names.len(), tools.len(), "no duplicates");
+    assert!((0..40).all(|i| names.contains(format!("fx__tool_{i}").as_str())));
+    let err = client
+        .request("tools/list", json!({"cursor": "forged"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err["code"], jsonrpc::INVALID_PARAMS);
+}
+
+#[tokio::test]
+async fn resources_prompts_and_completions_reach_their_owner() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    let resources = list_all(&client, "resources/list", "resources", None)
+        .await
+        .unwrap();
+    assert_eq!(resources.len(), 3);
+    let read = client
+        .request("resources/read", json!({"uri": "fixture://static/2"}))
+        .await
+        .unwrap();
+    assert_eq!(read["contents"][0]["text"], "content of fixture://static/2");
+    let templated = client
+        .request("resources/read", json!({"uri": "fixture://item/9"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        templated["contents"][0]["text"],
+        "content of fixture://item/9"
+    );
+    let prompt = client
+        .request(
+            "prompts/get",
+            json!({"name": "fx__greet", "arguments": {"name": "Ada"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(prompt["messages"][0]["content"]["text"], "Hello, Ada!");
+    let done = client
+        .request(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "fx__greet"},
+                                                "argument": {"name": "name", "value": "a"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done["completion"]["values"], json!(["alice", "bob"]));
+}
+
+#[tokio::test]
+async fn names_outside_the_portable_set_are_mapped_and_callable() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.iter().all(|n| gateway::is_portable(n)), "{names:?}");
+    let dotted = names
+        .iter()
+        .find(|n| n.starts_with("fx__weird_name_"))
+        .unwrap();
+    assert_eq!(
+        text(&call(&client, dotted, json!({})).await.unwrap()),
+        "weird.name"
+    );
+}
+
+#[tokio::test]
+async fn separator_and_unprefixed_names_are_configurable() {
+    let dash = Setup::fixture(&[], json!({"separator": "-"}));
+    let client = legacy(&dash).await;
+    assert_eq!(
+        text(
+            &call(&client, "fx-echo", json!({"text": "a"}))
+                .await
+                .unwrap()
+        ),
+        "a"
+    );
+    let bare = Setup::fixture(&[], json!({"prefixTools": false}));
+    let client = legacy(&bare).await;
+    assert_eq!(
+        text(&call(&client, "echo", json!({"text": "b"})).await.unwrap()),
+        "b"
+    );
+}
+
+#[tokio::test]
+async fn wrap_looks_exactly_like_the_wrapped_server() {
+    let tg = toolgate();
+    let tg_str = tg.to_str().unwrap();
+    let client = StdioClient::spawn(
+        &tg,
+        &["wrap", "--", tg_str, "fixture-server"],
+        &[],
+        HashMap::new(),
+    )
+    .unwrap();
+    let init = client.initialize("2025-11-25", json!({})).await.unwrap();
+    assert_eq!(init["serverInfo"]["name"], "toolgate-fixture");
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    assert_eq!(tools[0]["name"], "echo");
+    assert!(tools.iter().all(|t| t["name"] != "toolgate_status"));
+    assert_eq!(
+        text(
+            &call(&client, "echo", json!({"text": "wrapped"}))
+                .await
+                .unwrap()
+        ),
+        "wrapped"
+    );
+}

@@ -1,0 +1,13 @@
+//! End-to-end tests of the `toolgate` binary over its real stdio path: framing, eras, forwarding, failure
+//! isolation, configuration errors, and interop with the official SDK clients. One binary, one link step.
+
+// Tests fail by panicking; unwrap and expect are the clearest way to say what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod config_errors;
+mod eras;
+mod forwarding;
+mod framing;
+mod interop;
+mod isolation;
+mod support;

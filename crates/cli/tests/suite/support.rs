@@ -1,0 +1,136 @@
+//! Shared helpers: the binary under test, temporary configs around the bundled fixture server, clients.
+
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use test_support::StdioClient;
+
+pub fn toolgate() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
+}
+
+/// An `mcpServers` entry that runs the bundled fixture server with `args`.
+pub fn fixture(args: &[&str]) -> Value {
+    let mut all = vec!["fixture-server"];
+    all.extend_from_slice(args);
+    json!({"command": toolgate(), "args": all})
+}
+
+/// A config file in a fresh temporary directory; the directory lives as long as the returned guard.
+pub struct Setup {
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+}
+
+impl Setup {
+    /// A directory for upstreams to work in, inside the temporary directory.
+    pub fn workspace(&self) -> PathBuf {
+        let ws = std::fs::canonicalize(self.dir.path())
+            .expect("canonical")
+            .join("ws");
+        std::fs::create_dir_all(&ws).expect("workspace");
+        ws
+    }
+}
+
+impl Setup {
+    pub fn new(config: Value) -> Self {
+        Self::with(|_| config)
+    }
+
+    /// A config built knowing the temporary directory (for workspaces that live beside it).
+    pub fn with(build: impl FnOnce(&Path) -> Value) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical temp dir");
+        let config = build(&root);
+        let path = root.join("toolgate.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json"))
+            .expect("write config");
+        Self { dir, config: path }
+    }
+
+    /// One fixture upstream named `fx` with extra fixture args, and optional top-level settings merged in.
+    pub fn fixture(args: &[&str], settings: Value) -> Self {
+        let mut config = json!({"mcpServers": {"fx": fixture(args)}});
+        if let Value::Object(extra) = settings {
+            for (k, v) in extra {
+                config[k] = v;
+            }
+        }
+        Self::new(config)
+    }
+
+    pub fn serve(&self) -> StdioClient {
+        self.serve_with(HashMap::new(), &[])
+    }
+
+    pub fn serve_with(&self, answers: HashMap<String, Value>, env: &[(&str, &str)]) -> StdioClient {
+        let config = self.config.to_str().expect("utf-8 path");
+        StdioClient::spawn(&toolgate(), &["serve", "--config", config], env, answers)
+            .expect("spawn toolgate")
+    }
+}
+
+/// A legacy client, initialized.
+pub async fn legacy(setup: &Setup) -> StdioClient {
+    let client = setup.serve();
+    client
+        .initialize("2025-11-25", json!({}))
+        .await
+        .expect("initialize");
+    client
+}
+
+pub async fn call(client: &StdioClient, name: &str, args: Value) -> Result<Value, Value> {
+    client
+        .request("tools/call", json!({"name": name, "arguments": args}))
+        .await
+}
+
+pub fn text(result: &Value) -> &str {
+    result
+        .pointer("/content/0/text")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// Whether a process exists (signal 0).
+pub fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+/// Waits until `pid` is gone (at most `secs`).
+pub async fn gone(pid: i32, secs: u64) -> bool {
+    for _ in 0..secs * 20 {
+        if !alive(pid) || is_zombie(pid) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+/// Where the npm and PyPI test peers are installed (`scripts/test` installs them).
+pub fn peers() -> PathBuf {
+    let dir = std::env::var_os("TOOLGATE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers"));
+    let ready = dir.join("node_modules/@modelcontextprotocol/sdk").is_dir()
+        && dir.join(".venv/bin/python").is_file();
+    assert!(
+        ready,
+        "the interop test peers are not installed in {}: run scripts/test (it installs them with npm and pip)",
+        dir.display()
+    );
+    dir
+}
