@@ -158,6 +158,11 @@ impl Policy {
         self.decide(&self.action_for(call, canon))
     }
 
+    /// Adapter, normalisation and `explain` in one step (for `policy explain` on a call).
+    pub fn explain_call(&self, call: &ToolCall, canon: &dyn Canonicalise) -> Explanation {
+        self.explain(&self.action_for(call, canon))
+    }
+
     /// Runs this policy's adapters (declared mappings, then built-in tables) and normalisation on a call.
     pub fn action_for(&self, call: &ToolCall, canon: &dyn Canonicalise) -> Action {
         normalise(&adapt(call, &self.mappings), &self.ctx, canon)

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::glob::PathCase;
 use crate::index::RuleIndex;
 use crate::operation::Effect;
-use crate::path::{Context, Lexical};
+use crate::path::{lexical_normalise, Context, Lexical};
 use crate::profile::{Profile, ToolVisibility};
 use crate::rule::{Example, Rule, RuleSpec};
 
@@ -155,6 +155,20 @@ fn parse<T: for<'de> Deserialize<'de>>(key: &str, value: &Value) -> Result<T> {
 /// Compiles everything it can, recording each problem instead of stopping at the first.
 pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
     let mut errors = Vec::new();
+    // Patterns are anchored at these values, so they must already be canonical: absolute, no `.`/`..`/`//`.
+    let canonical = |v: &str| v == "/" || (lexical_normalise(v).as_deref() == Some(v));
+    if !canonical(&ctx.workspace) {
+        errors.push(Error::parse(
+            "context.workspace",
+            format!("`{}` is not a canonical absolute path", ctx.workspace),
+        ));
+    }
+    if let Some(home) = ctx.home.as_deref().filter(|h| !canonical(h)) {
+        errors.push(Error::parse(
+            "context.home",
+            format!("`{home}` is not a canonical absolute path"),
+        ));
+    }
     let file: Option<PolicyFile> = sources
         .policy
         .and_then(|v| parse("policy", v).map_err(|e| errors.push(e)).ok());

@@ -4,7 +4,8 @@
 //! the caller's [`Canonicalise`], then cleans the answer again, so a canonicaliser that returns something odd cannot
 //! smuggle a `..` past the matcher. Paths are `/`-separated strings; Windows paths are not supported.
 
-/// The caller's path canonicaliser (typically `std::fs::canonicalize` on the deepest existing ancestor).
+/// The caller's path canonicaliser. It receives an absolute, lexically clean path and should resolve symlinks in
+/// the deepest existing ancestor and re-append the rest, so a file about to be created still has an answer.
 ///
 /// Returning `None` means "cannot resolve"; the call then becomes `unknown` and is denied.
 pub trait Canonicalise {

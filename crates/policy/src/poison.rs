@@ -10,7 +10,8 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PoisonCode {
-    /// Tag characters, zero-width characters, bidi controls, variation selectors.
+    /// Tag characters, zero-width characters, bidi controls, variation selectors, control characters other than
+    /// tab and newlines (terminal escapes can hide text from a reviewer).
     InvisibleUnicode,
     /// Phrases used to smuggle instructions to the model.
     HiddenInstruction,
@@ -40,8 +41,12 @@ pub struct PoisonFlag {
 }
 
 /// Lower-case phrases; matched after lower-casing and collapsing whitespace.
-const HIDDEN_PHRASES: [&str; 16] = [
+const HIDDEN_PHRASES: [&str; 20] = [
     "ignore previous instructions",
+    "ignore prior instructions",
+    "ignore your instructions",
+    "you must not tell",
+    "do not reveal",
     "ignore all previous",
     "ignore the above",
     "disregard previous",
@@ -67,6 +72,8 @@ fn is_invisible(c: char) -> bool {
         | 0x2060..=0x2064       // word joiner, invisible operators
         | 0x2066..=0x2069       // bidi isolates
         | 0xFEFF | 0x180E | 0x061C | 0x00AD
+        | 0x0000..=0x0008 | 0x000B | 0x000C | 0x000E..=0x001F | 0x007F  // C0 controls: ESC sequences hide text
+        | 0x0080..=0x009F       // C1 controls
         | 0xFE00..=0xFE0F       // variation selectors can carry hidden bytes
         | 0xE0100..=0xE01EF)
 }
@@ -228,13 +235,14 @@ fn within_one_edit(a: &str, b: &str) -> bool {
 /// server prefix tells them apart); near-identical ones are, because a model reading descriptions cannot.
 pub fn lookalike_flags(tools: &[(String, String)]) -> Vec<(String, PoisonFlag)> {
     let mut out = Vec::new();
+    let skeletons: Vec<String> = tools.iter().map(|(_, t)| skeleton(t)).collect();
     for (i, (server, tool)) in tools.iter().enumerate() {
-        let sk = skeleton(tool);
+        let sk = &skeletons[i];
         let other = tools.iter().enumerate().find_map(|(j, (s2, t2))| {
             if i == j || t2 == tool {
                 return None;
             }
-            if skeleton(t2) == sk {
+            if &skeletons[j] == sk {
                 return Some(format!("homoglyph of `{s2}__{t2}`"));
             }
             (s2 != server && within_one_edit(tool, t2))
@@ -271,6 +279,15 @@ mod tests {
                 detail: "U+E0041".into(),
             }]
         );
+    }
+
+    #[test]
+    fn terminal_escapes_count_as_invisible() {
+        let flags = inspect_definition(
+            &json!({"name": "t", "description": "ok\u{1b}[8mhidden\u{1b}[0m\n\tfine"}),
+        );
+        assert_eq!(flags.len(), 1);
+        assert_eq!(flags[0].detail, "U+001B");
     }
 
     #[test]

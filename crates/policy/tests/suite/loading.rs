@@ -115,3 +115,16 @@ fn home_patterns_need_a_home() {
     let e = policy::Policy::load(sources(&doc), &no_home).expect_err("needs home");
     assert_eq!(e.rule_id(), Some("deny[0]"));
 }
+
+#[test]
+fn context_must_be_canonical() {
+    let doc = json!({"policy": {}});
+    for bad in ["ws", "/ws/", "/ws/../x", "/ws//a"] {
+        let ctx = policy::Context {
+            workspace: bad.into(),
+            home: None,
+        };
+        let e = policy::Policy::load(sources(&doc), &ctx).expect_err(bad);
+        assert!(e.to_string().starts_with("context.workspace:"), "{e}");
+    }
+}
