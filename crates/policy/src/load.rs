@@ -222,10 +222,19 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
                 for (name, pf) in files {
                     let mut specs =
                         rule_specs(&format!("profiles.{name}.rules"), &pf.rules, &mut errors);
+                    let mut default = pf.default;
                     if let Some(pv) = &pf.permissions {
-                        match parse::<PermissionsFile>(&format!("profiles.{name}.permissions"), pv)
-                        {
+                        let key = format!("profiles.{name}.permissions");
+                        match parse::<PermissionsFile>(&key, pv) {
                             Ok(p) => {
+                                match (default, p.default) {
+                                    (Some(a), Some(b)) if a != b => errors.push(Error::parse(
+                                        format!("{key}.default"),
+                                        format!("`{b}` contradicts profiles.{name}.default `{a}`"),
+                                    )),
+                                    (None, b) => default = b,
+                                    _ => {}
+                                }
                                 specs.extend(permission_specs(&format!("{name}."), &p, &mut errors))
                             }
                             Err(e) => errors.push(e),
@@ -240,7 +249,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
                         name,
                         Profile {
                             description: pf.description,
-                            default: pf.default,
+                            default,
                             rules,
                             tools,
                         },
