@@ -43,6 +43,17 @@ async def main(toolgate: str, config: str, workspace: str) -> None:
         )
         out["slow"] = slow.model_dump(mode="json", by_alias=True, exclude_none=True)
         out["progress"] = progress
+        # Cancel a slow call by abandoning it; the SDK sends notifications/cancelled, which must reach the upstream.
+        with anyio.move_on_after(0.3):
+            await client.call_tool("fixture__slow", {"steps": 50, "delay_ms": 100})
+        cancelled = 0
+        for _ in range(50):
+            counted = await client.call_tool("fixture__cancelled", {})
+            cancelled = (counted.structured_content or {}).get("cancelled", 0)
+            if cancelled:
+                break
+            await anyio.sleep(0.05)
+        out["upstreamCancelled"] = cancelled
         rich = await client.call_tool("fixture__rich", {})
         out["rich"] = rich.model_dump(mode="json", by_alias=True, exclude_none=True)
         await client.call_tool(

@@ -415,3 +415,7 @@ async fn write_loop(
     }
     // Dropping stdin closes the pipe: the upstream sees EOF, which is how stdio servers are asked to exit.
 }
+
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;

@@ -175,3 +175,48 @@ async fn legacy_client_reaches_modern_only_upstream() {
     assert_eq!(add["structuredContent"], json!({"sum": 3.0}));
     assert!(add.get("resultType").is_none());
 }
+
+#[tokio::test]
+async fn modern_client_hears_list_changes_on_its_listen_stream() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = setup.serve();
+    let listen = jsonrpc::request(
+        &jsonrpc::Id::Str("listen-1".into()),
+        "subscriptions/listen",
+        Some(with_meta(
+            json!({"notifications": {"toolsListChanged": true, "promptsListChanged": false}}),
+        )),
+    );
+    client.send_value(&listen).await;
+    let ack = client
+        .wait_notification(std::time::Duration::from_secs(5), |n| {
+            n["method"] == "notifications/subscriptions/acknowledged"
+        })
+        .await
+        .expect("the subscription is acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen-1"
+    );
+    client
+        .request(
+            "tools/call",
+            with_meta(json!({"name": "fx__add_tool", "arguments": {"name": "later"}})),
+        )
+        .await
+        .unwrap();
+    let changed = client
+        .wait_notification(std::time::Duration::from_secs(5), |n| {
+            n["method"] == "notifications/tools/list_changed"
+        })
+        .await
+        .expect("list_changed on the listen stream");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen-1"
+    );
+}

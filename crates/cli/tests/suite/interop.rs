@@ -90,6 +90,10 @@ fn python_sdk_client_in_auto_mode() {
     assert!(out["structured"]["structuredContent"]["temperature"].is_number());
     assert_eq!(out["progress"].as_array().unwrap().len(), 3);
     assert_eq!(out["rich"]["structuredContent"]["answer"], 42);
+    assert_eq!(
+        out["upstreamCancelled"], 1,
+        "an abandoned call is cancelled upstream"
+    );
     assert_eq!(text(&out["read"]), "python was here");
 }
 

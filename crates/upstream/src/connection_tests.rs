@@ -1,0 +1,156 @@
+use super::*;
+use pretty_assertions::assert_eq;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+struct Peer {
+    conn: Arc<Connection>,
+    /// What the connection wrote (the upstream's stdin).
+    sent: Lines<BufReader<DuplexStream>>,
+    /// What the upstream answers (its stdout).
+    reply: DuplexStream,
+    _events: mpsc::Receiver<Event>,
+}
+
+fn peer() -> Peer {
+    let (stdin_w, stdin_r) = tokio::io::duplex(1 << 16);
+    let (stdout_w, stdout_r) = tokio::io::duplex(1 << 16);
+    let (events_tx, events_rx) = mpsc::channel(16);
+    let (refresh_tx, _refresh_rx) = mpsc::unbounded_channel();
+    let limits = Limits {
+        max_message_bytes: 4096,
+        max_depth: 32,
+    };
+    let conn = Connection::start(
+        "up",
+        stdin_w,
+        stdout_r,
+        None::<tokio::io::Empty>,
+        limits,
+        events_tx,
+        refresh_tx,
+    );
+    Peer {
+        conn,
+        sent: BufReader::new(stdin_r).lines(),
+        reply: stdout_w,
+        _events: events_rx,
+    }
+}
+
+async fn next_sent(p: &mut Peer) -> Value {
+    let line = p.sent.next_line().await.unwrap().unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+const LONG: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn modern_upstream_gets_protocol_meta_and_keeps_the_callers() {
+    let mut p = peer();
+    p.conn.set_era(Era::Modern);
+    let conn = Arc::clone(&p.conn);
+    let call = tokio::spawn(async move {
+        let params = json!({"name": "t", "_meta": {"progressToken": "tg-1", "com.example/x": 1}});
+        conn.request("tools/call", Some(params), LONG, &CancellationToken::new())
+            .await
+    });
+    let sent = next_sent(&mut p).await;
+    let meta = &sent["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({})
+    );
+    assert_eq!(
+        (&meta["progressToken"], &meta["com.example/x"]),
+        (&json!("tg-1"), &json!(1))
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"content": [], "resultType": "complete"}});
+    p.reply
+        .write_all(format!("{answer}\n").as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(
+        call.await.unwrap().unwrap(),
+        json!({"content": [], "resultType": "complete"})
+    );
+}
+
+#[tokio::test]
+async fn legacy_upstream_does_not_see_modern_protocol_keys() {
+    let mut p = peer();
+    p.conn.set_era(Era::Legacy("2025-11-25".into()));
+    let conn = Arc::clone(&p.conn);
+    tokio::spawn(async move {
+        let params = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "keep": true}});
+        conn.request("tools/list", Some(params), LONG, &CancellationToken::new())
+            .await
+    });
+    let sent = next_sent(&mut p).await;
+    assert_eq!(sent["params"], json!({"_meta": {"keep": true}}));
+}
+
+#[tokio::test]
+async fn timeout_tells_the_upstream_to_cancel() {
+    let mut p = peer();
+    let err = p
+        .conn
+        .request(
+            "hang",
+            None,
+            Duration::from_millis(50),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Timeout { .. }), "{err}");
+    let request = next_sent(&mut p).await;
+    let cancel = next_sent(&mut p).await;
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], request["id"]);
+}
+
+#[tokio::test]
+async fn garbage_is_counted_and_the_end_fails_what_waits() {
+    let mut p = peer();
+    let conn = Arc::clone(&p.conn);
+    let call = tokio::spawn(async move {
+        conn.request("x", None, LONG, &CancellationToken::new())
+            .await
+    });
+    let _ = next_sent(&mut p).await;
+    p.reply
+        .write_all(b"npm WARN something\n{\"not\":\"rpc\"}\n")
+        .await
+        .unwrap();
+    drop(p.reply);
+    let err = call.await.unwrap().unwrap_err();
+    assert!(matches!(err, CallError::Unavailable { .. }), "{err}");
+    assert_eq!(p.conn.garbage_lines(), 2);
+    assert!(p.conn.is_closed());
+}
+
+#[tokio::test]
+async fn oversized_response_fails_its_request_not_the_connection() {
+    let mut p = peer();
+    let conn = Arc::clone(&p.conn);
+    let call = tokio::spawn(async move {
+        conn.request("big", None, LONG, &CancellationToken::new())
+            .await
+    });
+    let sent = next_sent(&mut p).await;
+    let huge = json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"text": "x".repeat(10_000)}});
+    p.reply
+        .write_all(format!("{huge}\n").as_bytes())
+        .await
+        .unwrap();
+    let err = call.await.unwrap().unwrap_err();
+    assert!(
+        matches!(err, CallError::TooLarge { len, max: 4096, .. } if len > 10_000),
+        "{err}"
+    );
+    assert!(!p.conn.is_closed());
+}
