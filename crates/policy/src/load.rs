@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::action::{normalise, RawAction, RawCommand};
-use crate::adapter::ToolMapping;
+use crate::adapter::{adapt, ToolMapping};
 use crate::claude::translate_permission;
 use crate::error::{Error, Result};
 use crate::glob::PathCase;
@@ -204,7 +204,6 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
     if let Some(p) = &perms {
         specs.extend(permission_specs("", p, &mut errors));
     }
-    let rules = compile_rules(specs, ctx, case, &mut errors);
     let mut mappings = Vec::new();
     for (i, m) in file.iter().flat_map(|f| f.mappings.iter()).enumerate() {
         let key = format!("policy.mappings[{i}]");
@@ -215,6 +214,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
             Err(e) => errors.push(e),
         }
     }
+    let rules = compile_rules(specs, ctx, case, &mappings, &mut errors);
     let mut profiles = BTreeMap::new();
     if let Some(v) = sources.profiles {
         match parse::<BTreeMap<String, ProfileFile>>("profiles", v) {
@@ -240,7 +240,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
                             Err(e) => errors.push(e),
                         }
                     }
-                    let rules = compile_rules(specs, ctx, case, &mut errors);
+                    let rules = compile_rules(specs, ctx, case, &mappings, &mut errors);
                     let tools = pf.tools.compile().map_err(|e| {
                         errors.push(Error::parse(format!("profiles.{name}.tools"), e))
                     });
@@ -320,13 +320,14 @@ fn compile_rules(
     specs: Vec<RuleSpec>,
     ctx: &Context,
     case: PathCase,
+    mappings: &[ToolMapping],
     errors: &mut Vec<Error>,
 ) -> Vec<Rule> {
     let mut rules = Vec::new();
     for spec in specs {
         match Rule::compile(spec, ctx, case) {
             Ok(rule) => {
-                errors.extend(check_examples(&rule, ctx, case));
+                errors.extend(check_examples(&rule, ctx, case, mappings));
                 rules.push(rule);
             }
             Err(e) => errors.push(e),
@@ -336,14 +337,31 @@ fn compile_rules(
 }
 
 /// Runs a rule's examples through normalisation (lexical only: examples describe paths, not a filesystem).
-fn check_examples(rule: &Rule, ctx: &Context, case: PathCase) -> Vec<Error> {
+fn check_examples(
+    rule: &Rule,
+    ctx: &Context,
+    case: PathCase,
+    mappings: &[ToolMapping],
+) -> Vec<Error> {
     let mut errors = Vec::new();
     for (list, examples, want) in [
         ("match", &rule.spec.match_examples, true),
         ("not_match", &rule.spec.not_match, false),
     ] {
         for (index, ex) in examples.iter().enumerate() {
-            let raw = example_action(ex, ctx);
+            let raw = match example_action(ex, ctx, mappings) {
+                Some(raw) => raw,
+                None => {
+                    let message = "needs exactly one of `call` or `operation`".to_owned();
+                    errors.push(Error::Example {
+                        rule: rule.id.clone(),
+                        list,
+                        index,
+                        message,
+                    });
+                    continue;
+                }
+            };
             let action = normalise(&raw, ctx, &Lexical);
             let folded = crate::decide::prepare_paths(&action, case);
             let parts: Vec<Vec<&str>> = folded.iter().map(|p| crate::glob::split_path(p)).collect();
@@ -370,13 +388,22 @@ fn check_examples(rule: &Rule, ctx: &Context, case: PathCase) -> Vec<Error> {
     errors
 }
 
-fn example_action(ex: &Example, ctx: &Context) -> RawAction {
+fn example_action(ex: &Example, ctx: &Context, mappings: &[ToolMapping]) -> Option<RawAction> {
+    let operation = match (&ex.call, ex.operation) {
+        (Some(call), None) => {
+            let mut raw = adapt(call, mappings);
+            raw.paths = raw.paths.iter().map(|p| expand_vars(p, ctx)).collect();
+            return Some(raw);
+        }
+        (None, Some(op)) => op,
+        _ => return None,
+    };
     let tool = ex
         .tool
         .as_deref()
         .map(|t| t.strip_prefix("mcp__").unwrap_or(t))
         .unwrap_or("example__example");
-    let mut raw = RawAction::new(ex.operation, tool.to_owned());
+    let mut raw = RawAction::new(operation, tool.to_owned());
     raw.paths = ex.paths.iter().map(|p| expand_vars(p, ctx)).collect();
     raw.command = match (&ex.command, &ex.shell) {
         (Some(argv), _) => Some(RawCommand::Argv(argv.clone())),
@@ -385,8 +412,8 @@ fn example_action(ex: &Example, ctx: &Context) -> RawAction {
     };
     raw.url.clone_from(&ex.url);
     raw.method.clone_from(&ex.method);
-    raw.via_shell = raw.command.is_some() && ex.operation != crate::Operation::ShellExec;
-    raw
+    raw.via_shell = raw.command.is_some() && operation != crate::Operation::ShellExec;
+    Some(raw)
 }
 
 /// Plain substitution for example paths (they are paths, not patterns, so nothing is escaped).

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::{Action, Command};
+use crate::action::{Action, Command, ToolCall};
 use crate::error::{Error, Result};
 use crate::glob::{escape, NameGlob, PathCase, PathGlob};
 use crate::host::HostPattern;
@@ -72,11 +72,15 @@ impl RuleSpec {
     }
 }
 
-/// A rule-level example: an action described directly, so it tests the rule and not an adapter.
+/// A rule-level example: either a whole call (`call`, run through the adapters) or an action described directly
+/// (`operation` plus resources), which tests the rule without an adapter. Exactly one of the two must be given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Example {
-    pub operation: Operation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Operation>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     /// May use `${workspace}`, `${home}` and `~`.

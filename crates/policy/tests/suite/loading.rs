@@ -128,3 +128,25 @@ fn context_must_be_canonical() {
         assert!(e.to_string().starts_with("context.workspace:"), "{e}");
     }
 }
+
+#[test]
+fn examples_may_be_whole_calls_through_the_adapters() {
+    let ok = json!({"policy": {"rules": [{"id": "npm", "effect": "allow", "command_prefixes": [["npm", "run", "test"]],
+        "match": [{"call": {"server": "term", "tool": "run", "arguments": {"command": "npm run test --watch"}}}],
+        "not_match": [
+            {"call": {"server": "term", "tool": "run", "arguments": {"command": "npm run test-evil"}}},
+            {"call": {"server": "term", "tool": "run", "arguments": {"command": "npm run test && id"}}},
+        ]}],
+        "mappings": [{"tool": "term__run", "operation": "shell.exec", "command": "command"}]}});
+    try_load(&ok).unwrap();
+    let read = json!({"policy": {"rules": [{"id": "ws", "effect": "allow", "paths": ["${workspace}/**"],
+        "match": [{"call": {"server": "f", "tool": "read_file", "kind": "filesystem", "arguments": {"path": "${workspace}/../ws-evil/x"}}}]}]}});
+    assert!(
+        matches!(err(read), Error::Example { ref rule, list: "match", index: 0, .. } if rule == "ws")
+    );
+    let both = json!({"policy": {"rules": [{"id": "b", "effect": "allow",
+        "match": [{"operation": "fs.read", "call": {"server": "f", "tool": "x"}}]}]}});
+    assert!(err(both)
+        .to_string()
+        .contains("exactly one of `call` or `operation`"));
+}
