@@ -5,6 +5,26 @@
 //! environment: everything it needs arrives as arguments, and the filesystem is reached only through the caller's
 //! [`Canonicalise`]. It does not hold approvals, write audit records or talk to servers.
 
+//!
+//! ```
+//! use policy::{Context, Effect, Policy, PolicySources, ServerKind, ToolCall};
+//! use serde_json::json;
+//!
+//! let permissions = json!({"default": "ask", "allow": ["Read(./src/**)"], "deny": ["Read(**/.env)"]});
+//! let ctx = Context { workspace: "/ws".into(), home: None };
+//! let policy = Policy::load(PolicySources { permissions: Some(&permissions), ..Default::default() }, &ctx)?;
+//!
+//! // The caller owns the filesystem: here a canonicaliser that resolves one symlink.
+//! let canon = |p: &str| Some(p.replace("/ws/src/link", "/etc"));
+//! let call = |path: &str| ToolCall::new("files", "read_file", json!({ "path": path }), Some(ServerKind::Filesystem));
+//!
+//! let d = policy.decide_call(&call("src/main.rs"), &canon);
+//! assert_eq!((d.effect, d.rule_id.as_deref(), d.reason.as_str()), (Effect::Allow, Some("allow[0]"), "ALLOW_RULE"));
+//! assert_eq!(policy.decide_call(&call("src/.env"), &canon).effect, Effect::Deny);
+//! assert_eq!(policy.decide_call(&call("src/link/passwd"), &canon).effect, Effect::Ask);
+//! # Ok::<(), policy::Error>(())
+//! ```
+
 #![deny(clippy::print_stdout)]
 
 mod action;
