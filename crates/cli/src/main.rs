@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 /// One binary between AI agents and their tools: an MCP gateway that aggregates upstream servers.
 #[derive(Parser)]
-#[command(name = "toolgate", version, about, long_about = None)]
+#[command(name = "toolgate", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

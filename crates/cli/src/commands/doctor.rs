@@ -1,20 +1,16 @@
 //! `toolgate doctor`: explains the effective configuration (each value and where it came from) and starts every
 //! upstream once to show whether it works, with its protocol era, catalog size and last error.
 
+use super::common::ConfigArgs;
 use std::fmt::Display;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Check the configuration and every upstream server, then exit (0 when all stdio upstreams start).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Config file, as for `serve`.
-    #[arg(long, short)]
-    config: Option<PathBuf>,
-    /// The workspace, as for `serve`.
-    #[arg(long, short)]
-    workspace: Option<PathBuf>,
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 fn row(name: &str, value: impl Display, from: &config::Provenance) {
@@ -22,7 +18,7 @@ fn row(name: &str, value: impl Display, from: &config::Provenance) {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = crate::runtime::load_config(args.config.as_deref(), args.workspace)?;
+    let config = args.config.load()?;
     println!("toolgate {} doctor", env!("CARGO_PKG_VERSION"));
     match &config.source {
         Some(p) => println!("config: {}", p.display()),

@@ -1,5 +1,6 @@
 //! One module per subcommand: its arguments (clap doc comments are the help text) and its `run`.
 
+pub mod common;
 pub mod demo;
 pub mod doctor;
 pub mod fixture;
