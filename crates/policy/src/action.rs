@@ -26,6 +26,28 @@ pub enum ServerKind {
     Toolgate,
 }
 
+impl ServerKind {
+    /// Recognises a well-known server from the launch command the operator configured (trusted input, unlike the
+    /// tool names a server reports). `None` when nothing is recognised: the server's calls are then `mcp.call`.
+    pub fn from_launch_command(argv: &[String]) -> Option<ServerKind> {
+        // `npx -y @modelcontextprotocol/server-filesystem@2026.8.31 /ws`, `uvx mcp-server-git`, script paths.
+        argv.iter()
+            .flat_map(|arg| arg.split('/'))
+            .find_map(|component| {
+                let name = component
+                    .split('@')
+                    .find(|s| !s.is_empty())
+                    .unwrap_or(component);
+                match name {
+                    "server-filesystem" | "mcp-server-filesystem" => Some(ServerKind::Filesystem),
+                    "mcp-server-git" | "server-git" => Some(ServerKind::Git),
+                    "mcp-server-fetch" | "server-fetch" => Some(ServerKind::Fetch),
+                    _ => None,
+                }
+            })
+    }
+}
+
 /// One `tools/call` as the gateway sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -242,6 +264,27 @@ mod tests {
             workspace: "/ws".into(),
             home: None,
         }
+    }
+
+    #[test]
+    fn well_known_servers_are_recognised_from_their_launch_command() {
+        let kind = |s: &str| {
+            ServerKind::from_launch_command(&s.split(' ').map(str::to_owned).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            kind("npx -y @modelcontextprotocol/server-filesystem@2026.8.31 /ws"),
+            Some(ServerKind::Filesystem)
+        );
+        assert_eq!(
+            kind("uvx mcp-server-git --repository /ws"),
+            Some(ServerKind::Git)
+        );
+        assert_eq!(kind("uvx mcp-server-fetch"), Some(ServerKind::Fetch));
+        assert_eq!(
+            kind("node /opt/servers/mcp-server-git/index.js"),
+            Some(ServerKind::Git)
+        );
+        assert_eq!(kind("npx -y @acme/read-files"), None);
     }
 
     #[test]
