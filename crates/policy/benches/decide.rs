@@ -43,7 +43,55 @@ fn thousand_rules() -> Policy {
     }
 }
 
+/// 1,000 path-only rules of one shape: `**/*.extN` (filed by suffix) or `**/xN?y/**` (no usable key: the worst
+/// case, every rule is matched).
+fn path_rules(indexable: bool) -> Policy {
+    let rules: Vec<Value> = (0..1000)
+        .map(|i| {
+            let pattern = if indexable {
+                format!("**/*.ext{i}")
+            } else {
+                format!("**/x{i}?y/**")
+            };
+            let effect = if i % 10 == 0 { "deny" } else { "allow" };
+            json!({"id": format!("u{i}"), "effect": effect, "paths": [pattern]})
+        })
+        .collect();
+    let doc = json!({"default": "ask", "rules": rules});
+    let ctx = Context {
+        workspace: "/home/dev/project".into(),
+        home: None,
+    };
+    match Policy::load(
+        PolicySources {
+            policy: Some(&doc),
+            ..Default::default()
+        },
+        &ctx,
+    ) {
+        Ok(p) => p,
+        Err(e) => panic!("bench policy must load: {e}"),
+    }
+}
+
 fn bench(c: &mut Criterion) {
+    let call = ToolCall::new(
+        "files",
+        "read_file",
+        json!({"path": "/home/dev/project/a/b/c.rs"}),
+        Some(ServerKind::Filesystem),
+    );
+    for (name, indexable) in [
+        ("suffix_1000_path_globs", true),
+        ("full_scan_1000_path_globs", false),
+    ] {
+        let p = path_rules(indexable);
+        let action = p.action_for(&call, &Lexical);
+        c.bench_function(&format!("decide/{name}"), |b| {
+            b.iter(|| p.decide(black_box(&action)))
+        });
+    }
+
     let policy = thousand_rules();
     let calls = [
         (

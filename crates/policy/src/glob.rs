@@ -27,6 +27,10 @@ enum Tok {
 enum Seg {
     AnyDepth,
     Lit(String),
+    /// `*lit`, `lit*`, `*lit*`: the common shapes, matched without the general wildcard loop.
+    Suffix(String),
+    Prefix(String),
+    Contains(String),
     Wild(Vec<Tok>),
 }
 
@@ -80,7 +84,7 @@ impl PathGlob {
                         .collect(),
                 ));
             } else {
-                segs.push(Seg::Wild(toks));
+                segs.push(specialise(toks));
             }
         }
         Ok(PathGlob { segs, case })
@@ -92,6 +96,15 @@ impl PathGlob {
             Seg::Lit(l) => Some(l.as_str()),
             _ => None,
         })
+    }
+
+    /// The literal suffix of the final segment (`**/*.pem` → `.pem`), which the last segment of every matching path
+    /// ends with; a second index key for patterns without a literal segment.
+    pub(crate) fn final_suffix(&self) -> Option<&str> {
+        match self.segs.last() {
+            Some(Seg::Suffix(x)) if !x.is_empty() => Some(x.as_str()),
+            _ => None,
+        }
     }
 
     /// Matches a canonical path already split by [`split_path`] (and folded when the case policy says so), so
@@ -164,6 +177,40 @@ fn tokens(raw: &str) -> Result<Vec<Tok>, String> {
     Ok(toks)
 }
 
+/// Recognises `*lit`, `lit*` and `*lit*`, which cover nearly all real patterns (`*.rs`, `test_*`, `*secret*`).
+fn specialise(toks: Vec<Tok>) -> Seg {
+    let lit = |ts: &[Tok]| {
+        ts.iter()
+            .map(|t| match t {
+                Tok::Lit(c) => Some(*c),
+                _ => None,
+            })
+            .collect::<Option<String>>()
+    };
+    let n = toks.len();
+    let starts = toks.first() == Some(&Tok::Star);
+    let ends = n > 1 && toks.last() == Some(&Tok::Star);
+    let shaped = match (starts, ends) {
+        (true, true) => lit(&toks[1..n - 1]).map(Seg::Contains),
+        (true, false) => lit(&toks[1..]).map(Seg::Suffix),
+        (false, true) => lit(&toks[..n - 1]).map(Seg::Prefix),
+        (false, false) => None,
+    };
+    shaped.unwrap_or(Seg::Wild(toks))
+}
+
+/// One non-`**` segment against one path segment.
+fn seg_matches(seg: &Seg, part: &str) -> bool {
+    match seg {
+        Seg::Lit(l) => l == part,
+        Seg::Suffix(x) => part.ends_with(x.as_str()),
+        Seg::Prefix(x) => part.starts_with(x.as_str()),
+        Seg::Contains(x) => part.contains(x.as_str()),
+        Seg::Wild(toks) => wild_match(toks, part),
+        Seg::AnyDepth => false,
+    }
+}
+
 /// Segment matching with the classic single-backtrack wildcard algorithm: `**` plays the role of `*` and every
 /// other segment consumes exactly one path segment. O(segments × parts) even for many `**`, so a hostile path
 /// cannot make a pattern like `**/a/**/b/**/c` explode.
@@ -176,11 +223,7 @@ fn match_segs(segs: &[Seg], parts: &[&str]) -> bool {
                 backtrack = Some((s, p));
                 s += 1;
             }
-            Some(Seg::Lit(lit)) if lit == parts[p] => {
-                s += 1;
-                p += 1;
-            }
-            Some(Seg::Wild(toks)) if wild_match(toks, parts[p]) => {
+            Some(seg) if seg_matches(seg, parts[p]) => {
                 s += 1;
                 p += 1;
             }
@@ -323,8 +366,9 @@ mod tests {
                 Some((p, tail)) => {
                     let one = match seg {
                         Seg::Lit(l) => l == p,
-                        Seg::Wild(t) => wild_match(t, p),
                         Seg::AnyDepth => false,
+                        // The general matcher, so the specialised shapes are checked against it too.
+                        _ => wild_match(&tokens(&seg_text(seg)).unwrap(), p),
                     };
                     one && reference(rest, tail)
                 }
@@ -333,10 +377,28 @@ mod tests {
         }
     }
 
+    fn seg_text(seg: &Seg) -> String {
+        match seg {
+            Seg::Suffix(x) => format!("*{x}"),
+            Seg::Prefix(x) => format!("{x}*"),
+            Seg::Contains(x) => format!("*{x}*"),
+            Seg::Wild(toks) => toks
+                .iter()
+                .map(|t| match t {
+                    Tok::Lit(c) => c.to_string(),
+                    Tok::One => "?".to_owned(),
+                    Tok::Star => "*".to_owned(),
+                })
+                .collect(),
+            Seg::Lit(l) => l.clone(),
+            Seg::AnyDepth => "**".to_owned(),
+        }
+    }
+
     proptest::proptest! {
         #[test]
         fn iterative_matcher_agrees_with_the_recursive_definition(
-            pat in proptest::collection::vec(proptest::sample::select(vec!["**", "a", "b", "*", "a*", "?", "*b*"]), 0..6),
+            pat in proptest::collection::vec(proptest::sample::select(vec!["**", "a", "b", "*", "a*", "?", "*b*", "*b", "a?b", "*a*b"]), 0..6),
             path in proptest::collection::vec(proptest::sample::select(vec!["a", "b", "ab", "ba", "abb"]), 0..7),
         ) {
             let glob = PathGlob::new(&format!("/{}", pat.join("/")), PathCase::Sensitive).unwrap();

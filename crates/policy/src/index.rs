@@ -1,7 +1,8 @@
 //! A candidate index over compiled rules so `decide` need not run every rule's matchers on every call.
 //!
-//! Each rule is filed under ONE necessary condition: the literal prefixes of its tool globs, else the anchor
-//! segments of its path globs, else the first tokens of its command patterns, else its operations. A call looks up
+//! Each rule is filed under ONE necessary condition: the literal prefixes of its tool globs, else for each path glob
+//! its last literal segment (or the literal suffix of its final segment, as in `**/*.pem`), else the first tokens
+//! of its command patterns, else its operations. A call looks up
 //! every key it could satisfy and gets a superset of the rules that can match it, in rule order; the full matcher
 //! then runs on those only. `explain` does not use the index (it traces every rule), and a property test checks
 //! that both always agree.
@@ -16,10 +17,18 @@ use crate::rule::Rule;
 pub(crate) struct RuleIndex {
     by_tool_prefix: HashMap<String, Vec<u32>>,
     by_path_anchor: HashMap<String, Vec<u32>>,
+    by_path_suffix: HashMap<String, Vec<u32>>,
     by_program: HashMap<String, Vec<u32>>,
     /// Rules with no usable key, per operation bit (rules for any operation appear in every list).
     by_op: [Vec<u32>; 10],
     tool_key_len: usize,
+    suffix_key_len: usize,
+}
+
+/// How one path glob is filed.
+enum PathKey<'a> {
+    Anchor(&'a str),
+    Suffix(&'a str),
 }
 
 fn basename(s: &str) -> &str {
@@ -33,15 +42,29 @@ impl RuleIndex {
             let i = i as u32;
             let prefixes: Vec<String> =
                 rule.tools.iter().map(|(_, g)| g.literal_prefix()).collect();
-            let anchors: Vec<&str> = rule.paths.iter().filter_map(|(_, g)| g.anchor()).collect();
+            let anchors: Vec<PathKey<'_>> = rule
+                .paths
+                .iter()
+                .filter_map(|(_, g)| {
+                    g.anchor()
+                        .map(PathKey::Anchor)
+                        .or_else(|| g.final_suffix().map(PathKey::Suffix))
+                })
+                .collect();
             if !rule.tools.is_empty() && prefixes.iter().all(|p| !p.is_empty()) {
                 for p in prefixes {
                     idx.tool_key_len = idx.tool_key_len.max(p.len());
                     push(&mut idx.by_tool_prefix, p, i);
                 }
             } else if !rule.paths.is_empty() && anchors.len() == rule.paths.len() {
-                for a in anchors {
-                    push(&mut idx.by_path_anchor, a.to_owned(), i);
+                for key in anchors {
+                    match key {
+                        PathKey::Anchor(a) => push(&mut idx.by_path_anchor, a.to_owned(), i),
+                        PathKey::Suffix(x) => {
+                            idx.suffix_key_len = idx.suffix_key_len.max(x.len());
+                            push(&mut idx.by_path_suffix, x.to_owned(), i);
+                        }
+                    }
                 }
             } else if !rule.commands.is_empty() {
                 for c in &rule.commands {
@@ -61,6 +84,7 @@ impl RuleIndex {
             .by_tool_prefix
             .values_mut()
             .chain(idx.by_path_anchor.values_mut())
+            .chain(idx.by_path_suffix.values_mut())
             .chain(idx.by_program.values_mut())
         {
             list.dedup();
@@ -94,6 +118,16 @@ impl RuleIndex {
             for seg in parts.iter().flatten() {
                 if let Some(list) = self.by_path_anchor.get(*seg) {
                     out.extend_from_slice(list);
+                }
+            }
+        }
+        if !self.by_path_suffix.is_empty() {
+            for last in parts.iter().filter_map(|p| p.last()) {
+                let from = last.len().saturating_sub(self.suffix_key_len);
+                for (start, _) in last.char_indices().filter(|(i, _)| *i >= from) {
+                    if let Some(list) = self.by_path_suffix.get(&last[start..]) {
+                        out.extend_from_slice(list);
+                    }
                 }
             }
         }

@@ -21,6 +21,7 @@ fn rule_bodies() -> Vec<Value> {
         json!({"operations": ["net.request"], "hosts": ["api.example.com"]}),
         json!({"tools": ["mcp__files__*"]}),
         json!({"tools": ["misc__*"]}),
+        json!({"operations": ["fs.read"], "paths": ["**/*.pem", "/*/key*"]}),
         json!({}),
     ]
 }
@@ -30,6 +31,7 @@ fn calls() -> Vec<ToolCall> {
         fs_read("/ws/src/a.rs"),
         fs_read("/ws/.env"),
         fs_read("/etc/passwd"),
+        fs_read("/ws/certs/key.pem"),
         fs_read("/home/u/.ssh/id_rsa"),
         call(
             "files",
@@ -79,7 +81,7 @@ fn build(default: u8, rules: &[(usize, u8)], extra: Option<(usize, usize)>) -> P
 }
 
 fn rules_strategy() -> impl Strategy<Value = Vec<(usize, u8)>> {
-    prop::collection::vec((0usize..12, 0u8..3), 0..8)
+    prop::collection::vec((0usize..13, 0u8..3), 0..8)
 }
 
 proptest! {
@@ -87,7 +89,7 @@ proptest! {
 
     #[test]
     fn adding_a_deny_never_makes_a_decision_more_permissive(
-        default in 0u8..3, rules in rules_strategy(), body in 0usize..12, pos in 0usize..10,
+        default in 0u8..3, rules in rules_strategy(), body in 0usize..13, pos in 0usize..10,
     ) {
         let before = build(default, &rules, None);
         let after = build(default, &rules, Some((body, pos)));
@@ -150,7 +152,7 @@ proptest! {
 
     /// `decide` uses the candidate index, `explain` walks every rule: they must never disagree.
     #[test]
-    fn decide_and_explain_always_agree(default in 0u8..3, rules in prop::collection::vec((0usize..12, 0u8..3), 0..12)) {
+    fn decide_and_explain_always_agree(default in 0u8..3, rules in prop::collection::vec((0usize..13, 0u8..3), 0..12)) {
         let p = build(default, &rules, None);
         for c in calls() {
             let a = p.action_for(&c, &Lexical);
