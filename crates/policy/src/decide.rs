@@ -89,6 +89,20 @@ pub struct Decision {
     pub unknown: Option<UnknownReason>,
 }
 
+impl std::fmt::Display for Decision {
+    /// `deny (DENY_RULE, rule deny[0])`: one line for logs and CLI output.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}", self.effect, self.reason)?;
+        if let Some(id) = &self.rule_id {
+            write!(f, ", rule {id}")?;
+        }
+        if let Some(u) = self.unknown {
+            write!(f, ", {}", u.as_str())?;
+        }
+        f.write_str(")")
+    }
+}
+
 /// One rule as `explain` saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RuleTrace {

@@ -125,6 +125,12 @@ impl Policy {
         self.profiles.keys().map(String::as_str).collect()
     }
 
+    /// The structured form of every rule in evaluation order (permission strings appear as their twins), for
+    /// `policy check` listings.
+    pub fn rule_specs(&self) -> impl Iterator<Item = &RuleSpec> {
+        self.rules.iter().map(|r| &r.spec)
+    }
+
     /// Rule ids in evaluation order.
     pub fn rule_ids(&self) -> Vec<&str> {
         self.rules.iter().map(|r| r.id.as_str()).collect()

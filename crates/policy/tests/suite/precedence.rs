@@ -152,3 +152,23 @@ fn explain_traces_every_rule_and_marks_the_decisive_one() {
     );
     assert_eq!(json["action"]["operation"], "fs.read");
 }
+
+#[test]
+fn decisions_print_on_one_line() {
+    let p = rules(
+        "ask",
+        json!([{"id": "no-env", "effect": "deny", "paths": ["**/.env"]}]),
+    );
+    assert_eq!(
+        decide(&p, &fs_read("/ws/.env")).to_string(),
+        "deny (DENY_RULE, rule no-env)"
+    );
+    assert_eq!(
+        decide(&p, &fs_read("/ws/a\0")).to_string(),
+        "deny (UNKNOWN_OPERATION, NUL_BYTE)"
+    );
+    assert_eq!(
+        p.rule_specs().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        vec!["no-env"]
+    );
+}
