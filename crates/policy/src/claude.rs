@@ -7,7 +7,8 @@
 //!   edit permission governs every file mutation, and a deny on edits must also stop deletes and moves.
 //! - Paths: `//abs` is absolute, `~/x` is under home, `./x` and `/x` are under the workspace (Claude Code reads
 //!   `/x` relative to the settings' project), `**/x` is anywhere, `a/b` is `${workspace}/a/b`, and a bare name
-//!   without `/` (`*.env`) matches at any depth under the workspace, as in gitignore.
+//!   without `/` (`*.env`) matches at any depth under the workspace, as in gitignore. As in gitignore too, a path
+//!   names the file or directory AND everything beneath it (`/**` is appended unless the pattern ends in `**`).
 //! - `Bash(cmd)` is exact argv; `Bash(cmd:*)` and `Bash(cmd *)` are token prefixes (`npm run test:*` admits
 //!   `npm run test --watch`, never `npm run test-evil` nor `npm run test:unit`). `*` anywhere else is refused, and
 //!   so are strings with shell operators or quotes, because such patterns could not mean what they look like.
@@ -110,7 +111,15 @@ fn path_patterns(arg: Option<&str>) -> std::result::Result<Vec<String>, String> 
     } else {
         format!("${{workspace}}/**/{arg}")
     };
-    Ok(vec![pattern])
+    // gitignore semantics: a pattern naming a directory covers everything beneath it. `/**` also matches the path
+    // itself, so one pattern covers a file, a directory and its contents; for a deny this is what keeps
+    // `Read(secrets)` from leaving `secrets/key` readable.
+    let pattern = pattern.trim_end_matches('/');
+    if pattern == "**" || pattern.ends_with("/**") {
+        Ok(vec![pattern.to_owned()])
+    } else {
+        Ok(vec![format!("{pattern}/**")])
+    }
 }
 
 fn command_pattern(arg: &str) -> std::result::Result<(Vec<String>, bool), String> {
@@ -143,11 +152,15 @@ mod tests {
     #[test]
     fn paths_follow_the_documented_anchors() {
         assert_eq!(t("Read(./src/**)").paths, vec!["${workspace}/src/**"]);
-        assert_eq!(t("Read(//etc/hosts)").paths, vec!["/etc/hosts"]);
+        assert_eq!(t("Read(//etc/hosts)").paths, vec!["/etc/hosts/**"]);
         assert_eq!(t("Read(~/.ssh/**)").paths, vec!["~/.ssh/**"]);
-        assert_eq!(t("Read(**/.env)").paths, vec!["**/.env"]);
-        assert_eq!(t("Read(*.env)").paths, vec!["${workspace}/**/*.env"]);
+        assert_eq!(t("Read(**/.env)").paths, vec!["**/.env/**"]);
+        assert_eq!(t("Read(*.env)").paths, vec!["${workspace}/**/*.env/**"]);
         assert_eq!(t("Read(/docs/**)").paths, vec!["${workspace}/docs/**"]);
+        assert_eq!(t("Read(./secrets/)").paths, vec!["${workspace}/secrets/**"]);
+        assert_eq!(t("Read(.)").paths, vec!["${workspace}/**"]);
+        assert_eq!(t("Read(//)").paths, vec!["/**"]);
+        assert_eq!(t("Read(**)").paths, vec!["**"]);
         assert!(t("Read").paths.is_empty());
     }
 

@@ -19,6 +19,9 @@ fn corpus() -> Vec<ToolCall> {
         fs_read("/home/u/.ssh/id_rsa"),
         fs_read("/ws/x.env"),
         fs_read("/ws/sub/y.env"),
+        fs_read("/ws/secrets"),
+        fs_read("/ws/secrets/deep/key"),
+        fs_read("/ws/secrets-other/key"),
         call(
             "files",
             "write_file",
@@ -91,7 +94,7 @@ fn twins() -> Vec<(&'static str, Value)> {
         ),
         (
             "Read(*.env)",
-            json!({"operations": ["fs.read"], "paths": ["${workspace}/**/*.env"]}),
+            json!({"operations": ["fs.read"], "paths": ["${workspace}/**/*.env/**"]}),
         ),
         (
             "Read(~/.ssh/**)",
@@ -107,8 +110,8 @@ fn twins() -> Vec<(&'static str, Value)> {
             json!({"operations": ["fs.write", "fs.delete"], "paths": ["${workspace}/src/**"]}),
         ),
         (
-            "Write(//etc/**)",
-            json!({"operations": ["fs.write", "fs.delete"], "paths": ["/etc/**"]}),
+            "Write(//etc/hosts)",
+            json!({"operations": ["fs.write", "fs.delete"], "paths": ["/etc/hosts/**"]}),
         ),
         (
             "Bash(npm test)",
