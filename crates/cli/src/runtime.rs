@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use config::{Config, Overrides};
-use gateway::{Gateway, Options};
+use gateway::{Gateway, Guard, Options};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -34,10 +34,15 @@ pub fn self_exe() -> Option<PathBuf> {
 }
 
 /// Loads `path` (or an empty config when `None`), then reports warnings on stderr.
-pub fn load_config(path: Option<&Path>, workspace: Option<PathBuf>) -> anyhow::Result<Config> {
+pub fn load_config(
+    path: Option<&Path>,
+    workspace: Option<PathBuf>,
+    profile: Option<String>,
+) -> anyhow::Result<Config> {
     let overrides = Overrides {
         workspace,
         self_exe: self_exe(),
+        profile,
     };
     let env = |k: &str| std::env::var(k).ok();
     let mut config = match path {
@@ -47,6 +52,10 @@ pub fn load_config(path: Option<&Path>, workspace: Option<PathBuf>) -> anyhow::R
             c.workspace = overrides.workspace.map(|w| config::Setting {
                 value: w,
                 from: config::Provenance::Flag("--workspace"),
+            });
+            c.profile = overrides.profile.map(|p| config::Setting {
+                value: p,
+                from: config::Provenance::Flag("--profile"),
             });
             c
         }
@@ -67,9 +76,10 @@ pub fn load_config(path: Option<&Path>, workspace: Option<PathBuf>) -> anyhow::R
 
 /// Serves MCP on stdin/stdout until stdin closes or a signal arrives; then ends every upstream process group.
 pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
+    let guard = Arc::new(load_guard(&config)?);
     let rt = tokio()?;
     let code = rt.block_on(async move {
-        let gw = Gateway::start(&config, Options::from_config(&config, wrap));
+        let gw = Gateway::start(&config, Options::from_config(&config, wrap), guard);
         let startup = {
             let gw = Arc::clone(&gw);
             async move { gw.ready().await }
@@ -105,4 +115,24 @@ pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
     // open); it must not keep the process alive.
     rt.shutdown_background();
     Ok(code)
+}
+
+/// The workspace toolgate guards: the configured one, else the current directory; canonical either way.
+pub fn workspace(config: &Config) -> anyhow::Result<PathBuf> {
+    let dir = match &config.workspace {
+        Some(w) => w.value.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    std::fs::canonicalize(&dir).with_context(|| {
+        format!(
+            "the workspace {} does not exist or cannot be resolved",
+            dir.display()
+        )
+    })
+}
+
+/// The compiled policy for `config`; a policy that does not load stops start-up.
+pub fn load_guard(config: &Config) -> anyhow::Result<Guard> {
+    let workspace = workspace(config)?;
+    Guard::load(config, &workspace).map_err(anyhow::Error::msg)
 }

@@ -5,7 +5,7 @@
 use crate::error::{ConfigError, Result};
 use crate::expand::expand;
 use crate::model::{
-    Config, Protocol, Provenance, ServerConfig, Setting, Transport, FIXTURE_SUBCOMMAND,
+    Config, Protocol, Provenance, ServerConfig, ServerKind, Setting, Transport, FIXTURE_SUBCOMMAND,
 };
 use crate::raw::{RawLimits, RawServer};
 use serde_json::{Map, Value};
@@ -24,25 +24,22 @@ pub struct Overrides {
     pub workspace: Option<PathBuf>,
     /// toolgate's own executable, canonical, so a config that would spawn toolgate as an upstream is refused.
     pub self_exe: Option<PathBuf>,
+    /// `--profile`.
+    pub profile: Option<String>,
 }
 
 /// Sections reserved for features that this version does not enforce yet. Accepting them silently would let a
 /// user believe a deny rule is active when it is not, so they are refused.
 const NOT_YET: &[(&str, &str)] = &[
-    (
-        "permissions",
-        "permission rules arrive with the policy engine; refusing rather than ignoring them",
-    ),
-    (
-        "policy",
-        "policy rules arrive with the policy engine; refusing rather than ignoring them",
-    ),
-    ("profiles", "profiles arrive with the policy engine"),
     ("approvals", "approvals arrive with the approval system"),
     ("hooks", "hooks arrive with the approval system"),
 ];
 
 const KNOWN: &[&str] = &[
+    "permissions",
+    "policy",
+    "profiles",
+    "profile",
     "mcpServers",
     "mcp_servers",
     "separator",
@@ -146,6 +143,16 @@ impl Validator<'_> {
                     };
                 }
                 "limits" => self.limits(value)?,
+                "permissions" | "policy" | "profiles" => self.policy_section(&key, value)?,
+                "profile" => {
+                    let p = value
+                        .as_str()
+                        .ok_or_else(|| ConfigError::invalid("profile", "must be a profile name"))?;
+                    self.config.profile = Some(Setting {
+                        value: p.to_owned(),
+                        from: self.provenance("profile"),
+                    });
+                }
                 "workspace" => {
                     let s = value
                         .as_str()
@@ -161,6 +168,12 @@ impl Validator<'_> {
         }
         if let Some((key, value)) = servers {
             self.servers(&key, value)?;
+        }
+        if let Some(p) = &self.overrides.profile {
+            self.config.profile = Some(Setting {
+                value: p.clone(),
+                from: Provenance::Flag("--profile"),
+            });
         }
         if let Some(ws) = &self.overrides.workspace {
             self.config.workspace = Some(Setting {
@@ -187,6 +200,20 @@ impl Validator<'_> {
         self.config.warnings.push(format!(
             "ignoring top-level key {key:?}: not a toolgate setting"
         ));
+        Ok(())
+    }
+
+    /// Kept as written: the policy stage parses, validates and explains these sections.
+    fn policy_section(&mut self, key: &str, value: Value) -> Result<()> {
+        if !value.is_object() {
+            return Err(ConfigError::invalid(key, "must be an object/table"));
+        }
+        let slot = match key {
+            "permissions" => &mut self.config.policy.permissions,
+            "policy" => &mut self.config.policy.policy,
+            _ => &mut self.config.policy.profiles,
+        };
+        *slot = Some(value);
         Ok(())
     }
 
@@ -263,6 +290,12 @@ impl Validator<'_> {
         for (name, entry) in entries {
             let at = format!("{key}.{name}");
             check_server_name(&at, &name)?;
+            if name.eq_ignore_ascii_case("toolgate") {
+                return Err(ConfigError::invalid(
+                    at,
+                    "\"toolgate\" is reserved for toolgate's own tools in rules",
+                ));
+            }
             let raw: RawServer = section(entry, &at)?;
             if raw.disabled {
                 self.config
@@ -380,6 +413,21 @@ impl Validator<'_> {
                 ))
             }
         };
+        let kind = match raw.kind_of_server.as_deref() {
+            None => recognise_kind(&transport),
+            Some("filesystem") => ServerKind::Filesystem,
+            Some("git") => ServerKind::Git,
+            Some("fetch") => ServerKind::Fetch,
+            Some("generic") => ServerKind::Generic,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    format!("{at}.kind"),
+                    format!(
+                        "{other:?} is not one of \"filesystem\", \"git\", \"fetch\", \"generic\""
+                    ),
+                ))
+            }
+        };
         let request_timeout = match raw.request_timeout_seconds {
             Some(v) => {
                 check_range(&format!("{at}.requestTimeoutSeconds"), v, 1, 86_400)?;
@@ -391,6 +439,7 @@ impl Validator<'_> {
             name,
             transport,
             protocol,
+            kind,
             request_timeout,
         })
     }
@@ -416,6 +465,35 @@ impl Validator<'_> {
         }
         Ok(())
     }
+}
+
+/// Well-known servers are recognised by the package their command runs (`npx -y @modelcontextprotocol/server-filesystem
+/// …`, `uvx mcp-server-git`), never by the names of the tools they list: a hostile server must not borrow a
+/// filesystem rule by naming its tool `read_file`.
+fn recognise_kind(transport: &Transport) -> ServerKind {
+    let Transport::Stdio { command, args, .. } = transport else {
+        return ServerKind::Generic;
+    };
+    // Every path segment counts, so `node …/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`
+    // is recognised as well as `npx -y @modelcontextprotocol/server-filesystem@1.2.3`.
+    let words = std::iter::once(command)
+        .chain(args.iter())
+        .flat_map(|w| w.split('/'))
+        .map(|seg| {
+            seg.split('@')
+                .find(|s| !s.is_empty())
+                .unwrap_or(seg)
+                .to_ascii_lowercase()
+        });
+    for word in words {
+        match word.as_str() {
+            "server-filesystem" | "mcp-server-filesystem" => return ServerKind::Filesystem,
+            "mcp-server-git" => return ServerKind::Git,
+            "mcp-server-fetch" => return ServerKind::Fetch,
+            _ => {}
+        }
+    }
+    ServerKind::Generic
 }
 
 fn section<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T> {

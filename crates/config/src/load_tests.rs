@@ -90,9 +90,51 @@ fn misspelt_toolgate_key_is_an_error_not_a_warning() {
 }
 
 #[test]
-fn policy_sections_are_refused_until_enforced() {
-    let e = json(r#"{"permissions": {"deny": ["Read(**/.env)"]}}"#).unwrap_err();
+fn approval_sections_are_refused_until_enforced() {
+    let e = json(r#"{"approvals": {"wait_seconds": 5}}"#).unwrap_err();
     assert!(matches!(e, ConfigError::NotYetSupported { .. }), "{e}");
+}
+
+#[test]
+fn policy_sections_are_kept_as_written_for_the_policy_stage() {
+    let cfg = json(
+        r#"{"permissions": {"deny": ["Read(**/.env)"]}, "profile": "review",
+                     "profiles": {"review": {}}, "policy": {"rules": []}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        cfg.policy.permissions,
+        Some(serde_json::json!({"deny": ["Read(**/.env)"]}))
+    );
+    assert_eq!(cfg.policy.profiles, Some(serde_json::json!({"review": {}})));
+    assert_eq!(cfg.profile.map(|p| p.value), Some("review".to_owned()));
+    assert!(json(r#"{"permissions": ["Read(x)"]}"#).is_err());
+}
+
+#[test]
+fn well_known_servers_are_recognised_by_package_not_tool_names() {
+    let cfg = json(
+        r#"{"mcpServers": {
+            "a": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "/x"]},
+            "b": {"command": "uvx", "args": ["mcp-server-git", "--repository", "."]},
+            "c": {"command": "/opt/bin/mcp-server-fetch"},
+            "d": {"command": "node", "args": ["my-read_file-server.js"]},
+            "e": {"command": "node", "args": ["server.js"], "kind": "filesystem"}
+        }}"#,
+    )
+    .unwrap();
+    let kinds: Vec<ServerKind> = cfg.servers.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ServerKind::Filesystem,
+            ServerKind::Git,
+            ServerKind::Fetch,
+            ServerKind::Generic,
+            ServerKind::Filesystem
+        ]
+    );
+    assert!(json(r#"{"mcpServers": {"a": {"command": "x", "kind": "shell"}}}"#).is_err());
 }
 
 #[test]
@@ -203,7 +245,7 @@ fn separator_must_keep_names_valid() {
 fn workspace_flag_wins_over_file() {
     let overrides = Overrides {
         workspace: Some("/flag".into()),
-        self_exe: None,
+        ..Overrides::default()
     };
     let cfg = parse_str(
         r#"{"workspace":"/file"}"#,

@@ -71,11 +71,54 @@ pub enum Transport {
     },
 }
 
+/// What kind of well-known server an upstream is, so the policy's built-in adapters know its tools. Set with
+/// `"kind"`, or recognised from the package the command runs; never guessed from tool names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerKind {
+    /// `@modelcontextprotocol/server-filesystem`.
+    Filesystem,
+    /// `mcp-server-git`.
+    Git,
+    /// A fetch-style server (`mcp-server-fetch`): tool `fetch` with `url`.
+    Fetch,
+    /// Anything else: its tools are matched by name only, unless a mapping says more.
+    Generic,
+}
+
+impl ServerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerKind::Filesystem => "filesystem",
+            ServerKind::Git => "git",
+            ServerKind::Fetch => "fetch",
+            ServerKind::Generic => "generic",
+        }
+    }
+}
+
+/// The policy sections, as written; the policy stage parses and validates them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PolicyConfig {
+    /// Structured rules: `{default, path_case, rules: [...], mappings: [...]}`.
+    pub policy: Option<serde_json::Value>,
+    /// Claude Code strings: `{default, allow: [...], ask: [...], deny: [...]}`.
+    pub permissions: Option<serde_json::Value>,
+    /// Named rule sets with tool visibility.
+    pub profiles: Option<serde_json::Value>,
+}
+
+impl PolicyConfig {
+    pub fn is_empty(&self) -> bool {
+        self.policy.is_none() && self.permissions.is_none() && self.profiles.is_none()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerConfig {
     pub name: String,
     pub transport: Transport,
     pub protocol: Protocol,
+    pub kind: ServerKind,
     /// Per-request timeout for this upstream; `None` uses `Limits::request_timeout`.
     pub request_timeout: Option<Duration>,
 }
@@ -106,10 +149,13 @@ impl Default for Limits {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Enabled upstreams, in file order.
     pub servers: Vec<ServerConfig>,
+    pub policy: PolicyConfig,
+    /// The profile `serve` applies (`--profile`, or `"profile"` in the file).
+    pub profile: Option<Setting<String>>,
     pub separator: Setting<String>,
     pub prefix_tools: Setting<bool>,
     pub limits: Limits,
@@ -125,6 +171,8 @@ impl Config {
     pub fn empty() -> Self {
         Self {
             servers: Vec::new(),
+            policy: PolicyConfig::default(),
+            profile: None,
             separator: Setting::default(DEFAULT_SEPARATOR.to_owned()),
             prefix_tools: Setting::default(true),
             limits: Limits::default(),

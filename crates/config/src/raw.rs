@@ -22,6 +22,9 @@ pub(crate) struct RawServer {
     #[serde(default)]
     pub disabled: bool,
     pub protocol: Option<String>,
+    /// The server's kind for the policy's built-in adapters; `"type"` is already the transport's.
+    #[serde(rename = "kind")]
+    pub kind_of_server: Option<String>,
     #[serde(alias = "request_timeout_seconds", rename = "requestTimeoutSeconds")]
     pub request_timeout_seconds: Option<u64>,
 }

@@ -25,7 +25,10 @@ pub struct Naming {
 #[derive(Debug, Default)]
 pub struct Aggregate {
     pub tools: Vec<Value>,
+    /// For each entry of `tools`, the server and name it has in rules (`toolgate` for toolgate's own).
+    pub tool_owners: Vec<(String, String)>,
     tool_routes: HashMap<String, Route>,
+    tool_index: HashMap<String, usize>,
     pub prompts: Vec<Value>,
     prompt_routes: HashMap<String, Route>,
     pub resources: Vec<Value>,
@@ -54,7 +57,10 @@ impl Aggregate {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            tool_sources.insert(name, "toolgate itself".into());
+            tool_sources.insert(name.clone(), "toolgate itself".into());
+            agg.tool_index.insert(name.clone(), agg.tools.len());
+            agg.tool_owners
+                .push((crate::guard::OWN_SERVER.to_owned(), name));
             agg.tools.push(tool.clone());
         }
         let mut prompt_sources: HashMap<String, String> = HashMap::new();
@@ -63,8 +69,11 @@ impl Aggregate {
                 if let Some((exposed, def)) =
                     agg.claim(server, tool, naming, &mut tool_sources, "tool", strict)?
                 {
+                    let r = route(server, tool);
+                    agg.tool_index.insert(exposed.clone(), agg.tools.len());
+                    agg.tool_owners.push((r.server.clone(), r.name.clone()));
                     agg.tools.push(def);
-                    agg.tool_routes.insert(exposed, route(server, tool));
+                    agg.tool_routes.insert(exposed, r);
                 }
             }
             for prompt in &catalog.prompts {
@@ -146,6 +155,13 @@ impl Aggregate {
         let mut def = item.clone();
         def["name"] = Value::String(exposed.clone());
         Ok(Some((exposed, def)))
+    }
+
+    /// The definition a client sees for `exposed`.
+    pub fn tool_definition(&self, exposed: &str) -> Option<&Value> {
+        self.tool_index
+            .get(exposed)
+            .and_then(|&i| self.tools.get(i))
     }
 
     pub fn route_tool(&self, exposed: &str) -> Option<&Route> {

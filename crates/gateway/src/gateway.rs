@@ -6,6 +6,7 @@
 //! by `Gateway::shutdown`, which the binary calls on stdin EOF, SIGINT or SIGTERM.
 
 use crate::aggregate::{Aggregate, Naming};
+use crate::guard::Guard;
 use crate::session::{ListKind, Session};
 use crate::status;
 use config::Config;
@@ -58,32 +59,37 @@ impl Options {
 
 pub struct Gateway {
     pub(crate) opts: Options,
+    pub(crate) guard: Arc<Guard>,
     upstreams: Vec<Arc<Upstream>>,
     aggregate: RwLock<Arc<Aggregate>>,
     sessions: Mutex<Vec<Weak<Session>>>,
-    /// Gateway progress token → (session, the client's own token).
-    progress: Mutex<HashMap<String, (Weak<Session>, Value)>>,
-    next_token: AtomicU64,
+    progress: Arc<ProgressTable>,
     ready: OnceCell<Result<(), String>>,
     shutdown: CancellationToken,
 }
 
 impl Gateway {
     /// Starts every configured upstream and the event loop.
-    pub fn start(config: &Config, opts: Options) -> Arc<Self> {
+    pub fn start(config: &Config, opts: Options, guard: Arc<Guard>) -> Arc<Self> {
         let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
+        let progress = Arc::new(ProgressTable::default());
+        let routes: Arc<dyn upstream::ProgressRoutes> = progress.clone();
+        let sinks = upstream::Sinks {
+            events: tx,
+            progress: Some(routes),
+        };
         let upstreams = config
             .servers
             .iter()
-            .map(|s| Upstream::start(s.clone(), opts.upstream.clone(), tx.clone()))
+            .map(|s| Upstream::start(s.clone(), opts.upstream.clone(), sinks.clone()))
             .collect();
         let gw = Arc::new(Self {
             opts,
+            guard,
             upstreams,
             aggregate: RwLock::new(Arc::new(Aggregate::default())),
             sessions: Mutex::new(Vec::new()),
-            progress: Mutex::new(HashMap::new()),
-            next_token: AtomicU64::new(1),
+            progress,
             ready: OnceCell::new(),
             shutdown: CancellationToken::new(),
         });
@@ -158,24 +164,21 @@ impl Gateway {
 
     /// Replaces a client's progress token with one unique across clients; the guard removes it when the call ends.
     pub(crate) fn register_progress(
-        self: &Arc<Self>,
-        session: &Arc<Session>,
+        &self,
+        session: &Session,
         client_token: Value,
     ) -> ProgressGuard {
         let token = format!(
             "tg-progress-{}",
-            self.next_token.fetch_add(1, Ordering::Relaxed)
+            self.progress.next.fetch_add(1, Ordering::Relaxed)
         );
-        self.lock_progress()
-            .insert(token.clone(), (Arc::downgrade(session), client_token));
+        self.progress
+            .lock()
+            .insert(token.clone(), (session.outbox(), client_token));
         ProgressGuard {
-            gateway: Arc::downgrade(self),
+            table: Arc::clone(&self.progress),
             token,
         }
-    }
-
-    fn lock_progress(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Weak<Session>, Value)>> {
-        self.progress.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Rebuilds the merged catalog; tells sessions which lists changed. `strict` makes collisions errors.
@@ -260,19 +263,8 @@ impl Gateway {
 
     async fn on_notification(&self, server: &str, method: String, params: Option<Value>) {
         match method.as_str() {
-            "notifications/progress" => {
-                let token = params
-                    .as_ref()
-                    .and_then(|p| p.get("progressToken"))
-                    .and_then(Value::as_str);
-                let route = token.and_then(|t| self.lock_progress().get(t).cloned());
-                if let (Some((session, client_token)), Some(mut params)) = (route, params) {
-                    params["progressToken"] = client_token;
-                    if let Some(session) = session.upgrade() {
-                        session.notify(&method, Some(params)).await;
-                    }
-                }
-            }
+            // Routed progress went straight to its client from the upstream's reader; the rest has no owner.
+            "notifications/progress" => {}
             "notifications/cancelled" => {
                 // An upstream withdrawing a request it sent to the client.
                 let Some(id) = params.as_ref().and_then(|p| p.get("requestId")).cloned() else {
@@ -291,16 +283,33 @@ impl Gateway {
     }
 }
 
+/// Gateway progress token → (the client's outbox, the client's own token).
+#[derive(Default)]
+struct ProgressTable {
+    routes: Mutex<HashMap<String, (mpsc::Sender<Value>, Value)>>,
+    next: AtomicU64,
+}
+
+impl ProgressTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (mpsc::Sender<Value>, Value)>> {
+        self.routes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl upstream::ProgressRoutes for ProgressTable {
+    fn route(&self, token: &Value) -> Option<(mpsc::Sender<Value>, Value)> {
+        token.as_str().and_then(|t| self.lock().get(t).cloned())
+    }
+}
+
 /// Removes a progress route when the call that owns it ends, however it ends.
 pub(crate) struct ProgressGuard {
-    gateway: Weak<Gateway>,
+    table: Arc<ProgressTable>,
     pub token: String,
 }
 
 impl Drop for ProgressGuard {
     fn drop(&mut self) {
-        if let Some(gw) = self.gateway.upgrade() {
-            gw.lock_progress().remove(&self.token);
-        }
+        self.table.lock().remove(&self.token);
     }
 }

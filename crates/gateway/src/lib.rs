@@ -9,17 +9,21 @@
 
 mod adapt;
 mod aggregate;
+mod calls;
 mod cursor;
 mod errors;
 mod gateway;
+mod guard;
 mod methods;
 mod names;
+mod refusal;
 mod session;
 mod status;
 mod stdio;
 
 pub use aggregate::{Aggregate, Naming, Route};
 pub use gateway::{Gateway, Options};
+pub use guard::{canonicalise, Guard, Verdict, OWN_SERVER};
 pub use names::{expose, is_portable};
 pub use session::SUPPORTED_VERSIONS;
 pub use stdio::serve_stdio;

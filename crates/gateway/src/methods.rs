@@ -2,9 +2,8 @@
 
 use crate::adapt;
 use crate::cursor;
-use crate::errors::{invalid_params, invalid_request, to_client};
+use crate::errors::{invalid_params, invalid_request};
 use crate::session::{ClientEra, Session, SUPPORTED_VERSIONS};
-use crate::status;
 use jsonrpc::{error_object, Id};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -35,7 +34,7 @@ impl Session {
             "ping" => Some(Ok(json!({}))),
             "server/discover" => Some(Ok(self.discover())),
             "subscriptions/listen" if modern => return self.listen(id, &params).await,
-            "tools/list" => Some(self.list(|a| &a.tools, "tools", &params)),
+            "tools/list" => Some(self.list_tools(&params)),
             "prompts/list" => Some(self.list(|a| &a.prompts, "prompts", &params)),
             "resources/list" => Some(self.list(|a| &a.resources, "resources", &params)),
             "resources/templates/list" => {
@@ -203,6 +202,26 @@ impl Session {
         None
     }
 
+    /// Only what the active profile lets a client see. Listing is not enforcement: calls are decided again.
+    fn list_tools(&self, params: &Value) -> Result<Value, Value> {
+        let agg = self.gateway.aggregate();
+        let visible = self.gateway.guard.visible(&agg.tool_owners);
+        let tools: Vec<Value> = agg
+            .tools
+            .iter()
+            .zip(visible)
+            .filter(|(_, shown)| *shown)
+            .map(|(t, _)| t.clone())
+            .collect();
+        cursor::page(
+            &tools,
+            "tools",
+            params.get("cursor"),
+            self.gateway.opts.page_size,
+        )
+        .map_err(invalid_params)
+    }
+
     fn list(
         &self,
         pick: impl Fn(&crate::Aggregate) -> &Vec<Value>,
@@ -217,103 +236,6 @@ impl Session {
             self.gateway.opts.page_size,
         )
         .map_err(invalid_params)
-    }
-
-    async fn call_tool(self: &Arc<Self>, mut params: Value, cancel: &CancellationToken) -> Outcome {
-        let Some(name) = params
-            .get("name")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        else {
-            return Some(Err(invalid_params("tools/call needs a string \"name\"")));
-        };
-        if name == status::TOOL_NAME && !self.gateway.opts.wrap {
-            return Some(Ok(status::result(&self.gateway.statuses())));
-        }
-        let Some(route) = self.gateway.aggregate().route_tool(&name).cloned() else {
-            return Some(Err(invalid_params(format!("unknown tool: {name}"))));
-        };
-        params["name"] = Value::String(route.name);
-        self.forward(&route.server, "tools/call", params, cancel)
-            .await
-    }
-
-    async fn get_prompt(
-        self: &Arc<Self>,
-        mut params: Value,
-        cancel: &CancellationToken,
-    ) -> Outcome {
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let Some(route) = self.gateway.aggregate().route_prompt(&name).cloned() else {
-            return Some(Err(invalid_params(format!("unknown prompt: {name}"))));
-        };
-        params["name"] = Value::String(route.name);
-        self.forward(&route.server, "prompts/get", params, cancel)
-            .await
-    }
-
-    async fn by_uri(
-        self: &Arc<Self>,
-        method: &str,
-        params: Value,
-        cancel: &CancellationToken,
-    ) -> Outcome {
-        let uri = params
-            .get("uri")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let Some(server) = self
-            .gateway
-            .aggregate()
-            .route_resource(uri)
-            .map(str::to_owned)
-        else {
-            return Some(Err(invalid_params(format!(
-                "no upstream offers the resource {uri:?}"
-            ))));
-        };
-        self.forward(&server, method, params, cancel).await
-    }
-
-    async fn complete(self: &Arc<Self>, mut params: Value, cancel: &CancellationToken) -> Outcome {
-        let agg = self.gateway.aggregate();
-        let server = match params.pointer("/ref/type").and_then(Value::as_str) {
-            Some("ref/prompt") => {
-                let name = params
-                    .pointer("/ref/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                agg.route_prompt(name).cloned().map(|r| {
-                    params["ref"]["name"] = Value::String(r.name);
-                    r.server
-                })
-            }
-            Some("ref/resource") => {
-                let uri = params
-                    .pointer("/ref/uri")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                agg.route_resource(uri).map(str::to_owned)
-            }
-            _ => {
-                return Some(Err(invalid_params(
-                    "completion/complete needs ref.type ref/prompt or ref/resource",
-                )))
-            }
-        };
-        match server {
-            Some(s) => {
-                self.forward(&s, "completion/complete", params, cancel)
-                    .await
-            }
-            None => Some(Err(invalid_params(
-                "no upstream owns the completion reference",
-            ))),
-        }
     }
 
     async fn set_level(&self, params: Value) -> Result<Value, Value> {
@@ -333,35 +255,5 @@ impl Session {
             }
         }
         Ok(json!({}))
-    }
-
-    /// Sends a request to `server` with the client's progress token replaced by a gateway token, and waits.
-    async fn forward(
-        self: &Arc<Self>,
-        server: &str,
-        method: &str,
-        mut params: Value,
-        cancel: &CancellationToken,
-    ) -> Outcome {
-        let Some(up) = self.gateway.upstream(server).cloned() else {
-            return Some(Err(invalid_params(format!("unknown upstream {server}"))));
-        };
-        let conn = match up.connection() {
-            Ok(c) => c,
-            Err(e) => return to_client(e).map(Err),
-        };
-        let client_token = params.pointer("/_meta/progressToken").cloned();
-        let _guard = client_token.map(|t| {
-            let guard = self.gateway.register_progress(self, t);
-            params["_meta"]["progressToken"] = Value::String(guard.token.clone());
-            guard
-        });
-        match conn
-            .request(method, Some(params), up.request_timeout(), cancel)
-            .await
-        {
-            Ok(result) => Some(Ok(result)),
-            Err(e) => to_client(e).map(Err),
-        }
     }
 }

@@ -109,6 +109,11 @@ impl Session {
         }
     }
 
+    /// The channel to this client's writer, for messages that must keep their order with responses.
+    pub(crate) fn outbox(&self) -> mpsc::Sender<Value> {
+        self.out.clone()
+    }
+
     pub(crate) async fn send(&self, msg: Value) {
         let _ = self.out.send(msg).await;
     }

@@ -46,6 +46,21 @@ pub enum Event {
     StatusChanged { server: String },
 }
 
+/// Decides, while a progress notification is read, where it goes: the client's outbox and the client's own
+/// token. Delivering it from the reader keeps it ahead of the response that follows it on the same stdout; a
+/// detour through the event loop could let the response overtake it, and clients drop progress that arrives
+/// after the result.
+pub trait ProgressRoutes: Send + Sync {
+    fn route(&self, token: &Value) -> Option<(mpsc::Sender<Value>, Value)>;
+}
+
+/// Where a connection delivers what it reads.
+#[derive(Clone)]
+pub struct Sinks {
+    pub events: mpsc::Sender<Event>,
+    pub progress: Option<Arc<dyn ProgressRoutes>>,
+}
+
 /// Notifications the supervisor handles itself (catalog refreshes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refresh {
@@ -76,7 +91,7 @@ impl Connection {
         stdout: impl AsyncRead + Unpin + Send + 'static,
         stderr: Option<impl AsyncRead + Unpin + Send + 'static>,
         limits: Limits,
-        events: mpsc::Sender<Event>,
+        sinks: Sinks,
         refresh: mpsc::UnboundedSender<Refresh>,
     ) -> Arc<Self> {
         let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
@@ -92,7 +107,7 @@ impl Connection {
             stderr_tail: Mutex::new(VecDeque::new()),
         });
         tokio::spawn(write_loop(rx, stdin, conn.closed.clone()));
-        tokio::spawn(Arc::clone(&conn).read_loop(stdout, events, refresh));
+        tokio::spawn(Arc::clone(&conn).read_loop(stdout, sinks, refresh));
         if let Some(stderr) = stderr {
             tokio::spawn(Arc::clone(&conn).stderr_loop(stderr));
         }
@@ -268,7 +283,7 @@ impl Connection {
     async fn read_loop(
         self: Arc<Self>,
         stdout: impl AsyncRead + Unpin,
-        events: mpsc::Sender<Event>,
+        sinks: Sinks,
         refresh: mpsc::UnboundedSender<Refresh>,
     ) {
         let mut frames = FrameReader::new(BufReader::new(stdout), self.limits.max_message_bytes);
@@ -279,7 +294,7 @@ impl Connection {
             };
             match frame {
                 Frame::Line(bytes) => match decode(&bytes, &self.limits) {
-                    Ok(msg) => self.dispatch(msg, &events, &refresh).await,
+                    Ok(msg) => self.dispatch(msg, &sinks, &refresh).await,
                     Err(e) => self.garbage(&e.message),
                 },
                 Frame::Oversized { len, head, tail } => self.oversized(len, &head, &tail),
@@ -295,9 +310,10 @@ impl Connection {
     async fn dispatch(
         &self,
         msg: Message,
-        events: &mpsc::Sender<Event>,
+        sinks: &Sinks,
         refresh: &mpsc::UnboundedSender<Refresh>,
     ) {
+        let events = &sinks.events;
         let server = self.server.clone();
         match msg {
             Message::Response {
@@ -321,6 +337,27 @@ impl Connection {
                         params,
                     })
                     .await;
+            }
+            Message::Notification { method, params } if method == "notifications/progress" => {
+                let token = params.as_ref().and_then(|p| p.get("progressToken"));
+                match (
+                    token.and_then(|t| sinks.progress.as_ref()?.route(t)),
+                    params.clone(),
+                ) {
+                    (Some((outbox, client_token)), Some(mut p)) => {
+                        p["progressToken"] = client_token;
+                        let _ = outbox.send(notification(&method, Some(p))).await;
+                    }
+                    _ => {
+                        let _ = events
+                            .send(Event::Notification {
+                                server,
+                                method,
+                                params,
+                            })
+                            .await;
+                    }
+                }
             }
             Message::Notification { method, params } => {
                 let kind = match method.as_str() {

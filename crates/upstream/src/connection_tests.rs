@@ -26,7 +26,10 @@ fn peer() -> Peer {
         stdout_r,
         None::<tokio::io::Empty>,
         limits,
-        events_tx,
+        Sinks {
+            events: events_tx,
+            progress: None,
+        },
         refresh_tx,
     );
     Peer {

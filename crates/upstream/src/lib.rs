@@ -16,7 +16,7 @@ mod process;
 mod supervisor;
 
 pub use catalog::Catalog;
-pub use connection::{Connection, Event};
+pub use connection::{Connection, Event, ProgressRoutes, Sinks};
 pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSION, PROTOCOL_META_PREFIX};
 pub use error::{CallError, Result};
 pub use supervisor::{Options, State, Status, Upstream};

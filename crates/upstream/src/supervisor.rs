@@ -5,7 +5,7 @@
 //! and, while it is up, the `Connection`.
 
 use crate::catalog::Catalog;
-use crate::connection::{Connection, Event, Refresh};
+use crate::connection::{Connection, Event, Refresh, Sinks};
 use crate::era::Era;
 use crate::error::CallError;
 use crate::handshake::{self, ProbeOutcome};
@@ -114,13 +114,13 @@ pub struct Upstream {
     /// Becomes true once the first start attempt has finished, either way.
     settled: watch::Sender<bool>,
     shutdown: CancellationToken,
-    events: mpsc::Sender<Event>,
+    sinks: Sinks,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Upstream {
-    /// Starts supervising `config`. Events for the gateway arrive on `events`.
-    pub fn start(config: ServerConfig, opts: Options, events: mpsc::Sender<Event>) -> Arc<Self> {
+    /// Starts supervising `config`. What the server sends arrives on `sinks`.
+    pub fn start(config: ServerConfig, opts: Options, sinks: Sinks) -> Arc<Self> {
         let http = matches!(config.transport, Transport::Http { .. });
         let up = Arc::new(Self {
             inner: Mutex::new(Inner {
@@ -142,7 +142,7 @@ impl Upstream {
             opts,
             settled: watch::channel(http).0,
             shutdown: CancellationToken::new(),
-            events,
+            sinks,
             task: Mutex::new(None),
         });
         if !http {
@@ -238,7 +238,7 @@ impl Upstream {
                 inner.pid = None;
             }
         }
-        let _ = self.events.try_send(Event::StatusChanged {
+        let _ = self.sinks.events.try_send(Event::StatusChanged {
             server: self.config.name.clone(),
         });
     }
@@ -260,7 +260,7 @@ impl Upstream {
             };
             tracing::warn!(server = %self.config.name, "{error}; restarting in {} ms", backoff.as_millis());
             self.set_state(State::Backoff, Some(error));
-            let _ = self.events.try_send(Event::CatalogChanged {
+            let _ = self.sinks.events.try_send(Event::CatalogChanged {
                 server: self.config.name.clone(),
             });
             if started.elapsed() > Duration::from_secs(60) {
@@ -291,7 +291,7 @@ impl Upstream {
             stdout,
             child.stderr.take(),
             self.opts.limits,
-            self.events.clone(),
+            self.sinks.clone(),
             refresh_tx,
         );
         self.lock().pid = child.id();
@@ -320,12 +320,14 @@ impl Upstream {
         }
         self.settled.send_replace(true);
         let _ = self
+            .sinks
             .events
             .send(Event::StatusChanged {
                 server: self.config.name.clone(),
             })
             .await;
         let _ = self
+            .sinks
             .events
             .send(Event::CatalogChanged {
                 server: self.config.name.clone(),
@@ -418,6 +420,7 @@ impl Upstream {
             Ok(()) => {
                 self.lock().catalog = Arc::new(catalog);
                 let _ = self
+                    .sinks
                     .events
                     .send(Event::CatalogChanged {
                         server: self.config.name.clone(),

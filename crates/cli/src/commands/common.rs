@@ -12,10 +12,17 @@ pub struct ConfigArgs {
     /// The workspace toolgate guards (overrides "workspace" in the config).
     #[arg(long, short)]
     pub workspace: Option<PathBuf>,
+    /// The policy profile to apply (overrides "profile" in the config).
+    #[arg(long, short)]
+    pub profile: Option<String>,
 }
 
 impl ConfigArgs {
     pub fn load(&self) -> anyhow::Result<config::Config> {
-        crate::runtime::load_config(self.config.as_deref(), self.workspace.clone())
+        crate::runtime::load_config(
+            self.config.as_deref(),
+            self.workspace.clone(),
+            self.profile.clone(),
+        )
     }
 }

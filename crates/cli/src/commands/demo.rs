@@ -30,7 +30,12 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
         std::env::temp_dir().join(format!("toolgate-demo-{}.json", std::process::id()));
     let config = json!({
         "mcpServers": {"demo": {"command": exe, "args": ["fixture-server", "--tools", "4", "--page-size", "5"]}},
-        "limits": {"pageSize": 8}
+        "limits": {"pageSize": 8},
+        "permissions": {
+            "default": "ask",
+            "allow": ["mcp__demo__echo", "mcp__demo__add", "mcp__demo__slow", "mcp__demo__rich", "mcp__demo__tool_*"],
+            "deny": ["mcp__demo__crash"]
+        }
     });
     std::fs::write(&config_path, config.to_string()).context("cannot write the demo config")?;
     let result = crate::runtime::tokio()?.block_on(tour(&exe, &config_path));
@@ -132,6 +137,18 @@ async fn tour(exe: &std::path::Path, config: &std::path::Path) -> anyhow::Result
         .await
         .map_err(rpc)?;
     step("tools/call toolgate_status", text_of(&status));
+    println!("\n[the policy decides every call: allow echo, add, slow, rich; deny crash; anything else asks]");
+    let allowed = call(&client, "demo__echo", json!({"text": "ok"})).await?;
+    verdict("ALLOW", "demo__echo", &allowed);
+    let denied = call(&client, "demo__crash", json!({})).await?;
+    verdict("DENY", "demo__crash", &denied);
+    let asked = call(&client, "demo__fail", json!({})).await?;
+    verdict("ASK", "demo__fail", &asked);
+    let alive = call(&client, "demo__echo", json!({"text": "still up"})).await?;
+    if text_of(&alive) != "still up" || denied["isError"] != true || asked["isError"] != true {
+        bail!("the policy did not decide as configured");
+    }
+    println!("  the denied call never reached the upstream (it would have crashed it); no approval channel\n  exists yet, so the ASK failed closed");
     if client.close(Duration::from_secs(10)).await.is_none() {
         bail!("toolgate did not exit after its client closed stdin");
     }
@@ -162,6 +179,35 @@ async fn tour(exe: &std::path::Path, config: &std::path::Path) -> anyhow::Result
     Ok(())
 }
 
+/// One policy line: the effect toolgate applied and what the client saw.
+fn verdict(effect: &str, tool: &str, result: &Value) {
+    let refused = result["isError"] == true;
+    let said = if refused {
+        let d = &result["structuredContent"]["decision"];
+        let rule = d["rule_id"]
+            .as_str()
+            .map(|r| format!("rule {r}, "))
+            .unwrap_or_default();
+        format!(
+            "refused ({rule}{}): {}",
+            d["reason"].as_str().unwrap_or("?"),
+            result["structuredContent"]["error"]["code"]
+                .as_str()
+                .unwrap_or("?")
+        )
+    } else {
+        format!("forwarded: {:?}", text_of(result))
+    };
+    println!("  {effect:<6} {tool:<28} ← {said}");
+}
+
 fn rpc(e: Value) -> anyhow::Error {
     anyhow::anyhow!("request failed: {e}")
+}
+
+async fn call(client: &StdioClient, name: &str, arguments: Value) -> anyhow::Result<Value> {
+    client
+        .request("tools/call", json!({"name": name, "arguments": arguments}))
+        .await
+        .map_err(rpc)
 }

@@ -60,9 +60,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "upstream environment passes through only: {}",
         config::UPSTREAM_ENV_ALLOWLIST.join(", ")
     );
+    let guard = std::sync::Arc::new(crate::runtime::load_guard(&config)?);
+    match guard.profile() {
+        Some(p) => println!("policy: loaded, profile {p:?}"),
+        None => println!(
+            "policy: loaded{}",
+            if config.policy.is_empty() {
+                " (none configured: every call asks)"
+            } else {
+                ""
+            }
+        ),
+    }
     let rt = crate::runtime::tokio()?;
     let healthy = rt.block_on(async {
-        let gw = gateway::Gateway::start(&config, gateway::Options::from_config(&config, false));
+        let gw = gateway::Gateway::start(
+            &config,
+            gateway::Options::from_config(&config, false),
+            guard,
+        );
         let ready = Arc::clone(&gw).ready().await;
         let statuses = gw.statuses();
         gw.shutdown().await;

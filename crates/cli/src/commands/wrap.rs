@@ -1,18 +1,19 @@
 //! `toolgate wrap -- CMD ARGS…`: one upstream behind toolgate, looking exactly like itself (no name prefixes, its
-//! own identity, no extra tools).
+//! own identity, no extra tools), governed by the policy of `--config` if given.
 
-use anyhow::Context;
+use super::common::ConfigArgs;
+use anyhow::{bail, Context};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
-/// Wrap one stdio MCP server: toolgate sits in front of it and it keeps its own names.
+/// Wrap one stdio MCP server: toolgate sits in front of it, decides each call, and it keeps its own names.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The workspace toolgate guards.
-    #[arg(long, short)]
-    workspace: Option<PathBuf>,
-    /// Name for the wrapped server in logs and status (default: the command's file name).
+    /// Config (policy, profiles, limits). It must not list servers: the server is the command after --.
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Name for the wrapped server in rules, logs and status (default: the command's file name).
     #[arg(long)]
     server: Option<String>,
     /// Pass an environment variable to the server: NAME (from toolgate's environment) or NAME=VALUE. Repeatable.
@@ -42,21 +43,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         env.insert(k, v.into());
     }
+    let mut config = args.config.load()?;
+    if !config.servers.is_empty() {
+        bail!("the config given to wrap lists servers; wrap serves only the command after --");
+    }
     let text =
         json!({"mcpServers": {name: {"command": program, "args": rest, "env": env}}}).to_string();
     let overrides = config::Overrides {
-        workspace: args.workspace,
         self_exe: crate::runtime::self_exe(),
+        ..config::Overrides::default()
     };
     // Values are already expanded by the shell; no `${VAR}` expansion applies to them.
     let no_vars = |_: &str| None;
-    let config = config::parse_str(
+    let server = config::parse_str(
         &text,
         config::Format::Json,
         Path::new("(command line)"),
         &no_vars,
         &overrides,
     )?;
+    config.servers = server.servers;
     crate::runtime::serve(config, true)
 }
 
@@ -76,7 +82,8 @@ fn default_name(program: &str) -> String {
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
         .join("-");
-    if trimmed.is_empty() {
+    // "toolgate" names toolgate's own tools in rules.
+    if trimmed.is_empty() || trimmed.eq_ignore_ascii_case("toolgate") {
         "server".to_owned()
     } else {
         trimmed.chars().take(48).collect()

@@ -288,9 +288,18 @@ async fn separator_and_unprefixed_names_are_configurable() {
 async fn wrap_looks_exactly_like_the_wrapped_server() {
     let tg = toolgate();
     let tg_str = tg.to_str().unwrap();
+    let policy = Setup::new(json!({"permissions": {"default": "allow"}}));
+    let policy_path = policy.config.to_str().unwrap();
     let client = StdioClient::spawn(
         &tg,
-        &["wrap", "--", tg_str, "fixture-server"],
+        &[
+            "wrap",
+            "--config",
+            policy_path,
+            "--",
+            tg_str,
+            "fixture-server",
+        ],
         &[],
         HashMap::new(),
     )

@@ -21,10 +21,11 @@ async fn status(client: &StdioClient, server: &str) -> Value {
         .clone()
 }
 
-async fn wait_ready(client: &StdioClient, server: &str) -> Value {
+/// Waits until `server` is ready again after at least one restart.
+async fn wait_restarted(client: &StdioClient, server: &str) -> Value {
     for _ in 0..100 {
         let s = status(client, server).await;
-        if s["state"] == "ready" {
+        if s["state"] == "ready" && s["restarts"].as_u64().unwrap_or(0) >= 1 {
             return s;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -38,8 +39,7 @@ async fn crashed_upstream_fails_its_call_and_restarts() {
     let client = legacy(&setup).await;
     let err = call(&client, "fx__crash", json!({})).await.unwrap_err();
     assert_eq!(err["code"], jsonrpc::UPSTREAM_UNAVAILABLE, "{err}");
-    let s = wait_ready(&client, "fx").await;
-    assert!(s["restarts"].as_u64().unwrap() >= 1);
+    wait_restarted(&client, "fx").await;
     assert_eq!(
         text(
             &call(&client, "fx__echo", json!({"text": "back"}))
@@ -82,7 +82,7 @@ async fn hanging_upstream_times_out_and_is_told_to_cancel() {
 
 #[tokio::test]
 async fn failing_upstream_does_not_take_down_the_others() {
-    let setup = Setup::new(json!({"mcpServers": {
+    let setup = Setup::new(json!({"permissions": {"default": "allow"}, "mcpServers": {
         "fx": fixture(&[]),
         "broken": {"command": "/nonexistent/mcp-server"}
     }}));
@@ -192,7 +192,8 @@ async fn throwaway_probe_copy_exits_cleanly() {
 async fn secrets_in_toolgate_environment_do_not_reach_upstreams() {
     let mut entry = fixture(&[]);
     entry["env"] = json!({"GIVEN": "${GIVEN_SOURCE}"});
-    let setup = Setup::new(json!({"mcpServers": {"fx": entry}}));
+    let setup =
+        Setup::new(json!({"permissions": {"default": "allow"}, "mcpServers": {"fx": entry}}));
     let env = [
         ("AWS_SECRET_ACCESS_KEY", "leak-me"),
         ("GITHUB_TOKEN", "leak-me-too"),

@@ -10,4 +10,5 @@ mod forwarding;
 mod framing;
 mod interop;
 mod isolation;
+mod policy;
 mod support;

@@ -50,8 +50,10 @@ impl Setup {
     }
 
     /// One fixture upstream named `fx` with extra fixture args, and optional top-level settings merged in.
+    /// The policy allows everything unless `settings` says otherwise: these tests are about the gateway.
     pub fn fixture(args: &[&str], settings: Value) -> Self {
-        let mut config = json!({"mcpServers": {"fx": fixture(args)}});
+        let mut config =
+            json!({"mcpServers": {"fx": fixture(args)}, "permissions": {"default": "allow"}});
         if let Value::Object(extra) = settings {
             for (k, v) in extra {
                 config[k] = v;

@@ -1,0 +1,326 @@
+//! The policy stage as the gateway runs it: arguments checked against the tool's `inputSchema`, the call
+//! normalised (paths canonicalised here, where I/O is allowed) and decided by the pure `policy` crate, and the
+//! tool surface of the active profile computed for `tools/list`.
+//!
+//! It decides; it does not execute, hold approvals or write audit records.
+
+use crate::refusal;
+use config::{Config, ServerKind};
+use jsonschema::{PatternOptions, Validator};
+use policy::{
+    Decision, Effect, Policy, PolicySources, ReasonCode, ToolCall, ToolListing, Visibility,
+};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The server name toolgate's own tools have in rules (`toolgate__toolgate_status`). Config refuses an upstream
+/// of this name.
+pub const OWN_SERVER: &str = "toolgate";
+
+/// toolgate's own read-only tools.
+pub const INTRINSICS: &[&str] = &[crate::status::TOOL_NAME];
+
+/// Schemas larger than this are not compiled: a hostile upstream must not make every call expensive.
+const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+/// Bounds the work of one regex `pattern` in a schema (backtracking steps).
+const REGEX_BACKTRACK_LIMIT: usize = 100_000;
+
+/// What the gateway does with a call.
+#[derive(Debug)]
+pub enum Verdict {
+    Allow(Decision),
+    /// Needs a human; the decision says which rule asked.
+    Ask(Decision),
+    /// A complete `tools/call` result explaining the refusal (never forwarded upstream).
+    Refuse(Value),
+}
+
+pub struct Guard {
+    policy: Policy,
+    profile: Option<String>,
+    kinds: HashMap<String, policy::ServerKind>,
+    schemas: Mutex<HashMap<String, (Value, Arc<Validator>)>>,
+}
+
+impl Guard {
+    /// Compiles the policy of `config` for `workspace` (canonical). With no policy section at all, every call
+    /// asks: toolgate is deny-by-default, and an ask without an approval channel is refused.
+    pub fn load(config: &Config, workspace: &Path) -> Result<Self, String> {
+        let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+        let ctx = policy::Context {
+            workspace: workspace.to_string_lossy().into_owned(),
+            home: home.map(|h| h.to_string_lossy().into_owned()),
+        };
+        let fallback = json!({"default": "ask"});
+        let sources = &config.policy;
+        let permissions = match (&sources.permissions, &sources.policy) {
+            (None, None) => Some(&fallback),
+            (p, _) => p.as_ref(),
+        };
+        let loaded = Policy::load(
+            PolicySources {
+                policy: sources.policy.as_ref(),
+                permissions,
+                profiles: sources.profiles.as_ref(),
+            },
+            &ctx,
+        )
+        .map_err(|e| format!("the policy does not load: {e}"))?;
+        let profile = config.profile.as_ref().map(|p| p.value.clone());
+        let policy = match &profile {
+            Some(name) => loaded
+                .with_profile(name)
+                .map_err(|e| format!("profile {name:?}: {e}"))?,
+            None => loaded,
+        };
+        let kinds = config
+            .servers
+            .iter()
+            .filter_map(|s| {
+                let kind = match s.kind {
+                    ServerKind::Filesystem => policy::ServerKind::Filesystem,
+                    ServerKind::Git => policy::ServerKind::Git,
+                    ServerKind::Fetch => policy::ServerKind::Fetch,
+                    ServerKind::Generic => return None,
+                };
+                Some((s.name.clone(), kind))
+            })
+            .collect();
+        Ok(Self {
+            policy,
+            profile,
+            kinds,
+            schemas: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn profile(&self) -> Option<&str> {
+        self.profile.as_deref()
+    }
+
+    /// Decides a tool call. `definition` is the tool's definition as listed (for its `inputSchema`).
+    pub fn check_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        definition: Option<&Value>,
+        arguments: &Value,
+    ) -> Verdict {
+        if let Some(schema) = definition.and_then(|d| d.get("inputSchema")) {
+            if let Err(why) = self.validate(server, tool, schema, arguments) {
+                return Verdict::Refuse(refusal::invalid_arguments(&why));
+            }
+        }
+        let kind = if server == OWN_SERVER {
+            Some(policy::ServerKind::Toolgate)
+        } else {
+            self.kinds.get(server).copied()
+        };
+        let call = ToolCall::new(server, tool, arguments.clone(), kind);
+        let mut decision = self.policy.decide_call(&call, &canonicalise);
+        // toolgate's read-only intrinsics start no process and touch no file: the policy's default does not
+        // apply to them, though a rule naming them still does.
+        let default = matches!(
+            decision.reason,
+            ReasonCode::DefaultAsk | ReasonCode::DefaultDeny
+        );
+        if server == OWN_SERVER && INTRINSICS.contains(&tool) && default {
+            decision.effect = Effect::Allow;
+            decision.reason = ReasonCode::DefaultAllow;
+        }
+        self.verdict(decision)
+    }
+
+    /// Decides reading a resource: `file://` is `fs.read` of its path, `http(s)://` is `net.request`, anything
+    /// else is `mcp.call` of `<server>__resources_read`.
+    pub fn check_resource(&self, server: &str, uri: &str) -> Verdict {
+        let mut raw = policy::RawAction {
+            operation: policy::Operation::McpCall,
+            tool: format!("{server}__resources_read"),
+            paths: Vec::new(),
+            command: None,
+            url: None,
+            method: None,
+            via_shell: false,
+            unknown: None,
+        };
+        if let Some(path) = uri.strip_prefix("file://") {
+            raw.operation = policy::Operation::FsRead;
+            raw.paths.push(percent_decode(path));
+        } else if uri.starts_with("http://") || uri.starts_with("https://") {
+            raw.operation = policy::Operation::NetRequest;
+            raw.url = Some(uri.to_owned());
+            raw.method = Some("GET".into());
+        }
+        let action = policy::normalise(&raw, self.policy.context(), &canonicalise);
+        self.verdict(self.policy.decide(&action))
+    }
+
+    /// Decides getting a prompt: `mcp.call` of `<server>__prompts_get`, matched by name rules.
+    pub fn check_prompt(&self, server: &str, prompt: &str) -> Verdict {
+        let call = ToolCall::new(server, &format!("prompts_get_{prompt}"), json!({}), None);
+        self.verdict(self.policy.decide_call(&call, &canonicalise))
+    }
+
+    fn verdict(&self, decision: Decision) -> Verdict {
+        match decision.effect {
+            Effect::Allow => Verdict::Allow(decision),
+            Effect::Ask => Verdict::Ask(decision),
+            Effect::Deny => Verdict::Refuse(refusal::denied(&decision)),
+        }
+    }
+
+    /// Which of `tools` (`(server, tool)` pairs, in order) the active profile lets a client see in a list.
+    pub fn visible(&self, tools: &[(String, String)]) -> Vec<bool> {
+        let listings: Vec<ToolListing> = tools
+            .iter()
+            .map(|(s, t)| ToolListing::new(&format!("{s}__{t}")))
+            .collect();
+        match self.policy.tool_surface(None, &listings) {
+            Ok(entries) => entries
+                .iter()
+                .map(|e| e.visibility == Visibility::Visible)
+                .collect(),
+            // A surface that cannot be computed shows nothing: listing less is the safe side.
+            Err(_) => vec![false; tools.len()],
+        }
+    }
+
+    fn validate(
+        &self,
+        server: &str,
+        tool: &str,
+        schema: &Value,
+        arguments: &Value,
+    ) -> Result<(), String> {
+        let key = format!("{server}__{tool}");
+        let validator = {
+            let mut cache = self.schemas.lock().unwrap_or_else(|p| p.into_inner());
+            match cache.get(&key) {
+                Some((cached, v)) if cached == schema => Arc::clone(v),
+                _ => {
+                    let v = Arc::new(compile(schema)?);
+                    cache.insert(key, (schema.clone(), Arc::clone(&v)));
+                    v
+                }
+            }
+        };
+        let first = validator.iter_errors(arguments).next().map(|e| {
+            format!(
+                "arguments do not match the tool's inputSchema at {:?}: {e}",
+                e.instance_path().to_string()
+            )
+        });
+        first.map_or(Ok(()), Err)
+    }
+}
+
+fn compile(schema: &Value) -> Result<Validator, String> {
+    let size = serde_json::to_vec(schema)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
+    if size > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "the tool's inputSchema is {size} bytes, over the limit of {MAX_SCHEMA_BYTES}"
+        ));
+    }
+    jsonschema::options()
+        .with_pattern_options(PatternOptions::fancy_regex().backtrack_limit(REGEX_BACKTRACK_LIMIT))
+        .build(schema)
+        .map_err(|e| format!("the tool's inputSchema is not a valid JSON Schema: {e}"))
+}
+
+/// Resolves symlinks in `path` (absolute and already free of `.` and `..`: the policy cleans it first). A path that does not exist yet (a file about to be written) resolves through its
+/// longest existing ancestor; a dangling symlink on the way resolves to nothing, which the policy treats as
+/// `unknown` and denies.
+pub fn canonicalise(path: &str) -> Option<String> {
+    let path = Path::new(path);
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        match std::fs::canonicalize(&existing) {
+            Ok(real) => {
+                let full: PathBuf = rest.iter().rev().fold(real, |acc, c| acc.join(c));
+                return full.to_str().map(str::to_owned);
+            }
+            Err(_) => {
+                if std::fs::symlink_metadata(&existing).is_ok() {
+                    return None;
+                }
+                match (existing.file_name(), existing.parent()) {
+                    (Some(name), Some(parent)) => {
+                        rest.push(name.to_owned());
+                        existing = parent.to_path_buf();
+                    }
+                    _ => return None,
+                }
+            }
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_that_do_not_exist_yet_resolve_through_their_existing_ancestor() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let target = root.join("new/deeper/file.txt");
+        assert_eq!(
+            canonicalise(target.to_str().unwrap()),
+            Some(target.to_string_lossy().into_owned())
+        );
+    }
+
+    #[test]
+    fn symlink_out_of_the_workspace_resolves_to_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("link")).unwrap();
+        assert_eq!(
+            canonicalise(root.join("link/passwd").to_str().unwrap()).as_deref(),
+            Some("/etc/passwd")
+        );
+    }
+
+    #[test]
+    fn dangling_symlink_resolves_to_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink(root.join("missing"), root.join("dangling")).unwrap();
+        assert_eq!(canonicalise(root.join("dangling").to_str().unwrap()), None);
+    }
+
+    #[test]
+    fn percent_escapes_in_file_uris_are_decoded() {
+        assert_eq!(percent_decode("/a%20b/%2e%2e/c"), "/a b/../c");
+    }
+}
