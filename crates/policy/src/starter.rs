@@ -21,6 +21,14 @@ paths = ["**/.env", "**/.env.*"]
 match = [{ operation = "fs.read", paths = ["${workspace}/.env"] }]
 not_match = [{ operation = "fs.read", paths = ["${workspace}/env.rs"] }]
 
+# Writing git's own files (hooks, config such as core.fsmonitor) runs code the next time git runs.
+[[policy.rules]]
+id = "deny-git-internals-write"
+effect = "deny"
+operations = ["fs.write", "fs.delete"]
+paths = ["**/.git/**"]
+match = [{ call = { server = "files", tool = "write_file", kind = "filesystem", arguments = { path = "${workspace}/.git/hooks/pre-commit", content = "" } } }]
+
 [[policy.rules]]
 id = "deny-credentials"
 effect = "deny"
