@@ -133,6 +133,23 @@ impl Guard {
         self.verdict(decision)
     }
 
+    /// The whole evaluation of a tool call, as `toolgate policy explain` shows it (no schema check, no I/O
+    /// beyond resolving paths).
+    pub fn explain_tool(&self, server: &str, tool: &str, arguments: &Value) -> policy::Explanation {
+        let kind = if server == OWN_SERVER {
+            Some(policy::ServerKind::Toolgate)
+        } else {
+            self.kinds.get(server).copied()
+        };
+        let call = ToolCall::new(server, tool, arguments.clone(), kind);
+        self.policy.explain_call(&call, &canonicalise)
+    }
+
+    /// The effective policy (the active profile applied).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
     /// Decides reading a resource: `file://` is `fs.read` of its path, `http(s)://` is `net.request`, anything
     /// else is `mcp.call` of `<server>__resources_read`.
     pub fn check_resource(&self, server: &str, uri: &str) -> Verdict {
