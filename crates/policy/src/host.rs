@@ -4,7 +4,8 @@
 //! non-ASCII label converted to its `xn--` Punycode form (RFC 3492). Unicode normalisation (NFC / UTS #46 mapping) is
 //! NOT applied; a host whose spelling would need it simply fails to match an ASCII rule, which errs towards the
 //! default. IPv4 addresses must be plain dotted decimal: the shorthand forms browsers accept (`0x7f.1`,
-//! `2130706433`) are rejected so that no two spellings of one address can diverge. This module does no DNS.
+//! `2130706433`) are rejected so that no two spellings of one address can diverge; IPv6 literals are printed in
+//! their canonical compressed form, and IPv4-mapped ones as the IPv4 address. This module does no DNS.
 
 /// A parsed `http(s)` URL target: everything a host rule looks at.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -88,14 +89,13 @@ pub(crate) fn normalise_host(host: &str) -> Result<String, &'static str> {
     }
     if let Some(inner) = host.strip_prefix('[') {
         let inner = inner.strip_suffix(']').ok_or("unclosed IPv6 literal")?;
-        if inner.is_empty()
-            || !inner
-                .chars()
-                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
-        {
-            return Err("bad IPv6 literal");
+        let addr: std::net::Ipv6Addr = inner.parse().map_err(|_| "bad IPv6 literal")?;
+        // `[::ffff:169.254.169.254]` is the IPv4 address: compare it as one, or a deny on the IPv4 is bypassed.
+        if let Some(v4) = addr.to_ipv4_mapped() {
+            return Ok(v4.to_string());
         }
-        return Ok(format!("[{}]", inner.to_ascii_lowercase()));
+        // std prints the canonical compressed form, so every spelling of one address compares equal.
+        return Ok(format!("[{addr}]"));
     }
     if host.contains('%') {
         return Err("percent-encoded host");
@@ -295,6 +295,9 @@ mod tests {
         assert_eq!(t("http://u:p@h.com:8080").port, 8080);
         assert_eq!(t("http://a@b@evil.com/").host, "evil.com");
         assert_eq!(t("http://[::1]:9/").host, "[::1]");
+        assert_eq!(t("http://[0:0:0:0:0:0:0:1]/").host, "[::1]");
+        assert_eq!(t("http://[::ffff:a9fe:a9fe]/").host, "169.254.169.254");
+        assert!(parse_url("http://[fe80::1%25eth0]/").is_err());
     }
 
     #[test]
