@@ -136,3 +136,9 @@ pub fn load_guard(config: &Config) -> anyhow::Result<Guard> {
     let workspace = workspace(config)?;
     Guard::load(config, &workspace).map_err(anyhow::Error::msg)
 }
+
+/// The workspace's durable state (approvals, pins, reporting, audit), as `serve` and the admin commands see it.
+pub fn state(config: &Config) -> anyhow::Result<gateway::State> {
+    let workspace = workspace(config)?;
+    gateway::State::open(&workspace).map_err(anyhow::Error::msg)
+}

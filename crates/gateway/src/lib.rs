@@ -18,6 +18,7 @@ mod methods;
 mod names;
 mod refusal;
 mod session;
+mod state;
 mod status;
 mod stdio;
 
@@ -26,4 +27,5 @@ pub use gateway::{Gateway, Options};
 pub use guard::{canonicalise, Guard, Verdict, OWN_SERVER};
 pub use names::{expose, is_portable};
 pub use session::SUPPORTED_VERSIONS;
+pub use state::{state_root, State};
 pub use stdio::serve_stdio;
