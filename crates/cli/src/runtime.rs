@@ -77,9 +77,10 @@ pub fn load_config(
 /// Serves MCP on stdin/stdout until stdin closes or a signal arrives; then ends every upstream process group.
 pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
     let guard = Arc::new(load_guard(&config)?);
+    let state = serve_state(&config)?;
     let rt = tokio()?;
     let code = rt.block_on(async move {
-        let gw = Gateway::start(&config, Options::from_config(&config, wrap), guard);
+        let gw = Gateway::start(&config, Options::from_config(&config, wrap), guard, state);
         let startup = {
             let gw = Arc::clone(&gw);
             async move { gw.ready().await }
@@ -141,4 +142,20 @@ pub fn load_guard(config: &Config) -> anyhow::Result<Guard> {
 pub fn state(config: &Config) -> anyhow::Result<gateway::State> {
     let workspace = workspace(config)?;
     gateway::State::open(&workspace).map_err(anyhow::Error::msg)
+}
+
+/// The state `serve` runs with. With an explicit workspace, state that cannot be opened stops start-up; with the
+/// current directory standing in for one, toolgate serves without approvals (every ask is refused) and says why.
+pub fn serve_state(config: &Config) -> anyhow::Result<Option<Arc<gateway::State>>> {
+    match state(config) {
+        Ok(s) => Ok(Some(Arc::new(s))),
+        Err(e) if config.workspace.is_none() => {
+            tracing::warn!(
+                "approvals are off: {e:#}. Give --workspace (with the state directory outside it, see \
+                 TOOLGATE_STATE_DIR) to enable them; until then every call the policy marks `ask` is refused"
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }

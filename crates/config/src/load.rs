@@ -7,7 +7,7 @@ use crate::expand::expand;
 use crate::model::{
     Config, Protocol, Provenance, ServerConfig, ServerKind, Setting, Transport, FIXTURE_SUBCOMMAND,
 };
-use crate::raw::{RawLimits, RawServer};
+use crate::raw::{RawApprovals, RawLimits, RawServer};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -30,12 +30,10 @@ pub struct Overrides {
 
 /// Sections reserved for features that this version does not enforce yet. Accepting them silently would let a
 /// user believe a deny rule is active when it is not, so they are refused.
-const NOT_YET: &[(&str, &str)] = &[
-    ("approvals", "approvals arrive with the approval system"),
-    ("hooks", "hooks arrive with the approval system"),
-];
+const NOT_YET: &[(&str, &str)] = &[("hooks", "hooks arrive with the approval system")];
 
 const KNOWN: &[&str] = &[
+    "approvals",
     "permissions",
     "policy",
     "profiles",
@@ -143,6 +141,7 @@ impl Validator<'_> {
                     };
                 }
                 "limits" => self.limits(value)?,
+                "approvals" => self.approvals(value)?,
                 "permissions" | "policy" | "profiles" => self.policy_section(&key, value)?,
                 "profile" => {
                     let p = value
@@ -232,6 +231,36 @@ impl Validator<'_> {
             value: sep.to_owned(),
             from: self.provenance("separator"),
         };
+        Ok(())
+    }
+
+    fn approvals(&mut self, value: Value) -> Result<()> {
+        let raw: RawApprovals = section(value, "approvals")?;
+        let file = |k: &str| Provenance::File {
+            path: self.origin.to_owned(),
+            key: format!("approvals.{k}"),
+        };
+        let a = &mut self.config.approvals;
+        if let Some(v) = raw.wait_seconds {
+            check_range("approvals.wait_seconds", v, 0, 3_600)?;
+            a.wait = Setting {
+                value: Duration::from_secs(v),
+                from: file("wait_seconds"),
+            };
+        }
+        if let Some(v) = raw.expire_seconds {
+            check_range("approvals.expire_seconds", v, 10, 7 * 86_400)?;
+            a.expire = Setting {
+                value: Duration::from_secs(v),
+                from: file("expire_seconds"),
+            };
+        }
+        if let Some(v) = raw.elicitation {
+            a.elicitation = Setting {
+                value: v,
+                from: file("elicitation"),
+            };
+        }
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 use super::*;
 use pretty_assertions::assert_eq;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 fn env(k: &str) -> Option<String> {
     match k {
@@ -90,9 +91,20 @@ fn misspelt_toolgate_key_is_an_error_not_a_warning() {
 }
 
 #[test]
-fn approval_sections_are_refused_until_enforced() {
-    let e = json(r#"{"approvals": {"wait_seconds": 5}}"#).unwrap_err();
+fn hooks_are_refused_until_enforced() {
+    let e = json(r#"{"hooks": {"pre": []}}"#).unwrap_err();
     assert!(matches!(e, ConfigError::NotYetSupported { .. }), "{e}");
+}
+
+#[test]
+fn approvals_section_sets_wait_expiry_and_elicitation() {
+    let cfg =
+        json(r#"{"approvals": {"wait_seconds": 0, "expire_seconds": 60, "elicitation": false}}"#)
+            .unwrap();
+    assert_eq!(cfg.approvals.wait.value, Duration::from_secs(0));
+    assert_eq!(cfg.approvals.expire.value, Duration::from_secs(60));
+    assert!(!cfg.approvals.elicitation.value);
+    assert!(json(r#"{"approvals": {"wait": 5}}"#).is_err());
 }
 
 #[test]

@@ -149,6 +149,27 @@ impl Default for Limits {
     }
 }
 
+/// How an `ask` reaches a human.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Approvals {
+    /// How long a call is held waiting for a decision before the client gets an approval handle.
+    pub wait: Setting<Duration>,
+    /// How long a request stays decidable.
+    pub expire: Setting<Duration>,
+    /// Also ask through MCP elicitation when the client declares it (never the only channel).
+    pub elicitation: Setting<bool>,
+}
+
+impl Default for Approvals {
+    fn default() -> Self {
+        Self {
+            wait: Setting::default(Duration::from_secs(20)),
+            expire: Setting::default(Duration::from_secs(15 * 60)),
+            elicitation: Setting::default(true),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Enabled upstreams, in file order.
@@ -159,6 +180,7 @@ pub struct Config {
     pub separator: Setting<String>,
     pub prefix_tools: Setting<bool>,
     pub limits: Limits,
+    pub approvals: Approvals,
     pub workspace: Option<Setting<PathBuf>>,
     /// Non-fatal findings (ignored client keys, disabled servers), for stderr and `doctor`.
     pub warnings: Vec<String>,
@@ -176,6 +198,7 @@ impl Config {
             separator: Setting::default(DEFAULT_SEPARATOR.to_owned()),
             prefix_tools: Setting::default(true),
             limits: Limits::default(),
+            approvals: Approvals::default(),
             workspace: None,
             warnings: Vec::new(),
             source: None,

@@ -31,6 +31,16 @@ pub(crate) struct RawServer {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(crate) struct RawApprovals {
+    #[serde(alias = "waitSeconds")]
+    pub wait_seconds: Option<u64>,
+    #[serde(alias = "expireSeconds")]
+    pub expire_seconds: Option<u64>,
+    pub elicitation: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RawLimits {
     #[serde(alias = "max_message_bytes", rename = "maxMessageBytes")]
     pub max_message_bytes: Option<usize>,

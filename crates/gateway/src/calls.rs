@@ -2,14 +2,17 @@
 //! A refused tool call is an ordinary error result that explains itself; a refused read or prompt is a JSON-RPC
 //! error with the same explanation. Nothing refused reaches an upstream.
 
+use crate::approval::Snapshot;
+use crate::contract;
 use crate::errors::{invalid_params, to_client};
 use crate::guard::{Verdict, OWN_SERVER};
-use crate::refusal;
+use crate::record::{outcome_of, CallRecord};
 use crate::session::Session;
 use crate::status;
 use jsonrpc::error_object;
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 type Outcome = Option<Result<Value, Value>>;
@@ -28,13 +31,21 @@ fn refusal_error(result: Value) -> Value {
     )
 }
 
-/// What an ask becomes while no approval channel exists: a refusal that says so.
+/// What an ask becomes where it cannot be held (prompts, resource reads): a refusal that says so.
 fn without_approval(verdict: Verdict) -> Result<(), Value> {
     match verdict {
         Verdict::Allow(_) => Ok(()),
-        Verdict::Ask(d) => Err(refusal::no_approval_channel(&d)),
-        Verdict::Refuse(r) => Err(r),
+        Verdict::Ask(d) => Err(contract::no_approval_channel(&d)),
+        Verdict::Refuse(r, _) => Err(r),
     }
+}
+
+fn request_id(arguments: &Value) -> String {
+    arguments
+        .get("request_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 impl Session {
@@ -56,25 +67,111 @@ impl Session {
             .get("arguments")
             .cloned()
             .unwrap_or_else(|| Value::Object(Default::default()));
-        let guard = &self.gateway.guard;
-        if name == status::TOOL_NAME && !self.gateway.opts.wrap {
-            let verdict = guard.check_tool(OWN_SERVER, &name, definition.as_ref(), &arguments);
-            return Some(Ok(match without_approval(verdict) {
-                Ok(()) => status::result(&self.gateway.statuses()),
-                Err(refused) => refused,
-            }));
-        }
-        let Some(route) = agg.route_tool(&name).cloned() else {
-            return Some(Err(invalid_params(format!("unknown tool: {name}"))));
+        let (server, tool) = match agg.route_tool(&name) {
+            Some(route) => (route.server.clone(), route.name.clone()),
+            None if definition.is_some() => (OWN_SERVER.to_owned(), name.clone()),
+            None => return Some(Err(invalid_params(format!("unknown tool: {name}")))),
         };
         drop(agg);
-        let verdict = guard.check_tool(&route.server, &route.name, definition.as_ref(), &arguments);
-        if let Err(refused) = without_approval(verdict) {
-            return Some(Ok(refused));
+        let verdict =
+            self.gateway
+                .guard
+                .check_tool(&server, &tool, definition.as_ref(), &arguments);
+        let decision = match &verdict {
+            Verdict::Allow(d) | Verdict::Ask(d) | Verdict::Refuse(_, Some(d)) => Some(d.clone()),
+            Verdict::Refuse(_, None) => None,
+        };
+        let trace_id = crate::ids::trace_id();
+        let record = decision.as_ref().map(|d| CallRecord {
+            trace_id: &trace_id,
+            profile: self.gateway.guard.profile().unwrap_or("default"),
+            server: &server,
+            tool: &tool,
+            arguments: &arguments,
+            decision: d,
+        });
+        if let (Some(r), Some(state)) = (&record, &self.gateway.state) {
+            r.decided(state);
         }
-        params["name"] = Value::String(route.name);
-        self.forward(&route.server, "tools/call", params, cancel)
-            .await
+        let started = Instant::now();
+        let answer = match verdict {
+            Verdict::Refuse(refused, _) => Some(Ok(refused)),
+            Verdict::Allow(_) if server == OWN_SERVER => {
+                Some(Ok(self.intrinsic(&tool, &arguments, cancel).await?))
+            }
+            Verdict::Allow(_) => {
+                params["name"] = Value::String(tool.clone());
+                self.forward(&server, "tools/call", params, cancel).await
+            }
+            Verdict::Ask(d) => {
+                let snapshot = Snapshot {
+                    server: server.clone(),
+                    tool: tool.clone(),
+                    exposed: name.clone(),
+                    arguments: arguments.clone(),
+                    definition_sha256: definition
+                        .as_ref()
+                        .map(store::definition_hash)
+                        .unwrap_or_default(),
+                };
+                let progress = params.pointer("/_meta/progressToken").cloned();
+                self.hold(snapshot, d, progress, cancel).await
+            }
+        };
+        if let (Some(r), Some(state)) = (&record, &self.gateway.state) {
+            let result = answer.as_ref().and_then(|a| a.as_ref().ok());
+            r.finished(state, outcome_of(&answer), result, started.elapsed());
+        }
+        answer
+    }
+
+    /// toolgate's own tools, after the policy allowed them.
+    async fn intrinsic(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: &Value,
+        cancel: &CancellationToken,
+    ) -> Option<Value> {
+        let gw = &self.gateway;
+        Some(match tool {
+            status::TOOL_NAME => status::result(&gw.statuses()),
+            contract::STATUS_TOOL => self.request_status(&request_id(arguments)),
+            contract::RESUME_TOOL => match self.resume(&request_id(arguments), cancel).await? {
+                Ok(v) => v,
+                Err(e) => contract::refused(
+                    "FAILED",
+                    format!("the approved call failed upstream: {e}"),
+                    None,
+                ),
+            },
+            contract::CAPABILITIES_TOOL => {
+                let a = &gw.opts.approvals;
+                crate::intrinsics::capabilities(
+                    self.approval_gated(),
+                    a.wait.value.as_secs(),
+                    a.expire.value.as_secs(),
+                    gw.opts.limits.max_message_bytes,
+                )
+            }
+            other => contract::refused("FAILED", format!("toolgate has no tool {other}"), None),
+        })
+    }
+
+    /// Exposed names of tools whose calls the policy would not simply allow with empty arguments: a hint for
+    /// agents, not a promise (the decision depends on the arguments).
+    fn approval_gated(&self) -> Vec<String> {
+        let agg = self.gateway.aggregate();
+        let empty = Value::Object(Default::default());
+        agg.tools
+            .iter()
+            .zip(&agg.tool_owners)
+            .filter(|(_, (server, _))| server != OWN_SERVER)
+            .filter_map(|(def, (server, tool))| {
+                let verdict = self.gateway.guard.decide_only(server, tool, &empty);
+                matches!(verdict, Verdict::Ask(_))
+                    .then(|| def["name"].as_str().unwrap_or_default().to_owned())
+            })
+            .collect()
     }
 
     pub(crate) async fn get_prompt(

@@ -8,6 +8,7 @@
 use crate::aggregate::{Aggregate, Naming};
 use crate::guard::Guard;
 use crate::session::{ListKind, Session};
+use crate::state::State;
 use crate::status;
 use config::Config;
 use serde_json::Value;
@@ -31,6 +32,7 @@ pub struct Options {
     pub upstream: upstream::Options,
     /// `wrap`: one server that must look exactly like itself (its identity, no extra tools).
     pub wrap: bool,
+    pub approvals: config::Approvals,
 }
 
 impl Options {
@@ -53,6 +55,7 @@ impl Options {
                 ..upstream::Options::default()
             },
             wrap,
+            approvals: config.approvals.clone(),
         }
     }
 }
@@ -60,6 +63,9 @@ impl Options {
 pub struct Gateway {
     pub(crate) opts: Options,
     pub(crate) guard: Arc<Guard>,
+    /// Approvals, pins, reporting and audit; `None` when this workspace has no usable state directory, in which
+    /// case every ask fails closed.
+    pub(crate) state: Option<Arc<State>>,
     upstreams: Vec<Arc<Upstream>>,
     aggregate: RwLock<Arc<Aggregate>>,
     sessions: Mutex<Vec<Weak<Session>>>,
@@ -70,7 +76,12 @@ pub struct Gateway {
 
 impl Gateway {
     /// Starts every configured upstream and the event loop.
-    pub fn start(config: &Config, opts: Options, guard: Arc<Guard>) -> Arc<Self> {
+    pub fn start(
+        config: &Config,
+        opts: Options,
+        guard: Arc<Guard>,
+        state: Option<Arc<State>>,
+    ) -> Arc<Self> {
         let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
         let progress = Arc::new(ProgressTable::default());
         let routes: Arc<dyn upstream::ProgressRoutes> = progress.clone();
@@ -86,6 +97,7 @@ impl Gateway {
         let gw = Arc::new(Self {
             opts,
             guard,
+            state,
             upstreams,
             aggregate: RwLock::new(Arc::new(Aggregate::default())),
             sessions: Mutex::new(Vec::new()),
@@ -144,11 +156,15 @@ impl Gateway {
 
     /// toolgate's own tools, listed before upstream tools.
     pub(crate) fn own_tools(&self) -> Vec<Value> {
-        if self.opts.wrap {
-            Vec::new()
-        } else {
-            vec![status::definition()]
+        let mut tools = Vec::new();
+        if !self.opts.wrap {
+            tools.push(status::definition());
         }
+        // The approval tools come with approvals: without state there is nothing to resume.
+        if self.state.is_some() {
+            tools.extend(crate::intrinsics::definitions());
+        }
+        tools
     }
 
     pub(crate) fn register_session(&self, session: &Arc<Session>) {

@@ -4,7 +4,7 @@
 //!
 //! It decides; it does not execute, hold approvals or write audit records.
 
-use crate::refusal;
+use crate::contract;
 use config::{Config, ServerKind};
 use jsonschema::{PatternOptions, Validator};
 use policy::{
@@ -20,7 +20,12 @@ use std::sync::{Arc, Mutex};
 pub const OWN_SERVER: &str = "toolgate";
 
 /// toolgate's own read-only tools.
-pub const INTRINSICS: &[&str] = &[crate::status::TOOL_NAME];
+pub const INTRINSICS: &[&str] = &[
+    crate::status::TOOL_NAME,
+    crate::contract::STATUS_TOOL,
+    crate::contract::RESUME_TOOL,
+    crate::contract::CAPABILITIES_TOOL,
+];
 
 /// Schemas larger than this are not compiled: a hostile upstream must not make every call expensive.
 const MAX_SCHEMA_BYTES: usize = 256 * 1024;
@@ -33,8 +38,9 @@ pub enum Verdict {
     Allow(Decision),
     /// Needs a human; the decision says which rule asked.
     Ask(Decision),
-    /// A complete `tools/call` result explaining the refusal (never forwarded upstream).
-    Refuse(Value),
+    /// A complete `tools/call` result explaining the refusal (never forwarded upstream), and the decision
+    /// when the policy made it (argument-schema refusals come before any decision).
+    Refuse(Value, Option<Decision>),
 }
 
 pub struct Guard {
@@ -110,7 +116,7 @@ impl Guard {
     ) -> Verdict {
         if let Some(schema) = definition.and_then(|d| d.get("inputSchema")) {
             if let Err(why) = self.validate(server, tool, schema, arguments) {
-                return Verdict::Refuse(refusal::invalid_arguments(&why));
+                return Verdict::Refuse(contract::invalid_arguments(&why), None);
             }
         }
         let kind = if server == OWN_SERVER {
@@ -131,6 +137,15 @@ impl Guard {
             decision.reason = ReasonCode::DefaultAllow;
         }
         self.verdict(decision)
+    }
+
+    /// The policy's decision alone (no schema check), for hints such as which tools may need approval.
+    pub fn decide_only(&self, server: &str, tool: &str, arguments: &Value) -> Verdict {
+        let kind = self.kinds.get(server).copied();
+        self.verdict(self.policy.decide_call(
+            &ToolCall::new(server, tool, arguments.clone(), kind),
+            &canonicalise,
+        ))
     }
 
     /// The whole evaluation of a tool call, as `toolgate policy explain` shows it (no schema check, no I/O
@@ -185,7 +200,7 @@ impl Guard {
         match decision.effect {
             Effect::Allow => Verdict::Allow(decision),
             Effect::Ask => Verdict::Ask(decision),
-            Effect::Deny => Verdict::Refuse(refusal::denied(&decision)),
+            Effect::Deny => Verdict::Refuse(contract::denied(&decision), Some(decision)),
         }
     }
 

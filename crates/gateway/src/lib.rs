@@ -9,14 +9,19 @@
 
 mod adapt;
 mod aggregate;
+mod approval;
 mod calls;
+mod contract;
 mod cursor;
 mod errors;
 mod gateway;
 mod guard;
+mod ids;
+mod intrinsics;
 mod methods;
 mod names;
-mod refusal;
+mod record;
+
 mod session;
 mod state;
 mod status;

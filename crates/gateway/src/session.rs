@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use upstream::{LEGACY_VERSIONS, MODERN_VERSION};
 
@@ -63,10 +63,14 @@ pub(crate) struct State {
     pub relayed: HashMap<Id, (String, Value)>,
     /// Open `subscriptions/listen` streams of a modern client: (listen request id, filter).
     pub listens: Vec<(Id, Value)>,
+    /// Requests toolgate itself sent the client (elicitation for approvals), awaiting answers.
+    pub asked: HashMap<Id, oneshot::Sender<Result<Value, Value>>>,
     pub closed: bool,
 }
 
 pub struct Session {
+    /// Identifies this connection for session grants.
+    pub(crate) id: String,
     pub(crate) gateway: Arc<Gateway>,
     out: mpsc::Sender<Value>,
     pub(crate) state: Mutex<State>,
@@ -76,6 +80,7 @@ pub struct Session {
 impl Session {
     pub(crate) fn new(gateway: Arc<Gateway>, out: mpsc::Sender<Value>) -> Arc<Self> {
         let session = Arc::new(Self {
+            id: crate::ids::session_id(),
             gateway: Arc::clone(&gateway),
             out,
             state: Mutex::new(State {
@@ -84,6 +89,7 @@ impl Session {
                 in_flight: HashMap::new(),
                 relayed: HashMap::new(),
                 listens: Vec::new(),
+                asked: HashMap::new(),
                 closed: false,
             }),
             next_relay: AtomicU64::new(1),
@@ -165,8 +171,13 @@ impl Session {
                 id: Some(id),
                 outcome,
             } => {
-                let relayed = self.lock().relayed.remove(&id);
-                if let Some((server, upstream_id)) = relayed {
+                let (relayed, asked) = {
+                    let mut st = self.lock();
+                    (st.relayed.remove(&id), st.asked.remove(&id))
+                };
+                if let Some(waiter) = asked {
+                    let _ = waiter.send(outcome);
+                } else if let Some((server, upstream_id)) = relayed {
                     if let Some(conn) = self
                         .gateway
                         .upstream(&server)
@@ -284,6 +295,29 @@ impl Session {
             .relayed
             .insert(id.clone(), (server.to_owned(), upstream_id));
         self.send(jsonrpc::request(&id, &method, params)).await;
+    }
+
+    /// Sends toolgate's own request to the client and waits for the answer (bounded: a client that never answers
+    /// must not keep a waiter forever).
+    pub(crate) async fn ask_client(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let id = Id::Str(format!(
+            "tg-ask-{}",
+            self.next_relay.fetch_add(1, Ordering::Relaxed)
+        ));
+        let (tx, rx) = oneshot::channel();
+        self.lock().asked.insert(id.clone(), tx);
+        self.send(jsonrpc::request(&id, method, Some(params))).await;
+        match tokio::time::timeout(std::time::Duration::from_secs(600), rx).await {
+            Ok(Ok(answer)) => answer,
+            _ => {
+                self.lock().asked.remove(&id);
+                Err(error_object(
+                    jsonrpc::REQUEST_TIMEOUT,
+                    "the client did not answer",
+                    None,
+                ))
+            }
+        }
     }
 
     /// The upstream withdrew a request relayed to this client: pass the cancellation on with the client's id.

@@ -72,12 +72,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         ),
     }
+    let state = crate::runtime::serve_state(&config)?;
+    match &state {
+        Some(s) => println!(
+            "state: {} (approvals, pins, audit, reporting)",
+            s.namespace().dir().display()
+        ),
+        None => println!(
+            "state: none — approvals are off and every `ask` is refused (see the warning above)"
+        ),
+    }
     let rt = crate::runtime::tokio()?;
     let healthy = rt.block_on(async {
         let gw = gateway::Gateway::start(
             &config,
             gateway::Options::from_config(&config, false),
             guard,
+            state,
         );
         let ready = Arc::clone(&gw).ready().await;
         let statuses = gw.statuses();

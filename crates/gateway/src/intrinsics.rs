@@ -1,0 +1,92 @@
+//! toolgate's own approval tools — `toolgate_request_status`, `toolgate_resume`, `toolgate_capabilities` — as
+//! clients see them. None of them can approve or reject anything: that is the human's, out of band.
+
+use crate::contract::{CAPABILITIES_TOOL, CONTRACT_VERSION, OUTCOMES, RESUME_TOOL, STATUS_TOOL};
+use serde_json::{json, Value};
+
+fn request_id_schema() -> Value {
+    json!({"type": "object", "properties": {"request_id": {"type": "string", "minLength": 1, "maxLength": 128}},
+           "required": ["request_id"], "additionalProperties": false})
+}
+
+fn outcome_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "outcome": {"type": "string", "enum": OUTCOMES},
+            "trace_id": {"type": "string"},
+            "approval": {"type": "object", "properties": {
+                "request_id": {"type": "string"}, "status": {"type": "string"},
+                "expires_at": {"type": "string"}, "resume_tool": {"type": "string"}}},
+            "error": {"type": "object", "properties": {
+                "code": {"type": "string"}, "message": {"type": "string"}, "retryable": {"type": "boolean"}},
+                "required": ["code", "message", "retryable"]}
+        },
+        "required": ["outcome"]
+    })
+}
+
+/// The approval tools, listed after `toolgate_status`.
+pub fn definitions() -> Vec<Value> {
+    vec![
+        json!({
+            "name": STATUS_TOOL,
+            "title": "Approval request status",
+            "description": "Shows the status of an approval request toolgate created for a call that needs a \
+                            human's approval. Read-only.",
+            "inputSchema": request_id_schema(),
+            "outputSchema": outcome_schema(),
+            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true,
+                            "openWorldHint": false}
+        }),
+        json!({
+            "name": RESUME_TOOL,
+            "title": "Resume an approved call",
+            "description": "Runs a call that a human approved, exactly as it was approved, once. Before approval it \
+                            reports the request's status instead.",
+            "inputSchema": request_id_schema(),
+            "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false,
+                            "openWorldHint": true}
+        }),
+        json!({
+            "name": CAPABILITIES_TOOL,
+            "title": "toolgate capabilities",
+            "description": "Describes toolgate's contract: version, approval model, which tools may need approval, \
+                            and public limits.",
+            "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true,
+                            "openWorldHint": false}
+        }),
+    ]
+}
+
+/// `toolgate_capabilities`: public facts only — no paths, payloads or secrets.
+pub fn capabilities(
+    gated: Vec<String>,
+    wait_seconds: u64,
+    expire_seconds: u64,
+    max_message_bytes: usize,
+) -> Value {
+    let structured = json!({
+        "contract_version": CONTRACT_VERSION,
+        "package_version": env!("CARGO_PKG_VERSION"),
+        "transport": "stdio",
+        "approval_model": {
+            "channels": ["admin CLI (toolgate approvals)", "watch terminal", "MCP elicitation when the client declares it"],
+            "hold_seconds": wait_seconds,
+            "expires_after_seconds": expire_seconds,
+            "single_use": true,
+            "agent_can_approve": false
+        },
+        "approval_gated_tools": gated,
+        "resume_tool": RESUME_TOOL,
+        "status_tool": STATUS_TOOL,
+        "outcomes": OUTCOMES,
+        "limits": {"max_message_bytes": max_message_bytes}
+    });
+    let text = format!(
+        "toolgate contract {CONTRACT_VERSION}: calls a policy marks `ask` wait up to {wait_seconds} s for a human, \
+         then return an approval handle; resume with {RESUME_TOOL}."
+    );
+    json!({"content": [{"type": "text", "text": text}], "structuredContent": structured})
+}
