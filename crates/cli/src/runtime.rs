@@ -141,7 +141,11 @@ pub fn load_guard(config: &Config) -> anyhow::Result<Guard> {
 /// The workspace's durable state (approvals, pins, reporting, audit), as `serve` and the admin commands see it.
 pub fn state(config: &Config) -> anyhow::Result<gateway::State> {
     let workspace = workspace(config)?;
-    gateway::State::open(&workspace).map_err(anyhow::Error::msg)
+    let root = match &config.state_dir {
+        Some(dir) => dir.value.clone(),
+        None => gateway::state_root().map_err(anyhow::Error::msg)?,
+    };
+    gateway::State::open_in(&root, &workspace).map_err(anyhow::Error::msg)
 }
 
 /// The state `serve` runs with. With an explicit workspace, state that cannot be opened stops start-up; with the

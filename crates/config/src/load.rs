@@ -33,6 +33,8 @@ pub struct Overrides {
 const NOT_YET: &[(&str, &str)] = &[("hooks", "hooks arrive with the approval system")];
 
 const KNOWN: &[&str] = &[
+    "stateDir",
+    "state_dir",
     "approvals",
     "permissions",
     "policy",
@@ -142,6 +144,19 @@ impl Validator<'_> {
                 }
                 "limits" => self.limits(value)?,
                 "approvals" => self.approvals(value)?,
+                "stateDir" | "state_dir" => {
+                    let s = value
+                        .as_str()
+                        .ok_or_else(|| ConfigError::invalid(&key, "must be a path"))?;
+                    let s = expand(s, &key, self.env)?;
+                    if !Path::new(&s).is_absolute() {
+                        return Err(ConfigError::invalid(&key, "must be an absolute path"));
+                    }
+                    self.config.state_dir = Some(Setting {
+                        value: PathBuf::from(s),
+                        from: self.provenance(&key),
+                    });
+                }
                 "permissions" | "policy" | "profiles" => self.policy_section(&key, value)?,
                 "profile" => {
                     let p = value

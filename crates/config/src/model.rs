@@ -182,6 +182,9 @@ pub struct Config {
     pub limits: Limits,
     pub approvals: Approvals,
     pub workspace: Option<Setting<PathBuf>>,
+    /// The trusted state root (`"stateDir"`), for clients that start servers with a scrubbed environment;
+    /// otherwise `TOOLGATE_STATE_DIR` or the platform default decides.
+    pub state_dir: Option<Setting<PathBuf>>,
     /// Non-fatal findings (ignored client keys, disabled servers), for stderr and `doctor`.
     pub warnings: Vec<String>,
     /// The file this came from, if any.
@@ -199,6 +202,7 @@ impl Config {
             prefix_tools: Setting::default(true),
             limits: Limits::default(),
             approvals: Approvals::default(),
+            state_dir: None,
             workspace: None,
             warnings: Vec::new(),
             source: None,

@@ -7,6 +7,7 @@ use std::process::Command;
 fn serve_output(setup: &Setup) -> (i32, String) {
     let out = Command::new(toolgate())
         .args(["serve", "--config", setup.config.to_str().unwrap()])
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
         .env_remove("UNSET_TOKEN")
         .stdin(std::process::Stdio::null())
         .output()
@@ -48,6 +49,7 @@ fn unprefixed_name_collision_is_refused_at_startup_naming_both() {
     // stdin stays open, as a client's would: the refusal must not wait for it to close.
     let mut child = Command::new(toolgate())
         .args(["serve", "--config", setup.config.to_str().unwrap()])
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -71,6 +73,7 @@ fn http_upstreams_are_accepted_but_reported_as_not_connected() {
     );
     let out = Command::new(toolgate())
         .args(["doctor", "--config", setup.config.to_str().unwrap()])
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

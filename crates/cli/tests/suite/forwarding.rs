@@ -300,7 +300,7 @@ async fn wrap_looks_exactly_like_the_wrapped_server() {
             tg_str,
             "fixture-server",
         ],
-        &[],
+        &[("TOOLGATE_STATE_DIR", policy.state_dir().to_str().unwrap())],
         HashMap::new(),
     )
     .unwrap();
@@ -309,7 +309,12 @@ async fn wrap_looks_exactly_like_the_wrapped_server() {
     let tools = list_all(&client, "tools/list", "tools", None)
         .await
         .unwrap();
-    assert_eq!(tools[0]["name"], "echo");
+    let upstream: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .filter(|n| !n.starts_with("toolgate_"))
+        .collect();
+    assert_eq!(upstream[0], "echo", "upstream tools keep their own names");
     assert!(tools.iter().all(|t| t["name"] != "toolgate_status"));
     assert_eq!(
         text(

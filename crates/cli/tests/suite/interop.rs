@@ -16,7 +16,8 @@ fn setup() -> Setup {
                 "files": {"command": "node", "args": [modules.join("server-filesystem/dist/index.js"), workspace]},
                 "fixture": fixture(&[]),
             },
-            "limits": {"pageSize": 7},
+                        "limits": {"pageSize": 7},
+            "stateDir": dir.join("state"),
             "permissions": {"default": "allow"}
         })
     })

@@ -66,10 +66,22 @@ impl Setup {
         self.serve_with(HashMap::new(), &[])
     }
 
+    /// Runs `toolgate serve` with `env` added. Unless `env` names one, the state directory is this setup's own
+    /// (`<tmp>/state`), so tests never touch the user's state.
     pub fn serve_with(&self, answers: HashMap<String, Value>, env: &[(&str, &str)]) -> StdioClient {
         let config = self.config.to_str().expect("utf-8 path");
-        StdioClient::spawn(&toolgate(), &["serve", "--config", config], env, answers)
+        let state = self.state_dir();
+        let mut all: Vec<(&str, &str)> =
+            vec![("TOOLGATE_STATE_DIR", state.to_str().expect("utf-8 path"))];
+        all.extend_from_slice(env);
+        StdioClient::spawn(&toolgate(), &["serve", "--config", config], &all, answers)
             .expect("spawn toolgate")
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        std::fs::canonicalize(self.dir.path())
+            .expect("canonical")
+            .join("state")
     }
 }
 

@@ -1,0 +1,330 @@
+//! The policy command line: `policy init | check | explain | test` and `preview`, run as the real binary.
+//! User-visible text is compared with golden files in `tests/fixtures/policy_cli/` (temporary paths replaced by
+//! `[TMP]`); `TOOLGATE_BLESS=1` rewrites them after an intended change.
+
+use crate::support::{fixture, toolgate, Setup};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use test_support::{list_all, StdioClient};
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs toolgate in `dir` (also its HOME, so no test reads the real home) and replaces `dir` in the output.
+fn run_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Run {
+    let mut child = Command::new(toolgate())
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let clean = |b: &[u8]| String::from_utf8_lossy(b).replace(&*dir.to_string_lossy(), "[TMP]");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: clean(&out.stdout),
+        stderr: clean(&out.stderr),
+    }
+}
+
+fn run(setup: &Setup, args: &[&str]) -> Run {
+    let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let config = setup.config.to_str().unwrap();
+    let mut all = args.to_vec();
+    all.extend(["--config", config]);
+    run_in(&root, &all, None)
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/policy_cli")
+}
+
+/// Compares `actual` with the golden file `name`, or rewrites it under `TOOLGATE_BLESS=1`.
+fn golden(name: &str, actual: &str) {
+    let path = fixtures().join(name);
+    if std::env::var_os("TOOLGATE_BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (TOOLGATE_BLESS=1 writes it)", path.display()));
+    assert_eq!(expected, actual, "golden file {name}");
+}
+
+/// A fixture upstream whose `reflect` tool reads `path` (by mapping), a workspace with `pub/escape` linking to
+/// `/etc`, reads of `pub` allowed and reads of `/etc` denied.
+fn reads_setup() -> Setup {
+    Setup::with(|dir| {
+        let ws = dir.join("ws");
+        std::fs::create_dir_all(ws.join("pub")).unwrap();
+        std::os::unix::fs::symlink("/etc", ws.join("pub/escape")).unwrap();
+        json!({
+            "workspace": ws,
+            "mcpServers": {"fx": fixture(&[])},
+            "policy": {"mappings": [{"tool": "fx__reflect", "operation": "fs.read", "paths": ["path"]}]},
+            "permissions": {"default": "deny", "allow": ["Read(./pub)"], "deny": ["Read(//etc)"]}
+        })
+    })
+}
+
+#[test]
+fn init_writes_the_starter_policy_and_never_overwrites_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let first = run_in(&root, &["policy", "init"], None);
+    assert_eq!((first.code, first.stderr.as_str()), (0, ""));
+    golden("init.txt", &first.stdout);
+    let written = std::fs::read_to_string(root.join("toolgate.toml")).unwrap();
+    assert_eq!(written, policy::STARTER_POLICY);
+
+    std::fs::write(root.join("mine.toml"), "# my own\n").unwrap();
+    for args in [
+        &["policy", "init"][..],
+        &["policy", "init", "--path", "mine.toml"],
+    ] {
+        let again = run_in(&root, args, None);
+        assert_ne!(again.code, 0, "{}", again.stdout);
+        assert!(
+            again.stderr.contains("already exists; not overwriting it"),
+            "{}",
+            again.stderr
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join("toolgate.toml")).unwrap(),
+        written
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("mine.toml")).unwrap(),
+        "# my own\n"
+    );
+}
+
+#[tokio::test]
+async fn the_starter_policy_passes_check_and_serve_runs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    assert_eq!(run_in(&root, &["policy", "init"], None).code, 0);
+    let check = run_in(
+        &root,
+        &["policy", "check", "--config", "toolgate.toml"],
+        None,
+    );
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    golden("check_starter.txt", &check.stdout);
+
+    // The file is a whole config: an upstream table added below the policy is served under it.
+    let path = root.join("toolgate.toml");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let exe = toolgate();
+    text.push_str(&format!(
+        "\n[mcp_servers.fx]\ncommand = {:?}\nargs = [\"fixture-server\"]\n",
+        exe.to_str().unwrap()
+    ));
+    std::fs::write(&path, text).unwrap();
+    let args = [
+        "serve",
+        "--config",
+        path.to_str().unwrap(),
+        "--workspace",
+        root.to_str().unwrap(),
+    ];
+    let client = StdioClient::spawn(&exe, &args, &[], Default::default()).unwrap();
+    client.initialize("2025-11-25", json!({})).await.unwrap();
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "fx__echo"), "{tools:?}");
+}
+
+#[test]
+fn check_reports_a_shadowed_rule_and_a_duplicate_id_and_fails() {
+    let setup = Setup::new(json!({
+        "policy": {"rules": [
+            {"id": "dup", "effect": "allow", "operations": ["git.read"]},
+            {"id": "dup", "effect": "ask", "operations": ["git.remote"]}
+        ]},
+        "permissions": {"default": "ask", "deny": ["Read(./src)"], "allow": ["Read(./src/generated)"]}
+    }));
+    let out = run(&setup, &["policy", "check"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    golden("check_problems.txt", &out.stdout);
+}
+
+#[test]
+fn check_says_when_there_is_no_policy_at_all() {
+    let setup = Setup::new(json!({"mcpServers": {}}));
+    let out = run(&setup, &["policy", "check"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    golden("check_no_policy.txt", &out.stdout);
+}
+
+#[test]
+fn explain_shows_the_deciding_rule_of_an_allowed_call() {
+    let setup = reads_setup();
+    let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let call = r#"{"server": "fx", "tool": "reflect", "arguments": {"path": "pub/notes.txt"}}"#;
+    let config = setup.config.to_str().unwrap();
+    let out = run_in(
+        &root,
+        &["policy", "explain", "--config", config, "--call", "-"],
+        Some(call),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    golden("explain_allowed.txt", &out.stdout);
+}
+
+#[test]
+fn explain_judges_a_symlink_out_of_an_allowed_directory_by_its_target() {
+    let setup = reads_setup();
+    let call = setup.dir.path().join("call.json");
+    std::fs::write(
+        &call,
+        r#"{"server": "fx", "tool": "reflect", "arguments": {"path": "pub/escape/passwd"}}"#,
+    )
+    .unwrap();
+    let call = call.to_str().unwrap();
+    let out = run(&setup, &["policy", "explain", "--call", call]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    golden("explain_denied.txt", &out.stdout);
+
+    let json = run(&setup, &["policy", "explain", "--json", "--call", call]);
+    let e: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        (&e["decision"], &e["action"]["paths"]),
+        (
+            &json!({"effect": "deny", "reason": "DENY_RULE", "rule_id": "deny[0]", "operation": "fs.read", "unknown": null}),
+            &json!(["/etc/passwd"])
+        )
+    );
+}
+
+#[test]
+fn explain_refuses_a_call_that_brings_its_own_server_kind() {
+    let setup = reads_setup();
+    let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let call = r#"{"server": "fx", "tool": "read_file", "kind": "filesystem", "arguments": {}}"#;
+    let config = setup.config.to_str().unwrap();
+    let out = run_in(
+        &root,
+        &["policy", "explain", "--config", config, "--call", "-"],
+        Some(call),
+    );
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("unknown key \"kind\""),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn test_passes_correct_cases_and_shows_a_diff_for_a_wrong_expectation() {
+    let setup = reads_setup();
+    let cases = fixtures().join("cases.json");
+    let ok = run(
+        &setup,
+        &["policy", "test", "--cases", cases.to_str().unwrap()],
+    );
+    assert_eq!(ok.code, 0, "{}{}", ok.stdout, ok.stderr);
+    golden("test_pass.txt", &ok.stdout);
+
+    let wrong = fixtures().join("cases_wrong.toml");
+    let bad = run(
+        &setup,
+        &["policy", "test", "--cases", wrong.to_str().unwrap()],
+    );
+    assert_eq!(bad.code, 1, "{}{}", bad.stdout, bad.stderr);
+    golden("test_fail.txt", &bad.stdout);
+}
+
+fn surface_row<'a>(surface: &'a Value, name: &str) -> &'a Value {
+    surface["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no row {name} in {surface}"))
+}
+
+#[test]
+fn preview_shows_a_profile_s_blocked_deferred_visible_and_unavailable_tools() {
+    let setup = Setup::fixture(
+        &[],
+        json!({
+            "mcpServers": {"fx": fixture(&[]), "gone": {"command": "/nonexistent/toolgate-test-server"}},
+            "permissions": {"default": "ask", "deny": ["mcp__fx__add"]},
+            "profiles": {"review": {"tools": {"blocked": ["fx__echo"], "deferred": ["fx__rich"]}}}
+        }),
+    );
+    let out = run(&setup, &["preview", "--profile", "review", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let surface: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(surface["profile"], "review");
+    let row = |name: &str| {
+        let r = surface_row(&surface, name);
+        (
+            r["visibility"].clone(),
+            r["reason"].clone(),
+            r["rule_id"].clone(),
+        )
+    };
+    assert_eq!(
+        row("fx__echo"),
+        (json!("blocked"), json!("PROFILE_BLOCKED"), json!(null))
+    );
+    assert_eq!(
+        row("fx__add"),
+        (json!("blocked"), json!("DENY_RULE"), json!("deny[0]"))
+    );
+    assert_eq!(
+        row("fx__rich"),
+        (json!("deferred"), json!("PROFILE_DEFERRED"), json!(null))
+    );
+    assert_eq!(
+        row("fx__reflect"),
+        (json!("visible"), json!("PROFILE_DEFAULT"), json!(null))
+    );
+    assert_eq!(
+        row("gone__*"),
+        (
+            json!("unavailable"),
+            json!("SERVER_UNAVAILABLE"),
+            json!(null)
+        )
+    );
+
+    let table = run(&setup, &["preview", "--profile", "review"]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    let line = |name: &str| {
+        let found = table
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")));
+        found
+            .unwrap_or_else(|| panic!("no {name} in\n{}", table.stdout))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(table.stdout.lines().next(), Some("profile: review"));
+    assert_eq!(
+        line("fx__echo"),
+        ["fx__echo", "blocked", "PROFILE_BLOCKED", "-"]
+    );
+    assert_eq!(
+        line("fx__reflect"),
+        ["fx__reflect", "visible", "PROFILE_DEFAULT", "-"]
+    );
+}
