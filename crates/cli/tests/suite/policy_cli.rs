@@ -22,6 +22,7 @@ fn run_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Run {
         .args(args)
         .current_dir(dir)
         .env("HOME", dir)
+        .env("TOOLGATE_STATE_DIR", dir.join("state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -125,28 +126,52 @@ async fn the_starter_policy_passes_check_and_serve_runs_it() {
     assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
     golden("check_starter.txt", &check.stdout);
 
-    // The file is a whole config: an upstream table added below the policy is served under it.
+    // The file is a whole config: served as written, and with an upstream table added below the policy.
     let path = root.join("toolgate.toml");
-    let mut text = std::fs::read_to_string(&path).unwrap();
+    let ws = root.join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let state = root.join("state");
     let exe = toolgate();
+    let serve = || {
+        let args = [
+            "serve",
+            "--config",
+            path.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+        ];
+        let env = [("TOOLGATE_STATE_DIR", state.to_str().unwrap())];
+        StdioClient::spawn(&exe, &args, &env, Default::default()).unwrap()
+    };
+    let names = |tools: Vec<Value>| -> Vec<String> {
+        tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let client = serve();
+    client.initialize("2025-11-25", json!({})).await.unwrap();
+    let tools = names(
+        list_all(&client, "tools/list", "tools", None)
+            .await
+            .unwrap(),
+    );
+    assert!(tools.iter().any(|t| t == "toolgate_status"), "{tools:?}");
+
+    let mut text = std::fs::read_to_string(&path).unwrap();
     text.push_str(&format!(
         "\n[mcp_servers.fx]\ncommand = {:?}\nargs = [\"fixture-server\"]\n",
         exe.to_str().unwrap()
     ));
     std::fs::write(&path, text).unwrap();
-    let args = [
-        "serve",
-        "--config",
-        path.to_str().unwrap(),
-        "--workspace",
-        root.to_str().unwrap(),
-    ];
-    let client = StdioClient::spawn(&exe, &args, &[], Default::default()).unwrap();
+    let client = serve();
     client.initialize("2025-11-25", json!({})).await.unwrap();
-    let tools = list_all(&client, "tools/list", "tools", None)
-        .await
-        .unwrap();
-    assert!(tools.iter().any(|t| t["name"] == "fx__echo"), "{tools:?}");
+    let tools = names(
+        list_all(&client, "tools/list", "tools", None)
+            .await
+            .unwrap(),
+    );
+    assert!(tools.iter().any(|t| t == "fx__echo"), "{tools:?}");
 }
 
 #[test]

@@ -1,0 +1,96 @@
+//! `toolgate policy`: the operator's tools for the firewall's rules — write a starter, lint, explain one call,
+//! run declarative cases. Each subcommand lives in its own module; this one dispatches and holds what they share
+//! (the policy context the gateway would use, server kinds from the config).
+//!
+//! Nothing here serves MCP, so results go to stdout. Nothing here decides differently from `serve`: every
+//! decision goes through the same `policy` crate and the gateway's canonicaliser.
+
+mod cases;
+mod check;
+mod explain;
+mod init;
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+
+/// Write, check, explain and test the policy (deny-by-default rules, permissions and profiles).
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    Init(init::Args),
+    Check(check::Args),
+    Explain(explain::Args),
+    Test(cases::Args),
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Command::Init(args) => init::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Explain(args) => explain::run(args),
+        Command::Test(args) => cases::run(args),
+    }
+}
+
+/// The context the gateway compiles the policy against: the canonical workspace, and `HOME` canonical when it
+/// resolves (patterns are anchored at these values, so they must be the same ones `serve` uses).
+fn context(config: &config::Config) -> anyhow::Result<policy::Context> {
+    let workspace = crate::runtime::workspace(config)?;
+    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+    Ok(policy::Context {
+        workspace: workspace.to_string_lossy().into_owned(),
+        home: home.map(|h| h.to_string_lossy().into_owned()),
+    })
+}
+
+/// The built-in adapter table of each configured server, as the gateway chooses it: from the config's `kind`
+/// (stated or recognised from the launch command), never from tool names.
+fn server_kinds(config: &config::Config) -> HashMap<String, policy::ServerKind> {
+    let mut kinds: HashMap<String, policy::ServerKind> = config
+        .servers
+        .iter()
+        .filter_map(|s| {
+            let kind = match s.kind {
+                config::ServerKind::Filesystem => policy::ServerKind::Filesystem,
+                config::ServerKind::Git => policy::ServerKind::Git,
+                config::ServerKind::Fetch => policy::ServerKind::Fetch,
+                config::ServerKind::Generic => return None,
+            };
+            Some((s.name.clone(), kind))
+        })
+        .collect();
+    kinds.insert(gateway::OWN_SERVER.to_owned(), policy::ServerKind::Toolgate);
+    kinds
+}
+
+/// Whether `server` is an upstream of the config or toolgate itself; calls to anything else can only be matched
+/// by name, which an operator should be told.
+fn is_known_server(config: &config::Config, server: &str) -> bool {
+    server == gateway::OWN_SERVER || config.servers.iter().any(|s| s.name == server)
+}
+
+/// Reads a JSON document from a file, or from stdin for `-`.
+fn read_json(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+    use anyhow::Context;
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?
+    };
+    let is_toml = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    if is_toml {
+        let doc: toml::Value = toml::from_str(&text)
+            .with_context(|| format!("{} is not valid TOML", path.display()))?;
+        serde_json::to_value(doc).context("TOML value does not fit JSON")
+    } else {
+        serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+    }
+}

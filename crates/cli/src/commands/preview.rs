@@ -1,0 +1,175 @@
+//! `toolgate preview`: the tool surface a profile gives a client — which installed tools are visible, deferred,
+//! blocked or unavailable, and why. It starts every upstream once (as `doctor` does) to learn the real catalog,
+//! then shuts them down.
+//!
+//! It calls no tool and applies the same visibility rules `tools/list` applies in `serve`.
+
+use super::common::ConfigArgs;
+use policy::{SurfaceEntry, ToolListing, Visibility};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Show the effective tool surface of a profile (--profile, else the config's): each tool's visibility and reason.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Print the surface as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One row: the name a client sees, plus the policy's verdict on the `server__tool` name rules match.
+struct Row {
+    exposed: String,
+    server: String,
+    tool: Option<String>,
+    entry: SurfaceEntry,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = args.config.load()?;
+    let guard = Arc::new(crate::runtime::load_guard(&config)?);
+    let profile = guard.profile().map(str::to_owned);
+    // The state `serve` would run with: toolgate's own approval tools are listed only when it exists.
+    let state = crate::runtime::serve_state(&config)?;
+    let rt = crate::runtime::tokio()?;
+    let (rows, startup) = rt.block_on(async {
+        let gw = gateway::Gateway::start(
+            &config,
+            gateway::Options::from_config(&config, false),
+            Arc::clone(&guard),
+            state,
+        );
+        let ready = Arc::clone(&gw).ready().await;
+        let agg = gw.aggregate();
+        let statuses = gw.statuses();
+        gw.shutdown().await;
+        let down: HashSet<String> = statuses
+            .iter()
+            .filter(|s| s.state != upstream::State::Ready)
+            .map(|s| s.server.clone())
+            .collect();
+        (surface(&guard, &agg, &statuses, &down, &config), ready)
+    });
+    let rows = rows?;
+    if let Err(e) = startup {
+        anyhow::bail!("the catalog could not be built: {e}");
+    }
+    if args.json {
+        let entries: Vec<Value> = rows.iter().map(to_json).collect();
+        let out = json!({"profile": profile, "tools": entries});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_table(profile.as_deref(), &rows);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every tool of the merged catalog, then one row per server that is down (its tools cannot be listed, so they
+/// are unavailable as a whole).
+fn surface(
+    guard: &gateway::Guard,
+    agg: &gateway::Aggregate,
+    statuses: &[upstream::Status],
+    down: &HashSet<String>,
+    config: &config::Config,
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows: Vec<(String, String, Option<String>)> = agg
+        .tools
+        .iter()
+        .zip(&agg.tool_owners)
+        .map(|(def, (server, tool))| {
+            let exposed = def.get("name").and_then(Value::as_str).unwrap_or(tool);
+            (exposed.to_owned(), server.clone(), Some(tool.clone()))
+        })
+        .collect();
+    for s in statuses {
+        if down.contains(&s.server) && !rows.iter().any(|(_, server, _)| *server == s.server) {
+            let sep = &config.separator.value;
+            rows.push((format!("{}{sep}*", s.server), s.server.clone(), None));
+        }
+    }
+    let listings: Vec<ToolListing> = rows
+        .iter()
+        .map(|(_, server, tool)| {
+            let mut l = ToolListing::new(&format!("{server}__{}", tool.as_deref().unwrap_or("*")));
+            l.unavailable = down.contains(server);
+            l
+        })
+        .collect();
+    // The guard's policy already has the active profile applied, so `None` previews exactly what `serve` lists.
+    let entries = guard.policy().tool_surface(None, &listings)?;
+    Ok(rows
+        .into_iter()
+        .zip(entries)
+        .map(|((exposed, server, tool), entry)| Row {
+            exposed,
+            server,
+            tool,
+            entry,
+        })
+        .collect())
+}
+
+fn visibility(v: Visibility) -> &'static str {
+    match v {
+        Visibility::Visible => "visible",
+        Visibility::Deferred => "deferred",
+        Visibility::Blocked => "blocked",
+        Visibility::Unavailable => "unavailable",
+    }
+}
+
+fn reason(entry: &SurfaceEntry) -> String {
+    // The serialised form is the stable SCREAMING_SNAKE_CASE code.
+    serde_json::to_value(entry.reason)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn print_table(profile: Option<&str>, rows: &[Row]) {
+    match profile {
+        Some(p) => println!("profile: {p}"),
+        None => println!("profile: none (the base policy)"),
+    }
+    // Columns as wide as their longest cell, so names of any length stay aligned.
+    let reasons: Vec<String> = rows.iter().map(|r| reason(&r.entry)).collect();
+    let width = rows.iter().map(|r| r.exposed.len()).fold(4, usize::max);
+    let rwidth = reasons.iter().map(String::len).fold(6, usize::max);
+    println!(
+        "{:<width$}  {:<11}  {:<rwidth$}  RULE",
+        "TOOL", "VISIBILITY", "REASON"
+    );
+    for (r, why) in rows.iter().zip(&reasons) {
+        println!(
+            "{:<width$}  {:<11}  {:<rwidth$}  {}",
+            r.exposed,
+            visibility(r.entry.visibility),
+            why,
+            r.entry.rule_id.as_deref().unwrap_or("-")
+        );
+    }
+    let count = |v: Visibility| rows.iter().filter(|r| r.entry.visibility == v).count();
+    println!(
+        "{} visible, {} deferred, {} blocked, {} unavailable",
+        count(Visibility::Visible),
+        count(Visibility::Deferred),
+        count(Visibility::Blocked),
+        count(Visibility::Unavailable)
+    );
+}
+
+fn to_json(r: &Row) -> Value {
+    json!({
+        "name": r.exposed,
+        "server": r.server,
+        "tool": r.tool,
+        "visibility": r.entry.visibility,
+        "reason": r.entry.reason,
+        "rule_id": r.entry.rule_id,
+    })
+}
