@@ -50,22 +50,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for f in &findings {
         println!("{}", line(f));
     }
-    let (errors, warnings) = (errors(&findings), findings.len() - errors(&findings));
+    let failed = errors(&findings);
+    let warned = findings.len() - failed;
     let summary = format!(
-        "policy check: {errors} error{}, {warnings} warning{}",
-        plural(errors),
-        plural(warnings)
+        "policy check: {failed} error{}, {warned} warning{}",
+        plural(failed),
+        plural(warned)
     );
-    if errors > 0 {
+    if failed > 0 {
         println!("{summary}");
         return Ok(ExitCode::from(1));
     }
     let loaded = policy::Policy::load(sources, &ctx)?;
+    let rules = loaded.rule_ids().len();
     let profiles = loaded.profile_names();
     println!(
-        "{summary} ({} rule{}, default {}, profiles: {})",
-        loaded.rule_ids().len(),
-        plural(loaded.rule_ids().len()),
+        "{summary} ({rules} rule{}, default {}, profiles: {})",
+        plural(rules),
         loaded.default_effect(),
         if profiles.is_empty() {
             "none".to_owned()
