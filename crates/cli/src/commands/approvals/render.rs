@@ -1,0 +1,232 @@
+//! What the human sees of an approval request: the list and the full detail shown before a decision.
+//!
+//! The detail reads the gateway's snapshot (`kind`, `server`, `tool`, `exposed`, `arguments`,
+//! `definition_sha256`, `decision`) and shows every key it holds, known or not, so nothing the gateway would act
+//! on is hidden. Each top-level argument is one line, `name = <JSON>`, in printable ASCII (`escape`): a newline,
+//! a control character or a bidi override in an argument shows up as a visible escape, never as layout. This is
+//! the command line's rendering; `store::render_approval_detail` pretty-prints raw JSON, which leaves bidi and
+//! other invisible characters as they are, so it is not used here.
+
+use crate::commands::escape::{json_ascii, label, value_label};
+use serde_json::Value;
+use std::fmt::Write;
+use store::{Approval, ApprovalStatus, Timestamp};
+
+/// Snapshot keys shown as one-line header fields, in this order, when present.
+const HEADER_KEYS: [(&str, &str); 5] = [
+    ("kind", "kind"),
+    ("server", "server"),
+    ("tool", "tool"),
+    ("exposed", "exposed as"),
+    ("definition_sha256", "definition"),
+];
+/// Snapshot keys shown as sections of `name = value` lines.
+const SECTION_KEYS: [&str; 2] = ["decision", "arguments"];
+/// Width of the field-name column of the detail view.
+const FIELD: usize = 12;
+
+/// One row per request: id, status, created, expires, server, tool, trace id.
+pub fn list(approvals: &[Approval]) -> String {
+    let mut rows: Vec<[String; 7]> = vec![[
+        "ID".into(),
+        "STATUS".into(),
+        "CREATED".into(),
+        "EXPIRES".into(),
+        "SERVER".into(),
+        "TOOL".into(),
+        "TRACE".into(),
+    ]];
+    rows.extend(approvals.iter().map(|a| {
+        [
+            a.id.clone(),
+            a.status.to_string(),
+            a.created_at.to_rfc3339(),
+            a.expires_at.to_rfc3339(),
+            snapshot_field(&a.snapshot, "server"),
+            snapshot_field(&a.snapshot, "tool"),
+            label(&a.trace_id),
+        ]
+    }));
+    let mut widths = [0usize; 7];
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (i, (c, w)) in row.iter().zip(widths).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let _ = write!(line, "{c:<w$}");
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The full request, as shown before a decision, with expiry relative to `now`.
+pub fn detail(a: &Approval, now: Timestamp) -> String {
+    let mut out = String::new();
+    let mut field = |name: &str, value: &str| {
+        let _ = writeln!(out, "{name:<FIELD$}{value}");
+    };
+    field("request", &label(&a.id));
+    field("status", a.status.as_str());
+    field("trace", &label(&a.trace_id));
+    field("created", &a.created_at.to_rfc3339());
+    field(
+        "expires",
+        &format!("{} ({})", a.expires_at.to_rfc3339(), remaining(a, now)),
+    );
+    if let Some(at) = a.decided_at {
+        let by = a.decided_by.as_deref().map_or_else(String::new, label);
+        field("decided", &format!("{} by {by}", at.to_rfc3339()));
+    }
+    if let Some(at) = a.consumed_at {
+        field("consumed", &at.to_rfc3339());
+    }
+    field("snapshot", &format!("sha256 {}", a.snapshot_sha256));
+    snapshot(&mut out, &a.snapshot);
+    out
+}
+
+/// The snapshot: header fields, then the decision and the arguments, then every other key.
+fn snapshot(out: &mut String, snapshot: &Value) {
+    let Value::Object(map) = snapshot else {
+        // Not the gateway's shape; show it whole rather than guess.
+        let _ = writeln!(out, "{:<FIELD$}{}", "content", json_ascii(snapshot));
+        return;
+    };
+    for (key, name) in HEADER_KEYS {
+        if let Some(v) = map.get(key) {
+            let _ = writeln!(out, "{name:<FIELD$}{}", value_label(v));
+        }
+    }
+    for key in SECTION_KEYS {
+        match map.get(key) {
+            Some(Value::Object(entries)) => {
+                let _ = writeln!(out, "{key} ({})", entries.len());
+                for (name, v) in entries {
+                    let _ = writeln!(out, "  {} = {}", label(name), json_ascii(v));
+                }
+            }
+            Some(other) => {
+                let _ = writeln!(out, "{key:<FIELD$}{}", json_ascii(other));
+            }
+            None => {}
+        }
+    }
+    let known = |k: &str| HEADER_KEYS.iter().any(|(h, _)| *h == k) || SECTION_KEYS.contains(&k);
+    let others: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| !known(k)).collect();
+    if !others.is_empty() {
+        let _ = writeln!(out, "other ({})", others.len());
+        for (name, v) in others {
+            let _ = writeln!(out, "  {} = {}", label(name), json_ascii(v));
+        }
+    }
+}
+
+/// A one-line snapshot field for the list; `-` when absent.
+fn snapshot_field(snapshot: &Value, key: &str) -> String {
+    snapshot
+        .get(key)
+        .map_or_else(|| "-".to_owned(), value_label)
+}
+
+/// How long a live request has left, or why it has none.
+fn remaining(a: &Approval, now: Timestamp) -> String {
+    match a.status {
+        ApprovalStatus::Pending | ApprovalStatus::Approved => {
+            let secs = (a.expires_at.as_millis() - now.as_millis()).max(0) / 1000;
+            let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+            if h > 0 {
+                format!("in {h}h {m:02}m")
+            } else {
+                format!("in {m}m {s:02}s")
+            }
+        }
+        ApprovalStatus::Expired => "expired".to_owned(),
+        ApprovalStatus::Rejected | ApprovalStatus::Consumed => "no longer usable".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn approval(snapshot: Value) -> Approval {
+        Approval {
+            id: "apr_01".into(),
+            trace_id: "tr-1".into(),
+            status: ApprovalStatus::Pending,
+            snapshot,
+            snapshot_sha256: "ab".repeat(32),
+            created_at: Timestamp::from_millis(0),
+            expires_at: Timestamp::from_millis(600_000),
+            decided_at: None,
+            decided_by: None,
+            consumed_at: None,
+        }
+    }
+
+    #[test]
+    fn detail_shows_every_key_with_one_argument_per_line() {
+        let a = approval(json!({
+            "kind": "tools/call", "server": "fs", "tool": "write_file", "exposed": "fs__write_file",
+            "arguments": {"path": "a.txt", "content": "x\ny\u{202e}z", "n": [1, {"b": true}]},
+            "definition_sha256": "cd".repeat(32),
+            "decision": {"effect": "ask", "reason": "writes need a human", "rule_id": "r3", "operation": "fs.write"},
+            "extra key": "\u{1b}[2J",
+        }));
+        let expected = format!(
+            "\
+request     apr_01
+status      PENDING
+trace       tr-1
+created     1970-01-01T00:00:00.000Z
+expires     1970-01-01T00:10:00.000Z (in 8m 20s)
+snapshot    sha256 {ab}
+kind        tools/call
+server      fs
+tool        write_file
+exposed as  fs__write_file
+definition  {cd}
+decision (4)
+  effect = \"ask\"
+  reason = \"writes need a human\"
+  rule_id = \"r3\"
+  operation = \"fs.write\"
+arguments (3)
+  path = \"a.txt\"
+  content = \"x\\ny\\u202ez\"
+  n = [1,{{\"b\":true}}]
+other (1)
+  \"extra key\" = \"\\u001b[2J\"
+",
+            ab = "ab".repeat(32),
+            cd = "cd".repeat(32)
+        );
+        assert_eq!(detail(&a, Timestamp::from_millis(100_000)), expected);
+    }
+
+    #[test]
+    fn a_snapshot_of_another_shape_is_shown_whole() {
+        let text = detail(&approval(json!(["rm", "-rf"])), Timestamp::from_millis(0));
+        assert!(text.ends_with("content     [\"rm\",\"-rf\"]\n"), "{text}");
+    }
+
+    #[test]
+    fn list_escapes_names() {
+        let text = list(&[approval(json!({"server": "s\u{202e}", "tool": "t"}))]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("ID      STATUS   CREATED"), "{text}");
+        let cells: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(cells[4..], ["\"s\\u202e\"", "t", "tr-1"], "{text}");
+    }
+}

@@ -1,0 +1,228 @@
+//! `toolgate approvals watch`: a line-based live view that shows each new pending request and asks for a decision.
+//!
+//! The store is polled every `POLL` for PENDING ids not seen yet (requests already pending at start count as new),
+//! oldest first. Each one is shown in full, then one line decides it: `a` (then `APPROVE`, typed exactly), `r`,
+//! `s` (skip: left pending, not shown again) or `q`. End of input quits. Input typed before a request was on the
+//! screen is discarded, so keystrokes meant for one request can never decide the next. Details go to stdout,
+//! prompts to stderr. No terminal library: plain lines work in any terminal and can be driven through stdin.
+
+use super::{decidable, decide, decided_line, is_confirmation, render, Verdict};
+use crate::commands::escape::label;
+use anyhow::Context;
+use std::collections::{HashSet, VecDeque};
+use std::io::{BufRead, Read, Write};
+use std::process::ExitCode;
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::time::Duration;
+use store::{ApprovalStatus, Timestamp};
+
+/// How often the store is polled: fast enough to feel live, slow enough to cost nothing.
+const POLL: Duration = Duration::from_millis(500);
+/// Lines the reader may run ahead of the decisions; a human types far fewer.
+const INPUT_BACKLOG: usize = 64;
+/// Longest input line kept; anything longer is no valid answer.
+const MAX_LINE_BYTES: u64 = 1024;
+
+/// One thing read from the operator.
+enum Input {
+    Line(Vec<u8>),
+    End,
+}
+
+/// The operator's reply while a request is on screen.
+enum Reply {
+    Line(Vec<u8>),
+    /// The request stopped being pending while on screen; there is nothing left to decide.
+    Moot,
+    End,
+}
+
+/// What became of the request on screen.
+enum Next {
+    /// Move on to the next request.
+    Continue,
+    /// The operator quit or input ended.
+    Quit,
+}
+
+pub fn run(state: &gateway::State) -> anyhow::Result<ExitCode> {
+    let input = spawn_reader();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut queue: VecDeque<String> = VecDeque::new();
+    println!(
+        "watching approval requests for {} (a approve, r reject, s skip, q quit)",
+        state.namespace().workspace().display()
+    );
+    loop {
+        let pending = state
+            .store(|s| s.list_requests(Some(ApprovalStatus::Pending), Timestamp::now()))
+            .context("cannot read approval requests")?;
+        // The store lists newest first; decide in arrival order.
+        for a in pending.into_iter().rev() {
+            if seen.insert(a.id.clone()) {
+                queue.push_back(a.id);
+            }
+        }
+        let next = match queue.pop_front() {
+            Some(id) => present(state, &id, &input)?,
+            None => idle(&input),
+        };
+        if let Next::Quit = next {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+}
+
+/// Waits one poll interval with nothing to decide; only `q` or end of input mean anything.
+fn idle(input: &Receiver<Input>) -> Next {
+    match input.recv_timeout(POLL) {
+        Ok(Input::Line(line)) if answer(&line) == "q" => Next::Quit,
+        Ok(Input::Line(_)) => {
+            eprintln!("no request is waiting for a decision (q to quit)");
+            Next::Continue
+        }
+        Ok(Input::End) | Err(RecvTimeoutError::Disconnected) => Next::Quit,
+        Err(RecvTimeoutError::Timeout) => Next::Continue,
+    }
+}
+
+/// Shows one request and takes the operator's decision on it.
+fn present(state: &gateway::State, id: &str, input: &Receiver<Input>) -> anyhow::Result<Next> {
+    let now = Timestamp::now();
+    let request = match state.store(|s| s.get_request(id, now)) {
+        Ok(a) => a,
+        // Pruned or gone since it was listed: nothing to decide.
+        Err(store::Error::RequestNotFound) => return Ok(Next::Continue),
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot read the approval store")),
+    };
+    if decidable(&request).is_err() {
+        return Ok(Next::Continue);
+    }
+    if discard_typed_ahead(input) {
+        return Ok(Next::Quit);
+    }
+    println!();
+    print!("{}", render::detail(&request, now));
+    std::io::stdout().flush().ok();
+    loop {
+        prompt(&format!(
+            "{}: [a]pprove, [r]eject, [s]kip, [q]uit? ",
+            label(id)
+        ));
+        let line = match next_line(state, id, input)? {
+            Reply::Line(line) => line,
+            Reply::Moot => return Ok(Next::Continue),
+            Reply::End => return Ok(Next::Quit),
+        };
+        match answer(&line) {
+            "a" => {
+                prompt(&format!("Type APPROVE to approve {}: ", label(id)));
+                match next_line(state, id, input)? {
+                    Reply::Line(line) if is_confirmation(&line) => {
+                        settle(state, id, Verdict::Approve)?;
+                    }
+                    Reply::Line(_) => eprintln!(
+                        "not approved (the confirmation must be APPROVE, typed exactly); it stays PENDING"
+                    ),
+                    Reply::Moot => {}
+                    Reply::End => return Ok(Next::Quit),
+                }
+                return Ok(Next::Continue);
+            }
+            "r" => {
+                settle(state, id, Verdict::Reject)?;
+                return Ok(Next::Continue);
+            }
+            "s" => {
+                eprintln!("skipped {}; it stays PENDING", label(id));
+                return Ok(Next::Continue);
+            }
+            "q" => return Ok(Next::Quit),
+            _ => eprintln!("answer a, r, s or q"),
+        }
+    }
+}
+
+/// Records a verdict and says how it went; a refusal (expired meanwhile, decided elsewhere) is shown, not fatal.
+fn settle(state: &gateway::State, id: &str, verdict: Verdict) -> anyhow::Result<()> {
+    match decide(state, id, verdict)? {
+        Ok(a) => println!("{}", decided_line(&a)),
+        Err(message) => eprintln!("toolgate: {message}"),
+    }
+    Ok(())
+}
+
+/// The next line for request `id`. While waiting it re-reads the request, so one that expires, is decided
+/// elsewhere or is pruned meanwhile is reported and ends the wait as `Moot`.
+fn next_line(state: &gateway::State, id: &str, input: &Receiver<Input>) -> anyhow::Result<Reply> {
+    loop {
+        match input.recv_timeout(POLL) {
+            Ok(Input::Line(line)) => return Ok(Reply::Line(line)),
+            Ok(Input::End) | Err(RecvTimeoutError::Disconnected) => return Ok(Reply::End),
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        match state.store(|s| s.get_request(id, Timestamp::now())) {
+            Ok(a) if a.status == ApprovalStatus::Pending => {}
+            Ok(a) => {
+                eprintln!("\n{} is now {}; nothing to decide", label(id), a.status);
+                return Ok(Reply::Moot);
+            }
+            Err(store::Error::RequestNotFound) => {
+                eprintln!("\n{} is gone (pruned)", label(id));
+                return Ok(Reply::Moot);
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("cannot read the approval store")),
+        }
+    }
+}
+
+/// Drops every line typed before the request appeared; true when input has ended.
+fn discard_typed_ahead(input: &Receiver<Input>) -> bool {
+    loop {
+        match input.try_recv() {
+            Ok(Input::Line(_)) => {}
+            Ok(Input::End) | Err(std::sync::mpsc::TryRecvError::Disconnected) => return true,
+            Err(std::sync::mpsc::TryRecvError::Empty) => return false,
+        }
+    }
+}
+
+/// The answer in a line: its trimmed text, or nothing recognisable when it is not UTF-8.
+fn answer(line: &[u8]) -> &str {
+    std::str::from_utf8(line).map_or("", str::trim)
+}
+
+fn prompt(text: &str) {
+    eprint!("{text}");
+    std::io::stderr().flush().ok();
+}
+
+/// Reads stdin on its own thread, so the main loop can poll the store while it waits for the operator. The
+/// thread ends at end of input; if the process exits first it is simply dropped with the process.
+fn spawn_reader() -> Receiver<Input> {
+    let (tx, rx) = sync_channel(INPUT_BACKLOG);
+    std::thread::spawn(move || read_lines(&tx));
+    rx
+}
+
+fn read_lines(tx: &SyncSender<Input>) {
+    let stdin = std::io::stdin();
+    let mut stdin = stdin.lock();
+    loop {
+        let mut line = Vec::new();
+        match (&mut stdin)
+            .take(MAX_LINE_BYTES)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) | Err(_) => {
+                let _ = tx.send(Input::End);
+                return;
+            }
+            Ok(_) => {
+                if tx.send(Input::Line(line)).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

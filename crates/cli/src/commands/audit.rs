@@ -1,0 +1,206 @@
+//! `toolgate audit`: reading, verifying and pruning the workspace's tamper-evident audit log.
+//!
+//! The log is the one the gateway appends to, in the workspace's state namespace. `tail` shows the newest events
+//! (one readable line each, or the raw records); `verify` checks the hash chain and exits 1 naming the first bad
+//! line; `prune` keeps the newest N events and is a dry run unless told to apply. Every text field shown comes
+//! from the log, which an agent's calls fed, so it is escaped for the terminal. This command never writes events.
+
+use super::common::ConfigArgs;
+use super::escape::{label, quoted};
+use ::audit::{AuditLog, PruneMode};
+use anyhow::Context;
+use serde_json::Value;
+use std::process::ExitCode;
+use store::Timestamp;
+
+/// Exit status when the log does not verify.
+const BROKEN: u8 = 1;
+
+/// Read, verify and prune the workspace's tamper-evident audit log.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Print the newest events, oldest first: one readable line each, or the raw JSON records with --json.
+    Tail(TailArgs),
+    /// Check the hash chain of the whole log; exits 1 naming the first bad line when it is broken.
+    Verify(VerifyArgs),
+    /// Keep only the newest N events (a dry run unless --apply); a log that does not verify is refused.
+    Prune(PruneArgs),
+}
+
+#[derive(clap::Args)]
+struct TailArgs {
+    /// How many events to print.
+    #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 20)]
+    lines: usize,
+    /// Print the records as stored, one JSON object per line.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+#[derive(clap::Args)]
+struct VerifyArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+#[derive(clap::Args)]
+struct PruneArgs {
+    /// How many of the newest events to keep.
+    #[arg(long, value_name = "N")]
+    keep_last: u64,
+    /// Rewrite the log; without this flag the command only says what would go.
+    #[arg(long)]
+    apply: bool,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Action::Tail(a) => tail(&log(&a.config)?, a.lines, a.json),
+        Action::Verify(a) => verify(&log(&a.config)?),
+        Action::Prune(a) => prune(&log(&a.config)?, a.keep_last, a.apply),
+    }
+}
+
+fn log(config: &ConfigArgs) -> anyhow::Result<AuditLog> {
+    let state = crate::runtime::state(&config.load()?)?;
+    Ok(AuditLog::new(state.namespace().dir()))
+}
+
+fn tail(log: &AuditLog, n: usize, json: bool) -> anyhow::Result<ExitCode> {
+    let events = log.tail(n).context("cannot read the audit log")?;
+    for event in &events {
+        if json {
+            println!("{}", serde_json::to_string(event)?);
+        } else {
+            println!("{}", readable(event));
+        }
+    }
+    if events.is_empty() && !json {
+        eprintln!("the audit log has no events");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(log: &AuditLog) -> anyhow::Result<ExitCode> {
+    let report = log.verify().context("cannot read the audit log")?;
+    println!("{}: {report}", log.path().display());
+    Ok(if report.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(BROKEN)
+    })
+}
+
+fn prune(log: &AuditLog, keep: u64, apply: bool) -> anyhow::Result<ExitCode> {
+    let mode = if apply {
+        PruneMode::Apply
+    } else {
+        PruneMode::DryRun
+    };
+    let now = Timestamp::now().as_millis();
+    let plan = log
+        .prune_keep_last(keep, mode, now)
+        .context("cannot prune the audit log")?;
+    let (removed, total, kept) = (plan.removed, plan.total_events, plan.kept);
+    if removed == 0 {
+        println!("nothing to prune: the log holds {total} events, at most {keep} are kept");
+    } else if apply {
+        println!("removed {removed} of {total} events; kept the newest {kept}");
+    } else {
+        println!("would remove {removed} of {total} events and keep the newest {kept} (dry run; add --apply to rewrite the log)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per event: `seq time kind decision server/tool operation outcome reason`, then the optional
+/// correlations as `key=value`. Missing fields show as `-`.
+fn readable(event: &Value) -> String {
+    let field = |k: &str| match event.get(k) {
+        None | Some(Value::Null) => "-".to_owned(),
+        Some(Value::String(s)) if s.is_empty() => "-".to_owned(),
+        Some(Value::String(s)) => label(s),
+        Some(other) => super::escape::json_ascii(other),
+    };
+    let target = match (event.get("server"), event.get("tool")) {
+        (Some(Value::String(s)), Some(Value::String(t))) if !s.is_empty() || !t.is_empty() => {
+            format!("{}/{}", label(s), label(t))
+        }
+        _ => "-".to_owned(),
+    };
+    let mut line = format!(
+        "#{seq} {time} {kind} {decision} {target} {operation} {outcome} {reason}",
+        seq = field("seq"),
+        time = field("time"),
+        kind = field("kind"),
+        decision = field("decision"),
+        operation = field("operation"),
+        outcome = field("outcome"),
+        reason = field("reason_code"),
+    );
+    for key in [
+        "profile",
+        "rule_id",
+        "request_id",
+        "actor",
+        "duration_ms",
+        "trace_id",
+        "resources_omitted",
+    ] {
+        if event.get(key).is_some_and(|v| !v.is_null() && v != "") {
+            line.push_str(&format!(" {key}={}", field(key)));
+        }
+    }
+    // Resources last: they are the longest part of a line.
+    if let Some(Value::Array(resources)) = event.get("resources") {
+        let shown: Vec<String> = resources
+            .iter()
+            .map(|r| r.as_str().map_or_else(|| "?".to_owned(), quoted))
+            .collect();
+        if !shown.is_empty() {
+            line.push_str(&format!(" resources=[{}]", shown.join(",")));
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn readable_line_escapes_and_skips_missing_fields() {
+        let event = json!({
+            "seq": 3, "time": "2026-11-30T01:02:03.004Z", "kind": "execution", "decision": "allow",
+            "server": "fs", "tool": "write_file", "operation": "fs.write", "outcome": "SUCCEEDED",
+            "reason_code": "RULE_ALLOW", "trace_id": "t\u{202e}1", "duration_ms": 12,
+            "resources": ["/ws/a\nb"], "hash": "x", "prev": "y",
+        });
+        assert_eq!(
+            readable(&event),
+            "#3 2026-11-30T01:02:03.004Z execution allow fs/write_file fs.write SUCCEEDED RULE_ALLOW \
+             duration_ms=12 trace_id=\"t\\u202e1\" resources=[\"/ws/a\\nb\"]"
+        );
+    }
+
+    #[test]
+    fn an_approval_event_without_a_target() {
+        let event = json!({"seq": 1, "time": "t", "kind": "approval", "server": "", "tool": "",
+                           "outcome": "APPROVED", "actor": "alice", "request_id": "apr_1"});
+        assert_eq!(
+            readable(&event),
+            "#1 t approval - - - APPROVED - request_id=apr_1 actor=alice"
+        );
+    }
+}
