@@ -21,6 +21,12 @@ enum Command {
     Wrap(commands::wrap::Args),
     Demo(commands::demo::Args),
     Doctor(commands::doctor::Args),
+    Pins(commands::pins::Args),
+    Approvals(commands::approvals::Args),
+    Audit(commands::audit::Args),
+    Report(commands::report::Args),
+    Policy(commands::policy::Args),
+    Preview(commands::preview::Args),
     #[command(name = "fixture-server", hide = true)]
     FixtureServer(commands::fixture::Args),
 }
@@ -33,6 +39,12 @@ fn main() -> ExitCode {
         Command::Wrap(args) => commands::wrap::run(args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Doctor(args) => commands::doctor::run(args),
+        Command::Pins(args) => commands::pins::run(args),
+        Command::Approvals(args) => commands::approvals::run(args),
+        Command::Audit(args) => commands::audit::run(args),
+        Command::Report(args) => commands::report::run(args),
+        Command::Policy(args) => commands::policy::run(args),
+        Command::Preview(args) => commands::preview::run(args),
         Command::FixtureServer(args) => commands::fixture::run(args),
     };
     match result {

@@ -73,6 +73,14 @@ impl Session {
             None => return Some(Err(invalid_params(format!("unknown tool: {name}")))),
         };
         drop(agg);
+        if let Some(pin) = self.gateway.pins().get(&format!("{server}__{tool}")) {
+            if pin.quarantined && !self.gateway.recheck_pin(&server, &tool) {
+                return Some(Ok(contract::quarantined(&name)));
+            }
+            if !pin.flags.is_empty() {
+                return Some(Ok(contract::flagged(&name, &pin.flags)));
+            }
+        }
         let verdict =
             self.gateway
                 .guard

@@ -136,3 +136,27 @@ pub fn outcome_name(outcome: &str) -> &'static str {
         .copied()
         .unwrap_or("FAILED")
 }
+
+/// A tool whose definition changed since it was pinned and awaits review.
+pub fn quarantined(tool: &str) -> Value {
+    result(
+        "TOOL_QUARANTINED",
+        format!(
+            "the definition of {tool} changed since it was first seen and is quarantined until a human reviews and \
+             accepts it (toolgate pins diff / pins accept)"
+        ),
+        None,
+    )
+}
+
+/// A tool whose definition looks poisoned (hidden instructions, invisible characters, a look-alike name).
+pub fn flagged(tool: &str, flags: &[String]) -> Value {
+    result(
+        "TOOL_FLAGGED",
+        format!(
+            "toolgate blocked {tool}: its definition was flagged ({})",
+            flags.join("; ")
+        ),
+        None,
+    )
+}

@@ -7,6 +7,7 @@
 
 use crate::aggregate::{Aggregate, Naming};
 use crate::guard::Guard;
+use crate::pins::PinView;
 use crate::session::{ListKind, Session};
 use crate::state::State;
 use crate::status;
@@ -68,6 +69,8 @@ pub struct Gateway {
     pub(crate) state: Option<Arc<State>>,
     upstreams: Vec<Arc<Upstream>>,
     aggregate: RwLock<Arc<Aggregate>>,
+    /// Pin and poisoning status of every upstream tool, refreshed with the catalog.
+    pins: RwLock<Arc<PinView>>,
     sessions: Mutex<Vec<Weak<Session>>>,
     progress: Arc<ProgressTable>,
     ready: OnceCell<Result<(), String>>,
@@ -100,6 +103,7 @@ impl Gateway {
             state,
             upstreams,
             aggregate: RwLock::new(Arc::new(Aggregate::default())),
+            pins: RwLock::new(Arc::new(PinView::new())),
             sessions: Mutex::new(Vec::new()),
             progress,
             ready: OnceCell::new(),
@@ -129,6 +133,42 @@ impl Gateway {
 
     pub fn aggregate(&self) -> Arc<Aggregate> {
         Arc::clone(&self.aggregate.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Pin and poisoning status of every upstream tool, keyed `server__tool`.
+    pub fn pins(&self) -> Arc<PinView> {
+        Arc::clone(&self.pins.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// A quarantined tool may have been accepted by a human since the view was built: ask the store again with
+    /// the tool's current definition, and lift the quarantine in the view when the pin now matches.
+    pub(crate) fn recheck_pin(&self, server: &str, tool: &str) -> bool {
+        let (Some(state), Some(up)) = (&self.state, self.upstream(server)) else {
+            return false;
+        };
+        let catalog = up.catalog();
+        let Some(def) = catalog
+            .tools
+            .iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(tool))
+        else {
+            return false;
+        };
+        let key = format!("{server}__{tool}");
+        let now = store::Timestamp::now();
+        let fine = matches!(
+            state.store(|s| s.observe_tool(&key, def, store::FirstUse::Accept, now)),
+            Ok(store::PinCheck::Unchanged)
+        );
+        if fine {
+            let mut slot = self.pins.write().unwrap_or_else(|p| p.into_inner());
+            let mut view = (**slot).clone();
+            if let Some(p) = view.get_mut(&key) {
+                p.quarantined = false;
+            }
+            *slot = Arc::new(view);
+        }
+        fine
     }
 
     pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
@@ -205,6 +245,8 @@ impl Gateway {
             .map(|u| (u.name().to_owned(), u.catalog()))
             .collect();
         let next = Aggregate::build(&catalogs, &self.opts.naming, &self.own_tools(), strict)?;
+        let pins = crate::pins::observe(self.state.as_ref(), &catalogs);
+        *self.pins.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(pins);
         let mut slot = self.aggregate.write().unwrap_or_else(|p| p.into_inner());
         let mut changed = Vec::new();
         if slot.tools != next.tools {

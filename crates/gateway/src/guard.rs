@@ -205,10 +205,18 @@ impl Guard {
     }
 
     /// Which of `tools` (`(server, tool)` pairs, in order) the active profile lets a client see in a list.
-    pub fn visible(&self, tools: &[(String, String)]) -> Vec<bool> {
+    pub fn visible(&self, tools: &[(String, String)], pins: &crate::pins::PinView) -> Vec<bool> {
         let listings: Vec<ToolListing> = tools
             .iter()
-            .map(|(s, t)| ToolListing::new(&format!("{s}__{t}")))
+            .map(|(s, t)| {
+                let name = format!("{s}__{t}");
+                let mut listing = ToolListing::new(&name);
+                if let Some(p) = pins.get(&name) {
+                    listing.quarantined = p.quarantined;
+                    listing.flagged = !p.flags.is_empty();
+                }
+                listing
+            })
             .collect();
         match self.policy.tool_surface(None, &listings) {
             Ok(entries) => entries

@@ -20,6 +20,7 @@ mod ids;
 mod intrinsics;
 mod methods;
 mod names;
+mod pins;
 mod record;
 
 mod session;
@@ -31,6 +32,7 @@ pub use aggregate::{Aggregate, Naming, Route};
 pub use gateway::{Gateway, Options};
 pub use guard::{canonicalise, Guard, Verdict, OWN_SERVER};
 pub use names::{expose, is_portable};
+pub use pins::{PinStatus, PinView};
 pub use session::SUPPORTED_VERSIONS;
 pub use state::{state_root, State};
 pub use stdio::serve_stdio;

@@ -7,13 +7,13 @@ use std::path::PathBuf;
 pub struct ConfigArgs {
     /// Config file: TOML, or JSON in the mcpServers shape of Claude Desktop, Claude Code and Cursor.
     /// Without it toolgate serves only its own tools.
-    #[arg(long, short)]
+    #[arg(long, short, global = true)]
     pub config: Option<PathBuf>,
     /// The workspace toolgate guards (overrides "workspace" in the config).
-    #[arg(long, short)]
+    #[arg(long, short, global = true)]
     pub workspace: Option<PathBuf>,
     /// The policy profile to apply (overrides "profile" in the config).
-    #[arg(long, short)]
+    #[arg(long, short, global = true)]
     pub profile: Option<String>,
 }
 

@@ -4,6 +4,7 @@
 // Tests fail by panicking; unwrap and expect are the clearest way to say what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod admin;
 mod approvals;
 mod config_errors;
 mod eras;
@@ -11,5 +12,7 @@ mod forwarding;
 mod framing;
 mod interop;
 mod isolation;
+mod pins;
 mod policy;
+mod policy_cli;
 mod support;

@@ -1,0 +1,128 @@
+//! Rug pulls and poisoned definitions: a tool whose definition changes after it was first seen is quarantined
+//! (hidden and refused) until a human accepts it, across restarts; a definition that smuggles instructions is
+//! flagged and blocked.
+
+use crate::support::{call, legacy, text, toolgate, Setup};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use std::process::Command;
+use std::time::Duration;
+use test_support::list_all;
+
+fn names(tools: &[serde_json::Value]) -> Vec<String> {
+    tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn pins(setup: &Setup, args: &[&str]) -> (bool, String) {
+    let out = Command::new(toolgate())
+        .arg("pins")
+        .args(args)
+        .args(["--config", setup.config.to_str().unwrap()])
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[tokio::test]
+async fn rug_pull_is_quarantined_until_a_human_accepts_it() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    assert_eq!(
+        text(
+            &call(&client, "fx__echo", json!({"text": "before"}))
+                .await
+                .unwrap()
+        ),
+        "before"
+    );
+    call(&client, "fx__rug_pull", json!({})).await.unwrap();
+    client
+        .wait_notification(Duration::from_secs(5), |n| {
+            n["method"] == "notifications/tools/list_changed"
+        })
+        .await
+        .expect("the change is announced");
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    assert!(
+        !names(&tools).contains(&"fx__echo".to_owned()),
+        "a quarantined tool is hidden"
+    );
+    let refused = call(&client, "fx__echo", json!({"text": "after", "key": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        refused["structuredContent"]["error"]["code"], "TOOL_QUARANTINED",
+        "{refused}"
+    );
+
+    let (ok, listing) = pins(&setup, &["list"]);
+    assert!(
+        ok && listing.contains("fx__echo") && listing.contains("QUARANTINED"),
+        "{listing}"
+    );
+    let (ok, diff) = pins(&setup, &["diff", "fx__echo"]);
+    assert!(
+        ok && diff.contains("id_rsa"),
+        "the diff shows what changed:\n{diff}"
+    );
+    let (ok, accepted) = pins(&setup, &["accept", "fx__echo"]);
+    assert!(ok, "{accepted}");
+    // The running gateway honours the human's acceptance at the next call.
+    let after = call(&client, "fx__echo", json!({"text": "accepted"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&after), "accepted", "{after}");
+}
+
+#[tokio::test]
+async fn quarantine_survives_a_restart() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    call(&client, "fx__rug_pull", json!({})).await.unwrap();
+    client
+        .wait_notification(Duration::from_secs(5), |n| {
+            n["method"] == "notifications/tools/list_changed"
+        })
+        .await
+        .expect("the change is announced");
+    drop(client);
+    // The restarted fixture lists the original `echo` again: back to the pinned definition, still quarantined
+    // (the pin awaits a decision), so nothing changes silently.
+    let client = legacy(&setup).await;
+    let refused = call(&client, "fx__echo", json!({"text": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        refused["structuredContent"]["error"]["code"], "TOOL_QUARANTINED",
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn poisoned_definition_is_flagged_hidden_and_refused() {
+    let setup = Setup::fixture(&["--poisoned"], json!({}));
+    let client = legacy(&setup).await;
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    assert!(!names(&tools).contains(&"fx__helpful".to_owned()));
+    let refused = call(&client, "fx__helpful", json!({})).await.unwrap();
+    assert_eq!(
+        refused["structuredContent"]["error"]["code"], "TOOL_FLAGGED",
+        "{refused}"
+    );
+    let (ok, listing) = pins(&setup, &["list"]);
+    assert!(
+        ok && listing.contains("fx__helpful") && listing.contains("HiddenInstruction"),
+        "{listing}"
+    );
+}
