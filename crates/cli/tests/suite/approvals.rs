@@ -2,7 +2,7 @@
 //! returns the upstream's real result; or it returns a Contract V1 handle that resumes exactly once — also across
 //! a `kill -9` of toolgate.
 
-use crate::support::{call, fixture, text, Setup};
+use crate::support::{call, fixture, peers, text, toolgate, Setup};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -25,7 +25,9 @@ impl Approvals {
                 "workspace": dir.join("ws"),
                 "mcpServers": {"fx": fixture(&[])},
                 "permissions": {"default": "allow", "ask": ["mcp__fx__echo"]},
-                "approvals": {"wait_seconds": wait_seconds, "elicitation": false}
+                "approvals": {"wait_seconds": wait_seconds, "elicitation": false},
+                // In the file too, for clients that start toolgate with a scrubbed environment.
+                "stateDir": dir.join("state")
             })
         });
         let state_dir = std::fs::canonicalize(setup.dir.path())
@@ -268,4 +270,137 @@ async fn no_tool_can_approve_and_capabilities_reveal_no_paths() {
         !text.contains(ws.to_str().unwrap()) && !text.contains(a.state_dir.to_str().unwrap()),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn typescript_client_call_held_and_approved_through_the_admin_cli() {
+    let a = Approvals::new(60);
+    let mut node = tokio::process::Command::new("node")
+        .arg(peers().join("ts_held_call.mjs"))
+        .arg(toolgate())
+        .arg(&a.setup.config)
+        .args(["fx__echo", "approved through the CLI"])
+        .current_dir(peers())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let id = wait_for_pending(&a).await;
+    let mut approve = std::process::Command::new(toolgate())
+        .args([
+            "approvals",
+            "approve",
+            &id,
+            "--config",
+            a.setup.config.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    approve
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"APPROVE\n")
+        .unwrap();
+    let approved = approve.wait_with_output().unwrap();
+    assert!(
+        approved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    let mut out = String::new();
+    use tokio::io::AsyncReadExt as _;
+    node.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .await
+        .unwrap();
+    assert!(node.wait().await.unwrap().success());
+    let got: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(text(&got["result"]), "approved through the CLI", "{got}");
+}
+
+#[tokio::test]
+async fn elicitation_allow_once_runs_the_call_and_allow_session_grants_the_tool() {
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({
+            "workspace": dir.join("ws"),
+            "mcpServers": {"fx": fixture(&[])},
+            "permissions": {"default": "allow", "ask": ["mcp__fx__echo"]},
+            "approvals": {"wait_seconds": 20}
+        })
+    });
+    let answer = json!({"action": "accept", "content": {"decision": "allow_session"}});
+    let client = setup.serve_with(
+        HashMap::from([("elicitation/create".to_owned(), answer)]),
+        &[],
+    );
+    client
+        .initialize("2025-11-25", json!({"elicitation": {}}))
+        .await
+        .unwrap();
+    let first = call(&client, "fx__echo", json!({"text": "asked once"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&first), "asked once", "{first}");
+    let second = call(&client, "fx__echo", json!({"text": "granted"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&second), "granted");
+    let asks = client.notifications().len();
+    assert_eq!(
+        asks, 0,
+        "the session grant answered the second call without asking"
+    );
+}
+
+#[tokio::test]
+async fn secrets_in_arguments_never_reach_audit_or_reports() {
+    let a = Approvals::new(0);
+    let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let client = a.client().await;
+    call(&client, "fx__add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    call(&client, "fx__echo", json!({"text": secret}))
+        .await
+        .unwrap();
+    call(
+        &client,
+        "fx__reflect",
+        json!({"token": secret, "url": format!("https://x.test/?key={secret}")}),
+    )
+    .await
+    .unwrap();
+    let ns = store::Namespace::open(&a.state_dir, &a.setup.workspace()).unwrap();
+    let audit = std::fs::read_to_string(ns.dir().join("audit.jsonl")).unwrap();
+    assert!(
+        audit.lines().count() >= 4,
+        "decisions and executions are audited:\n{audit}"
+    );
+    assert!(!audit.contains(secret), "{audit}");
+    for format in ["table", "json", "csv"] {
+        let report = std::process::Command::new(toolgate())
+            .args([
+                "report",
+                "--group-by",
+                "tool",
+                "--format",
+                format,
+                "--config",
+                a.setup.config.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&report.stdout);
+        assert!(report.status.success() && shown.contains("echo"), "{shown}");
+        assert!(!shown.contains(secret), "{shown}");
+    }
+    // Only the protected approval snapshot holds the arguments: it is what a human approves and what runs.
 }
