@@ -7,6 +7,7 @@
 mod admin;
 mod approvals;
 mod config_errors;
+mod demo;
 mod eras;
 mod forwarding;
 mod framing;
