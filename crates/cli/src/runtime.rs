@@ -78,9 +78,16 @@ pub fn load_config(
 pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
     let guard = Arc::new(load_guard(&config)?);
     let state = serve_state(&config)?;
+    let builtin = builtin_tools(&config)?;
     let rt = tokio()?;
     let code = rt.block_on(async move {
-        let gw = Gateway::start(&config, Options::from_config(&config, wrap), guard, state);
+        let gw = Gateway::start_with(
+            &config,
+            Options::from_config(&config, wrap),
+            guard,
+            state,
+            builtin,
+        );
         let startup = {
             let gw = Arc::clone(&gw);
             async move { gw.ready().await }
@@ -162,4 +169,23 @@ pub fn serve_state(config: &Config) -> anyhow::Result<Option<Arc<gateway::State>
         }
         Err(e) => Err(e),
     }
+}
+
+/// toolgate's own workspace tools, served when a workspace is given explicitly (`--workspace` or "workspace"):
+/// the current directory is never handed to an agent by accident. Commands run contained: their own PID
+/// namespace, no network, writes only under the workspace and the temporary directory, no new privileges —
+/// each layer where this machine supports it.
+pub fn builtin_tools(config: &Config) -> anyhow::Result<Option<Arc<builtin::Builtin>>> {
+    if config.workspace.is_none() {
+        return Ok(None);
+    }
+    let root = workspace(config)?;
+    let mut settings = builtin::BuiltinConfig::new(&root);
+    let best_effort = sandbox::LayerMode::BestEffort;
+    settings.sandbox.no_network = best_effort;
+    settings.sandbox.landlock = best_effort;
+    settings.temp_dir = Some(std::env::temp_dir());
+    let tools = builtin::Builtin::new(settings)
+        .with_context(|| format!("workspace tools for {}", root.display()))?;
+    Ok(Some(Arc::new(tools)))
 }

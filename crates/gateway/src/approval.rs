@@ -31,6 +31,8 @@ pub(crate) struct Snapshot {
     pub exposed: String,
     pub arguments: Value,
     pub definition_sha256: String,
+    /// For `shell_run`: the resolved command (executable identity, argv, cwd, environment) that will run.
+    pub command: Option<Value>,
 }
 
 impl Snapshot {
@@ -42,6 +44,7 @@ impl Snapshot {
             "exposed": self.exposed,
             "arguments": self.arguments,
             "definition_sha256": self.definition_sha256,
+            "command": self.command,
             "decision": {"effect": decision.effect, "reason": decision.reason.as_str(),
                          "rule_id": decision.rule_id, "operation": decision.operation},
         })
@@ -58,6 +61,7 @@ impl Snapshot {
             exposed: s("exposed")?,
             arguments: v.get("arguments").cloned().unwrap_or_else(|| json!({})),
             definition_sha256: s("definition_sha256")?,
+            command: v.get("command").filter(|c| !c.is_null()).cloned(),
         })
     }
 }
@@ -294,6 +298,15 @@ impl Session {
         );
         if let crate::guard::Verdict::Refuse(refused, _) = verdict {
             return Some(Ok(refused));
+        }
+        if snapshot.server == crate::guard::OWN_SERVER {
+            return Some(Ok(self
+                .run_builtin(
+                    &snapshot.tool,
+                    snapshot.arguments.clone(),
+                    snapshot.command.clone(),
+                )
+                .await));
         }
         let params = json!({"name": snapshot.tool, "arguments": snapshot.arguments});
         self.forward(&snapshot.server, "tools/call", params, cancel)

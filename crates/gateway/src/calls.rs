@@ -10,7 +10,7 @@ use crate::record::{outcome_of, CallRecord};
 use crate::session::Session;
 use crate::status;
 use jsonrpc::error_object;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -112,6 +112,10 @@ impl Session {
                 self.forward(&server, "tools/call", params, cancel).await
             }
             Verdict::Ask(d) => {
+                let command = match self.prepare_command(&server, &tool, &arguments) {
+                    Ok(c) => c,
+                    Err(refused) => return Some(Ok(refused)),
+                };
                 let snapshot = Snapshot {
                     server: server.clone(),
                     tool: tool.clone(),
@@ -121,6 +125,7 @@ impl Session {
                         .as_ref()
                         .map(store::definition_hash)
                         .unwrap_or_default(),
+                    command,
                 };
                 let progress = params.pointer("/_meta/progressToken").cloned();
                 self.hold(snapshot, d, progress, cancel).await
@@ -161,8 +166,75 @@ impl Session {
                     gw.opts.limits.max_message_bytes,
                 )
             }
-            other => contract::refused("FAILED", format!("toolgate has no tool {other}"), None),
+            crate::intrinsics::PING_TOOL => json!({"content": [{"type": "text", "text": "pong"}]}),
+            crate::intrinsics::AUDIT_RECENT_TOOL => {
+                let limit = arguments
+                    .get("limit")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(20)
+                    .min(50) as usize;
+                crate::intrinsics::audit_recent(
+                    gw.state
+                        .as_ref()
+                        .map(|s| s.audit_tail(limit))
+                        .unwrap_or_default(),
+                )
+            }
+            other => self.run_builtin(other, arguments.clone(), None).await,
         })
+    }
+
+    /// For `shell_run`, resolves the command now, so the approval binds the executable's identity; a command
+    /// that cannot be resolved is refused before anyone is asked.
+    fn prepare_command(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Option<Value>, Value> {
+        let (OWN_SERVER, builtin::SHELL_RUN, Some(b)) = (server, tool, &self.gateway.builtin)
+        else {
+            return Ok(None);
+        };
+        match b.prepare_command(arguments.clone()) {
+            Ok(snapshot) => serde_json::to_value(snapshot).map(Some).map_err(|e| {
+                contract::refused("FAILED", format!("cannot record the command: {e}"), None)
+            }),
+            Err(e) => Err(builtin::ToolOutcome::from_error(&e)
+                .map(|o| o.to_call_result())
+                .unwrap_or_else(|| contract::refused("REFUSED", e.to_string(), None))),
+        }
+    }
+
+    /// Runs one of toolgate's workspace tools (after the policy, and the approval when one was needed).
+    pub(crate) async fn run_builtin(
+        &self,
+        tool: &str,
+        arguments: Value,
+        command: Option<Value>,
+    ) -> Value {
+        let Some(b) = &self.gateway.builtin else {
+            return contract::refused("FAILED", format!("toolgate has no tool {tool}"), None);
+        };
+        let outcome = match command {
+            Some(c) => match serde_json::from_value::<builtin::CommandSnapshot>(c) {
+                Ok(snapshot) => b.run_approved(snapshot).await,
+                Err(e) => {
+                    return contract::refused(
+                        "FAILED",
+                        format!("the approved command is unreadable: {e}"),
+                        None,
+                    )
+                }
+            },
+            None => b.call(tool, arguments).await,
+        };
+        match outcome {
+            Ok(o) => o.to_call_result(),
+            Err(e) => builtin::ToolOutcome::from_error(&e)
+                .map(|o| o.to_call_result())
+                .unwrap_or_else(|| contract::refused("FAILED", e.to_string(), None)),
+        }
     }
 
     /// Exposed names of tools whose calls the policy would not simply allow with empty arguments: a hint for

@@ -67,6 +67,8 @@ pub struct Gateway {
     /// Approvals, pins, reporting and audit; `None` when this workspace has no usable state directory, in which
     /// case every ask fails closed.
     pub(crate) state: Option<Arc<State>>,
+    /// toolgate's own workspace tools, served when a workspace was given explicitly.
+    pub(crate) builtin: Option<Arc<builtin::Builtin>>,
     upstreams: Vec<Arc<Upstream>>,
     aggregate: RwLock<Arc<Aggregate>>,
     /// Pin and poisoning status of every upstream tool, refreshed with the catalog.
@@ -85,6 +87,17 @@ impl Gateway {
         guard: Arc<Guard>,
         state: Option<Arc<State>>,
     ) -> Arc<Self> {
+        Self::start_with(config, opts, guard, state, None)
+    }
+
+    /// Like `start`, also serving toolgate's own workspace tools.
+    pub fn start_with(
+        config: &Config,
+        opts: Options,
+        guard: Arc<Guard>,
+        state: Option<Arc<State>>,
+        builtin: Option<Arc<builtin::Builtin>>,
+    ) -> Arc<Self> {
         let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
         let progress = Arc::new(ProgressTable::default());
         let routes: Arc<dyn upstream::ProgressRoutes> = progress.clone();
@@ -101,6 +114,7 @@ impl Gateway {
             opts,
             guard,
             state,
+            builtin,
             upstreams,
             aggregate: RwLock::new(Arc::new(Aggregate::default())),
             pins: RwLock::new(Arc::new(PinView::new())),
@@ -203,6 +217,10 @@ impl Gateway {
         // The approval tools come with approvals: without state there is nothing to resume.
         if self.state.is_some() {
             tools.extend(crate::intrinsics::definitions());
+        }
+        if self.builtin.is_some() {
+            tools.extend(builtin::tool_definitions());
+            tools.extend(crate::intrinsics::workspace_definitions());
         }
         tools
     }

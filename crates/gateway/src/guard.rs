@@ -25,6 +25,8 @@ pub const INTRINSICS: &[&str] = &[
     crate::contract::STATUS_TOOL,
     crate::contract::RESUME_TOOL,
     crate::contract::CAPABILITIES_TOOL,
+    crate::intrinsics::PING_TOOL,
+    crate::intrinsics::AUDIT_RECENT_TOOL,
 ];
 
 /// Schemas larger than this are not compiled: a hostile upstream must not make every call expensive.
@@ -65,9 +67,10 @@ impl Guard {
             (None, None) => Some(&fallback),
             (p, _) => p.as_ref(),
         };
+        let structured = with_builtin_rules(config);
         let loaded = Policy::load(
             PolicySources {
-                policy: sources.policy.as_ref(),
+                policy: Some(&structured),
                 permissions,
                 profiles: sources.profiles.as_ref(),
             },
@@ -255,6 +258,65 @@ impl Guard {
         });
         first.map_or(Ok(()), Err)
     }
+}
+
+/// The user's structured policy with toolgate's own rules in front. Always: writes and deletes are denied in
+/// `.git/` (hooks and config there run code), in the state root (approvals, pins and the audit trail live there)
+/// and on the config file (the policy must not rewrite itself). With no policy of the user's at all, toolgate's
+/// own tools also behave as a workspace server should by default: reading, listing and git inspection inside
+/// the workspace are allowed, and everything else asks.
+fn with_builtin_rules(config: &Config) -> Value {
+    let mut structured = config.policy.policy.clone().unwrap_or_else(|| json!({}));
+    let writes = json!(["fs.write", "fs.delete"]);
+    let mut rules = vec![
+        json!({"id": "builtin.protect-git", "effect": "deny", "operations": writes,
+                                "paths": ["${workspace}/.git/**"]}),
+    ];
+    let state_root = config
+        .state_dir
+        .as_ref()
+        .map(|s| s.value.clone())
+        .or_else(|| crate::state::state_root().ok());
+    if let Some(root) = state_root.and_then(|r| std::fs::canonicalize(&r).ok().or(Some(r))) {
+        rules.push(
+            json!({"id": "builtin.protect-state", "effect": "deny", "operations": writes,
+                          "paths": [format!("{}/**", escape_glob(&root.to_string_lossy()))]}),
+        );
+    }
+    if let Some(file) = config
+        .source
+        .as_ref()
+        .and_then(|f| std::fs::canonicalize(f).ok())
+    {
+        rules.push(
+            json!({"id": "builtin.protect-config", "effect": "deny", "operations": writes,
+                          "paths": [escape_glob(&file.to_string_lossy())]}),
+        );
+    }
+    if config.policy.is_empty() {
+        rules.push(json!({"id": "builtin.workspace-read", "effect": "allow", "operations": ["fs.read", "git.read"],
+                          "tools": [format!("{OWN_SERVER}__*")], "paths": ["${workspace}/**"]}));
+    }
+    let user: Vec<Value> = structured
+        .get("rules")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    rules.extend(user);
+    if let Value::Object(m) = &mut structured {
+        m.insert("rules".into(), Value::Array(rules));
+    }
+    structured
+}
+
+fn escape_glob(path: &str) -> String {
+    path.chars().fold(String::new(), |mut out, c| {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+        out
+    })
 }
 
 fn compile(schema: &Value) -> Result<Validator, String> {

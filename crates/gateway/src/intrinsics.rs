@@ -90,3 +90,60 @@ pub fn capabilities(
     );
     json!({"content": [{"type": "text", "text": text}], "structuredContent": structured})
 }
+
+pub const PING_TOOL: &str = "toolgate_ping";
+pub const AUDIT_RECENT_TOOL: &str = "toolgate_audit_recent";
+
+/// Tools that come with the workspace tools: a liveness check and the recent audit trail.
+pub fn workspace_definitions() -> Vec<Value> {
+    let read_only = json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false});
+    vec![
+        json!({
+            "name": PING_TOOL,
+            "title": "Ping toolgate",
+            "description": "Answers pong; starts no process and touches no file.",
+            "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+            "annotations": read_only
+        }),
+        json!({
+            "name": AUDIT_RECENT_TOOL,
+            "title": "Recent audit events",
+            "description": "The most recent audit events of this workspace: what was decided and how it ended. \
+                            Never arguments, results, paths or secrets.",
+            "inputSchema": {"type": "object", "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 50}},
+                            "additionalProperties": false},
+            "annotations": read_only
+        }),
+    ]
+}
+
+/// Keys of an audit record an agent may read back: metadata about decisions, nothing it did not already know.
+const AGENT_VISIBLE: &[&str] = &[
+    "time",
+    "kind",
+    "trace_id",
+    "server",
+    "tool",
+    "operation",
+    "decision",
+    "rule_id",
+    "reason_code",
+    "outcome",
+    "request_id",
+    "duration_ms",
+];
+
+pub fn audit_recent(records: Vec<Value>) -> Value {
+    let events: Vec<Value> = records
+        .into_iter()
+        .map(|r| {
+            let kept: serde_json::Map<String, Value> = AGENT_VISIBLE
+                .iter()
+                .filter_map(|k| r.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+                .collect();
+            Value::Object(kept)
+        })
+        .collect();
+    json!({"content": [{"type": "text", "text": format!("{} recent audit events", events.len())}],
+           "structuredContent": {"events": events}})
+}

@@ -53,6 +53,11 @@ impl State {
         }
     }
 
+    /// The newest `n` audit records (already redacted when written).
+    pub fn audit_tail(&self, n: usize) -> Vec<serde_json::Value> {
+        self.audit.tail(n).unwrap_or_default()
+    }
+
     pub fn audit_failures(&self) -> u64 {
         self.audit.failures()
     }

@@ -254,7 +254,9 @@ async fn no_tool_can_approve_and_capabilities_reveal_no_paths() {
             "toolgate_status",
             "toolgate_request_status",
             "toolgate_resume",
-            "toolgate_capabilities"
+            "toolgate_capabilities",
+            "toolgate_ping",
+            "toolgate_audit_recent"
         ]
     );
     let caps = call(&client, "toolgate_capabilities", json!({}))

@@ -17,3 +17,4 @@ mod pins;
 mod policy;
 mod policy_cli;
 mod support;
+mod workspace_tools;

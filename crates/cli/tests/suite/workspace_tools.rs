@@ -1,0 +1,215 @@
+//! toolgate's own workspace tools through the whole pipeline: with no policy they behave as a workspace server
+//! should (read and inspect freely, ask before writing or running anything), protected paths are denied
+//! outright, and an approved command runs exactly as approved.
+
+use crate::support::{call, text, Setup};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use test_support::{list_all, StdioClient};
+
+struct Ws {
+    setup: Setup,
+}
+
+impl Ws {
+    /// A workspace with a file and a git repository, no upstreams, and `extra` merged into the config.
+    fn new(extra: Value) -> Self {
+        let setup = Setup::with(|dir| {
+            let ws = dir.join("ws");
+            std::fs::create_dir_all(ws.join(".git")).unwrap();
+            std::fs::write(ws.join("notes.txt"), "hello\n").unwrap();
+            let mut config =
+                json!({"workspace": ws, "approvals": {"wait_seconds": 0, "elicitation": false}});
+            if let Value::Object(m) = extra {
+                for (k, v) in m {
+                    config[k] = v;
+                }
+            }
+            config
+        });
+        Self { setup }
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.setup.workspace()
+    }
+
+    async fn client(&self) -> StdioClient {
+        let client = self.setup.serve_with(HashMap::new(), &[]);
+        client.initialize("2025-11-25", json!({})).await.unwrap();
+        client
+    }
+
+    fn approve(&self, id: &str) {
+        let ns = store::Namespace::open(&self.setup.state_dir(), &self.ws()).unwrap();
+        store::Store::open(&ns)
+            .unwrap()
+            .approve(id, "test operator", store::Timestamp::now())
+            .unwrap();
+    }
+}
+
+fn outcome(v: &Value) -> &str {
+    v["structuredContent"]["outcome"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+fn request_id(v: &Value) -> String {
+    v["structuredContent"]["approval"]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn workspace_tools_are_listed_and_reads_pass_while_writes_ask() {
+    let w = Ws::new(json!({}));
+    let client = w.client().await;
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    for t in [
+        "filesystem_read_file",
+        "filesystem_write_file",
+        "filesystem_apply_patch",
+        "git_status",
+        "shell_run",
+        "toolgate_ping",
+    ] {
+        assert!(names.contains(&t), "{t} missing from {names:?}");
+    }
+    let read = call(
+        &client,
+        "filesystem_read_file",
+        json!({"path": "notes.txt"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(read["structuredContent"]["content"], "hello\n", "{read}");
+    let write = call(
+        &client,
+        "filesystem_write_file",
+        json!({"path": "new.txt", "content": "x"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome(&write), "APPROVAL_REQUIRED", "{write}");
+    assert!(!w.ws().join("new.txt").exists());
+    w.approve(&request_id(&write));
+    let done = call(
+        &client,
+        "toolgate_resume",
+        json!({"request_id": request_id(&write)}),
+    )
+    .await
+    .unwrap();
+    assert!(done.get("isError") != Some(&json!(true)), "{done}");
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("new.txt")).unwrap(),
+        "x"
+    );
+}
+
+#[tokio::test]
+async fn writes_into_git_internals_are_denied_outright() {
+    let w = Ws::new(json!({"permissions": {"default": "allow"}}));
+    let client = w.client().await;
+    let write = call(
+        &client,
+        "filesystem_write_file",
+        json!({"path": ".git/hooks/pre-commit", "content": "evil"}),
+    )
+    .await;
+    let write = write.unwrap();
+    assert_eq!(
+        write["structuredContent"]["decision"]["rule_id"], "builtin.protect-git",
+        "{write}"
+    );
+    assert!(!w.ws().join(".git/hooks/pre-commit").exists());
+}
+
+#[tokio::test]
+async fn path_escape_through_a_symlink_is_refused_by_the_tool_itself() {
+    let w = Ws::new(json!({"permissions": {"default": "allow"}}));
+    std::os::unix::fs::symlink("/etc", w.ws().join("etc-link")).unwrap();
+    let client = w.client().await;
+    let read = call(
+        &client,
+        "filesystem_read_file",
+        json!({"path": "etc-link/passwd"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(read["isError"], true, "{read}");
+    assert!(!text(&read).contains("root:"), "{read}");
+}
+
+#[tokio::test]
+async fn approved_command_runs_once_exactly_as_approved() {
+    let w = Ws::new(json!({}));
+    let client = w.client().await;
+    let asked = call(
+        &client,
+        "shell_run",
+        json!({"program": "echo", "args": ["approved", "run"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome(&asked), "APPROVAL_REQUIRED", "{asked}");
+    let id = request_id(&asked);
+    w.approve(&id);
+    let ran = call(&client, "toolgate_resume", json!({"request_id": id}))
+        .await
+        .unwrap();
+    assert_eq!(ran["structuredContent"]["outcome"], "SUCCEEDED", "{ran}");
+    assert!(
+        ran["structuredContent"]["stdout"]
+            .to_string()
+            .contains("approved run"),
+        "{ran}"
+    );
+    let again = call(&client, "toolgate_resume", json!({"request_id": id}))
+        .await
+        .unwrap();
+    assert_eq!(outcome(&again), "APPROVAL_CONSUMED");
+}
+
+#[tokio::test]
+async fn executable_swapped_after_approval_is_refused() {
+    let w = Ws::new(json!({}));
+    let tool = w.ws().join("tool.sh");
+    std::fs::write(&tool, "#!/bin/sh\necho original\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let client = w.client().await;
+    let asked = call(&client, "shell_run", json!({"program": tool}))
+        .await
+        .unwrap();
+    let id = request_id(&asked);
+    w.approve(&id);
+    std::fs::write(&tool, "#!/bin/sh\necho swapped\n").unwrap();
+    let ran = call(&client, "toolgate_resume", json!({"request_id": id}))
+        .await
+        .unwrap();
+    assert_eq!(ran["isError"], true, "{ran}");
+    assert!(
+        !ran.to_string().contains("swapped\\n"),
+        "the swapped program never ran: {ran}"
+    );
+}
+
+#[tokio::test]
+async fn no_workspace_means_no_workspace_tools() {
+    let setup = Setup::new(json!({"permissions": {"default": "allow"}}));
+    let client = setup.serve_with(HashMap::new(), &[]);
+    client.initialize("2025-11-25", json!({})).await.unwrap();
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    assert!(tools
+        .iter()
+        .all(|t| t["name"] != "shell_run" && t["name"] != "filesystem_read_file"));
+}
