@@ -160,3 +160,7 @@ pub fn flagged(tool: &str, flags: &[String]) -> Value {
         None,
     )
 }
+
+#[cfg(test)]
+#[path = "contract_tests.rs"]
+mod tests;

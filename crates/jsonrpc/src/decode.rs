@@ -276,3 +276,31 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod corpus {
+    use super::*;
+
+    /// The fuzz target's seed corpus runs in every test run: each seed decodes or is refused without panicking,
+    /// and the hostile seeds are refused.
+    #[test]
+    fn fuzz_seed_corpus_decodes_or_is_refused() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/corpus/jsonrpc_decode");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            let outcome = decode(&bytes, &Limits::default());
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let hostile = ["batch", "lone_surrogate", "duplicate_key", "fractional_id"];
+            assert_eq!(
+                outcome.is_err(),
+                hostile.contains(&name.as_str()),
+                "{name}: {outcome:?}"
+            );
+            seen += 1;
+        }
+        assert!(seen >= 8, "the corpus is missing");
+    }
+}
