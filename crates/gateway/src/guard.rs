@@ -56,25 +56,14 @@ impl Guard {
     /// Compiles the policy of `config` for `workspace` (canonical). With no policy section at all, every call
     /// asks: toolgate is deny-by-default, and an ask without an approval channel is refused.
     pub fn load(config: &Config, workspace: &Path) -> Result<Self, String> {
-        let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
-        let ctx = policy::Context {
-            workspace: workspace.to_string_lossy().into_owned(),
-            home: home.map(|h| h.to_string_lossy().into_owned()),
-        };
-        let fallback = json!({"default": "ask"});
-        let sources = &config.policy;
-        let permissions = match (&sources.permissions, &sources.policy) {
-            (None, None) => Some(&fallback),
-            (p, _) => p.as_ref(),
-        };
-        let structured = with_builtin_rules(config);
+        let (structured, permissions) = sources(config);
         let loaded = Policy::load(
             PolicySources {
                 policy: Some(&structured),
-                permissions,
-                profiles: sources.profiles.as_ref(),
+                permissions: permissions.as_ref(),
+                profiles: config.policy.profiles.as_ref(),
             },
-            &ctx,
+            &context(workspace),
         )
         .map_err(|e| format!("the policy does not load: {e}"))?;
         let profile = config.profile.as_ref().map(|p| p.value.clone());
@@ -103,6 +92,18 @@ impl Guard {
             kinds,
             schemas: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Every error and warning of the policy `load` compiles for `config` (toolgate's own rules included, so a
+    /// rule they shadow or an id they take is reported), for `toolgate policy check`.
+    pub fn lint(config: &Config, workspace: &Path) -> Vec<policy::LintFinding> {
+        let (structured, permissions) = sources(config);
+        let sources = PolicySources {
+            policy: Some(&structured),
+            permissions: permissions.as_ref(),
+            profiles: config.policy.profiles.as_ref(),
+        };
+        policy::check_policy(sources, &context(workspace))
     }
 
     pub fn profile(&self) -> Option<&str> {
@@ -258,6 +259,25 @@ impl Guard {
         });
         first.map_or(Ok(()), Err)
     }
+}
+
+/// The context rules are compiled in: the canonical workspace, and HOME when it resolves.
+fn context(workspace: &Path) -> policy::Context {
+    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+    policy::Context {
+        workspace: workspace.to_string_lossy().into_owned(),
+        home: home.map(|h| h.to_string_lossy().into_owned()),
+    }
+}
+
+/// The structured policy and the permissions that are compiled: with no policy section at all, every call
+/// asks (toolgate is deny-by-default, and a human may still say yes).
+fn sources(config: &Config) -> (Value, Option<Value>) {
+    let permissions = match (&config.policy.permissions, &config.policy.policy) {
+        (None, None) => Some(json!({"default": "ask"})),
+        (p, _) => p.clone(),
+    };
+    (with_builtin_rules(config), permissions)
 }
 
 /// The user's structured policy with toolgate's own rules in front. Always: writes and deletes are denied in

@@ -2,7 +2,8 @@
 //! blocked or unavailable, and why. It starts every upstream once (as `doctor` does) to learn the real catalog,
 //! then shuts them down.
 //!
-//! It calls no tool and applies the same visibility rules `tools/list` applies in `serve`.
+//! It calls no tool and applies the same visibility rules `tools/list` applies in `serve`, pins included (it
+//! opens the same state, so a first look pins definitions exactly as `serve` would).
 
 use super::common::ConfigArgs;
 use policy::{SurfaceEntry, ToolListing, Visibility};
@@ -45,6 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         let ready = Arc::clone(&gw).ready().await;
         let agg = gw.aggregate();
+        let pins = gw.pins();
         let statuses = gw.statuses();
         gw.shutdown().await;
         let down: HashSet<String> = statuses
@@ -52,7 +54,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .filter(|s| s.state != upstream::State::Ready)
             .map(|s| s.server.clone())
             .collect();
-        (surface(&guard, &agg, &statuses, &down, &config), ready)
+        (
+            surface(&guard, &agg, &pins, &statuses, &down, &config),
+            ready,
+        )
     });
     let rows = rows?;
     if let Err(e) = startup {
@@ -73,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn surface(
     guard: &gateway::Guard,
     agg: &gateway::Aggregate,
+    pins: &gateway::PinView,
     statuses: &[upstream::Status],
     down: &HashSet<String>,
     config: &config::Config,
@@ -95,8 +101,14 @@ fn surface(
     let listings: Vec<ToolListing> = rows
         .iter()
         .map(|(_, server, tool)| {
-            let mut l = ToolListing::new(&format!("{server}__{}", tool.as_deref().unwrap_or("*")));
+            let name = format!("{server}__{}", tool.as_deref().unwrap_or("*"));
+            let mut l = ToolListing::new(&name);
             l.unavailable = down.contains(server);
+            // As in `tools/list`: a changed definition awaits review, a poisoned one is blocked.
+            if let Some(pin) = pins.get(&name) {
+                l.quarantined = pin.quarantined;
+                l.flagged = !pin.flags.is_empty();
+            }
             l
         })
         .collect();

@@ -175,13 +175,17 @@ async fn the_starter_policy_passes_check_and_serve_runs_it() {
 }
 
 #[test]
-fn check_reports_a_shadowed_rule_and_a_duplicate_id_and_fails() {
+fn check_reports_shadowed_rules_even_by_built_in_ones_and_a_duplicate_id() {
     let setup = Setup::new(json!({
         "policy": {"rules": [
             {"id": "dup", "effect": "allow", "operations": ["git.read"]},
             {"id": "dup", "effect": "ask", "operations": ["git.remote"]}
         ]},
-        "permissions": {"default": "ask", "deny": ["Read(./src)"], "allow": ["Read(./src/generated)"]}
+        "permissions": {
+            "default": "ask",
+            "deny": ["Read(./src)"],
+            "allow": ["Read(./src/generated)", "Edit(./.git/hooks)"]
+        }
     }));
     let out = run(&setup, &["policy", "check"]);
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);

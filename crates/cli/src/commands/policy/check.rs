@@ -1,10 +1,11 @@
 //! `toolgate policy check`: lints the config's policy sections against the same context `serve` compiles them in,
 //! printing every finding (all load errors, not just the first, then warnings such as `SHADOWED_RULE`).
 //!
-//! It reads files only; it starts no upstream and decides no call.
+//! It reads files only; it starts no upstream and decides no call. The rules it lints are the ones `serve`
+//! enforces: the config's sections with toolgate's built-in rules in front.
 
 use super::super::common::ConfigArgs;
-use policy::{LintFinding, PolicySources, Severity};
+use policy::{LintFinding, Severity};
 use std::process::ExitCode;
 
 /// Check the policy of a config: every error and warning with its code and rule id (exit 1 on any error).
@@ -15,35 +16,27 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
-    let ctx = super::context(&config)?;
-    let sections = &config.policy;
-    if sections.is_empty() {
-        // Not an error: `serve` runs, but nothing is ever allowed without a human.
+    let mut config = args.config.load()?;
+    let workspace = crate::runtime::workspace(&config)?;
+    if config.policy.is_empty() {
+        // Not an error: `serve` runs, but only toolgate's own reads inside the workspace go without a human.
         println!(
-            "warning[NO_POLICY]: no policy, permissions or profiles section: every call asks \
-             (start from `toolgate policy init`)"
+            "warning[NO_POLICY]: no policy, permissions or profiles section: every call asks, except reads of \
+             the workspace by toolgate's own tools (start from `toolgate policy init`)"
         );
         println!("policy check: 0 errors, 1 warning");
         return Ok(ExitCode::SUCCESS);
     }
-    // As in the gateway: with profiles alone, the base default is ask (deny-by-default, a human may still say yes).
-    let fallback = serde_json::json!({"default": "ask"});
-    let permissions = match (&sections.permissions, &sections.policy) {
-        (None, None) => Some(&fallback),
-        (p, _) => p.as_ref(),
+    // What `serve` compiles, toolgate's built-in rules included: a user rule they shadow is worth a warning.
+    let mut findings = gateway::Guard::lint(&config, &workspace);
+    let profile = config.profile.take().map(|p| p.value);
+    let base = match errors(&findings) {
+        0 => Some(gateway::Guard::load(&config, &workspace).map_err(anyhow::Error::msg)?),
+        _ => None,
     };
-    let sources = PolicySources {
-        policy: sections.policy.as_ref(),
-        permissions,
-        profiles: sections.profiles.as_ref(),
-    };
-    let mut findings = policy::check_policy(sources, &ctx);
     // The profile `serve` would apply must exist, or `serve` refuses to start.
-    if let (Some(profile), true) = (&config.profile, errors(&findings) == 0) {
-        if let Err(e) =
-            policy::Policy::load(sources, &ctx).and_then(|p| p.with_profile(&profile.value))
-        {
+    if let (Some(base), Some(name)) = (&base, &profile) {
+        if let Err(e) = base.policy().with_profile(name) {
             findings.push(LintFinding::from(&e));
         }
     }
@@ -57,24 +50,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plural(failed),
         plural(warned)
     );
-    if failed > 0 {
-        println!("{summary}");
-        return Ok(ExitCode::from(1));
-    }
-    let loaded = policy::Policy::load(sources, &ctx)?;
-    let rules = loaded.rule_ids().len();
-    let profiles = loaded.profile_names();
-    println!(
-        "{summary} ({rules} rule{}, default {}, profiles: {})",
-        plural(rules),
-        loaded.default_effect(),
-        if profiles.is_empty() {
-            "none".to_owned()
-        } else {
-            profiles.join(", ")
+    match base {
+        Some(base) if failed == 0 => {
+            let policy = base.policy();
+            let rules = policy.rule_ids().len();
+            let profiles = policy.profile_names();
+            println!(
+                "{summary} ({rules} rule{} with toolgate's own, default {}, profiles: {})",
+                plural(rules),
+                policy.default_effect(),
+                if profiles.is_empty() {
+                    "none".to_owned()
+                } else {
+                    profiles.join(", ")
+                }
+            );
+            Ok(ExitCode::SUCCESS)
         }
-    );
-    Ok(ExitCode::SUCCESS)
+        _ => {
+            println!("{summary}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }
 
 fn errors(findings: &[LintFinding]) -> usize {

@@ -1,6 +1,6 @@
 //! `toolgate policy`: the operator's tools for the firewall's rules — write a starter, lint, explain one call,
 //! run declarative cases. Each subcommand lives in its own module; this one dispatches and holds what they share
-//! (the policy context the gateway would use, server kinds from the config).
+//! (server kinds from the config, reading a call or case file).
 //!
 //! Nothing here serves MCP, so results go to stdout. Nothing here decides differently from `serve`: every
 //! decision goes through the same `policy` crate and the gateway's canonicaliser.
@@ -35,17 +35,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Explain(args) => explain::run(args),
         Command::Test(args) => cases::run(args),
     }
-}
-
-/// The context the gateway compiles the policy against: the canonical workspace, and `HOME` canonical when it
-/// resolves (patterns are anchored at these values, so they must be the same ones `serve` uses).
-fn context(config: &config::Config) -> anyhow::Result<policy::Context> {
-    let workspace = crate::runtime::workspace(config)?;
-    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
-    Ok(policy::Context {
-        workspace: workspace.to_string_lossy().into_owned(),
-        home: home.map(|h| h.to_string_lossy().into_owned()),
-    })
 }
 
 /// The built-in adapter table of each configured server, as the gateway chooses it: from the config's `kind`
