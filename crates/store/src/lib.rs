@@ -8,7 +8,6 @@
 #![deny(clippy::print_stdout)]
 
 mod approvals;
-mod approvals_render;
 mod canonical;
 mod db;
 mod error;
@@ -22,7 +21,6 @@ mod report_render;
 mod time;
 
 pub use approvals::{Approval, ApprovalHandle, ApprovalStatus, PruneMode, PrunedApproval};
-pub use approvals_render::{render_approval_detail, render_approval_list};
 pub use canonical::{canonical_json, definition_hash};
 pub use error::{Error, Result};
 pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};
