@@ -9,10 +9,9 @@
 
 use std::fmt;
 
+use jsonrpc::{canonical_json, sha256_hex};
 use serde::Serialize;
 use serde_json::{Map, Value};
-
-use crate::encoding::{canonical_json, sha256_hex};
 
 /// `prev` of the first event of a log that was never pruned.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -5,11 +5,12 @@
 //! Every text field is redacted and capped when the record is built. This module does not
 //! write files or chain hashes (see `log` and `chain`).
 
+use jsonrpc::{canonical_json, sha256_hex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::encoding::{canonical_json, rfc3339, sha256_hex};
 use crate::redact::redact;
+use crate::time::rfc3339;
 
 /// Longest text field, in characters, after redaction.
 pub const MAX_FIELD_CHARS: usize = 256;

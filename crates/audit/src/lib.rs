@@ -10,18 +10,18 @@
 #![deny(clippy::print_stdout)]
 
 mod chain;
-mod encoding;
 mod error;
 mod event;
 mod lock;
 mod log;
 mod redact;
+mod time;
 
 pub use chain::{verify_text, Problem, ProblemKind, VerifyReport, GENESIS};
-pub use encoding::canonical_json;
 pub use error::{Error, Result};
 pub use event::{
     AuditEvent, Digest, EventKind, MAX_FIELD_CHARS, MAX_RESOURCES, MAX_RESOURCE_CHARS,
 };
+pub use jsonrpc::canonical_json;
 pub use log::{AuditLog, PruneMode, PrunePlan, LOG_FILE};
 pub use redact::{redact, redact_json, redact_map, REDACTED};

@@ -17,9 +17,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::chain::{self, parse_line, seal, verify_text, ChainHead, VerifyReport, ANCHOR_KIND};
-use crate::encoding::rfc3339;
 use crate::error::{Error, Result};
 use crate::event::{AuditEvent, RECORD_VERSION};
+use crate::time::rfc3339;
 
 /// File name of the log inside the namespace directory.
 pub const LOG_FILE: &str = "audit.jsonl";

@@ -11,10 +11,10 @@ use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use jsonrpc::sha256_hex;
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::confine::{check_name, map_errno, RelPath, Workspace};
 use crate::error::{Error, Result};
@@ -71,11 +71,6 @@ pub struct FileWrite {
     pub sha256: String,
     /// Whether the file did not exist before.
     pub created: bool,
-}
-
-/// Hex SHA-256 of a byte string.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 fn kind_of(mode: u32) -> &'static str {

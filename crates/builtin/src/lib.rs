@@ -24,7 +24,9 @@ pub use definitions::{
     WRITE_FILE,
 };
 pub use error::{Error, Result};
-pub use fsops::{sha256_hex, DirEntry, FileRead, FileWrite, Listing};
+pub use fsops::{DirEntry, FileRead, FileWrite, Listing};
 pub use git::{GitDiffArgs, GitStatusArgs, StatusEntry};
+// Tool results carry this digest of file content; a caller computes `expected_hash` for `write_file` with it.
+pub use jsonrpc::sha256_hex;
 pub use patch::PatchedFile;
 pub use shell::{CommandSnapshot, ShellRequest, ShellSettings, SNAPSHOT_VERSION};

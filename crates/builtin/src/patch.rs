@@ -5,11 +5,12 @@
 //! offset after the previous hunk, like `patch -F0`. Renames, copies, mode changes and binary patches are
 //! refused rather than half-supported.
 
+use jsonrpc::sha256_hex;
 use serde::Serialize;
 
 use crate::confine::Workspace;
 use crate::error::{Error, Result};
-use crate::fsops::{mutation_target, replace_atomically, sha256_hex};
+use crate::fsops::{mutation_target, replace_atomically};
 
 /// One hunk: old-side start line (1-based) and its lines tagged ' ', '-' or '+'.
 #[derive(Debug, Clone, PartialEq, Eq)]

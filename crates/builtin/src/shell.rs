@@ -14,6 +14,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use jsonrpc::sha256_hex;
 use rustix::fs::OFlags;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -70,8 +71,7 @@ impl CommandSnapshot {
     /// SHA-256 (hex) of the snapshot's JSON form, so an approval record can bind exactly this snapshot.
     /// Deterministic: fields serialise in declaration order and the environment is a sorted map.
     pub fn digest(&self) -> String {
-        let json = serde_json::to_vec(self).unwrap_or_default();
-        hex::encode(Sha256::digest(&json))
+        sha256_hex(&serde_json::to_vec(self).unwrap_or_default())
     }
 }
 

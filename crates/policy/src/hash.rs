@@ -1,12 +1,13 @@
 //! Canonical tool-definition hash: SHA-256 over canonical JSON of the fields that define a tool's contract.
 //!
-//! Canonical JSON here means: object keys sorted by code point (byte order of UTF-8), no whitespace, strings escaped
-//! as `serde_json` escapes them, numbers as `serde_json` prints them. Only `name`, `description`, `inputSchema`,
-//! `outputSchema` and `annotations` take part, so `_meta`, `title` or icon changes do not re-quarantine a tool.
-//! Absent fields are omitted (not `null`), so adding `outputSchema: null` is not a change either.
+//! Canonical JSON is `jsonrpc::canonical_json` (object keys sorted by code point, no whitespace, `serde_json`
+//! string and number formatting), shared with the store and the audit log. What this module owns is the choice of
+//! fields: only `name`, `description`, `inputSchema`, `outputSchema` and `annotations` take part, so `_meta`,
+//! `title` or icon changes do not re-quarantine a tool. Absent fields are omitted (not `null`), so adding
+//! `outputSchema: null` is not a change either.
 
+use jsonrpc::{canonical_json, sha256_hex};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// The fields that make up a tool's contract, in no particular order (canonicalisation sorts them).
 pub const HASHED_FIELDS: [&str; 5] = [
@@ -17,43 +18,6 @@ pub const HASHED_FIELDS: [&str; 5] = [
     "annotations",
 ];
 
-/// Canonical JSON text of any value.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(v, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(v, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
 /// Lower-case hex SHA-256 of the canonical definition.
 pub fn definition_hash(definition: &Value) -> String {
     let mut picked = serde_json::Map::new();
@@ -62,9 +26,7 @@ pub fn definition_hash(definition: &Value) -> String {
             picked.insert(field.to_owned(), v.clone());
         }
     }
-    hex::encode(Sha256::digest(
-        canonical_json(&Value::Object(picked)).as_bytes(),
-    ))
+    sha256_hex(canonical_json(&Value::Object(picked)).as_bytes())
 }
 
 #[cfg(test)]

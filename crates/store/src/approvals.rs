@@ -9,12 +9,12 @@
 
 use std::fmt;
 
+use jsonrpc::sha256_hex;
 use rand::TryRng;
 use rusqlite::{params, OptionalExtension, Row, Transaction, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::canonical::sha256_hex;
 use crate::error::{Error, Result};
 use crate::handle::Store;
 use crate::time::Timestamp;

@@ -8,7 +8,6 @@
 #![deny(clippy::print_stdout)]
 
 mod approvals;
-mod canonical;
 mod db;
 mod error;
 mod events;
@@ -21,12 +20,13 @@ mod report_render;
 mod time;
 
 pub use approvals::{Approval, ApprovalHandle, ApprovalStatus, PruneMode, PrunedApproval};
-pub use canonical::{canonical_json, definition_hash};
 pub use error::{Error, Result};
 pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};
 pub use handle::{Limits, Store, StoreStats};
+// The form pins are stored in (`ToolPin::definition_json`), re-exported for callers that hash the same way.
+pub use jsonrpc::canonical_json;
 pub use namespace::{resolve_state_root, Namespace, StateRootInputs};
-pub use pins::{FirstUse, PinCheck, PinState, ToolPin};
+pub use pins::{definition_hash, FirstUse, PinCheck, PinState, ToolPin};
 pub use report::{percentile_nearest_rank, GroupBy, ReasonCount, Report, ReportRow};
 pub use report_render::ReportFormat;
 pub use time::Timestamp;

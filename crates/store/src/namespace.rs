@@ -10,9 +10,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use jsonrpc::sha256_hex;
 use rand::TryRng;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
@@ -203,7 +203,7 @@ fn resolve_existing_prefix(p: &Path) -> PathBuf {
 
 /// SHA-256 of the canonical path's bytes, hex-encoded.
 fn workspace_id(workspace: &Path) -> String {
-    hex::encode(Sha256::digest(path_bytes(workspace)))
+    sha256_hex(&path_bytes(workspace))
 }
 
 #[cfg(unix)]

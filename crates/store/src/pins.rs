@@ -4,12 +4,14 @@
 //! (or trust-on-first-use) accepted. Observing a different definition quarantines the pin
 //! and keeps the new definition as a candidate until `accept_pin`; the store never accepts
 //! a changed definition by itself. Deciding what a quarantined tool may do is the caller's.
+//! The whole definition is hashed (unlike `policy::definition_hash`, which picks the contract
+//! fields), so any change the upstream makes is seen.
 
+use jsonrpc::{canonical_json, sha256_hex};
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::canonical::{canonical_json, definition_hash};
 use crate::error::{Error, Result};
 use crate::handle::Store;
 use crate::time::Timestamp;
@@ -79,6 +81,11 @@ pub enum PinCheck {
     },
     /// The pin was already quarantined; it stays so until `accept_pin`.
     Quarantined,
+}
+
+/// SHA-256 (lowercase hex) of the canonical JSON of the whole `definition`.
+pub fn definition_hash(definition: &Value) -> String {
+    sha256_hex(canonical_json(definition).as_bytes())
 }
 
 const COLUMNS: &str = "name, state, definition_sha256, definition_json, candidate_sha256, \
@@ -214,4 +221,21 @@ fn pin_from_row(r: &Row<'_>) -> rusqlite::Result<Result<ToolPin>> {
         first_seen: Timestamp::from_millis(r.get(6)?),
         updated_at: Timestamp::from_millis(r.get(7)?),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_order_does_not_change_the_hash() {
+        let a = json!({"b": 1, "a": {"y": [1, {"d": 2, "c": 3}], "x": null}});
+        let b = json!({"a": {"x": null, "y": [1, {"c": 3, "d": 2}]}, "b": 1});
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#
+        );
+        assert_eq!(definition_hash(&a), definition_hash(&b));
+    }
 }

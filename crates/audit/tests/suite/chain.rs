@@ -5,6 +5,7 @@ use pretty_assertions::assert_eq;
 use std::fs;
 
 use audit::{AuditEvent, AuditLog, Error, EventKind, ProblemKind, PruneMode};
+use jsonrpc::sha256_hex;
 use serde_json::json;
 
 fn log_with(n: u64) -> (tempfile::TempDir, AuditLog) {
@@ -72,11 +73,6 @@ fn edited_and_rehashed_event_breaks_the_next_link() {
     write_lines(&log, &l);
     let p = log.verify().unwrap().problem.unwrap();
     assert_eq!((p.line, p.kind), (3, ProblemKind::BrokenLink));
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 #[test]
