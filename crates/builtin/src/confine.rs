@@ -327,6 +327,16 @@ mod tests {
         Workspace::open_with(dir, resolver).unwrap()
     }
 
+    /// `real/f`, `inner` → `real` (stays inside), `out` → `/etc` (escapes).
+    fn linked_tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        std::fs::write(dir.path().join("real/f"), "x").unwrap();
+        std::os::unix::fs::symlink("real", dir.path().join("inner")).unwrap();
+        std::os::unix::fs::symlink("/etc", dir.path().join("out")).unwrap();
+        dir
+    }
+
     #[test]
     fn lexical_rules() {
         let dir = tempfile::tempdir().unwrap();
@@ -348,11 +358,7 @@ mod tests {
 
     #[test]
     fn walk_fallback_refuses_every_symlink() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("real")).unwrap();
-        std::fs::write(dir.path().join("real/f"), "x").unwrap();
-        std::os::unix::fs::symlink("real", dir.path().join("inner")).unwrap();
-        std::os::unix::fs::symlink("/etc", dir.path().join("out")).unwrap();
+        let dir = linked_tree();
         let w = ws(dir.path(), Resolver::Walk);
         let open = |p: &str| w.open_follow(&w.relative(p).unwrap(), OFlags::RDONLY);
         assert!(open("real/f").is_ok());
@@ -363,11 +369,7 @@ mod tests {
 
     #[test]
     fn openat2_follows_inner_links_only() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("real")).unwrap();
-        std::fs::write(dir.path().join("real/f"), "x").unwrap();
-        std::os::unix::fs::symlink("real", dir.path().join("inner")).unwrap();
-        std::os::unix::fs::symlink("/etc", dir.path().join("out")).unwrap();
+        let dir = linked_tree();
         let w = ws(dir.path(), Resolver::Openat2);
         let open = |p: &str| w.open_follow(&w.relative(p).unwrap(), OFlags::RDONLY);
         assert!(open("inner/f").is_ok());
