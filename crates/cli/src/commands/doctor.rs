@@ -25,18 +25,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let guard = Arc::new(crate::runtime::load_guard(&config)?);
     match (guard.profile(), config.policy.is_empty()) {
         (Some(p), _) => println!("policy: loaded, profile {p:?}"),
-        (None, true) => println!("policy: none configured — every call asks (toolgate's own reads excepted)"),
+        (None, true) => {
+            println!("policy: none configured — every call asks (toolgate's own reads excepted)")
+        }
         (None, false) => println!("policy: loaded"),
     }
     let state = crate::runtime::serve_state(&config)?;
     match &state {
-        Some(s) => println!("state: {} (approvals, pins, audit, reporting)", s.namespace().dir().display()),
-        None => println!("state: none — approvals are off and every `ask` is refused (see the warning above)"),
+        Some(s) => println!(
+            "state: {} (approvals, pins, audit, reporting)",
+            s.namespace().dir().display()
+        ),
+        None => println!(
+            "state: none — approvals are off and every `ask` is refused (see the warning above)"
+        ),
     }
     let builtin = crate::runtime::builtin_tools(&config)?;
     match &builtin {
-        Some(b) => println!("workspace tools: served for {}", b.workspace().root().display()),
-        None => println!("workspace tools: not served (give --workspace or \"workspace\" to serve them)"),
+        Some(b) => println!(
+            "workspace tools: served for {}",
+            b.workspace().root().display()
+        ),
+        None => println!(
+            "workspace tools: not served (give --workspace or \"workspace\" to serve them)"
+        ),
     }
     println!("containment layers for commands on this machine:");
     for entry in sandbox::probe().entries {
@@ -44,7 +56,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let rt = crate::runtime::tokio()?;
     let healthy = rt.block_on(upstreams(&config, guard, state, builtin));
-    Ok(if healthy { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn settings(config: &config::Config) {
@@ -53,25 +69,63 @@ fn settings(config: &config::Config) {
         None => println!("config: none (only toolgate's own tools are served)"),
     }
     let l = &config.limits;
-    row("separator", format!("{:?}", config.separator.value), &config.separator.from);
-    row("prefixTools", config.prefix_tools.value, &config.prefix_tools.from);
-    row("limits.maxMessageBytes", l.max_message_bytes.value, &l.max_message_bytes.from);
+    row(
+        "separator",
+        format!("{:?}", config.separator.value),
+        &config.separator.from,
+    );
+    row(
+        "prefixTools",
+        config.prefix_tools.value,
+        &config.prefix_tools.from,
+    );
+    row(
+        "limits.maxMessageBytes",
+        l.max_message_bytes.value,
+        &l.max_message_bytes.from,
+    );
     row("limits.maxDepth", l.max_depth.value, &l.max_depth.from);
-    row("limits.requestTimeoutSeconds", l.request_timeout.value.as_secs(), &l.request_timeout.from);
-    row("limits.startupTimeoutSeconds", l.startup_timeout.value.as_secs(), &l.startup_timeout.from);
+    row(
+        "limits.requestTimeoutSeconds",
+        l.request_timeout.value.as_secs(),
+        &l.request_timeout.from,
+    );
+    row(
+        "limits.startupTimeoutSeconds",
+        l.startup_timeout.value.as_secs(),
+        &l.startup_timeout.from,
+    );
     row("limits.pageSize", l.page_size.value, &l.page_size.from);
     let a = &config.approvals;
-    row("approvals.wait_seconds", a.wait.value.as_secs(), &a.wait.from);
-    row("approvals.expire_seconds", a.expire.value.as_secs(), &a.expire.from);
-    row("approvals.elicitation", a.elicitation.value, &a.elicitation.from);
+    row(
+        "approvals.wait_seconds",
+        a.wait.value.as_secs(),
+        &a.wait.from,
+    );
+    row(
+        "approvals.expire_seconds",
+        a.expire.value.as_secs(),
+        &a.expire.from,
+    );
+    row(
+        "approvals.elicitation",
+        a.elicitation.value,
+        &a.elicitation.from,
+    );
     match &config.workspace {
         Some(w) => row("workspace", w.value.display(), &w.from),
-        None => println!("  {:<30} none (the current directory stands in for state)", "workspace"),
+        None => println!(
+            "  {:<30} none (the current directory stands in for state)",
+            "workspace"
+        ),
     }
     if let Some(s) = &config.state_dir {
         row("stateDir", s.value.display(), &s.from);
     }
-    println!("upstream environment passes through only: {}", config::UPSTREAM_ENV_ALLOWLIST.join(", "));
+    println!(
+        "upstream environment passes through only: {}",
+        config::UPSTREAM_ENV_ALLOWLIST.join(", ")
+    );
 }
 
 /// Starts every upstream once, reports each, and says whether all stdio upstreams came up.
@@ -90,12 +144,22 @@ async fn upstreams(
     if let Err(e) = &ready {
         println!("catalog: {e}");
     }
-    println!("upstreams:{}", if statuses.is_empty() { " none configured" } else { "" });
+    println!(
+        "upstreams:{}",
+        if statuses.is_empty() {
+            " none configured"
+        } else {
+            ""
+        }
+    );
     let mut healthy = ready.is_ok();
     for s in &statuses {
         let mut line = format!("  {:<16} {:<14}", s.server, s.state.as_str());
         if let Some(v) = &s.protocol_version {
-            line.push_str(&format!(" {v}  {} tools, {} resources, {} prompts", s.tools, s.resources, s.prompts));
+            line.push_str(&format!(
+                " {v}  {} tools, {} resources, {} prompts",
+                s.tools, s.resources, s.prompts
+            ));
         }
         if let Some(e) = &s.last_error {
             line.push_str(&format!("  — {}", audit::redact(e)));
@@ -105,9 +169,15 @@ async fn upstreams(
         for l in s.stderr_tail.iter().rev().take(3).rev() {
             println!("      stderr: {}", audit::redact(l));
         }
-        healthy &= matches!(s.state, upstream::State::Ready | upstream::State::NotConnected);
+        healthy &= matches!(
+            s.state,
+            upstream::State::Ready | upstream::State::NotConnected
+        );
     }
-    let mut flagged: Vec<_> = pins.iter().filter(|(_, p)| p.quarantined || !p.flags.is_empty()).collect();
+    let mut flagged: Vec<_> = pins
+        .iter()
+        .filter(|(_, p)| p.quarantined || !p.flags.is_empty())
+        .collect();
     flagged.sort_by(|a, b| a.0.cmp(b.0));
     if !flagged.is_empty() {
         println!("tools held back (hidden and refused until reviewed with `toolgate pins`):");
