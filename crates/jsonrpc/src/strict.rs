@@ -151,3 +151,19 @@ mod tests {
         assert!(parse_strict(br#"{} {}"#, 8).is_err());
     }
 }
+
+#[cfg(test)]
+mod float_regression {
+    use super::parse_strict;
+
+    /// Found by fuzzing: without correctly rounded float parsing, a long mantissa came back one digit off after
+    /// a parse and re-serialisation — a gateway that forwards payloads must not change numbers.
+    #[test]
+    fn long_float_mantissa_survives_a_round_trip() {
+        let text = "-327066666666666666666666606666666666660";
+        let v = parse_strict(text.as_bytes(), 4).unwrap();
+        let again = parse_strict(serde_json::to_string(&v).unwrap().as_bytes(), 4).unwrap();
+        assert_eq!(v, again);
+        assert_eq!(v.as_f64(), text.parse::<f64>().ok());
+    }
+}
