@@ -88,6 +88,7 @@ pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
             state,
             builtin,
         );
+        gw.set_hooks(gateway::command_hooks(&config.hooks));
         let startup = {
             let gw = Arc::clone(&gw);
             async move { gw.ready().await }

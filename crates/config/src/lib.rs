@@ -17,6 +17,7 @@ pub use env::{upstream_env, UPSTREAM_ENV_ALLOWLIST};
 pub use error::{ConfigError, Result};
 pub use load::{load, parse_str, Format, Overrides};
 pub use model::{
-    Approvals, Config, Limits, PolicyConfig, Protocol, Provenance, ServerConfig, ServerKind,
-    Setting, Transport, DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND,
+    Approvals, Config, HookCommand, HookStage, Hooks, Limits, PolicyConfig, Protocol, Provenance,
+    ServerConfig, ServerKind, Setting, Transport, DEFAULT_HOOK_TIMEOUT, DEFAULT_SEPARATOR,
+    FIXTURE_SUBCOMMAND,
 };

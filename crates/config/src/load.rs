@@ -5,9 +5,10 @@
 use crate::error::{ConfigError, Result};
 use crate::expand::expand;
 use crate::model::{
-    Config, Protocol, Provenance, ServerConfig, ServerKind, Setting, Transport, FIXTURE_SUBCOMMAND,
+    Config, HookCommand, HookStage, Protocol, Provenance, ServerConfig, ServerKind, Setting,
+    Transport, DEFAULT_HOOK_TIMEOUT, FIXTURE_SUBCOMMAND,
 };
-use crate::raw::{RawApprovals, RawLimits, RawServer};
+use crate::raw::{RawApprovals, RawHook, RawHooks, RawLimits, RawServer};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -30,7 +31,7 @@ pub struct Overrides {
 
 /// Sections reserved for features that this version does not enforce yet. Accepting them silently would let a
 /// user believe a deny rule is active when it is not, so they are refused.
-const NOT_YET: &[(&str, &str)] = &[("hooks", "hooks arrive with the approval system")];
+const NOT_YET: &[(&str, &str)] = &[];
 
 const KNOWN: &[&str] = &[
     "stateDir",
@@ -47,6 +48,7 @@ const KNOWN: &[&str] = &[
     "prefix_tools",
     "limits",
     "workspace",
+    "hooks",
 ];
 
 /// Reads and validates the config file at `path`; the format follows the extension (`.toml`, else JSON).
@@ -144,6 +146,7 @@ impl Validator<'_> {
                 }
                 "limits" => self.limits(value)?,
                 "approvals" => self.approvals(value)?,
+                "hooks" => self.hooks(value)?,
                 "stateDir" | "state_dir" => {
                     let s = value
                         .as_str()
@@ -277,6 +280,68 @@ impl Validator<'_> {
             };
         }
         Ok(())
+    }
+
+    fn hooks(&mut self, value: Value) -> Result<()> {
+        let raw: RawHooks = section(value, "hooks")?;
+        let pre = self.hook_list(HookStage::Pre, raw.pre)?;
+        let post = self.hook_list(HookStage::Post, raw.post)?;
+        self.config.hooks = crate::model::Hooks { pre, post };
+        Ok(())
+    }
+
+    fn hook_list(&self, stage: HookStage, raw: Vec<Value>) -> Result<Vec<HookCommand>> {
+        let list = match stage {
+            HookStage::Pre => "pre",
+            HookStage::Post => "post",
+        };
+        raw.into_iter()
+            .enumerate()
+            .map(|(index, h)| {
+                let at = format!("hooks.{list}[{index}]");
+                let h: RawHook = section(h, &at)?;
+                let command = expand(&h.command, &format!("{at}.command"), self.env)?;
+                if command.trim().is_empty() {
+                    return Err(ConfigError::invalid(
+                        format!("{at}.command"),
+                        "must not be empty",
+                    ));
+                }
+                let args = h
+                    .args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| expand(a, &format!("{at}.args[{i}]"), self.env))
+                    .collect::<Result<Vec<_>>>()?;
+                let timeout = match h.timeout_seconds {
+                    Some(v) => {
+                        check_range(&format!("{at}.timeout_seconds"), v, 1, 600)?;
+                        Duration::from_secs(v)
+                    }
+                    None => DEFAULT_HOOK_TIMEOUT,
+                };
+                // An empty glob, or an empty list, is more likely a mistake than a wish to hook nothing.
+                let tools = match h.tools {
+                    Some(t) if t.is_empty() || t.iter().any(|g| g.trim().is_empty()) => {
+                        return Err(ConfigError::invalid(
+                            format!("{at}.tools"),
+                            "give non-empty globs, or leave tools out to hook every tool",
+                        ))
+                    }
+                    t => t.unwrap_or_default(),
+                };
+                Ok(HookCommand {
+                    stage,
+                    index,
+                    command,
+                    args,
+                    timeout,
+                    tools,
+                    arguments: h.arguments,
+                    from: self.provenance(&at),
+                })
+            })
+            .collect()
     }
 
     fn limits(&mut self, value: Value) -> Result<()> {

@@ -91,9 +91,83 @@ fn misspelt_toolgate_key_is_an_error_not_a_warning() {
 }
 
 #[test]
-fn hooks_are_refused_until_enforced() {
-    let e = json(r#"{"hooks": {"pre": []}}"#).unwrap_err();
-    assert!(matches!(e, ConfigError::NotYetSupported { .. }), "{e}");
+fn hooks_keep_their_order_expand_variables_and_remember_where_they_came_from() {
+    let cfg = json(
+        r#"{"hooks": {
+              "pre": [{"command": "${NOTES_DIR}/check", "args": ["--tool", "${NOTES_DIR}"], "timeout_seconds": 2,
+                       "tools": ["fx__*"]},
+                      {"command": "second", "arguments": true}],
+              "post": [{"command": "log"}]}}"#,
+    )
+    .unwrap();
+    let from = |key: &str| Provenance::File {
+        path: PathBuf::from("client.json"),
+        key: key.into(),
+    };
+    assert_eq!(
+        cfg.hooks.pre[0],
+        HookCommand {
+            stage: HookStage::Pre,
+            index: 0,
+            command: "/home/u/notes/check".into(),
+            args: vec!["--tool".into(), "/home/u/notes".into()],
+            timeout: Duration::from_secs(2),
+            tools: vec!["fx__*".into()],
+            arguments: false,
+            from: from("hooks.pre[0]"),
+        }
+    );
+    assert_eq!(
+        (cfg.hooks.pre[1].index, cfg.hooks.pre[1].arguments),
+        (1, true)
+    );
+    assert_eq!(cfg.hooks.pre[1].timeout, crate::model::DEFAULT_HOOK_TIMEOUT);
+    assert_eq!(
+        (cfg.hooks.post[0].stage, &cfg.hooks.post[0].from),
+        (HookStage::Post, &from("hooks.post[0]"))
+    );
+}
+
+#[test]
+fn hooks_in_toml_read_the_same() {
+    let cfg = parse_str(
+        "[[hooks.pre]]\ncommand = \"check\"\ntimeout_seconds = 3\n[[hooks.post]]\ncommand = \"log\"\n",
+        Format::Toml,
+        Path::new("toolgate.toml"),
+        &env,
+        &Overrides::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        (cfg.hooks.pre[0].command.as_str(), cfg.hooks.pre[0].timeout),
+        ("check", Duration::from_secs(3))
+    );
+    assert_eq!(cfg.hooks.post[0].command, "log");
+}
+
+#[test]
+fn hook_mistakes_are_errors_that_name_the_key() {
+    let message = |text: &str| json(text).unwrap_err().to_string();
+    assert!(
+        message(r#"{"hooks": {"pre": [{"command": "c", "timeout": 5}]}}"#)
+            .starts_with("unknown key hooks.pre[0].timeout")
+    );
+    assert!(message(r#"{"hooks": {"during": []}}"#).starts_with("unknown key hooks.during"));
+    assert!(message(r#"{"hooks": {"pre": [{"command": " "}]}}"#)
+        .starts_with("hooks.pre[0].command: must not be empty"));
+    assert!(
+        message(r#"{"hooks": {"post": [{"command": "c", "timeout_seconds": 0}]}}"#)
+            .starts_with("hooks.post[0].timeout_seconds")
+    );
+    assert!(
+        message(r#"{"hooks": {"pre": [{"command": "c", "tools": []}]}}"#)
+            .starts_with("hooks.pre[0].tools")
+    );
+    assert_eq!(
+        message(r#"{"hooks": {"pre": [{"command": "${UNSET_HOOK}"}]}}"#),
+        "hooks.pre[0].command references ${UNSET_HOOK}, which is not set in toolgate's environment"
+    );
+    assert!(message(r#"{"Hooks": {}}"#).contains("did you mean hooks?"));
 }
 
 #[test]

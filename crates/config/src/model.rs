@@ -170,6 +170,42 @@ impl Default for Approvals {
     }
 }
 
+/// Which calls a hook sees and when it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookStage {
+    /// Before the call runs, after the policy decided; may make the call stricter.
+    Pre,
+    /// After the outcome is known; observes only.
+    Post,
+}
+
+/// Default wall-clock limit of one hook run.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One external command hook (`hooks.pre[i]` / `hooks.post[i]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookCommand {
+    pub stage: HookStage,
+    /// Position in its list, as rule ids and messages name it (`hook:<index>`).
+    pub index: usize,
+    pub command: String,
+    pub args: Vec<String>,
+    /// Past it the hook's process group is killed and, for a pre-hook, the call is denied.
+    pub timeout: Duration,
+    /// Globs over `server__tool` (`*` any run, `?` one character); empty means every tool.
+    pub tools: Vec<String>,
+    /// Whether the hook is shown the call's arguments (redacted); off by default.
+    pub arguments: bool,
+    pub from: Provenance,
+}
+
+/// Ordered pre- and post-call hooks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hooks {
+    pub pre: Vec<HookCommand>,
+    pub post: Vec<HookCommand>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Enabled upstreams, in file order.
@@ -181,6 +217,8 @@ pub struct Config {
     pub prefix_tools: Setting<bool>,
     pub limits: Limits,
     pub approvals: Approvals,
+    /// External command hooks, in configured order.
+    pub hooks: Hooks,
     pub workspace: Option<Setting<PathBuf>>,
     /// The trusted state root (`"stateDir"`), for clients that start servers with a scrubbed environment;
     /// otherwise `TOOLGATE_STATE_DIR` or the platform default decides.
@@ -202,6 +240,7 @@ impl Config {
             prefix_tools: Setting::default(true),
             limits: Limits::default(),
             approvals: Approvals::default(),
+            hooks: Hooks::default(),
             state_dir: None,
             workspace: None,
             warnings: Vec::new(),

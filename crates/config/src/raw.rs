@@ -53,3 +53,30 @@ pub(crate) struct RawLimits {
     #[serde(alias = "page_size", rename = "pageSize")]
     pub page_size: Option<usize>,
 }
+
+/// `"hooks": {"pre": [...], "post": [...]}`. Entries stay JSON until each is read on its own, so an error
+/// names the entry (`hooks.pre[1].timeout`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHooks {
+    #[serde(default)]
+    pub pre: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub post: Vec<serde_json::Value>,
+}
+
+/// One external command hook.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHook {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(alias = "timeoutSeconds")]
+    pub timeout_seconds: Option<u64>,
+    /// Globs over `server__tool`; absent means every tool.
+    pub tools: Option<Vec<String>>,
+    /// Whether the hook is shown the call's arguments (redacted); off by default.
+    #[serde(default)]
+    pub arguments: bool,
+}

@@ -1,4 +1,5 @@
-//! The governed requests: each is routed to its owner, decided by the policy stage, and only then forwarded.
+//! The governed requests: each is routed to its owner, decided by the policy stage (and, for tool calls, by the
+//! pre-call hooks, which may only tighten that decision), and only then forwarded.
 //! A refused tool call is an ordinary error result that explains itself; a refused read or prompt is a JSON-RPC
 //! error with the same explanation. Nothing refused reaches an upstream.
 
@@ -101,6 +102,24 @@ impl Session {
         if let (Some(r), Some(state)) = (&record, &self.gateway.state) {
             r.decided(state);
         }
+        // Pre-hooks may only make the call stricter; a hook's decision replaces the policy's in the records.
+        let hooked = self.hook_call(&trace_id, &name, &server, &tool, &verdict, &arguments);
+        let (verdict, hook_decision) = match &hooked {
+            Some(h) => {
+                let t = self.pre_hooks(h, verdict, &arguments).await;
+                (t.verdict, t.decision)
+            }
+            None => (verdict, None),
+        };
+        let record = match (record, &hook_decision) {
+            (Some(r), Some(d)) => Some(CallRecord { decision: d, ..r }),
+            (r, _) => r,
+        };
+        if let (Some(r), Some(state), Some(_)) = (&record, &self.gateway.state, &hook_decision) {
+            r.decided(state);
+        }
+        // Post-hooks see calls that went ahead (ran or were held), not ones refused before running.
+        let post = hooked.filter(|_| !matches!(verdict, Verdict::Refuse(..)));
         let started = Instant::now();
         let answer = match verdict {
             Verdict::Refuse(refused, _) => Some(Ok(refused)),
@@ -134,6 +153,11 @@ impl Session {
         if let (Some(r), Some(state)) = (&record, &self.gateway.state) {
             let result = answer.as_ref().and_then(|a| a.as_ref().ok());
             r.finished(state, outcome_of(&answer), result, started.elapsed());
+        }
+        if let Some(h) = &post {
+            let result = answer.as_ref().and_then(|a| a.as_ref().ok());
+            self.post_hooks(h, outcome_of(&answer), result, started.elapsed())
+                .await;
         }
         answer
     }

@@ -69,6 +69,8 @@ pub struct Gateway {
     pub(crate) state: Option<Arc<State>>,
     /// toolgate's own workspace tools, served when a workspace was given explicitly.
     pub(crate) builtin: Option<Arc<builtin::Builtin>>,
+    /// Pre- and post-call hooks, in order (`set_hooks`).
+    pub(crate) hooks: crate::hooks::Registry,
     upstreams: Vec<Arc<Upstream>>,
     aggregate: RwLock<Arc<Aggregate>>,
     /// Pin and poisoning status of every upstream tool, refreshed with the catalog.
@@ -115,6 +117,7 @@ impl Gateway {
             guard,
             state,
             builtin,
+            hooks: Default::default(),
             upstreams,
             aggregate: RwLock::new(Arc::new(Aggregate::default())),
             pins: RwLock::new(Arc::new(PinView::new())),

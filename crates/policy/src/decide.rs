@@ -45,6 +45,10 @@ pub enum ReasonCode {
     UnknownOperation,
     ShellOperators,
     ToolHidden,
+    /// A call hook denied a call the policy let through (the gateway runs hooks; the policy never returns this).
+    HookDeny,
+    /// A call hook asked for a human on a call the policy allowed.
+    HookAsk,
 }
 
 impl ReasonCode {
@@ -59,6 +63,8 @@ impl ReasonCode {
             ReasonCode::UnknownOperation => "UNKNOWN_OPERATION",
             ReasonCode::ShellOperators => "SHELL_OPERATORS",
             ReasonCode::ToolHidden => "TOOL_HIDDEN",
+            ReasonCode::HookDeny => "HOOK_DENY",
+            ReasonCode::HookAsk => "HOOK_ASK",
         }
     }
 

@@ -11,6 +11,7 @@ mod demo;
 mod eras;
 mod forwarding;
 mod framing;
+mod hooks;
 mod interop;
 mod isolation;
 mod pins;

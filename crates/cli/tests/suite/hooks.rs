@@ -1,0 +1,292 @@
+//! Pre- and post-call hooks from the config, run by the real binary around the bundled fixture server: a hook
+//! can deny or ask (never loosen the policy), fails closed, runs in order, sees metadata but not arguments, and a
+//! failing post-hook leaves the result alone.
+
+use crate::support::{call, fixture, text, Setup};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use test_support::StdioClient;
+
+/// Writes an executable shell script into the test's directory; returns its path.
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// The fixture upstream `fx`, a policy that allows everything unless `settings` says otherwise, a workspace and a
+/// state root for approvals, and hooks built knowing the directory their scripts live in.
+fn setup(hooks: impl FnOnce(&Path) -> Value, settings: Value) -> Setup {
+    Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        let mut config = json!({
+            "workspace": dir.join("ws"),
+            "stateDir": dir.join("state"),
+            "mcpServers": {"fx": fixture(&[])},
+            "permissions": {"default": "allow"},
+            "approvals": {"wait_seconds": 0, "elicitation": false},
+            "hooks": hooks(dir),
+        });
+        if let Value::Object(extra) = settings {
+            for (k, v) in extra {
+                config[k] = v;
+            }
+        }
+        config
+    })
+}
+
+async fn client(setup: &Setup) -> StdioClient {
+    let client = setup.serve_with(HashMap::new(), &[]);
+    client.initialize("2025-11-25", json!({})).await.unwrap();
+    client
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_default()
+}
+
+fn error_code(result: &Value) -> &str {
+    result
+        .pointer("/structuredContent/error/code")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// Whether `name` shows up in the tool list within a second: `add_tool` announces its tool asynchronously.
+async fn appears(client: &StdioClient, name: &str) -> bool {
+    for _ in 0..10 {
+        let list = client.request("tools/list", json!({})).await.unwrap();
+        if list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == name)
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_pre_hook_denies_one_tool_and_the_upstream_never_runs_it() {
+    let s = setup(
+        |dir| {
+            let body = format!(
+                "input=$(cat)\necho \"$input\" >> {}/seen.log\ncase \"$input\" in\n  \
+                 *'\"tool\":\"add_tool\"'*) echo '{{\"decision\": \"deny\", \"reason\": \"no new tools today\"}}' ;;\nesac",
+                dir.display()
+            );
+            json!({"pre": [{"command": script(dir, "deny_add.sh", &body)}]})
+        },
+        json!({}),
+    );
+    let c = client(&s).await;
+    let refused = call(&c, "fx__add_tool", json!({"name": "sneaky"}))
+        .await
+        .unwrap();
+    assert_eq!(refused["isError"], true);
+    assert!(text(&refused).contains("no new tools today"), "{refused}");
+    assert_eq!(error_code(&refused), "HOOK_DENY");
+    assert_eq!(
+        refused["structuredContent"]["decision"]["rule_id"],
+        "hook:0"
+    );
+    assert!(!appears(&c, "fx__sneaky").await);
+    let echoed = call(&c, "fx__echo", json!({"text": "still fine"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&echoed), "still fine");
+    // toolgate's own read-only tools skip hooks entirely.
+    let before = read(s.dir.path(), "seen.log").lines().count();
+    call(&c, "toolgate_status", json!({})).await.unwrap();
+    assert_eq!(read(s.dir.path(), "seen.log").lines().count(), before);
+    let audit = call(&c, "toolgate_audit_recent", json!({"limit": 20}))
+        .await
+        .unwrap();
+    assert!(audit.to_string().contains("HOOK_DENY"), "{audit}");
+}
+
+#[tokio::test]
+async fn a_hook_that_asks_holds_the_call_for_approval() {
+    let s = setup(
+        |dir| {
+            let body = "cat > /dev/null\necho '{\"decision\": \"ask\", \"reason\": \"a human should look\"}'";
+            json!({"pre": [{"command": script(dir, "ask.sh", body), "tools": ["fx__echo"]}]})
+        },
+        json!({}),
+    );
+    let c = client(&s).await;
+    let held = call(&c, "fx__echo", json!({"text": "later"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        held["structuredContent"]["outcome"], "APPROVAL_REQUIRED",
+        "{held}"
+    );
+    let ns = store::Namespace::open(&s.state_dir(), &s.workspace()).unwrap();
+    let pending = store::Store::open(&ns)
+        .unwrap()
+        .list_requests(
+            Some(store::ApprovalStatus::Pending),
+            store::Timestamp::now(),
+        )
+        .unwrap();
+    assert_eq!(
+        pending[0].snapshot["decision"],
+        json!({"effect": "ask", "reason": "HOOK_ASK", "rule_id": "hook:0", "operation": "mcp.call"})
+    );
+    // Outside the hook's globs, nothing is asked.
+    let sum = call(&c, "fx__add", json!({"a": 1, "b": 2})).await.unwrap();
+    assert_eq!(sum["structuredContent"]["sum"], 3.0);
+    // The control for the tests that say a refused `add_tool` never ran: an allowed one shows up.
+    call(&c, "fx__add_tool", json!({"name": "visible"}))
+        .await
+        .unwrap();
+    assert!(appears(&c, "fx__visible").await);
+}
+
+#[tokio::test]
+async fn a_hook_that_fails_or_times_out_denies() {
+    let s = setup(
+        |dir| {
+            json!({"pre": [
+                {"command": script(dir, "broken.sh", "echo kaputt >&2\nexit 3"), "tools": ["fx__echo"]},
+                {"command": script(dir, "slow.sh", "sleep 30"), "timeout_seconds": 1, "tools": ["fx__add"]},
+                {"command": script(dir, "garbled.sh", "echo 'sure thing'"), "tools": ["fx__fail"]}
+            ]})
+        },
+        json!({}),
+    );
+    let c = client(&s).await;
+    let broken = call(&c, "fx__echo", json!({"text": "x"})).await.unwrap();
+    assert_eq!(error_code(&broken), "HOOK_DENY");
+    assert!(
+        text(&broken).contains("hook 0") && text(&broken).contains("kaputt"),
+        "{broken}"
+    );
+    let started = Instant::now();
+    let slow = call(&c, "fx__add", json!({"a": 1, "b": 2})).await.unwrap();
+    assert!(text(&slow).contains("timed out"), "{slow}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let garbled = call(&c, "fx__fail", json!({})).await.unwrap();
+    assert!(text(&garbled).contains("not a JSON object"), "{garbled}");
+}
+
+#[tokio::test]
+async fn hooks_run_in_order_and_stop_at_the_first_deny() {
+    let s = setup(
+        |dir| {
+            let log = dir.join("order.log");
+            let step = |name: &str, answer: &str| {
+                let body = format!(
+                    "cat > /dev/null\necho {name} >> {}\n{answer}",
+                    log.display()
+                );
+                json!({"command": script(dir, &format!("{name}.sh"), &body)})
+            };
+            json!({"pre": [
+                step("first", ""),
+                step("second", "echo '{\"decision\": \"deny\", \"reason\": \"second says no\"}'"),
+                step("third", "")
+            ]})
+        },
+        json!({}),
+    );
+    let c = client(&s).await;
+    let refused = call(&c, "fx__echo", json!({"text": "x"})).await.unwrap();
+    assert!(text(&refused).contains("second says no"), "{refused}");
+    assert_eq!(
+        refused["structuredContent"]["decision"]["rule_id"],
+        "hook:1"
+    );
+    assert_eq!(read(s.dir.path(), "order.log"), "first\nsecond\n");
+}
+
+#[tokio::test]
+async fn a_failing_post_hook_does_not_change_the_result() {
+    let s = setup(
+        |dir| {
+            let body = format!("cat > {}/post.json\nexit 1", dir.display());
+            json!({"post": [{"command": script(dir, "post.sh", &body)}]})
+        },
+        json!({}),
+    );
+    let c = client(&s).await;
+    let echoed = call(&c, "fx__echo", json!({"text": "kept"})).await.unwrap();
+    assert_eq!(text(&echoed), "kept");
+    assert_eq!(echoed["structuredContent"], json!({"text": "kept"}));
+    let seen: Value = serde_json::from_str(&read(s.dir.path(), "post.json")).unwrap();
+    assert_eq!(
+        (&seen["event"], &seen["outcome"]["outcome"]),
+        (&json!("post"), &json!("SUCCEEDED"))
+    );
+}
+
+#[tokio::test]
+async fn a_hook_sees_metadata_but_not_the_arguments() {
+    let s = setup(
+        |dir| {
+            let body = format!("cat > {}/stdin.json", dir.display());
+            json!({"pre": [{"command": script(dir, "spy.sh", &body)}]})
+        },
+        json!({}),
+    );
+    let c = client(&s).await;
+    let secret = "hunter2-do-not-leak";
+    let echoed = call(&c, "fx__echo", json!({"text": secret})).await.unwrap();
+    assert_eq!(text(&echoed), secret);
+    let raw = read(s.dir.path(), "stdin.json");
+    assert!(!raw.contains(secret), "{raw}");
+    let seen: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(
+        (
+            &seen["event"],
+            &seen["server"],
+            &seen["tool"],
+            &seen["exposed"]
+        ),
+        (
+            &json!("pre"),
+            &json!("fx"),
+            &json!("echo"),
+            &json!("fx__echo")
+        )
+    );
+    assert_eq!(seen["policy"]["effect"], "allow");
+    assert_eq!(seen["arguments_sha256"].as_str().map(str::len), Some(64));
+    assert!(seen["arguments_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(seen.get("arguments"), None);
+}
+
+#[tokio::test]
+async fn an_allowing_hook_does_not_override_a_policy_deny() {
+    let s = setup(
+        |dir| {
+            let body = format!(
+                "cat > /dev/null\necho ran >> {}/allow.log\necho '{{\"decision\": \"allow\"}}'",
+                dir.display()
+            );
+            json!({"pre": [{"command": script(dir, "allow.sh", &body)}]})
+        },
+        json!({"permissions": {"default": "allow", "deny": ["mcp__fx__add_tool"]}}),
+    );
+    let c = client(&s).await;
+    let refused = call(&c, "fx__add_tool", json!({"name": "sneaky"}))
+        .await
+        .unwrap();
+    assert_eq!(error_code(&refused), "DENY_RULE", "{refused}");
+    assert!(!appears(&c, "fx__sneaky").await);
+    assert_eq!(
+        read(s.dir.path(), "allow.log"),
+        "",
+        "the hook is not consulted on a refused call"
+    );
+}

@@ -1,0 +1,279 @@
+//! Hook ordering, what a hook is shown, and command hooks run for real (small shell scripts).
+
+use super::*;
+use config::{HookCommand, HookStage, Provenance};
+use pretty_assertions::assert_eq;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+fn call() -> HookCall {
+    HookCall {
+        trace_id: "t-1".into(),
+        server: "fx".into(),
+        tool: "echo".into(),
+        exposed: "fx__echo".into(),
+        operation: "mcp.call".into(),
+        effect: Effect::Allow,
+        rule_id: None,
+        reason: "DEFAULT_ALLOW".into(),
+        profile: "default".into(),
+        arguments_bytes: 2,
+        arguments_sha256: "00".into(),
+        arguments: None,
+    }
+}
+
+/// An embedder's hook that answers `decision` and notes what it was shown.
+struct Fixed {
+    decision: HookDecision,
+    arguments: bool,
+    seen: Mutex<Vec<Option<Value>>>,
+}
+
+impl Fixed {
+    fn new(decision: HookDecision, arguments: bool) -> Arc<Self> {
+        Arc::new(Self {
+            decision,
+            arguments,
+            seen: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl CallHook for Fixed {
+    fn wants_arguments(&self) -> bool {
+        self.arguments
+    }
+    fn before(&self, call: &HookCall) -> HookDecision {
+        self.seen.lock().unwrap().push(call.arguments.clone());
+        self.decision.clone()
+    }
+}
+
+struct Panics;
+
+impl CallHook for Panics {
+    fn before(&self, _call: &HookCall) -> HookDecision {
+        panic!("a hook bug")
+    }
+}
+
+#[test]
+fn the_first_objection_wins_and_later_hooks_do_not_run() {
+    let ask = HookDecision::Ask {
+        reason: "look".into(),
+    };
+    let (a, b, c) = (
+        Fixed::new(HookDecision::Allow, false),
+        Fixed::new(ask, false),
+        Fixed::new(HookDecision::Allow, false),
+    );
+    let hooks: Vec<Arc<dyn CallHook>> = vec![a.clone(), b.clone(), c.clone()];
+    let objection = first_objection(&hooks, call(), None).unwrap();
+    assert_eq!(
+        (objection.index, objection.effect, objection.reason.as_str()),
+        (1, Effect::Ask, "look")
+    );
+    assert_eq!(c.seen.lock().unwrap().len(), 0);
+    let allow_all: Vec<Arc<dyn CallHook>> = vec![a];
+    assert_eq!(first_objection(&allow_all, call(), None), None);
+}
+
+#[test]
+fn only_hooks_that_ask_for_arguments_see_them_and_then_redacted() {
+    let (blind, sighted) = (
+        Fixed::new(HookDecision::Allow, false),
+        Fixed::new(HookDecision::Allow, true),
+    );
+    let hooks: Vec<Arc<dyn CallHook>> = vec![blind.clone(), sighted.clone()];
+    let arguments = json!({"path": "a.txt", "api_key": "sk-live-123"});
+    first_objection(&hooks, call(), Some(arguments));
+    assert_eq!(*blind.seen.lock().unwrap(), vec![None]);
+    assert_eq!(
+        *sighted.seen.lock().unwrap(),
+        vec![Some(json!({"path": "a.txt", "api_key": audit::REDACTED}))]
+    );
+}
+
+#[test]
+fn a_panicking_hook_denies() {
+    let hooks: Vec<Arc<dyn CallHook>> = vec![Arc::new(Panics)];
+    let objection = first_objection(&hooks, call(), None).unwrap();
+    assert_eq!(
+        (objection.effect, objection.reason.as_str()),
+        (Effect::Deny, "the hook panicked")
+    );
+}
+
+#[test]
+fn reasons_are_single_line_and_bounded() {
+    assert_eq!(clean_reason(" too\nbig\t"), "too big");
+    assert_eq!(clean_reason(""), "no reason given");
+    assert_eq!(clean_reason(&"x".repeat(2000)).len(), MAX_REASON_CHARS);
+}
+
+#[test]
+fn the_json_a_command_reads_has_no_arguments_unless_given() {
+    let v = call().to_json();
+    assert_eq!(v.get("arguments"), None);
+    assert_eq!(
+        v["policy"],
+        json!({"effect": "allow", "rule_id": null, "reason": "DEFAULT_ALLOW"})
+    );
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn hook(stage: HookStage, command: String, timeout: u64, tools: &[&str]) -> CommandHook {
+    CommandHook::new(HookCommand {
+        stage,
+        index: 0,
+        command,
+        args: Vec::new(),
+        timeout: Duration::from_secs(timeout),
+        tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+        arguments: false,
+        from: Provenance::Default,
+    })
+}
+
+fn denial(d: HookDecision) -> String {
+    match d {
+        HookDecision::Deny { reason } => reason,
+        other => panic!("expected a deny, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_command_reads_the_call_and_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen.json");
+    let body = format!(
+        "cat > {}\necho '{{\"decision\": \"deny\", \"reason\": \"not today\"}}'",
+        seen.display()
+    );
+    let h = hook(HookStage::Pre, script(dir.path(), "deny.sh", &body), 5, &[]);
+    assert_eq!(denial(h.before(&call())), "not today");
+    let read: Value = serde_json::from_slice(&std::fs::read(&seen).unwrap()).unwrap();
+    assert_eq!(
+        (read["event"].as_str(), read["exposed"].as_str()),
+        (Some("pre"), Some("fx__echo"))
+    );
+}
+
+#[test]
+fn silence_and_exit_zero_is_no_objection() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = hook(
+        HookStage::Pre,
+        script(dir.path(), "ok.sh", "exit 0"),
+        5,
+        &[],
+    );
+    assert_eq!(h.before(&call()), HookDecision::Allow);
+}
+
+#[test]
+fn a_failing_or_missing_command_denies_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = hook(
+        HookStage::Pre,
+        script(dir.path(), "no.sh", "echo broken >&2; exit 3"),
+        5,
+        &[],
+    );
+    let why = denial(h.before(&call()));
+    assert!(
+        why.contains("exit status: 3") && why.contains("broken"),
+        "{why}"
+    );
+    let missing = hook(HookStage::Pre, "/nonexistent/hook".into(), 5, &[]);
+    assert!(denial(missing.before(&call())).contains("cannot start"));
+}
+
+#[test]
+fn a_hook_past_its_deadline_is_killed_with_its_group_and_denies() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let body = format!("sleep 30 &\necho $! > {}\nwait", pid_file.display());
+    let h = hook(HookStage::Pre, script(dir.path(), "slow.sh", &body), 1, &[]);
+    let started = Instant::now();
+    assert!(denial(h.before(&call())).contains("timed out"));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SIGKILL lands when the process is next scheduled; then it is gone, or a zombie until init reaps it.
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!running(), "the hook's child survived the deadline");
+}
+
+#[test]
+fn hooks_get_the_upstream_allowlist_and_nothing_else_of_toolgates_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("env.txt");
+    let body = format!("env > {}", out.display());
+    let h = hook(HookStage::Pre, script(dir.path(), "env.sh", &body), 5, &[]);
+    assert_eq!(h.before(&call()), HookDecision::Allow);
+    let env = std::fs::read_to_string(&out).unwrap();
+    // The shell adds a few of its own; everything else must come from the allowlist.
+    let shell_made = ["PWD", "OLDPWD", "SHLVL", "_"];
+    let stray: Vec<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .filter(|k| !config::UPSTREAM_ENV_ALLOWLIST.contains(k) && !shell_made.contains(k))
+        .collect();
+    assert_eq!(stray, Vec::<&str>::new());
+}
+
+#[test]
+fn tool_globs_and_stage_decide_which_calls_a_command_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let deny = script(dir.path(), "deny.sh", "echo '{\"decision\": \"deny\"}'");
+    let other = hook(HookStage::Pre, deny.clone(), 5, &["other__*"]);
+    assert_eq!(other.before(&call()), HookDecision::Allow);
+    let post = hook(HookStage::Post, deny.clone(), 5, &[]);
+    assert_eq!(post.before(&call()), HookDecision::Allow);
+    let mine = hook(HookStage::Pre, deny, 5, &["fx__e*"]);
+    assert_eq!(denial(mine.before(&call())), "");
+}
+
+#[test]
+fn a_post_hook_reports_its_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = hook(
+        HookStage::Post,
+        script(dir.path(), "fail.sh", "exit 1"),
+        5,
+        &[],
+    );
+    let outcome = HookOutcome {
+        outcome: "SUCCEEDED".into(),
+        duration_ms: 3,
+        result_bytes: Some(10),
+        result_sha256: Some("ab".into()),
+    };
+    assert!(h.after(&call(), &outcome).is_err());
+    assert_eq!(
+        hook(HookStage::Pre, "/nonexistent".into(), 5, &[]).after(&call(), &outcome),
+        Ok(())
+    );
+}
