@@ -31,11 +31,18 @@ impl State {
         let audit = AuditLog::new(namespace.dir());
         let mut store = store;
         // Reporting keeps metadata only, and not forever: 30 days and 100,000 events, whichever is less.
-        let retention = store::Retention { max_age_days: Some(30), max_events: Some(100_000) };
+        let retention = store::Retention {
+            max_age_days: Some(30),
+            max_events: Some(100_000),
+        };
         if let Err(e) = store.apply_retention(&retention, store::Timestamp::now()) {
             tracing::warn!("reporting retention failed: {e}");
         }
-        Ok(Self { namespace, store: Mutex::new(store), audit })
+        Ok(Self {
+            namespace,
+            store: Mutex::new(store),
+            audit,
+        })
     }
 
     pub fn namespace(&self) -> &Namespace {

@@ -4,8 +4,8 @@
 //! `definition_sha256`, `decision`) and shows every key it holds, known or not, so nothing the gateway would act
 //! on is hidden. Each top-level argument is one line, `name = <JSON>`, in printable ASCII (`escape`): a newline,
 //! a control character or a bidi override in an argument shows up as a visible escape, never as layout. This is
-//! the command line's rendering; `store::render_approval_detail` pretty-prints raw JSON, which leaves bidi and
-//! other invisible characters as they are, so it is not used here.
+//! the only rendering of a protected request: raw pretty-printed JSON would leave bidi and other invisible
+//! characters as they are.
 
 use crate::commands::escape::{json_ascii, label, value_label};
 use serde_json::Value;
