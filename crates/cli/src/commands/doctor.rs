@@ -30,6 +30,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         (None, false) => println!("policy: loaded"),
     }
+    for hook in config.hooks.pre.iter().chain(&config.hooks.post) {
+        let tools = if hook.tools.is_empty() {
+            "every tool".to_owned()
+        } else {
+            hook.tools.join(", ")
+        };
+        println!(
+            "hook: {:?}[{}] {} (timeout {} s, {tools}) — {}",
+            hook.stage,
+            hook.index,
+            hook.command,
+            hook.timeout.as_secs(),
+            hook.from
+        );
+    }
     let state = crate::runtime::serve_state(&config)?;
     match &state {
         Some(s) => println!(
