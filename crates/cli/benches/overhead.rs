@@ -86,8 +86,14 @@ fn main() {
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("bench.json");
-        let body =
-            json!({"mcpServers": {"fx": {"command": toolgate(), "args": ["fixture-server"]}}});
+        // The whole pipeline on every call: schema check, pins, policy, audit and reporting.
+        let body = json!({
+            "mcpServers": {"fx": {"command": toolgate(), "args": ["fixture-server"]}},
+            "permissions": {"default": "deny", "allow": ["mcp__fx__echo"]},
+            "stateDir": dir.path().join("state"),
+            "workspace": dir.path().join("ws"),
+        });
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
         std::fs::write(&config, body.to_string()).unwrap();
         let config = config.to_str().unwrap().to_owned();
 

@@ -203,6 +203,10 @@ impl Gateway {
     /// Ends every upstream process group and waits for them.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
+        if let Some(state) = &self.state {
+            // What calls left queued for the audit log and the report is written before toolgate exits.
+            state.flush();
+        }
         let mut stops = tokio::task::JoinSet::new();
         for up in &self.upstreams {
             let up = Arc::clone(up);

@@ -72,9 +72,7 @@ impl CallRecord<'_> {
             duration_ms: Some(took.as_millis() as u64),
             error_class: (outcome != store::OUTCOME_SUCCEEDED).then(|| outcome.to_owned()),
         };
-        if let Err(e) = state.store(|s| s.record_event(&report)) {
-            tracing::warn!("reporting event not recorded: {e}");
-        }
+        state.report(report);
     }
 }
 

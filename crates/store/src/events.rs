@@ -81,28 +81,44 @@ pub struct Retention {
     pub max_events: Option<u64>,
 }
 
+/// One sanitised insert; `conn` is the store's connection or a transaction on it.
+fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
+    let duration = e.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
+    conn.execute(
+        "INSERT INTO report_events (time_ms, trace_id, profile, server, tool, operation,
+                                        decision, reason_code, outcome, duration_ms, error_class)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            e.time.as_millis(),
+            name(&e.trace_id),
+            name(&e.profile),
+            name(&e.server),
+            name(&e.tool),
+            token(&e.operation),
+            e.decision.as_str(),
+            token(&e.reason_code),
+            token(&e.outcome),
+            duration,
+            e.error_class.as_deref().map(token),
+        ],
+    )?;
+    Ok(())
+}
+
 impl Store {
     /// Appends one event, capping and sanitising its fields.
     pub fn record_event(&mut self, e: &ReportEvent) -> Result<()> {
-        let duration = e.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
-        self.conn.execute(
-            "INSERT INTO report_events (time_ms, trace_id, profile, server, tool, operation,
-                                        decision, reason_code, outcome, duration_ms, error_class)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                e.time.as_millis(),
-                name(&e.trace_id),
-                name(&e.profile),
-                name(&e.server),
-                name(&e.tool),
-                token(&e.operation),
-                e.decision.as_str(),
-                token(&e.reason_code),
-                token(&e.outcome),
-                duration,
-                e.error_class.as_deref().map(token),
-            ],
-        )?;
+        insert_event(&self.conn, e)
+    }
+
+    /// Appends several events in one transaction: one commit (and one sync) for the whole batch, which is what
+    /// a gateway writing behind its calls wants.
+    pub fn record_events(&mut self, events: &[ReportEvent]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for e in events {
+            insert_event(&tx, e)?;
+        }
+        tx.commit()?;
         Ok(())
     }
 

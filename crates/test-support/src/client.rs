@@ -44,7 +44,7 @@ impl StdioClient {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .kill_on_drop(true)
+            .kill_on_drop(false)
             .spawn()?;
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(std::io::Error::other("child has no stdio pipes"));
@@ -256,4 +256,34 @@ pub fn modern_meta() -> Value {
     json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
            "io.modelcontextprotocol/clientCapabilities": {},
            "io.modelcontextprotocol/clientInfo": {"name": "toolgate-test-client", "version": "0"}})
+}
+
+impl Drop for StdioClient {
+    /// Ends the server the way a client should: close its stdin and give it a moment to clean up (a gateway ends
+    /// its upstreams then), and only then kill it. A plain kill would leave the server no chance to do so.
+    fn drop(&mut self) {
+        self.writer = None;
+        let Some(pid) = self.child.id() else { return };
+        std::thread::spawn(move || {
+            let pid = nix::unistd::Pid::from_raw(pid as i32);
+            for _ in 0..100 {
+                // Signal 0 only asks whether the process is still there.
+                if nix::sys::signal::kill(pid, None).is_err() || is_zombie(pid.as_raw()) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        });
+    }
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }

@@ -30,6 +30,23 @@ pub(crate) fn spawn(transport: &Transport) -> std::io::Result<Child> {
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: runs in the child between fork and exec; it calls only async-signal-safe functions (prctl,
+    // getppid, _exit) and touches no memory shared with the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            // If toolgate dies without a chance to end its upstreams (SIGKILL, a crash), the kernel ends this one:
+            // a server that ignores the end of its stdin would otherwise live on as an orphan.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // toolgate may have died between fork and prctl; then the signal will never come.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
     cmd.spawn()
 }
 

@@ -380,6 +380,11 @@ async fn secrets_in_arguments_never_reach_audit_or_reports() {
     )
     .await
     .unwrap();
+    // Audit and report are written behind the calls; reading the recent audit waits for the writer.
+    let recent = call(&client, "toolgate_audit_recent", json!({"limit": 50}))
+        .await
+        .unwrap();
+    assert!(!recent.to_string().contains(secret), "{recent}");
     let ns = store::Namespace::open(&a.state_dir, &a.setup.workspace()).unwrap();
     let audit = std::fs::read_to_string(ns.dir().join("audit.jsonl")).unwrap();
     assert!(
