@@ -172,16 +172,10 @@ impl Guard {
     /// Decides reading a resource: `file://` is `fs.read` of its path, `http(s)://` is `net.request`, anything
     /// else is `mcp.call` of `<server>__resources_read`.
     pub fn check_resource(&self, server: &str, uri: &str) -> Verdict {
-        let mut raw = policy::RawAction {
-            operation: policy::Operation::McpCall,
-            tool: format!("{server}__resources_read"),
-            paths: Vec::new(),
-            command: None,
-            url: None,
-            method: None,
-            via_shell: false,
-            unknown: None,
-        };
+        let mut raw = policy::RawAction::new(
+            policy::Operation::McpCall,
+            format!("{server}__resources_read"),
+        );
         if let Some(path) = uri.strip_prefix("file://") {
             raw.operation = policy::Operation::FsRead;
             raw.paths.push(percent_decode(path));

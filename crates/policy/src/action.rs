@@ -143,7 +143,8 @@ pub struct RawAction {
 }
 
 impl RawAction {
-    pub(crate) fn new(operation: Operation, tool: String) -> RawAction {
+    /// An action with no resources yet.
+    pub fn new(operation: Operation, tool: String) -> RawAction {
         RawAction {
             operation,
             tool,

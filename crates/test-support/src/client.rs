@@ -267,8 +267,7 @@ impl Drop for StdioClient {
         std::thread::spawn(move || {
             let pid = nix::unistd::Pid::from_raw(pid as i32);
             for _ in 0..100 {
-                // Signal 0 only asks whether the process is still there.
-                if nix::sys::signal::kill(pid, None).is_err() || is_zombie(pid.as_raw()) {
+                if exited(pid.as_raw()) {
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(30));
@@ -278,12 +277,16 @@ impl Drop for StdioClient {
     }
 }
 
-fn is_zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+/// Whether process `pid` is gone: no such process, or a zombie waiting to be reaped.
+pub fn exited(pid: i32) -> bool {
+    // Signal 0 only asks whether the process is still there.
+    let absent = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err();
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|s| {
             s.rsplit_once(')')
                 .map(|(_, rest)| rest.trim_start().starts_with('Z'))
         })
-        .unwrap_or(false)
+        .unwrap_or(false);
+    absent || zombie
 }

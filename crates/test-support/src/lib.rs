@@ -9,5 +9,5 @@
 mod client;
 mod fixture;
 
-pub use client::{list_all, modern_meta, StdioClient};
+pub use client::{exited, list_all, modern_meta, StdioClient};
 pub use fixture::{rich_definition, rich_result, serve_stdio, FixtureOptions};

@@ -108,30 +108,15 @@ pub fn text(result: &Value) -> &str {
         .unwrap_or_default()
 }
 
-/// Whether a process exists (signal 0).
-pub fn alive(pid: i32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
-}
-
 /// Waits until `pid` is gone (at most `secs`).
 pub async fn gone(pid: i32, secs: u64) -> bool {
     for _ in 0..secs * 20 {
-        if !alive(pid) || is_zombie(pid) {
+        if test_support::exited(pid) {
             return true;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     false
-}
-
-fn is_zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
 }
 
 /// Where the npm and PyPI test peers are installed (`scripts/test` installs them).
