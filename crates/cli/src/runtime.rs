@@ -182,9 +182,25 @@ pub fn builtin_tools(config: &Config) -> anyhow::Result<Option<Arc<builtin::Buil
     }
     let root = workspace(config)?;
     let mut settings = builtin::BuiltinConfig::new(&root);
-    let best_effort = sandbox::LayerMode::BestEffort;
-    settings.sandbox.no_network = best_effort;
-    settings.sandbox.landlock = best_effort;
+    let wanted = |layer: &str| {
+        if config.sandbox.require.iter().any(|l| l == layer) {
+            sandbox::LayerMode::Required
+        } else {
+            sandbox::LayerMode::BestEffort
+        }
+    };
+    let layers = &mut settings.sandbox;
+    layers.pid_namespace = wanted("pid_namespace");
+    layers.no_network = if config.sandbox.network {
+        sandbox::LayerMode::Off
+    } else {
+        wanted("no_network")
+    };
+    layers.landlock = wanted("landlock");
+    layers.no_new_privs = wanted("no_new_privs");
+    if config.sandbox.require.iter().any(|l| l == "rlimits") {
+        layers.rlimits = sandbox::LayerMode::Required;
+    }
     settings.temp_dir = Some(std::env::temp_dir());
     let tools = builtin::Builtin::new(settings)
         .with_context(|| format!("workspace tools for {}", root.display()))?;

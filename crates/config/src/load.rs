@@ -5,10 +5,10 @@
 use crate::error::{ConfigError, Result};
 use crate::expand::expand;
 use crate::model::{
-    Config, HookCommand, HookStage, Protocol, Provenance, ServerConfig, ServerKind, Setting,
-    Transport, DEFAULT_HOOK_TIMEOUT, FIXTURE_SUBCOMMAND,
+    Config, HookCommand, HookStage, Protocol, Provenance, Sandbox, ServerConfig, ServerKind,
+    Setting, Transport, DEFAULT_HOOK_TIMEOUT, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };
-use crate::raw::{RawApprovals, RawHook, RawHooks, RawLimits, RawServer};
+use crate::raw::{RawApprovals, RawHook, RawHooks, RawLimits, RawSandbox, RawServer};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,6 +34,7 @@ pub struct Overrides {
 const NOT_YET: &[(&str, &str)] = &[];
 
 const KNOWN: &[&str] = &[
+    "sandbox",
     "stateDir",
     "state_dir",
     "approvals",
@@ -146,6 +147,7 @@ impl Validator<'_> {
                 }
                 "limits" => self.limits(value)?,
                 "approvals" => self.approvals(value)?,
+                "sandbox" => self.sandbox(value)?,
                 "hooks" => self.hooks(value)?,
                 "stateDir" | "state_dir" => {
                     let s = value
@@ -248,6 +250,31 @@ impl Validator<'_> {
         self.config.separator = Setting {
             value: sep.to_owned(),
             from: self.provenance("separator"),
+        };
+        Ok(())
+    }
+
+    fn sandbox(&mut self, value: Value) -> Result<()> {
+        let raw: RawSandbox = section(value, "sandbox")?;
+        if let Some(bad) = raw
+            .require
+            .iter()
+            .find(|l| !SANDBOX_LAYERS.contains(&l.as_str()))
+        {
+            return Err(ConfigError::invalid(
+                "sandbox.require",
+                format!("{bad:?} is not one of {}", SANDBOX_LAYERS.join(", ")),
+            ));
+        }
+        if raw.network && raw.require.iter().any(|l| l == "no_network") {
+            return Err(ConfigError::invalid(
+                "sandbox",
+                "network: true contradicts requiring no_network",
+            ));
+        }
+        self.config.sandbox = Sandbox {
+            require: raw.require,
+            network: raw.network,
         };
         Ok(())
     }

@@ -349,3 +349,15 @@ fn workspace_flag_wins_over_file() {
         })
     );
 }
+
+#[test]
+fn sandbox_section_names_layers_and_refuses_contradictions() {
+    let cfg = json(r#"{"sandbox": {"require": ["landlock", "pid_namespace"]}}"#).unwrap();
+    assert_eq!(
+        cfg.sandbox.require,
+        vec!["landlock".to_owned(), "pid_namespace".to_owned()]
+    );
+    assert!(json(r#"{"sandbox": {"require": ["seatbelt"]}}"#).is_err());
+    assert!(json(r#"{"sandbox": {"require": ["no_network"], "network": true}}"#).is_err());
+    assert!(json(r#"{"sandbox": {"requires": []}}"#).is_err());
+}

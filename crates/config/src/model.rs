@@ -206,6 +206,25 @@ pub struct Hooks {
     pub post: Vec<HookCommand>,
 }
 
+/// Containment of toolgate's own commands (`shell_run`, git).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sandbox {
+    /// Layers that must be active, else the command is refused: `pid_namespace`, `no_network`, `landlock`,
+    /// `rlimits`, `no_new_privs`.
+    pub require: Vec<String>,
+    /// Let commands reach the network (no network namespace).
+    pub network: bool,
+}
+
+/// The layer names `sandbox.require` accepts.
+pub const SANDBOX_LAYERS: &[&str] = &[
+    "pid_namespace",
+    "no_network",
+    "landlock",
+    "rlimits",
+    "no_new_privs",
+];
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Enabled upstreams, in file order.
@@ -217,6 +236,7 @@ pub struct Config {
     pub prefix_tools: Setting<bool>,
     pub limits: Limits,
     pub approvals: Approvals,
+    pub sandbox: Sandbox,
     /// External command hooks, in configured order.
     pub hooks: Hooks,
     pub workspace: Option<Setting<PathBuf>>,
@@ -240,6 +260,7 @@ impl Config {
             prefix_tools: Setting::default(true),
             limits: Limits::default(),
             approvals: Approvals::default(),
+            sandbox: Sandbox::default(),
             hooks: Hooks::default(),
             state_dir: None,
             workspace: None,

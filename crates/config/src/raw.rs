@@ -31,6 +31,15 @@ pub(crate) struct RawServer {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(crate) struct RawSandbox {
+    #[serde(default)]
+    pub require: Vec<String>,
+    #[serde(default)]
+    pub network: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RawApprovals {
     #[serde(alias = "waitSeconds")]
     pub wait_seconds: Option<u64>,

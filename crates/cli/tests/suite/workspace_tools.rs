@@ -213,3 +213,31 @@ async fn no_workspace_means_no_workspace_tools() {
         .iter()
         .all(|t| t["name"] != "shell_run" && t["name"] != "filesystem_read_file"));
 }
+
+#[tokio::test]
+async fn commands_run_without_network_unless_the_config_allows_it() {
+    let w = Ws::new(
+        json!({"permissions": {"default": "ask", "allow": ["Bash(cat /proc/net/dev)"]},
+                           "sandbox": {"require": ["no_network"]}}),
+    );
+    let client = w.client().await;
+    let ran = call(
+        &client,
+        "shell_run",
+        json!({"program": "cat", "args": ["/proc/net/dev"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ran["structuredContent"]["outcome"], "SUCCEEDED", "{ran}");
+    let stdout = ran["structuredContent"]["stdout"].to_string();
+    let interfaces: Vec<&str> = stdout
+        .split("\\n")
+        .filter_map(|l| l.split_once(':').map(|(i, _)| i.trim()))
+        .collect();
+    assert!(
+        interfaces
+            .iter()
+            .all(|i| *i == "lo" || i.contains('|') || i.contains("Inter")),
+        "{stdout}"
+    );
+}
