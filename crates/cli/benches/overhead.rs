@@ -7,7 +7,7 @@
 
 use serde_json::json;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use test_support::StdioClient;
@@ -136,9 +136,11 @@ fn main() {
             "toolgate   {g_tp:>10.0} calls/s   (ratio {:.2})",
             g_tp / d_tp
         );
-        let _ = Path::new(&config);
-        drop(direct);
-        drop(gated);
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Let toolgate write what it queued for the audit log before the temporary directory goes.
+        for client in [direct, gated] {
+            if let Ok(mut c) = Arc::try_unwrap(client) {
+                c.close(Duration::from_secs(30)).await;
+            }
+        }
     });
 }

@@ -140,17 +140,23 @@ fn write_behind(queue: &Receiver<Record>, log: &AuditLog, mut reports: Store, dr
                 Err(_) => break,
             }
         }
+        let mut pending_audit = Vec::new();
         let mut pending_reports = Vec::new();
         let mut flushes = Vec::new();
         for record in batch {
             match record {
-                Record::Audit(e) => {
-                    if let Err(err) = log.record(&e) {
-                        tracing::warn!("audit write failed ({} so far): {err}", log.failures());
-                    }
-                }
+                Record::Audit(e) => pending_audit.push(*e),
                 Record::Report(e) => pending_reports.push(*e),
                 Record::Flush(done) => flushes.push(done),
+            }
+        }
+        if !pending_audit.is_empty() {
+            if let Err(err) = log.record_all(&pending_audit) {
+                let n = log.failures();
+                // Counted always; logged the first time and then rarely, so a broken disk cannot flood stderr.
+                if n == pending_audit.len() as u64 || n % 1000 < pending_audit.len() as u64 {
+                    tracing::warn!("audit write failed ({n} events so far): {err}");
+                }
             }
         }
         if !pending_reports.is_empty() {

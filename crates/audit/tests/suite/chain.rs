@@ -252,3 +252,20 @@ fn tail_across_read_chunks_and_malformed_line_is_located() {
     let err = log.tail(3).unwrap_err();
     assert!(matches!(err, Error::Tampered { line: 38, .. }), "{err:?}");
 }
+
+#[test]
+fn a_batch_chains_like_single_appends() {
+    let (_d, log) = log_with(2);
+    let batch: Vec<AuditEvent> = (0..3)
+        .map(|i| AuditEvent::new(EventKind::Execution, 2_000 + i, &format!("batch-{i}")))
+        .collect();
+    assert_eq!(log.record_all(&batch).unwrap(), 5);
+    let r = log.verify().unwrap();
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(r.events, 5);
+    assert_eq!(
+        log.record(&AuditEvent::new(EventKind::Decision, 3_000, "after"))
+            .unwrap(),
+        6
+    );
+}
