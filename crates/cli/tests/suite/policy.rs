@@ -216,4 +216,13 @@ async fn real_filesystem_server_is_confined_by_canonical_path_rules() {
     .await;
     assert_eq!(refusal(&write.unwrap()).1, "DEFAULT_DENY");
     assert!(!ws.join("pub/new.txt").exists());
+    // server-filesystem does not exit when its stdin closes: toolgate ends its process group after a grace period.
+    let mut client = client;
+    assert!(
+        client
+            .close(std::time::Duration::from_secs(10))
+            .await
+            .is_some(),
+        "toolgate exits"
+    );
 }
