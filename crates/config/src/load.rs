@@ -8,7 +8,7 @@ use crate::model::{
     Config, HookCommand, HookStage, Protocol, Provenance, Sandbox, ServerConfig, ServerKind,
     Setting, Transport, DEFAULT_HOOK_TIMEOUT, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };
-use crate::raw::{RawApprovals, RawHook, RawHooks, RawLimits, RawSandbox, RawServer};
+use crate::raw::{RawApprovals, RawHook, RawHooks, RawLimits, RawPins, RawSandbox, RawServer};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,6 +34,7 @@ pub struct Overrides {
 const NOT_YET: &[(&str, &str)] = &[];
 
 const KNOWN: &[&str] = &[
+    "pins",
     "sandbox",
     "stateDir",
     "state_dir",
@@ -148,6 +149,19 @@ impl Validator<'_> {
                 "limits" => self.limits(value)?,
                 "approvals" => self.approvals(value)?,
                 "sandbox" => self.sandbox(value)?,
+                "pins" => {
+                    let raw: RawPins = section(value, "pins")?;
+                    self.config.pins_on_change_ask = match raw.on_change.as_deref() {
+                        None | Some("hide") => false,
+                        Some("ask") => true,
+                        Some(other) => {
+                            return Err(ConfigError::invalid(
+                                "pins.onChange",
+                                format!("{other:?} is not one of \"hide\", \"ask\""),
+                            ))
+                        }
+                    };
+                }
                 "hooks" => self.hooks(value)?,
                 "stateDir" | "state_dir" => {
                     let s = value

@@ -236,6 +236,8 @@ pub struct Config {
     pub prefix_tools: Setting<bool>,
     pub limits: Limits,
     pub approvals: Approvals,
+    /// `"pins": {"onChange": "ask"}` (else "hide"): what a changed tool definition does until a human accepts it.
+    pub pins_on_change_ask: bool,
     pub sandbox: Sandbox,
     /// External command hooks, in configured order.
     pub hooks: Hooks,
@@ -260,6 +262,7 @@ impl Config {
             prefix_tools: Setting::default(true),
             limits: Limits::default(),
             approvals: Approvals::default(),
+            pins_on_change_ask: false,
             sandbox: Sandbox::default(),
             hooks: Hooks::default(),
             state_dir: None,

@@ -31,6 +31,13 @@ pub(crate) struct RawServer {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(crate) struct RawPins {
+    #[serde(alias = "on_change", rename = "onChange")]
+    pub on_change: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RawSandbox {
     #[serde(default)]
     pub require: Vec<String>,

@@ -74,23 +74,40 @@ impl Session {
             None => return Some(Err(invalid_params(format!("unknown tool: {name}")))),
         };
         drop(agg);
+        let mut quarantined = false;
         if let Some(pin) = self.gateway.pins().get(&format!("{server}__{tool}")) {
             if pin.quarantined && !self.gateway.recheck_pin(&server, &tool) {
-                return Some(Ok(contract::quarantined(&name)));
+                if !self.gateway.opts.quarantine_asks {
+                    return Some(Ok(contract::quarantined(&name)));
+                }
+                quarantined = true;
             }
             if !pin.flags.is_empty() {
                 return Some(Ok(contract::flagged(&name, &pin.flags)));
             }
         }
-        let verdict =
+        let mut verdict =
             self.gateway
                 .guard
                 .check_tool(&server, &tool, definition.as_ref(), &arguments);
+        if let (true, Verdict::Allow(d)) = (quarantined, &verdict) {
+            // `"pins": {"onChange": "ask"}`: a changed definition is shown, and each call asks a human.
+            let mut d = d.clone();
+            d.effect = policy::Effect::Ask;
+            d.reason = policy::ReasonCode::AskRule;
+            d.rule_id = Some("pins.quarantine".to_owned());
+            verdict = Verdict::Ask(d);
+        }
         let decision = match &verdict {
             Verdict::Allow(d) | Verdict::Ask(d) | Verdict::Refuse(_, Some(d)) => Some(d.clone()),
             Verdict::Refuse(_, None) => None,
         };
         let trace_id = crate::ids::trace_id();
+        // Resources are worked out only when there is an audit log to write them to.
+        let resources = match self.gateway.state {
+            Some(_) => self.gateway.guard.resources(&server, &tool, &arguments),
+            None => Vec::new(),
+        };
         let record = decision.as_ref().map(|d| CallRecord {
             trace_id: &trace_id,
             profile: self.gateway.guard.profile().unwrap_or("default"),
@@ -98,6 +115,7 @@ impl Session {
             tool: &tool,
             arguments: &arguments,
             decision: d,
+            resources: resources.clone(),
         });
         if let (Some(r), Some(state)) = (&record, &self.gateway.state) {
             r.decided(state);

@@ -34,6 +34,8 @@ pub struct Options {
     /// `wrap`: one server that must look exactly like itself (its identity, no extra tools).
     pub wrap: bool,
     pub approvals: config::Approvals,
+    /// `"pins": {"onChange": "ask"}`: quarantined tools stay listed and every call of one asks.
+    pub quarantine_asks: bool,
 }
 
 impl Options {
@@ -57,6 +59,7 @@ impl Options {
             },
             wrap,
             approvals: config.approvals.clone(),
+            quarantine_asks: config.pins_on_change_ask,
         }
     }
 }

@@ -143,6 +143,30 @@ impl Guard {
         self.verdict(decision)
     }
 
+    /// What a call touches, as the audit log records it: canonical paths, the program of a command, the host of
+    /// a URL. (The audit crate redacts these before they are written.)
+    pub fn resources(&self, server: &str, tool: &str, arguments: &Value) -> Vec<String> {
+        let kind = if server == OWN_SERVER {
+            Some(policy::ServerKind::Toolgate)
+        } else {
+            self.kinds.get(server).copied()
+        };
+        let action = self.policy.action_for(
+            &ToolCall::new(server, tool, arguments.clone(), kind),
+            &canonicalise,
+        );
+        let mut out = action.paths;
+        match action.command {
+            Some(policy::Command::Argv(argv)) => out.extend(argv.into_iter().next()),
+            Some(policy::Command::Shell { .. }) => out.push("(shell string)".to_owned()),
+            None => {}
+        }
+        if let Some(net) = action.net {
+            out.push(format!("{}://{}:{}", net.scheme, net.host, net.port));
+        }
+        out
+    }
+
     /// The policy's decision alone (no schema check), for hints such as which tools may need approval.
     pub fn decide_only(&self, server: &str, tool: &str, arguments: &Value) -> Verdict {
         let kind = self.kinds.get(server).copied();
@@ -203,14 +227,20 @@ impl Guard {
     }
 
     /// Which of `tools` (`(server, tool)` pairs, in order) the active profile lets a client see in a list.
-    pub fn visible(&self, tools: &[(String, String)], pins: &crate::pins::PinView) -> Vec<bool> {
+    /// With `quarantine_asks`, a quarantined tool stays listed (its calls ask instead).
+    pub fn visible(
+        &self,
+        tools: &[(String, String)],
+        pins: &crate::pins::PinView,
+        quarantine_asks: bool,
+    ) -> Vec<bool> {
         let listings: Vec<ToolListing> = tools
             .iter()
             .map(|(s, t)| {
                 let name = format!("{s}__{t}");
                 let mut listing = ToolListing::new(&name);
                 if let Some(p) = pins.get(&name) {
-                    listing.quarantined = p.quarantined;
+                    listing.quarantined = p.quarantined && !quarantine_asks;
                     listing.flagged = !p.flags.is_empty();
                 }
                 listing

@@ -205,10 +205,11 @@ impl Session {
     /// Only what the active profile lets a client see. Listing is not enforcement: calls are decided again.
     fn list_tools(&self, params: &Value) -> Result<Value, Value> {
         let agg = self.gateway.aggregate();
-        let visible = self
-            .gateway
-            .guard
-            .visible(&agg.tool_owners, &self.gateway.pins());
+        let visible = self.gateway.guard.visible(
+            &agg.tool_owners,
+            &self.gateway.pins(),
+            self.gateway.opts.quarantine_asks,
+        );
         let tools: Vec<Value> = agg
             .tools
             .iter()

@@ -30,6 +30,8 @@ pub(crate) struct CallRecord<'a> {
     pub tool: &'a str,
     pub arguments: &'a Value,
     pub decision: &'a Decision,
+    /// Canonical paths, programs and hosts the call touches.
+    pub resources: Vec<String>,
 }
 
 impl CallRecord<'_> {
@@ -39,6 +41,7 @@ impl CallRecord<'_> {
         e.server = self.server.to_owned();
         e.tool = self.tool.to_owned();
         e.operation = self.decision.operation.to_string();
+        e.resources = self.resources.clone();
         e.decision = Some(format!("{:?}", self.decision.effect).to_lowercase());
         e.rule_id = self.decision.rule_id.clone();
         e.reason_code = Some(self.decision.reason.as_str().to_owned());

@@ -126,3 +126,33 @@ async fn poisoned_definition_is_flagged_hidden_and_refused() {
         "{listing}"
     );
 }
+
+#[tokio::test]
+async fn rug_pull_can_ask_instead_of_hiding() {
+    let setup = Setup::fixture(
+        &[],
+        json!({"pins": {"onChange": "ask"}, "approvals": {"wait_seconds": 0}}),
+    );
+    let client = legacy(&setup).await;
+    call(&client, "fx__rug_pull", json!({})).await.unwrap();
+    client
+        .wait_notification(Duration::from_secs(5), |n| {
+            n["method"] == "notifications/tools/list_changed"
+        })
+        .await
+        .expect("the change is announced");
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    assert!(
+        names(&tools).contains(&"fx__echo".to_owned()),
+        "the changed tool stays listed"
+    );
+    let asked = call(&client, "fx__echo", json!({"text": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        asked["structuredContent"]["outcome"], "APPROVAL_REQUIRED",
+        "{asked}"
+    );
+}

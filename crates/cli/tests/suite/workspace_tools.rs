@@ -241,3 +241,30 @@ async fn commands_run_without_network_unless_the_config_allows_it() {
         "{stdout}"
     );
 }
+
+#[tokio::test]
+async fn audit_records_the_resources_a_call_touched_but_agents_do_not_read_them_back() {
+    let w = Ws::new(json!({}));
+    let client = w.client().await;
+    call(
+        &client,
+        "filesystem_read_file",
+        json!({"path": "notes.txt"}),
+    )
+    .await
+    .unwrap();
+    let recent = call(&client, "toolgate_audit_recent", json!({"limit": 10}))
+        .await
+        .unwrap();
+    let path = w.ws().join("notes.txt");
+    assert!(
+        !recent.to_string().contains(path.to_str().unwrap()),
+        "agents do not see paths: {recent}"
+    );
+    let ns = store::Namespace::open(&w.setup.state_dir(), &w.ws()).unwrap();
+    let log = std::fs::read_to_string(ns.dir().join("audit.jsonl")).unwrap();
+    assert!(
+        log.contains(&format!("\"{}\"", path.display())),
+        "the audit log names the file read:\n{log}"
+    );
+}
