@@ -287,20 +287,29 @@ mod corpus {
     fn fuzz_seed_corpus_decodes_or_is_refused() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../fuzz/corpus/jsonrpc_decode");
-        let mut seen = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let bytes = std::fs::read(&path).unwrap();
+        let hostile = ["batch", "lone_surrogate", "duplicate_key", "fractional_id"];
+        let good = [
+            "initialize",
+            "call",
+            "cancelled",
+            "error_null_id",
+            "float_precision",
+        ];
+        for name in hostile.iter().chain(&good) {
+            let bytes = std::fs::read(dir.join(name)).unwrap();
             let outcome = decode(&bytes, &Limits::default());
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let hostile = ["batch", "lone_surrogate", "duplicate_key", "fractional_id"];
             assert_eq!(
                 outcome.is_err(),
-                hostile.contains(&name.as_str()),
+                hostile.contains(name),
                 "{name}: {outcome:?}"
             );
-            seen += 1;
         }
-        assert!(seen >= 8, "the corpus is missing");
+        // Inputs a fuzzing run added beside the seeds only have to be handled without a panic.
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let _ = decode(
+                &std::fs::read(entry.unwrap().path()).unwrap(),
+                &Limits::default(),
+            );
+        }
     }
 }

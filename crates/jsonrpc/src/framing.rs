@@ -4,9 +4,11 @@
 //! discarding, and reports an `Oversized` frame with a short head and tail, so the caller can answer with an error
 //! (and, for an upstream's response, find the request id) instead of buffering without limit or hanging.
 
+#[cfg(feature = "io")]
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// How many bytes of an oversized frame's start and end are kept for diagnosis and id recovery.
+#[cfg(feature = "io")]
 const KEEP_EDGE: usize = 512;
 
 /// One unit read from a newline-delimited stream.
@@ -23,11 +25,13 @@ pub enum Frame {
 }
 
 /// Reads frames from an async byte stream.
+#[cfg(feature = "io")]
 pub struct FrameReader<R> {
     inner: R,
     max: usize,
 }
 
+#[cfg(feature = "io")]
 impl<R: AsyncBufRead + Unpin> FrameReader<R> {
     pub fn new(inner: R, max_frame_bytes: usize) -> Self {
         Self {
@@ -109,6 +113,7 @@ pub fn encode_line(value: &serde_json::Value, max: usize) -> Result<Vec<u8>, usi
 }
 
 #[cfg(test)]
+#[cfg(feature = "io")]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;

@@ -12,6 +12,7 @@ mod codes;
 mod decode;
 mod framing;
 mod message;
+#[cfg(feature = "io")]
 mod stdio;
 mod strict;
 
@@ -22,9 +23,12 @@ pub use codes::{
     RESOURCE_NOT_FOUND_LEGACY, UNSUPPORTED_PROTOCOL_VERSION, UPSTREAM_UNAVAILABLE,
 };
 pub use decode::{decode, DecodeError, Limits};
-pub use framing::{encode_line, recover_id, Frame, FrameReader};
+#[cfg(feature = "io")]
+pub use framing::FrameReader;
+pub use framing::{encode_line, recover_id, Frame};
 pub use message::{
     error_object, error_response, notification, request, result_response, Id, Message,
 };
+#[cfg(feature = "io")]
 pub use stdio::{stdio_streams, Input, Output};
 pub use strict::parse_strict;
