@@ -33,6 +33,8 @@ pub(crate) struct Snapshot {
     pub definition_sha256: String,
     /// For `shell_run`: the resolved command (executable identity, argv, cwd, environment) that will run.
     pub command: Option<Value>,
+    /// Why a hook asked, for the human who decides.
+    pub note: Option<String>,
 }
 
 impl Snapshot {
@@ -45,6 +47,7 @@ impl Snapshot {
             "arguments": self.arguments,
             "definition_sha256": self.definition_sha256,
             "command": self.command,
+            "note": self.note,
             "decision": {"effect": decision.effect, "reason": decision.reason.as_str(),
                          "rule_id": decision.rule_id, "operation": decision.operation},
         })
@@ -62,6 +65,7 @@ impl Snapshot {
             arguments: v.get("arguments").cloned().unwrap_or_else(|| json!({})),
             definition_sha256: s("definition_sha256")?,
             command: v.get("command").filter(|c| !c.is_null()).cloned(),
+            note: v.get("note").and_then(Value::as_str).map(str::to_owned),
         })
     }
 }

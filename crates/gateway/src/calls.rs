@@ -122,12 +122,12 @@ impl Session {
         }
         // Pre-hooks may only make the call stricter; a hook's decision replaces the policy's in the records.
         let hooked = self.hook_call(&trace_id, &name, &server, &tool, &verdict, &arguments);
-        let (verdict, hook_decision) = match &hooked {
+        let (verdict, hook_decision, hook_note) = match &hooked {
             Some(h) => {
                 let t = self.pre_hooks(h, verdict, &arguments).await;
-                (t.verdict, t.decision)
+                (t.verdict, t.decision, t.note)
             }
-            None => (verdict, None),
+            None => (verdict, None, None),
         };
         let record = match (record, &hook_decision) {
             (Some(r), Some(d)) => Some(CallRecord { decision: d, ..r }),
@@ -163,6 +163,7 @@ impl Session {
                         .map(store::definition_hash)
                         .unwrap_or_default(),
                     command,
+                    note: hook_note,
                 };
                 let progress = params.pointer("/_meta/progressToken").cloned();
                 self.hold(snapshot, d, progress, cancel).await

@@ -144,6 +144,8 @@ pub(crate) struct Tightened {
     pub verdict: Verdict,
     /// The hook's decision, when a hook changed the call's; it replaces the policy's in the records.
     pub decision: Option<Decision>,
+    /// Why a hook asked, for the human who decides (stored with the approval request).
+    pub note: Option<String>,
 }
 
 /// Longest reason text kept from a hook, so one cannot flood the agent's context or the logs.
@@ -214,6 +216,7 @@ impl Session {
                 return Tightened {
                     verdict,
                     decision: None,
+                    note: None,
                 }
             }
         };
@@ -244,6 +247,7 @@ impl Session {
             return Tightened {
                 verdict,
                 decision: None,
+                note: None,
             };
         };
         let reason = match effect {
@@ -269,6 +273,7 @@ impl Session {
                 Tightened {
                     verdict: Verdict::Refuse(refused, Some(d.clone())),
                     decision: Some(d),
+                    note: None,
                 }
             }
             // A policy ask stays the policy's: its rule is what the approver should see.
@@ -277,11 +282,13 @@ impl Session {
                 Tightened {
                     verdict: Verdict::Ask(d.clone()),
                     decision: Some(d),
+                    note: Some(format!("hook {index} ({name}) asked: {text}")),
                 }
             }
             _ => Tightened {
                 verdict,
                 decision: None,
+                note: None,
             },
         }
     }

@@ -143,6 +143,13 @@ async fn a_hook_that_asks_holds_the_call_for_approval() {
         pending[0].snapshot["decision"],
         json!({"effect": "ask", "reason": "HOOK_ASK", "rule_id": "hook:0", "operation": "mcp.call"})
     );
+    // The approver sees why the hook asked.
+    let note = pending[0].snapshot["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("a human should look"),
+        "{}",
+        pending[0].snapshot
+    );
     // Outside the hook's globs, nothing is asked.
     let sum = call(&c, "fx__add", json!({"a": 1, "b": 2})).await.unwrap();
     assert_eq!(sum["structuredContent"]["sum"], 3.0);
