@@ -16,6 +16,17 @@ fn names(tools: &[serde_json::Value]) -> Vec<String> {
         .collect()
 }
 
+/// Makes the fixture change `echo`'s definition and waits until toolgate has announced the change.
+async fn rug_pull(client: &test_support::StdioClient) {
+    call(client, "fx__rug_pull", json!({})).await.unwrap();
+    client
+        .wait_notification(Duration::from_secs(5), |n| {
+            n["method"] == "notifications/tools/list_changed"
+        })
+        .await
+        .expect("the change is announced");
+}
+
 fn pins(setup: &Setup, args: &[&str]) -> (bool, String) {
     let out = Command::new(toolgate())
         .arg("pins")
@@ -42,13 +53,7 @@ async fn rug_pull_is_quarantined_until_a_human_accepts_it() {
         ),
         "before"
     );
-    call(&client, "fx__rug_pull", json!({})).await.unwrap();
-    client
-        .wait_notification(Duration::from_secs(5), |n| {
-            n["method"] == "notifications/tools/list_changed"
-        })
-        .await
-        .expect("the change is announced");
+    rug_pull(&client).await;
     let tools = list_all(&client, "tools/list", "tools", None)
         .await
         .unwrap();
@@ -87,13 +92,7 @@ async fn rug_pull_is_quarantined_until_a_human_accepts_it() {
 async fn quarantine_survives_a_restart() {
     let setup = Setup::fixture(&[], json!({}));
     let client = legacy(&setup).await;
-    call(&client, "fx__rug_pull", json!({})).await.unwrap();
-    client
-        .wait_notification(Duration::from_secs(5), |n| {
-            n["method"] == "notifications/tools/list_changed"
-        })
-        .await
-        .expect("the change is announced");
+    rug_pull(&client).await;
     drop(client);
     // The restarted fixture lists the original `echo` again: back to the pinned definition, still quarantined
     // (the pin awaits a decision), so nothing changes silently.
@@ -134,13 +133,7 @@ async fn rug_pull_can_ask_instead_of_hiding() {
         json!({"pins": {"onChange": "ask"}, "approvals": {"wait_seconds": 0}}),
     );
     let client = legacy(&setup).await;
-    call(&client, "fx__rug_pull", json!({})).await.unwrap();
-    client
-        .wait_notification(Duration::from_secs(5), |n| {
-            n["method"] == "notifications/tools/list_changed"
-        })
-        .await
-        .expect("the change is announced");
+    rug_pull(&client).await;
     let tools = list_all(&client, "tools/list", "tools", None)
         .await
         .unwrap();
