@@ -624,26 +624,13 @@ fn recognise_kind(transport: &Transport) -> ServerKind {
     let Transport::Stdio { command, args, .. } = transport else {
         return ServerKind::Generic;
     };
-    // Every path segment counts, so `node …/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`
-    // is recognised as well as `npx -y @modelcontextprotocol/server-filesystem@1.2.3`.
-    let words = std::iter::once(command)
-        .chain(args.iter())
-        .flat_map(|w| w.split('/'))
-        .map(|seg| {
-            seg.split('@')
-                .find(|s| !s.is_empty())
-                .unwrap_or(seg)
-                .to_ascii_lowercase()
-        });
-    for word in words {
-        match word.as_str() {
-            "server-filesystem" | "mcp-server-filesystem" => return ServerKind::Filesystem,
-            "mcp-server-git" => return ServerKind::Git,
-            "mcp-server-fetch" => return ServerKind::Fetch,
-            _ => {}
-        }
+    let argv: Vec<String> = std::iter::once(command).chain(args).cloned().collect();
+    match policy::ServerKind::from_launch_command(&argv) {
+        Some(policy::ServerKind::Filesystem) => ServerKind::Filesystem,
+        Some(policy::ServerKind::Git) => ServerKind::Git,
+        Some(policy::ServerKind::Fetch) => ServerKind::Fetch,
+        Some(policy::ServerKind::Toolgate) | None => ServerKind::Generic,
     }
-    ServerKind::Generic
 }
 
 fn section<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T> {

@@ -86,10 +86,10 @@ impl Session {
                 return Some(Ok(contract::flagged(&name, &pin.flags)));
             }
         }
-        let mut verdict =
+        let (mut verdict, resources) =
             self.gateway
                 .guard
-                .check_tool(&server, &tool, definition.as_ref(), &arguments);
+                .check(&server, &tool, definition.as_ref(), &arguments);
         if let (true, Verdict::Allow(d)) = (quarantined, &verdict) {
             // `"pins": {"onChange": "ask"}`: a changed definition is shown, and each call asks a human.
             let mut d = d.clone();
@@ -103,11 +103,7 @@ impl Session {
             Verdict::Refuse(_, None) => None,
         };
         let trace_id = crate::ids::trace_id();
-        // Resources are worked out only when there is an audit log to write them to.
-        let resources = match self.gateway.state {
-            Some(_) => self.gateway.guard.resources(&server, &tool, &arguments),
-            None => Vec::new(),
-        };
+
         let record = decision.as_ref().map(|d| CallRecord {
             trace_id: &trace_id,
             profile: self.gateway.guard.profile().unwrap_or("default"),
@@ -115,7 +111,7 @@ impl Session {
             tool: &tool,
             arguments: &arguments,
             decision: d,
-            resources: resources.clone(),
+            resources,
         });
         if let (Some(r), Some(state)) = (&record, &self.gateway.state) {
             r.decided(state);

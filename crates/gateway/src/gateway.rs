@@ -191,6 +191,18 @@ impl Gateway {
         fine
     }
 
+    /// Answers a request an upstream sent, if that upstream is still connected (else there is no one to answer).
+    pub(crate) async fn answer_upstream(
+        &self,
+        server: &str,
+        id: Value,
+        outcome: Result<Value, Value>,
+    ) {
+        if let Some(conn) = self.upstream(server).and_then(|u| u.connection().ok()) {
+            let _ = conn.respond(id, outcome).await;
+        }
+    }
+
     pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
         self.upstreams.iter().find(|u| u.name() == name)
     }
@@ -332,16 +344,12 @@ impl Gateway {
             } => match self.live_sessions().into_iter().find(|s| s.is_open()) {
                 Some(session) => session.relay(&server, id, method, params).await,
                 None => {
-                    if let Some(up) = self.upstream(&server) {
-                        if let Ok(conn) = up.connection() {
-                            let err = jsonrpc::error_object(
-                                jsonrpc::INTERNAL_ERROR,
-                                "no client is connected",
-                                None,
-                            );
-                            let _ = conn.respond(id, Err(err)).await;
-                        }
-                    }
+                    let err = jsonrpc::error_object(
+                        jsonrpc::INTERNAL_ERROR,
+                        "no client is connected",
+                        None,
+                    );
+                    self.answer_upstream(&server, id, Err(err)).await;
                 }
             },
         }

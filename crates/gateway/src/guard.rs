@@ -118,18 +118,31 @@ impl Guard {
         definition: Option<&Value>,
         arguments: &Value,
     ) -> Verdict {
+        self.check(server, tool, definition, arguments).0
+    }
+
+    /// Decides a tool call and says what it touches, as the audit log records it: canonical paths, the program of
+    /// a command, the host of a URL (the audit crate redacts them before they are written). The call is adapted
+    /// and its paths resolved once, for both.
+    pub fn check(
+        &self,
+        server: &str,
+        tool: &str,
+        definition: Option<&Value>,
+        arguments: &Value,
+    ) -> (Verdict, Vec<String>) {
         if let Some(schema) = definition.and_then(|d| d.get("inputSchema")) {
             if let Err(why) = self.validate(server, tool, schema, arguments) {
-                return Verdict::Refuse(contract::invalid_arguments(&why), None);
+                return (
+                    Verdict::Refuse(contract::invalid_arguments(&why), None),
+                    Vec::new(),
+                );
             }
         }
-        let kind = if server == OWN_SERVER {
-            Some(policy::ServerKind::Toolgate)
-        } else {
-            self.kinds.get(server).copied()
-        };
-        let call = ToolCall::new(server, tool, arguments.clone(), kind);
-        let mut decision = self.policy.decide_call(&call, &canonicalise);
+        let action = self
+            .policy
+            .action_for(&self.call(server, tool, arguments), &canonicalise);
+        let mut decision = self.policy.decide(&action);
         // toolgate's read-only intrinsics start no process and touch no file: the policy's default does not
         // apply to them, though a rule naming them still does.
         let default = matches!(
@@ -140,52 +153,32 @@ impl Guard {
             decision.effect = Effect::Allow;
             decision.reason = ReasonCode::DefaultAllow;
         }
-        self.verdict(decision)
-    }
-
-    /// What a call touches, as the audit log records it: canonical paths, the program of a command, the host of
-    /// a URL. (The audit crate redacts these before they are written.)
-    pub fn resources(&self, server: &str, tool: &str, arguments: &Value) -> Vec<String> {
-        let kind = if server == OWN_SERVER {
-            Some(policy::ServerKind::Toolgate)
-        } else {
-            self.kinds.get(server).copied()
-        };
-        let action = self.policy.action_for(
-            &ToolCall::new(server, tool, arguments.clone(), kind),
-            &canonicalise,
-        );
-        let mut out = action.paths;
-        match action.command {
-            Some(policy::Command::Argv(argv)) => out.extend(argv.into_iter().next()),
-            Some(policy::Command::Shell { .. }) => out.push("(shell string)".to_owned()),
-            None => {}
-        }
-        if let Some(net) = action.net {
-            out.push(format!("{}://{}:{}", net.scheme, net.host, net.port));
-        }
-        out
+        (self.verdict(decision), resources(action))
     }
 
     /// The policy's decision alone (no schema check), for hints such as which tools may need approval.
     pub fn decide_only(&self, server: &str, tool: &str, arguments: &Value) -> Verdict {
-        let kind = self.kinds.get(server).copied();
-        self.verdict(self.policy.decide_call(
-            &ToolCall::new(server, tool, arguments.clone(), kind),
-            &canonicalise,
-        ))
+        self.verdict(
+            self.policy
+                .decide_call(&self.call(server, tool, arguments), &canonicalise),
+        )
     }
 
     /// The whole evaluation of a tool call, as `toolgate policy explain` shows it (no schema check, no I/O
     /// beyond resolving paths).
     pub fn explain_tool(&self, server: &str, tool: &str, arguments: &Value) -> policy::Explanation {
-        let kind = if server == OWN_SERVER {
-            Some(policy::ServerKind::Toolgate)
-        } else {
-            self.kinds.get(server).copied()
+        self.policy
+            .explain_call(&self.call(server, tool, arguments), &canonicalise)
+    }
+
+    /// A call as the policy's adapters see it: toolgate's own tools are of kind `Toolgate`, upstreams of the kind
+    /// their configuration names or their launch command reveals.
+    fn call(&self, server: &str, tool: &str, arguments: &Value) -> ToolCall {
+        let kind = match server {
+            OWN_SERVER => Some(policy::ServerKind::Toolgate),
+            _ => self.kinds.get(server).copied(),
         };
-        let call = ToolCall::new(server, tool, arguments.clone(), kind);
-        self.policy.explain_call(&call, &canonicalise)
+        ToolCall::new(server, tool, arguments.clone(), kind)
     }
 
     /// The effective policy (the active profile applied).
@@ -361,6 +354,19 @@ fn escape_glob(path: &str) -> String {
         out.push(c);
         out
     })
+}
+
+fn resources(action: policy::Action) -> Vec<String> {
+    let mut out = action.paths;
+    match action.command {
+        Some(policy::Command::Argv(argv)) => out.extend(argv.into_iter().next()),
+        Some(policy::Command::Shell { .. }) => out.push("(shell string)".to_owned()),
+        None => {}
+    }
+    if let Some(net) = action.net {
+        out.push(format!("{}://{}:{}", net.scheme, net.host, net.port));
+    }
+    out
 }
 
 fn compile(schema: &Value) -> Result<Validator, String> {

@@ -178,13 +178,9 @@ impl Session {
                 if let Some(waiter) = asked {
                     let _ = waiter.send(outcome);
                 } else if let Some((server, upstream_id)) = relayed {
-                    if let Some(conn) = self
-                        .gateway
-                        .upstream(&server)
-                        .and_then(|u| u.connection().ok())
-                    {
-                        let _ = conn.respond(upstream_id, outcome).await;
-                    }
+                    self.gateway
+                        .answer_upstream(&server, upstream_id, outcome)
+                        .await;
                 }
             }
             Message::Response { id: None, .. } => {}
@@ -273,18 +269,10 @@ impl Session {
             }
         };
         if let Some(why) = refusal {
-            if let Some(conn) = self
-                .gateway
-                .upstream(server)
-                .and_then(|u| u.connection().ok())
-            {
-                let _ = conn
-                    .respond(
-                        upstream_id,
-                        Err(error_object(jsonrpc::METHOD_NOT_FOUND, why, None)),
-                    )
-                    .await;
-            }
+            let err = error_object(jsonrpc::METHOD_NOT_FOUND, why, None);
+            self.gateway
+                .answer_upstream(server, upstream_id, Err(err))
+                .await;
             return;
         }
         let id = Id::Str(format!(
