@@ -2,6 +2,9 @@
 //! normalised (paths canonicalised here, where I/O is allowed) and decided by the pure `policy` crate, and the
 //! tool surface of the active profile computed for `tools/list`.
 //!
+//! A call of toolgate's own tools that the executor will certainly refuse (a path outside the workspace, through
+//! `..`, an absolute path elsewhere or a symlink that leaves it) is refused here, before any human is asked.
+//!
 //! It decides; it does not execute, hold approvals or write audit records.
 
 use crate::contract;
@@ -46,6 +49,8 @@ pub enum Verdict {
 }
 
 pub struct Guard {
+    /// Canonical workspace root, where toolgate's own tools are confined.
+    workspace: String,
     policy: Policy,
     profile: Option<String>,
     kinds: HashMap<String, policy::ServerKind>,
@@ -66,6 +71,10 @@ impl Guard {
             &context(workspace),
         )
         .map_err(|e| format!("the policy does not load: {e}"))?;
+        let loaded = loaded.with_servers(policy::Servers {
+            own: Some(builtin::adapt),
+            filesystem_dirs: crate::fsdirs::filesystem_dirs(config),
+        });
         let profile = config.profile.as_ref().map(|p| p.value.clone());
         let policy = match &profile {
             Some(name) => loaded
@@ -87,6 +96,7 @@ impl Guard {
             })
             .collect();
         Ok(Self {
+            workspace: context(workspace).workspace,
             policy,
             profile,
             kinds,
@@ -142,6 +152,12 @@ impl Guard {
         let action = self
             .policy
             .action_for(&self.call(server, tool, arguments), &canonicalise);
+        if server == OWN_SERVER {
+            if let Some(why) = self.outside_workspace(tool, arguments, &action) {
+                let refusal = contract::refused("PATH_OUTSIDE_WORKSPACE", why, None);
+                return (Verdict::Refuse(refusal, None), resources(action));
+            }
+        }
         let mut decision = self.policy.decide(&action);
         // toolgate's read-only intrinsics start no process and touch no file: the policy's default does not
         // apply to them, though a rule naming them still does.
@@ -154,6 +170,57 @@ impl Guard {
             decision.reason = ReasonCode::DefaultAllow;
         }
         (self.verdict(decision), resources(action))
+    }
+
+    /// Why toolgate's own executor will certainly refuse this call's paths, if it will: each path argument must
+    /// pass the executor's own confinement (no `..`, absolute only beneath the root), and each must still lie
+    /// in the workspace once symlinks are resolved (the executor refuses to follow one out). Asking a human
+    /// about such a call would show a harmless-looking name for a target that can never be reached.
+    fn outside_workspace(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        action: &policy::Action,
+    ) -> Option<String> {
+        let root = Path::new(&self.workspace);
+        let raw = builtin::adapt(tool, String::new(), arguments);
+        let spelled: Vec<&String> = if tool == builtin::SHELL_RUN {
+            // Only the working directory is the executor's to confine; a command's arguments are the sandbox's.
+            raw.paths.iter().take(1).collect()
+        } else {
+            raw.paths
+                .iter()
+                .chain(raw.also.iter().flat_map(|a| &a.paths))
+                .collect()
+        };
+        if let Some(Err(e)) = spelled
+            .iter()
+            .map(|p| builtin::confine_lexically(root, p))
+            .find(Result::is_err)
+        {
+            return Some(format!(
+                "toolgate refused this call before asking anyone: {e}"
+            ));
+        }
+        let inside = |p: &String| {
+            p == &self.workspace
+                || p.strip_prefix(self.workspace.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        };
+        let canonical: Vec<&String> = if tool == builtin::SHELL_RUN {
+            action.paths.iter().take(1).collect()
+        } else {
+            action
+                .paths
+                .iter()
+                .chain(action.also.iter().flat_map(|a| &a.paths))
+                .collect()
+        };
+        canonical.into_iter().find(|p| !inside(p)).map(|p| {
+            format!(
+                "toolgate refused this call before asking anyone: it resolves to {p}, outside the workspace"
+            )
+        })
     }
 
     /// The policy's decision alone (no schema check), for hints such as which tools may need approval.
@@ -181,25 +248,39 @@ impl Guard {
         ToolCall::new(server, tool, arguments.clone(), kind)
     }
 
+    /// Whether `server` takes its allowed directories from its launch arguments only: a filesystem server would
+    /// replace them with the client's roots, behind the policy's back, so toolgate does not relay `roots/list`
+    /// to it (the server then keeps the directories it was started with).
+    pub fn keeps_own_directories(&self, server: &str) -> bool {
+        self.kinds.get(server) == Some(&policy::ServerKind::Filesystem)
+    }
+
     /// The effective policy (the active profile applied).
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
 
-    /// Decides reading a resource: `file://` is `fs.read` of its path, `http(s)://` is `net.request`, anything
-    /// else is `mcp.call` of `<server>__resources_read`.
+    /// Decides reading a resource: a `file:` URI is `fs.read` of its path (refused as `unknown` when parsers could
+    /// read it differently), `http(s)://` is `net.request`, anything else is `mcp.call` of
+    /// `<server>__resources_read`. Schemes compare in any case.
     pub fn check_resource(&self, server: &str, uri: &str) -> Verdict {
         let mut raw = policy::RawAction::new(
             policy::Operation::McpCall,
             format!("{server}__resources_read"),
         );
-        if let Some(path) = uri.strip_prefix("file://") {
-            raw.operation = policy::Operation::FsRead;
-            raw.paths.push(percent_decode(path));
-        } else if uri.starts_with("http://") || uri.starts_with("https://") {
-            raw.operation = policy::Operation::NetRequest;
-            raw.url = Some(uri.to_owned());
-            raw.method = Some("GET".into());
+        let scheme = uri.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+        match policy::file_uri_path(uri) {
+            Ok(Some(path)) => {
+                raw.operation = policy::Operation::FsRead;
+                raw.paths.push(path);
+            }
+            Err(reason) => raw = raw.unknown(reason),
+            Ok(None) if matches!(scheme.as_deref(), Some("http" | "https")) => {
+                raw.operation = policy::Operation::NetRequest;
+                raw.url = Some(uri.to_owned());
+                raw.method = Some("GET".into());
+            }
+            Ok(None) => {}
         }
         let action = policy::normalise(&raw, self.policy.context(), &canonicalise);
         self.verdict(self.policy.decide(&action))
@@ -298,8 +379,10 @@ fn sources(config: &Config) -> (Value, Option<Value>) {
 }
 
 /// The user's structured policy with toolgate's own rules in front. Always: writes and deletes are denied in
-/// `.git/` (hooks and config there run code), in the state root (approvals, pins and the audit trail live there)
-/// and on the config file (the policy must not rewrite itself). With no policy of the user's at all, toolgate's
+/// `.git/` (hooks and config there run code); every operation, reads included, is denied in the state root
+/// (approvals, pins and the audit trail live there: reading them shows what was approved and what runs) and on
+/// the config file (the policy must not rewrite itself, and upstream credentials may sit in it), for every tool,
+/// proxied ones included. With no policy of the user's at all, toolgate's
 /// own tools also behave as a workspace server should by default: reading, listing and git inspection inside
 /// the workspace are allowed, and everything else asks.
 fn with_builtin_rules(config: &Config) -> Value {
@@ -315,20 +398,16 @@ fn with_builtin_rules(config: &Config) -> Value {
         .map(|s| s.value.clone())
         .or_else(|| crate::state::state_root().ok());
     if let Some(root) = state_root.and_then(|r| std::fs::canonicalize(&r).ok().or(Some(r))) {
-        rules.push(
-            json!({"id": "builtin.protect-state", "effect": "deny", "operations": writes,
-                          "paths": [format!("{}/**", escape_glob(&root.to_string_lossy()))]}),
-        );
+        rules.push(json!({"id": "builtin.protect-state", "effect": "deny",
+                          "paths": [format!("{}/**", escape_glob(&root.to_string_lossy()))]}));
     }
     if let Some(file) = config
         .source
         .as_ref()
         .and_then(|f| std::fs::canonicalize(f).ok())
     {
-        rules.push(
-            json!({"id": "builtin.protect-config", "effect": "deny", "operations": writes,
-                          "paths": [escape_glob(&file.to_string_lossy())]}),
-        );
+        rules.push(json!({"id": "builtin.protect-config", "effect": "deny",
+                          "paths": [escape_glob(&file.to_string_lossy())]}));
     }
     if config.policy.is_empty() {
         rules.push(json!({"id": "builtin.workspace-read", "effect": "allow", "operations": ["fs.read", "git.read"],
@@ -413,30 +492,6 @@ pub fn canonicalise(path: &str) -> Option<String> {
     }
 }
 
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,10 +524,5 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::os::unix::fs::symlink(root.join("missing"), root.join("dangling")).unwrap();
         assert_eq!(canonicalise(root.join("dangling").to_str().unwrap()), None);
-    }
-
-    #[test]
-    fn percent_escapes_in_file_uris_are_decoded() {
-        assert_eq!(percent_decode("/a%20b/%2e%2e/c"), "/a b/../c");
     }
 }

@@ -14,6 +14,7 @@ mod calls;
 mod contract;
 mod cursor;
 mod errors;
+mod fsdirs;
 mod gateway;
 mod guard;
 mod hooks;
