@@ -7,6 +7,7 @@
 //!
 //! It decides; it does not execute, hold approvals or write audit records.
 
+use crate::canon::{canonicalise, canonicaliser};
 use crate::contract;
 use config::{Config, ServerKind};
 use jsonschema::{PatternOptions, Validator};
@@ -15,7 +16,7 @@ use policy::{
 };
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// The server name toolgate's own tools have in rules (`toolgate__toolgate_status`). Config refuses an upstream
@@ -149,9 +150,8 @@ impl Guard {
                 );
             }
         }
-        let action = self
-            .policy
-            .action_for(&self.call(server, tool, arguments), &canonicalise);
+        let call = self.call(server, tool, arguments);
+        let action = self.policy.action_for(&call, &canonicaliser(&call));
         if server == OWN_SERVER {
             if let Some(why) = self.outside_workspace(tool, arguments, &action) {
                 let refusal = contract::refused("PATH_OUTSIDE_WORKSPACE", why, None);
@@ -225,17 +225,15 @@ impl Guard {
 
     /// The policy's decision alone (no schema check), for hints such as which tools may need approval.
     pub fn decide_only(&self, server: &str, tool: &str, arguments: &Value) -> Verdict {
-        self.verdict(
-            self.policy
-                .decide_call(&self.call(server, tool, arguments), &canonicalise),
-        )
+        let call = self.call(server, tool, arguments);
+        self.verdict(self.policy.decide_call(&call, &canonicaliser(&call)))
     }
 
     /// The whole evaluation of a tool call, as `toolgate policy explain` shows it (no schema check, no I/O
     /// beyond resolving paths).
     pub fn explain_tool(&self, server: &str, tool: &str, arguments: &Value) -> policy::Explanation {
-        self.policy
-            .explain_call(&self.call(server, tool, arguments), &canonicalise)
+        let call = self.call(server, tool, arguments);
+        self.policy.explain_call(&call, &canonicaliser(&call))
     }
 
     /// A call as the policy's adapters see it: toolgate's own tools are of kind `Toolgate`, upstreams of the kind
@@ -461,68 +459,4 @@ fn compile(schema: &Value) -> Result<Validator, String> {
         .with_pattern_options(PatternOptions::fancy_regex().backtrack_limit(REGEX_BACKTRACK_LIMIT))
         .build(schema)
         .map_err(|e| format!("the tool's inputSchema is not a valid JSON Schema: {e}"))
-}
-
-/// Resolves symlinks in `path` (absolute and already free of `.` and `..`: the policy cleans it first). A path that does not exist yet (a file about to be written) resolves through its
-/// longest existing ancestor; a dangling symlink on the way resolves to nothing, which the policy treats as
-/// `unknown` and denies.
-pub fn canonicalise(path: &str) -> Option<String> {
-    let path = Path::new(path);
-    let mut existing = path.to_path_buf();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        match std::fs::canonicalize(&existing) {
-            Ok(real) => {
-                let full: PathBuf = rest.iter().rev().fold(real, |acc, c| acc.join(c));
-                return full.to_str().map(str::to_owned);
-            }
-            Err(_) => {
-                if std::fs::symlink_metadata(&existing).is_ok() {
-                    return None;
-                }
-                match (existing.file_name(), existing.parent()) {
-                    (Some(name), Some(parent)) => {
-                        rest.push(name.to_owned());
-                        existing = parent.to_path_buf();
-                    }
-                    _ => return None,
-                }
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_that_do_not_exist_yet_resolve_through_their_existing_ancestor() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let target = root.join("new/deeper/file.txt");
-        assert_eq!(
-            canonicalise(target.to_str().unwrap()),
-            Some(target.to_string_lossy().into_owned())
-        );
-    }
-
-    #[test]
-    fn symlink_out_of_the_workspace_resolves_to_its_target() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        std::os::unix::fs::symlink("/etc", root.join("link")).unwrap();
-        assert_eq!(
-            canonicalise(root.join("link/passwd").to_str().unwrap()).as_deref(),
-            Some("/etc/passwd")
-        );
-    }
-
-    #[test]
-    fn dangling_symlink_resolves_to_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        std::os::unix::fs::symlink(root.join("missing"), root.join("dangling")).unwrap();
-        assert_eq!(canonicalise(root.join("dangling").to_str().unwrap()), None);
-    }
 }

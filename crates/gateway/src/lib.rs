@@ -11,6 +11,7 @@ mod adapt;
 mod aggregate;
 mod approval;
 mod calls;
+mod canon;
 mod contract;
 mod cursor;
 mod errors;
@@ -31,8 +32,9 @@ mod status;
 mod stdio;
 
 pub use aggregate::{Aggregate, Naming, Route};
+pub use canon::canonicalise;
 pub use gateway::{Gateway, Options};
-pub use guard::{canonicalise, Guard, Verdict, OWN_SERVER};
+pub use guard::{Guard, Verdict, OWN_SERVER};
 pub use hooks::{command_hooks, CallHook, CommandHook, HookCall, HookDecision, HookOutcome};
 pub use names::{expose, is_portable};
 pub use pins::{PinStatus, PinView};
