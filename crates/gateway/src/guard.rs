@@ -73,7 +73,7 @@ impl Guard {
         )
         .map_err(|e| format!("the policy does not load: {e}"))?;
         let loaded = loaded.with_servers(policy::Servers {
-            own: Some(builtin::adapt),
+            own: Some(own_tools),
             filesystem_dirs: crate::fsdirs::filesystem_dirs(config),
         });
         let profile = config.profile.as_ref().map(|p| p.value.clone());
@@ -355,6 +355,15 @@ impl Guard {
         });
         first.map_or(Ok(()), Err)
     }
+}
+
+/// The adapter of toolgate's own tools: the workspace tools' own, from their definitions; the intrinsics read
+/// nothing and are `mcp.call`, decided by name.
+fn own_tools(tool: &str, name: String, arguments: &Value) -> policy::RawAction {
+    if INTRINSICS.contains(&tool) {
+        return policy::RawAction::new(policy::Operation::McpCall, name);
+    }
+    builtin::adapt(tool, name, arguments)
 }
 
 /// The context rules are compiled in: the canonical workspace, and HOME when it resolves.
