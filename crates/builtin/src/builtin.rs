@@ -83,8 +83,22 @@ pub struct ToolOutcome {
     pub is_error: bool,
 }
 
+/// Removes null-valued properties at every depth: the output schemas use single types, so an absent value is an
+/// absent property rather than `null`.
+fn drop_nulls(value: &mut Value) {
+    match value {
+        Value::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
 impl ToolOutcome {
     fn ok(mut structured: Value) -> Self {
+        drop_nulls(&mut structured);
         if let Some(o) = structured.as_object_mut() {
             o.insert("outcome".into(), json!("SUCCEEDED"));
         }
@@ -133,6 +147,7 @@ impl ToolOutcome {
                 s.insert(k.clone(), v.clone());
             }
         }
+        drop_nulls(&mut structured);
         let is_error = !matches!(
             run.outcome,
             sandbox::Outcome::Succeeded | sandbox::Outcome::CommandFailed

@@ -125,35 +125,7 @@ impl Workspace {
     /// Lexical validation of a user path. Relative paths are taken from the root; absolute paths are accepted
     /// only when they are the root or beneath it (component-wise, so `/ws-evil` is not beneath `/ws`).
     pub fn relative(&self, user: &str) -> Result<RelPath> {
-        if user.as_bytes().contains(&0) {
-            return Err(Error::PathRefused("path contains a NUL byte".into()));
-        }
-        if user.len() > libc_path_max() {
-            return Err(Error::PathRefused("path is too long".into()));
-        }
-        let path = Path::new(user);
-        let rest = if path.is_absolute() {
-            path.strip_prefix(&self.root)
-                .map_err(|_| Error::PathRefused(format!("{user} is outside the workspace")))?
-        } else {
-            path
-        };
-        let mut out = PathBuf::new();
-        for component in rest.components() {
-            match component {
-                Component::Normal(c) => out.push(c),
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    return Err(Error::PathRefused(format!("{user}: '..' is not allowed")));
-                }
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(Error::PathRefused(format!(
-                        "{user} is outside the workspace"
-                    )));
-                }
-            }
-        }
-        Ok(RelPath(out))
+        confine_lexically(&self.root, user)
     }
 
     /// Absolute form of a workspace path, for display and for policy matching.
@@ -295,6 +267,40 @@ fn openat2_retry(
 }
 
 /// Translates a resolution errno. `nofollow` says whether a symlink was forbidden on this path.
+/// The confinement [`Workspace::relative`] applies to a path argument, without opening anything: no NUL, no `..`,
+/// absolute only beneath `root`. The gateway runs it before asking a human about a call that would be refused.
+pub fn confine_lexically(root: &Path, user: &str) -> Result<RelPath> {
+    if user.as_bytes().contains(&0) {
+        return Err(Error::PathRefused("path contains a NUL byte".into()));
+    }
+    if user.len() > libc_path_max() {
+        return Err(Error::PathRefused("path is too long".into()));
+    }
+    let path = Path::new(user);
+    let rest = if path.is_absolute() {
+        path.strip_prefix(root)
+            .map_err(|_| Error::PathRefused(format!("{user} is outside the workspace")))?
+    } else {
+        path
+    };
+    let mut out = PathBuf::new();
+    for component in rest.components() {
+        match component {
+            Component::Normal(c) => out.push(c),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(Error::PathRefused(format!("{user}: '..' is not allowed")));
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(Error::PathRefused(format!(
+                    "{user} is outside the workspace"
+                )));
+            }
+        }
+    }
+    Ok(RelPath(out))
+}
+
 pub(crate) fn map_errno(e: Errno, rel: &RelPath, nofollow: bool) -> Error {
     let p = rel.display();
     match e {

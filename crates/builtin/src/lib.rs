@@ -18,15 +18,15 @@ mod patch;
 mod shell;
 
 pub use builtin::{Builtin, BuiltinConfig, Limits, ToolOutcome};
-pub use confine::{RelPath, Workspace};
+pub use confine::{confine_lexically, RelPath, Workspace};
 pub use definitions::{
-    tool_definitions, APPLY_PATCH, GIT_DIFF, GIT_STATUS, LIST_DIRECTORY, READ_FILE, SHELL_RUN,
-    WRITE_FILE,
+    adapt, tool_definitions, tools, Arg, Role, Tool, APPLY_PATCH, GIT_DIFF, GIT_STATUS,
+    LIST_DIRECTORY, READ_FILE, SHELL_RUN, WRITE_FILE,
 };
 pub use error::{Error, Result};
 pub use fsops::{DirEntry, FileRead, FileWrite, Listing};
 pub use git::{GitDiffArgs, GitStatusArgs, StatusEntry};
 // Tool results carry this digest of file content; a caller computes `expected_hash` for `write_file` with it.
 pub use jsonrpc::sha256_hex;
-pub use patch::PatchedFile;
+pub use patch::{patch_targets, PatchedFile};
 pub use shell::{CommandSnapshot, ShellRequest, ShellSettings, SNAPSHOT_VERSION};

@@ -246,18 +246,32 @@ fn find(hay: &[&str], needle: &[&str], expected: usize, min: usize) -> Option<us
         .find(|&at| fits(at))
 }
 
+/// The file one patch section changes, and how: `modified`, `created` or `deleted`.
+fn target(file: &FilePatch) -> Result<(&String, &'static str)> {
+    match (&file.old_path, &file.new_path) {
+        (Some(o), Some(n)) if o != n => Err(bad(n, 0, "renames are not supported")),
+        (Some(_), Some(n)) => Ok((n, "modified")),
+        (None, Some(n)) => Ok((n, "created")),
+        (Some(o), None) => Ok((o, "deleted")),
+        (None, None) => Err(bad("", 0, "both sides are /dev/null")),
+    }
+}
+
+/// Every file a patch would change and how (`modified`, `created`, `deleted`), read by the same parser that
+/// applies it, so the policy decides on exactly the files that would be touched.
+pub fn patch_targets(patch: &str) -> Result<Vec<(String, &'static str)>> {
+    parse(patch)?
+        .iter()
+        .map(|f| target(f).map(|(p, a)| (p.clone(), a)))
+        .collect()
+}
+
 /// Applies a unified diff to the workspace: all files and hunks, or nothing.
 pub fn apply_patch(ws: &Workspace, patch: &str, max_file_bytes: u64) -> Result<Vec<PatchedFile>> {
     let files = parse(patch)?;
     let mut planned = Vec::new();
     for file in &files {
-        let (path, action) = match (&file.old_path, &file.new_path) {
-            (Some(o), Some(n)) if o != n => return Err(bad(n, 0, "renames are not supported")),
-            (Some(_), Some(n)) => (n, "modified"),
-            (None, Some(n)) => (n, "created"),
-            (Some(o), None) => (o, "deleted"),
-            (None, None) => return Err(bad("", 0, "both sides are /dev/null")),
-        };
+        let (path, action) = target(file)?;
         let rel = ws.relative(path)?;
         let target = mutation_target(ws, &rel, action == "created", max_file_bytes)?;
         let current = match (&target.current, action) {

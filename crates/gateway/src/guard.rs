@@ -2,8 +2,12 @@
 //! normalised (paths canonicalised here, where I/O is allowed) and decided by the pure `policy` crate, and the
 //! tool surface of the active profile computed for `tools/list`.
 //!
+//! A call of toolgate's own tools that the executor will certainly refuse (a path outside the workspace, through
+//! `..`, an absolute path elsewhere or a symlink that leaves it) is refused here, before any human is asked.
+//!
 //! It decides; it does not execute, hold approvals or write audit records.
 
+use crate::canon::{canonicalise, canonicaliser};
 use crate::contract;
 use config::{Config, ServerKind};
 use jsonschema::{PatternOptions, Validator};
@@ -12,7 +16,7 @@ use policy::{
 };
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// The server name toolgate's own tools have in rules (`toolgate__toolgate_status`). Config refuses an upstream
@@ -46,6 +50,8 @@ pub enum Verdict {
 }
 
 pub struct Guard {
+    /// Canonical workspace root, where toolgate's own tools are confined.
+    workspace: String,
     policy: Policy,
     profile: Option<String>,
     kinds: HashMap<String, policy::ServerKind>,
@@ -66,6 +72,10 @@ impl Guard {
             &context(workspace),
         )
         .map_err(|e| format!("the policy does not load: {e}"))?;
+        let loaded = loaded.with_servers(policy::Servers {
+            own: Some(own_tools),
+            filesystem_dirs: crate::fsdirs::filesystem_dirs(config),
+        });
         let profile = config.profile.as_ref().map(|p| p.value.clone());
         let policy = match &profile {
             Some(name) => loaded
@@ -87,6 +97,7 @@ impl Guard {
             })
             .collect();
         Ok(Self {
+            workspace: context(workspace).workspace,
             policy,
             profile,
             kinds,
@@ -139,9 +150,14 @@ impl Guard {
                 );
             }
         }
-        let action = self
-            .policy
-            .action_for(&self.call(server, tool, arguments), &canonicalise);
+        let call = self.call(server, tool, arguments);
+        let action = self.policy.action_for(&call, &canonicaliser(&call));
+        if server == OWN_SERVER {
+            if let Some(why) = self.outside_workspace(tool, arguments, &action) {
+                let refusal = contract::refused("PATH_OUTSIDE_WORKSPACE", why, None);
+                return (Verdict::Refuse(refusal, None), resources(action));
+            }
+        }
         let mut decision = self.policy.decide(&action);
         // toolgate's read-only intrinsics start no process and touch no file: the policy's default does not
         // apply to them, though a rule naming them still does.
@@ -156,19 +172,68 @@ impl Guard {
         (self.verdict(decision), resources(action))
     }
 
+    /// Why toolgate's own executor will certainly refuse this call's paths, if it will: each path argument must
+    /// pass the executor's own confinement (no `..`, absolute only beneath the root), and each must still lie
+    /// in the workspace once symlinks are resolved (the executor refuses to follow one out). Asking a human
+    /// about such a call would show a harmless-looking name for a target that can never be reached.
+    fn outside_workspace(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        action: &policy::Action,
+    ) -> Option<String> {
+        let root = Path::new(&self.workspace);
+        let raw = builtin::adapt(tool, String::new(), arguments);
+        let spelled: Vec<&String> = if tool == builtin::SHELL_RUN {
+            // Only the working directory is the executor's to confine; a command's arguments are the sandbox's.
+            raw.paths.iter().take(1).collect()
+        } else {
+            raw.paths
+                .iter()
+                .chain(raw.also.iter().flat_map(|a| &a.paths))
+                .collect()
+        };
+        if let Some(Err(e)) = spelled
+            .iter()
+            .map(|p| builtin::confine_lexically(root, p))
+            .find(Result::is_err)
+        {
+            return Some(format!(
+                "toolgate refused this call before asking anyone: {e}"
+            ));
+        }
+        let inside = |p: &String| {
+            p == &self.workspace
+                || p.strip_prefix(self.workspace.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        };
+        let canonical: Vec<&String> = if tool == builtin::SHELL_RUN {
+            action.paths.iter().take(1).collect()
+        } else {
+            action
+                .paths
+                .iter()
+                .chain(action.also.iter().flat_map(|a| &a.paths))
+                .collect()
+        };
+        canonical.into_iter().find(|p| !inside(p)).map(|p| {
+            format!(
+                "toolgate refused this call before asking anyone: it resolves to {p}, outside the workspace"
+            )
+        })
+    }
+
     /// The policy's decision alone (no schema check), for hints such as which tools may need approval.
     pub fn decide_only(&self, server: &str, tool: &str, arguments: &Value) -> Verdict {
-        self.verdict(
-            self.policy
-                .decide_call(&self.call(server, tool, arguments), &canonicalise),
-        )
+        let call = self.call(server, tool, arguments);
+        self.verdict(self.policy.decide_call(&call, &canonicaliser(&call)))
     }
 
     /// The whole evaluation of a tool call, as `toolgate policy explain` shows it (no schema check, no I/O
     /// beyond resolving paths).
     pub fn explain_tool(&self, server: &str, tool: &str, arguments: &Value) -> policy::Explanation {
-        self.policy
-            .explain_call(&self.call(server, tool, arguments), &canonicalise)
+        let call = self.call(server, tool, arguments);
+        self.policy.explain_call(&call, &canonicaliser(&call))
     }
 
     /// A call as the policy's adapters see it: toolgate's own tools are of kind `Toolgate`, upstreams of the kind
@@ -181,25 +246,39 @@ impl Guard {
         ToolCall::new(server, tool, arguments.clone(), kind)
     }
 
+    /// Whether `server` takes its allowed directories from its launch arguments only: a filesystem server would
+    /// replace them with the client's roots, behind the policy's back, so toolgate does not relay `roots/list`
+    /// to it (the server then keeps the directories it was started with).
+    pub fn keeps_own_directories(&self, server: &str) -> bool {
+        self.kinds.get(server) == Some(&policy::ServerKind::Filesystem)
+    }
+
     /// The effective policy (the active profile applied).
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
 
-    /// Decides reading a resource: `file://` is `fs.read` of its path, `http(s)://` is `net.request`, anything
-    /// else is `mcp.call` of `<server>__resources_read`.
+    /// Decides reading a resource: a `file:` URI is `fs.read` of its path (refused as `unknown` when parsers could
+    /// read it differently), `http(s)://` is `net.request`, anything else is `mcp.call` of
+    /// `<server>__resources_read`. Schemes compare in any case.
     pub fn check_resource(&self, server: &str, uri: &str) -> Verdict {
         let mut raw = policy::RawAction::new(
             policy::Operation::McpCall,
             format!("{server}__resources_read"),
         );
-        if let Some(path) = uri.strip_prefix("file://") {
-            raw.operation = policy::Operation::FsRead;
-            raw.paths.push(percent_decode(path));
-        } else if uri.starts_with("http://") || uri.starts_with("https://") {
-            raw.operation = policy::Operation::NetRequest;
-            raw.url = Some(uri.to_owned());
-            raw.method = Some("GET".into());
+        let scheme = uri.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+        match policy::file_uri_path(uri) {
+            Ok(Some(path)) => {
+                raw.operation = policy::Operation::FsRead;
+                raw.paths.push(path);
+            }
+            Err(reason) => raw = raw.unknown(reason),
+            Ok(None) if matches!(scheme.as_deref(), Some("http" | "https")) => {
+                raw.operation = policy::Operation::NetRequest;
+                raw.url = Some(uri.to_owned());
+                raw.method = Some("GET".into());
+            }
+            Ok(None) => {}
         }
         let action = policy::normalise(&raw, self.policy.context(), &canonicalise);
         self.verdict(self.policy.decide(&action))
@@ -278,6 +357,15 @@ impl Guard {
     }
 }
 
+/// The adapter of toolgate's own tools: the workspace tools' own, from their definitions; the intrinsics read
+/// nothing and are `mcp.call`, decided by name.
+fn own_tools(tool: &str, name: String, arguments: &Value) -> policy::RawAction {
+    if INTRINSICS.contains(&tool) {
+        return policy::RawAction::new(policy::Operation::McpCall, name);
+    }
+    builtin::adapt(tool, name, arguments)
+}
+
 /// The context rules are compiled in: the canonical workspace, and HOME when it resolves.
 fn context(workspace: &Path) -> policy::Context {
     let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
@@ -298,8 +386,10 @@ fn sources(config: &Config) -> (Value, Option<Value>) {
 }
 
 /// The user's structured policy with toolgate's own rules in front. Always: writes and deletes are denied in
-/// `.git/` (hooks and config there run code), in the state root (approvals, pins and the audit trail live there)
-/// and on the config file (the policy must not rewrite itself). With no policy of the user's at all, toolgate's
+/// `.git/` (hooks and config there run code); every operation, reads included, is denied in the state root
+/// (approvals, pins and the audit trail live there: reading them shows what was approved and what runs) and on
+/// the config file (the policy must not rewrite itself, and upstream credentials may sit in it), for every tool,
+/// proxied ones included. With no policy of the user's at all, toolgate's
 /// own tools also behave as a workspace server should by default: reading, listing and git inspection inside
 /// the workspace are allowed, and everything else asks.
 fn with_builtin_rules(config: &Config) -> Value {
@@ -315,20 +405,16 @@ fn with_builtin_rules(config: &Config) -> Value {
         .map(|s| s.value.clone())
         .or_else(|| crate::state::state_root().ok());
     if let Some(root) = state_root.and_then(|r| std::fs::canonicalize(&r).ok().or(Some(r))) {
-        rules.push(
-            json!({"id": "builtin.protect-state", "effect": "deny", "operations": writes,
-                          "paths": [format!("{}/**", escape_glob(&root.to_string_lossy()))]}),
-        );
+        rules.push(json!({"id": "builtin.protect-state", "effect": "deny",
+                          "paths": [format!("{}/**", escape_glob(&root.to_string_lossy()))]}));
     }
     if let Some(file) = config
         .source
         .as_ref()
         .and_then(|f| std::fs::canonicalize(f).ok())
     {
-        rules.push(
-            json!({"id": "builtin.protect-config", "effect": "deny", "operations": writes,
-                          "paths": [escape_glob(&file.to_string_lossy())]}),
-        );
+        rules.push(json!({"id": "builtin.protect-config", "effect": "deny",
+                          "paths": [escape_glob(&file.to_string_lossy())]}));
     }
     if config.policy.is_empty() {
         rules.push(json!({"id": "builtin.workspace-read", "effect": "allow", "operations": ["fs.read", "git.read"],
@@ -382,97 +468,4 @@ fn compile(schema: &Value) -> Result<Validator, String> {
         .with_pattern_options(PatternOptions::fancy_regex().backtrack_limit(REGEX_BACKTRACK_LIMIT))
         .build(schema)
         .map_err(|e| format!("the tool's inputSchema is not a valid JSON Schema: {e}"))
-}
-
-/// Resolves symlinks in `path` (absolute and already free of `.` and `..`: the policy cleans it first). A path that does not exist yet (a file about to be written) resolves through its
-/// longest existing ancestor; a dangling symlink on the way resolves to nothing, which the policy treats as
-/// `unknown` and denies.
-pub fn canonicalise(path: &str) -> Option<String> {
-    let path = Path::new(path);
-    let mut existing = path.to_path_buf();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        match std::fs::canonicalize(&existing) {
-            Ok(real) => {
-                let full: PathBuf = rest.iter().rev().fold(real, |acc, c| acc.join(c));
-                return full.to_str().map(str::to_owned);
-            }
-            Err(_) => {
-                if std::fs::symlink_metadata(&existing).is_ok() {
-                    return None;
-                }
-                match (existing.file_name(), existing.parent()) {
-                    (Some(name), Some(parent)) => {
-                        rest.push(name.to_owned());
-                        existing = parent.to_path_buf();
-                    }
-                    _ => return None,
-                }
-            }
-        }
-    }
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_that_do_not_exist_yet_resolve_through_their_existing_ancestor() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let target = root.join("new/deeper/file.txt");
-        assert_eq!(
-            canonicalise(target.to_str().unwrap()),
-            Some(target.to_string_lossy().into_owned())
-        );
-    }
-
-    #[test]
-    fn symlink_out_of_the_workspace_resolves_to_its_target() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        std::os::unix::fs::symlink("/etc", root.join("link")).unwrap();
-        assert_eq!(
-            canonicalise(root.join("link/passwd").to_str().unwrap()).as_deref(),
-            Some("/etc/passwd")
-        );
-    }
-
-    #[test]
-    fn dangling_symlink_resolves_to_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        std::os::unix::fs::symlink(root.join("missing"), root.join("dangling")).unwrap();
-        assert_eq!(canonicalise(root.join("dangling").to_str().unwrap()), None);
-    }
-
-    #[test]
-    fn percent_escapes_in_file_uris_are_decoded() {
-        assert_eq!(percent_decode("/a%20b/%2e%2e/c"), "/a b/../c");
-    }
 }

@@ -258,6 +258,11 @@ impl Session {
             let st = self.lock();
             match (&st.era, needed) {
                 (_, None) => Some(format!("toolgate does not relay {method} to clients")),
+                // The client's roots would replace the directories the policy resolves this server's paths in.
+                (_, Some("roots")) if self.gateway.guard.keeps_own_directories(server) => Some(format!(
+                    "toolgate does not relay {method} to {server}: its policy resolves paths in the directories \
+                     the server was started with"
+                )),
                 (ClientEra::Legacy(_), Some(cap)) if st.client_caps.get(cap).is_some() => None,
                 (ClientEra::Legacy(_), Some(cap)) => Some(format!(
                     "toolgate cannot relay {method}: the client did not declare the {cap:?} capability"

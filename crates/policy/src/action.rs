@@ -95,6 +95,12 @@ pub enum UnknownReason {
     NoHome,
     Uncanonicalisable,
     UnknownTool,
+    /// An argument the adapter does not know: the server may read it as a resource the policy never saw.
+    UnknownArgument,
+    /// A relative path for a server whose base directory toolgate cannot model.
+    RelativePath,
+    /// A URI whose reading differs between parsers (host, encoded separators, dot segments, query).
+    AmbiguousUri,
 }
 
 impl UnknownReason {
@@ -110,6 +116,9 @@ impl UnknownReason {
             UnknownReason::NoHome => "NO_HOME",
             UnknownReason::Uncanonicalisable => "UNCANONICALISABLE",
             UnknownReason::UnknownTool => "UNKNOWN_TOOL",
+            UnknownReason::UnknownArgument => "UNKNOWN_ARGUMENT",
+            UnknownReason::RelativePath => "RELATIVE_PATH",
+            UnknownReason::AmbiguousUri => "AMBIGUOUS_URI",
         }
     }
 }
@@ -124,6 +133,47 @@ pub enum RawCommand {
     Shell(String),
 }
 
+/// How much of the tree at a path an operation discloses: the path itself, the names of its children (a one-level
+/// listing), the names of everything beneath it (a recursive listing or search), the content of everything
+/// beneath it (a diff of a directory), or everything beneath it moved elsewhere (a move, after which the moved
+/// files are read where they landed). Deny rules on paths beneath apply through it; see `beneath.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    #[default]
+    Exact,
+    Children,
+    NamesBeneath,
+    ContentBeneath,
+    Moved,
+}
+
+impl Scope {
+    fn is_exact(&self) -> bool {
+        *self == Scope::Exact
+    }
+}
+
+/// One more thing a call does besides its main operation (a move reads its source and writes its destination).
+/// Each access is decided like a call of its own and the strictest answer wins, so a deny on any of them applies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Access {
+    pub operation: Operation,
+    pub paths: Vec<String>,
+    #[serde(skip_serializing_if = "Scope::is_exact")]
+    pub scope: Scope,
+}
+
+impl Access {
+    pub fn new(operation: Operation, paths: Vec<String>, scope: Scope) -> Access {
+        Access {
+            operation,
+            paths,
+            scope,
+        }
+    }
+}
+
 /// What an adapter read out of a call: an operation plus unnormalised resources.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RawAction {
@@ -132,6 +182,10 @@ pub struct RawAction {
     pub tool: String,
     /// Paths exactly as the arguments spelled them.
     pub paths: Vec<String>,
+    /// What the operation discloses of the tree at `paths`.
+    pub scope: Scope,
+    /// Further operations of the same call, each on its own paths.
+    pub also: Vec<Access>,
     pub command: Option<RawCommand>,
     pub url: Option<String>,
     /// Upper-cased HTTP method, when the tool states or implies one.
@@ -149,6 +203,8 @@ impl RawAction {
             operation,
             tool,
             paths: Vec::new(),
+            scope: Scope::Exact,
+            also: Vec::new(),
             command: None,
             url: None,
             method: None,
@@ -157,8 +213,14 @@ impl RawAction {
         }
     }
 
+    /// Adds a further operation of the same call.
+    pub fn with_access(mut self, access: Access) -> RawAction {
+        self.also.push(access);
+        self
+    }
+
     /// Marks the action unknown (fail closed) and keeps whatever resources were already read, for explanations.
-    pub(crate) fn unknown(mut self, reason: UnknownReason) -> RawAction {
+    pub fn unknown(mut self, reason: UnknownReason) -> RawAction {
         self.operation = Operation::Unknown;
         self.unknown = Some(reason);
         self
@@ -184,6 +246,11 @@ pub struct Action {
     pub operation: Operation,
     pub tool: String,
     pub paths: Vec<String>,
+    #[serde(skip_serializing_if = "Scope::is_exact")]
+    pub scope: Scope,
+    /// Further operations of the call, paths canonical; each is decided as well and the strictest answer wins.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Access>,
     pub command: Option<Command>,
     pub net: Option<NetTarget>,
     pub method: Option<String>,
@@ -191,23 +258,54 @@ pub struct Action {
     pub unknown: Option<UnknownReason>,
 }
 
+impl Action {
+    /// One further access of this call as an action of its own: same tool, no command or URL.
+    pub(crate) fn part(&self, access: &Access) -> Action {
+        Action {
+            operation: if self.unknown.is_some() {
+                Operation::Unknown
+            } else {
+                access.operation
+            },
+            tool: self.tool.clone(),
+            paths: access.paths.clone(),
+            scope: access.scope,
+            also: Vec::new(),
+            command: None,
+            net: None,
+            method: None,
+            via_shell: false,
+            unknown: self.unknown,
+        }
+    }
+}
+
 /// Turns a raw action into a normalised one. The canonicaliser is the only callback; any failure makes the action
 /// `unknown` (denied) while keeping the resources that did normalise, so explanations still show them.
 pub fn normalise(raw: &RawAction, ctx: &Context, canon: &dyn Canonicalise) -> Action {
     let mut unknown = raw.unknown;
-    let mut paths = Vec::with_capacity(raw.paths.len());
-    for p in &raw.paths {
-        match normalise_path(p, ctx, canon) {
-            Ok(c) => paths.push(c),
-            Err(e) => {
-                unknown.get_or_insert(match e {
-                    PathError::NulByte => UnknownReason::NulByte,
-                    PathError::NoHome => UnknownReason::NoHome,
-                    PathError::Uncanonicalisable => UnknownReason::Uncanonicalisable,
-                });
+    let mut canonical = |raw_paths: &[String]| {
+        let mut paths = Vec::with_capacity(raw_paths.len());
+        for p in raw_paths {
+            match normalise_path(p, ctx, canon) {
+                Ok(c) => paths.push(c),
+                Err(e) => {
+                    unknown.get_or_insert(match e {
+                        PathError::NulByte => UnknownReason::NulByte,
+                        PathError::NoHome => UnknownReason::NoHome,
+                        PathError::Uncanonicalisable => UnknownReason::Uncanonicalisable,
+                    });
+                }
             }
         }
-    }
+        paths
+    };
+    let paths = canonical(&raw.paths);
+    let also: Vec<Access> = raw
+        .also
+        .iter()
+        .map(|a| Access::new(a.operation, canonical(&a.paths), a.scope))
+        .collect();
     let command = raw.command.as_ref().map(|c| match c {
         RawCommand::Argv(argv) => {
             if argv.iter().any(|a| a.contains('\0')) {
@@ -247,6 +345,8 @@ pub fn normalise(raw: &RawAction, ctx: &Context, canon: &dyn Canonicalise) -> Ac
         operation,
         tool: raw.tool.clone(),
         paths,
+        scope: raw.scope,
+        also,
         command,
         net,
         method,

@@ -14,6 +14,15 @@
 //!    allow and ask rules need every path to match, and without this cap a path that needs a human could ride
 //!    along with allowed ones.
 //!
+//! An operation that reaches beneath its paths (a listing, a diff of a directory, a move) also meets the deny rules
+//! of paths beneath it (`DENIED_BENEATH`, see `beneath.rs`): right after step 2 it is denied when its directory
+//! lies inside a denied tree or a move would carry a denied path out from under its pattern, and at step 8 an
+//! allow becomes ask when a denied path may lie beneath and the operation would disclose it (a name nobody
+//! spelled out, or content).
+//!
+//! A call with several operations (a move reads, deletes and writes) is decided once per operation, each on its
+//! own paths, and the strictest decision is the call's, so a deny on any of them applies.
+//!
 //! Allow and ask rules match only when every resource of the call matches the same rule; deny rules match when any
 //! resource does.
 //!
@@ -24,8 +33,9 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use crate::action::{normalise, Action, Command, ToolCall, UnknownReason};
-use crate::adapter::adapt;
+use crate::action::{normalise, Action, Command, Scope, ToolCall, UnknownReason};
+use crate::adapter::adapt_with;
+use crate::beneath::{reach, Reach};
 use crate::glob::PathCase;
 use crate::load::Policy;
 use crate::operation::{Effect, Operation};
@@ -49,6 +59,8 @@ pub enum ReasonCode {
     /// not know), so the default cannot allow it.
     OpaqueCommand,
     ToolHidden,
+    /// A deny rule covers paths beneath what the call lists, diffs or moves.
+    DeniedBeneath,
     /// A call hook denied a call the policy let through (the gateway runs hooks; the policy never returns this).
     HookDeny,
     /// A call hook asked for a human on a call the policy allowed.
@@ -68,6 +80,7 @@ impl ReasonCode {
             ReasonCode::ShellOperators => "SHELL_OPERATORS",
             ReasonCode::OpaqueCommand => "OPAQUE_COMMAND",
             ReasonCode::ToolHidden => "TOOL_HIDDEN",
+            ReasonCode::DeniedBeneath => "DENIED_BENEATH",
             ReasonCode::HookDeny => "HOOK_DENY",
             ReasonCode::HookAsk => "HOOK_ASK",
         }
@@ -190,7 +203,11 @@ impl Policy {
 
     /// Runs this policy's adapters (declared mappings, then built-in tables) and normalisation on a call.
     pub fn action_for(&self, call: &ToolCall, canon: &dyn Canonicalise) -> Action {
-        normalise(&adapt(call, &self.mappings), &self.ctx, canon)
+        normalise(
+            &adapt_with(call, &self.mappings, &self.servers),
+            &self.ctx,
+            canon,
+        )
     }
 
     fn is_hidden(&self, tool: &str) -> bool {
@@ -199,7 +216,60 @@ impl Policy {
             .is_some_and(|(_, vis)| vis.classify(tool) == Visibility::Blocked)
     }
 
-    fn evaluate(&self, action: &Action, mut trace: Option<&mut Vec<RuleTrace>>) -> Decision {
+    /// The call's main operation (traced) and each further access of it; the strictest decision wins, the main
+    /// operation's on a tie.
+    fn evaluate(&self, action: &Action, trace: Option<&mut Vec<RuleTrace>>) -> Decision {
+        let mut decision = self.evaluate_one(action, trace);
+        for access in &action.also {
+            let d = self.evaluate_one(&action.part(access), None);
+            if d.effect > decision.effect {
+                decision = d;
+            }
+        }
+        decision
+    }
+
+    /// The strictest way a deny rule reaches beneath the action's paths, for scoped actions.
+    fn beneath(&self, action: &Action) -> Option<(Effect, &str)> {
+        if action.scope == Scope::Exact {
+            return None;
+        }
+        let fold = |p: &str| match self.case {
+            PathCase::Sensitive => p.to_owned(),
+            PathCase::Insensitive => p.to_lowercase(),
+        };
+        let mut worst: Option<(Effect, &str)> = None;
+        for rule in self.rules.iter().filter(|r| r.effect == Effect::Deny) {
+            let op_applies = rule.ops == 0 || rule.ops & action.operation.bit() != 0;
+            let tool_applies =
+                rule.tools.is_empty() || rule.tools.iter().any(|(_, g)| g.matches(&action.tool));
+            if !op_applies || !tool_applies {
+                continue;
+            }
+            for (text, _) in &rule.paths {
+                let Ok(pattern) = crate::rule::substitute(text, &self.ctx, &rule.id) else {
+                    continue;
+                };
+                let pattern = fold(&pattern);
+                for dir in &action.paths {
+                    let effect = match (action.scope, reach(&pattern, &fold(dir), action.scope)) {
+                        (_, Reach::None) | (Scope::Exact, _) => None,
+                        (_, Reach::Whole) | (Scope::Moved, _) => Some(Effect::Deny),
+                        (Scope::Children, _) | (Scope::NamesBeneath, Reach::Named) => None,
+                        _ => Some(Effect::Ask),
+                    };
+                    if let Some(e) = effect {
+                        if worst.is_none_or(|(w, _)| e > w) {
+                            worst = Some((e, rule.id.as_str()));
+                        }
+                    }
+                }
+            }
+        }
+        worst
+    }
+
+    fn evaluate_one(&self, action: &Action, mut trace: Option<&mut Vec<RuleTrace>>) -> Decision {
         let make = |effect, reason, rule_id: Option<&str>| Decision {
             effect,
             reason,
@@ -264,6 +334,10 @@ impl Policy {
         if let Some(id) = deny {
             return make(Effect::Deny, ReasonCode::DenyRule, Some(id));
         }
+        let beneath = self.beneath(action);
+        if let Some((Effect::Deny, id)) = beneath {
+            return make(Effect::Deny, ReasonCode::DeniedBeneath, Some(id));
+        }
         if action.operation == Operation::Unknown {
             return make(Effect::Deny, ReasonCode::UnknownOperation, None);
         }
@@ -288,9 +362,12 @@ impl Policy {
             }
             None => make(self.default, ReasonCode::default_for(self.default), None),
         };
-        match ask_partial {
-            Some(id) if base.effect == Effect::Allow => {
+        match (ask_partial, beneath) {
+            (Some(id), _) if base.effect == Effect::Allow => {
                 make(Effect::Ask, ReasonCode::AskRule, Some(id))
+            }
+            (_, Some((_, id))) if base.effect == Effect::Allow => {
+                make(Effect::Ask, ReasonCode::DeniedBeneath, Some(id))
             }
             _ => base,
         }

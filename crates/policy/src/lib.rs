@@ -29,6 +29,7 @@
 
 mod action;
 mod adapter;
+mod beneath;
 mod cases;
 mod claude;
 mod decide;
@@ -49,9 +50,13 @@ mod starter;
 mod wrapper;
 
 pub use action::{
-    normalise, Action, Command, RawAction, RawCommand, ServerKind, ToolCall, UnknownReason,
+    normalise, Access, Action, Command, RawAction, RawCommand, Scope, ServerKind, ToolCall,
+    UnknownReason,
 };
-pub use adapter::{adapt, ToolMapping};
+pub use adapter::{
+    adapt, adapt_with, command_action, only_known_arguments, required_str, str_arg, str_list,
+    OwnAdapter, Servers, ToolMapping, FETCH_ARGUMENTS, FILESYSTEM_ARGUMENTS, GIT_ARGUMENTS,
+};
 pub use cases::{parse_cases, run_cases, CaseResult, TestCase, TestReport};
 pub use claude::translate_permission;
 pub use decide::{Decision, Explanation, ReasonCode, RuleTrace};
@@ -63,7 +68,7 @@ pub use jsonrpc::canonical_json;
 pub use lint::{check_policy, LintFinding, Severity};
 pub use load::{Policy, PolicySources};
 pub use operation::{Effect, Operation};
-pub use path::{lexical_normalise, Canonicalise, Context, Lexical};
+pub use path::{file_uri_path, lexical_normalise, Canonicalise, Context, Lexical};
 pub use poison::{inspect_definition, lookalike_flags, PoisonCode, PoisonFlag};
 pub use profile::{SurfaceEntry, SurfaceReason, ToolListing, ToolVisibility, Visibility};
 pub use rule::{Example, Mismatch, RuleSpec};

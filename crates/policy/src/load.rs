@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::action::{normalise, RawAction, RawCommand};
-use crate::adapter::{adapt, ToolMapping};
+use crate::adapter::{adapt, Servers, ToolMapping};
 use crate::claude::translate_permission;
 use crate::error::{Error, Result};
 use crate::glob::PathCase;
@@ -87,6 +87,8 @@ pub struct Policy {
     pub(crate) active: Option<(String, ToolVisibility)>,
     /// Candidate index over `rules`; rebuilt whenever `rules` changes.
     pub(crate) index: RuleIndex,
+    /// What the embedding told the adapters about its servers (own tools, a filesystem server's directories).
+    pub(crate) servers: Servers,
 }
 
 /// What compilation produced: the policy (when the shape allowed building one) and every error found.
@@ -103,6 +105,13 @@ impl Policy {
             Some(e) => Err(e),
             None => Ok(compiled.policy),
         }
+    }
+
+    /// The same policy with adapters that know `servers`: toolgate's own tools and how a filesystem server
+    /// resolves relative paths. Without it those calls are `unknown`.
+    pub fn with_servers(mut self, servers: Servers) -> Policy {
+        self.servers = servers;
+        self
     }
 
     /// The decision when no rule matches.
@@ -285,6 +294,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
         profiles,
         active: None,
         index,
+        servers: Servers::default(),
     };
     Compiled { policy, errors }
 }
@@ -397,7 +407,10 @@ fn check_examples(
 fn example_action(ex: &Example, ctx: &Context, mappings: &[ToolMapping]) -> Option<RawAction> {
     let operation = match (&ex.call, ex.operation) {
         (Some(call), None) => {
-            let mut raw = adapt(call, mappings);
+            // Variables in an example call's arguments are expanded first, as a real call would spell the path.
+            let mut call = call.clone();
+            expand_strings(&mut call.arguments, ctx);
+            let mut raw = adapt(&call, mappings);
             raw.paths = raw.paths.iter().map(|p| expand_vars(p, ctx)).collect();
             return Some(raw);
         }
@@ -420,6 +433,15 @@ fn example_action(ex: &Example, ctx: &Context, mappings: &[ToolMapping]) -> Opti
     raw.method.clone_from(&ex.method);
     raw.via_shell = raw.command.is_some() && operation != crate::Operation::ShellExec;
     Some(raw)
+}
+
+fn expand_strings(value: &mut Value, ctx: &Context) {
+    match value {
+        Value::String(s) => *s = expand_vars(s, ctx),
+        Value::Array(items) => items.iter_mut().for_each(|v| expand_strings(v, ctx)),
+        Value::Object(m) => m.values_mut().for_each(|v| expand_strings(v, ctx)),
+        _ => {}
+    }
 }
 
 /// Plain substitution for example paths (they are paths, not patterns, so nothing is escaped).

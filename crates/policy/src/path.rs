@@ -4,6 +4,8 @@
 //! the caller's [`Canonicalise`], then cleans the answer again, so a canonicaliser that returns something odd cannot
 //! smuggle a `..` past the matcher. Paths are `/`-separated strings; Windows paths are not supported.
 
+use crate::action::UnknownReason;
+
 /// The caller's path canonicaliser. It receives an absolute, lexically clean path and should resolve symlinks in
 /// the deepest existing ancestor and re-append the rest, so a file about to be created still has an answer.
 ///
@@ -57,6 +59,63 @@ pub fn lexical_normalise(path: &str) -> Option<String> {
         }
     }
     Some(format!("/{}", parts.join("/")))
+}
+
+/// The path a `file:` URI names, read the one way common URI parsers agree on; `Ok(None)` when the scheme is not
+/// `file` (in any case). Refused (`AmbiguousUri`) rather than guessed: a host other than empty or `localhost`
+/// (some parsers take it as a share, some as the first directory), a relative form, a query or fragment,
+/// backslashes, encoded separators or NUL, bad escapes, non-UTF-8, and `.`/`..` segments (some parsers resolve
+/// them, encoded or not, and some pass them on).
+pub fn file_uri_path(uri: &str) -> Result<Option<String>, UnknownReason> {
+    let Some((scheme, rest)) = uri.split_once(':') else {
+        return Ok(None);
+    };
+    if !scheme.eq_ignore_ascii_case("file") {
+        return Ok(None);
+    }
+    let ambiguous = Err(UnknownReason::AmbiguousUri);
+    let path = match rest.strip_prefix("//") {
+        Some(after) => {
+            let (host, path) = after.split_at(after.find('/').unwrap_or(after.len()));
+            if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) || path.is_empty() {
+                return ambiguous;
+            }
+            path
+        }
+        None if rest.starts_with('/') => rest,
+        None => return ambiguous,
+    };
+    if path.contains(['?', '#', '\\']) {
+        return ambiguous;
+    }
+    let decoded = percent_decode(path).ok_or(UnknownReason::AmbiguousUri)?;
+    let dot = decoded.split('/').any(|seg| seg == "." || seg == "..");
+    if dot
+        || decoded.contains(['\0', '\\'])
+        || decoded.split('/').count() != path.split('/').count()
+    {
+        return ambiguous;
+    }
+    Ok(Some(decoded))
+}
+
+/// Percent-decodes; `None` for a `%` without two hex digits or bytes that are not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = |b: Option<&u8>| b.and_then(|b| (*b as char).to_digit(16));
+            let (h, l) = (hex(bytes.get(i + 1))?, hex(bytes.get(i + 2))?);
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// Why a raw path could not be turned into a canonical one.
@@ -139,6 +198,40 @@ mod tests {
             normalise_path("~/x", &no_home, &Lexical),
             Err(PathError::NoHome)
         );
+    }
+
+    #[test]
+    fn file_uris_are_read_one_way_or_refused() {
+        let ok = |u: &str| file_uri_path(u).unwrap();
+        assert_eq!(ok("file:///ws/a%20b").as_deref(), Some("/ws/a b"));
+        assert_eq!(
+            ok("file://localhost/abs/path").as_deref(),
+            Some("/abs/path")
+        );
+        assert_eq!(ok("FILE://LocalHost/x").as_deref(), Some("/x"));
+        assert_eq!(ok("file:/etc/passwd").as_deref(), Some("/etc/passwd"));
+        assert_eq!(ok("https://x.org/"), None);
+        for bad in [
+            "file://server/share/x",
+            "file:relative/x",
+            "file:///ws/%2e%2e/etc/passwd",
+            "file:///ws/../etc/passwd",
+            "file:///ws/a%2Fb",
+            "file:///ws/a%5C..%5Cb",
+            "file:///ws/a\\b",
+            "file:///ws/x?y",
+            "file:///ws/x#y",
+            "file:///ws/%00",
+            "file:///ws/%zz",
+            "file:///ws/%ff",
+            "file://localhost",
+        ] {
+            assert_eq!(
+                file_uri_path(bad),
+                Err(UnknownReason::AmbiguousUri),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

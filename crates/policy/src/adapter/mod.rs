@@ -2,11 +2,14 @@
 //!
 //! Order: a config-declared mapping for the tool wins (the operator knows their server), then the built-in table
 //! for the server kind the caller stated, then `mcp.call` matched by tool name only. Arguments an adapter expects
-//! but cannot read make the action `unknown`, never a guess.
+//! but cannot read make the action `unknown`, never a guess; so do arguments a table does not know, and paths the
+//! adapter cannot resolve exactly as the server will (see `tables.rs`).
 
 mod git;
 mod mapping;
 mod tables;
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -14,21 +17,52 @@ use crate::action::{RawAction, RawCommand, ToolCall, UnknownReason};
 use crate::operation::Operation;
 
 pub use mapping::ToolMapping;
+pub use tables::{FETCH_ARGUMENTS, FILESYSTEM_ARGUMENTS, GIT_ARGUMENTS};
+
+/// The adapter of toolgate's own tools: `(tool, server__tool, arguments)` to a raw action. It lives next to the
+/// tools' schemas (one definition for both), so the policy receives it rather than keeping a copy.
+pub type OwnAdapter = fn(&str, String, &Value) -> RawAction;
+
+/// What the embedding knows about its servers that adapters need and the policy cannot see.
+#[derive(Debug, Clone, Default)]
+pub struct Servers {
+    /// Adapter of toolgate's own tools; without it their calls are `unknown`.
+    pub own: Option<OwnAdapter>,
+    /// For each filesystem server (by name), its allowed directories as the server itself resolved them, in its
+    /// order (absolute, lexically clean). A relative path resolves against these exactly as the server does; a
+    /// server missing here has its relative paths `unknown`.
+    pub filesystem_dirs: BTreeMap<String, Vec<String>>,
+}
 
 /// Classifies `call` using `mappings` first, then the built-in table for its server kind.
 pub fn adapt(call: &ToolCall, mappings: &[ToolMapping]) -> RawAction {
+    adapt_with(call, mappings, &Servers::default())
+}
+
+/// [`adapt`] with what the embedding knows about its servers.
+pub fn adapt_with(call: &ToolCall, mappings: &[ToolMapping], servers: &Servers) -> RawAction {
     let name = call.qualified_name();
     if let Some(m) = mappings.iter().find(|m| m.applies_to(&name)) {
         return m.apply(name, &call.arguments);
     }
     match call.server_kind {
-        Some(kind) => tables::adapt_builtin(kind, &call.tool, name, &call.arguments),
+        Some(kind) => tables::adapt_builtin(kind, call, name, servers),
         None => RawAction::new(Operation::McpCall, name),
     }
 }
 
+/// `Err(UnknownArgument)` when `args` has a key outside `known`: a server reads arguments toolgate never saw.
+pub fn only_known_arguments(args: &Value, known: &[&str]) -> Result<(), UnknownReason> {
+    match args {
+        Value::Object(m) if m.keys().all(|k| known.contains(&k.as_str())) => Ok(()),
+        Value::Object(_) => Err(UnknownReason::UnknownArgument),
+        Value::Null => Ok(()),
+        _ => Err(UnknownReason::BadArgument),
+    }
+}
+
 /// Reads a string argument; `Err` when present with the wrong type.
-pub(crate) fn str_arg<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, UnknownReason> {
+pub fn str_arg<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, UnknownReason> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -37,12 +71,12 @@ pub(crate) fn str_arg<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>,
 }
 
 /// Reads a required string argument.
-pub(crate) fn required_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, UnknownReason> {
+pub fn required_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, UnknownReason> {
     str_arg(args, key)?.ok_or(UnknownReason::MissingArgument)
 }
 
 /// Reads an argument that may be one string or an array of strings.
-pub(crate) fn str_list(args: &Value, key: &str) -> Result<Vec<String>, UnknownReason> {
+pub fn str_list(args: &Value, key: &str) -> Result<Vec<String>, UnknownReason> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::String(s)) => Ok(vec![s.clone()]),
@@ -59,7 +93,7 @@ pub(crate) fn str_list(args: &Value, key: &str) -> Result<Vec<String>, UnknownRe
 }
 
 /// Builds a shell-tool action from argv: a `git` program is classified further, everything else is `shell.exec`.
-pub(crate) fn command_action(name: String, argv: Vec<String>, cwd: Option<String>) -> RawAction {
+pub fn command_action(name: String, argv: Vec<String>, cwd: Option<String>) -> RawAction {
     let mut raw = RawAction::new(Operation::ShellExec, name);
     raw.paths.extend(cwd.clone());
     if argv
@@ -94,4 +128,19 @@ pub(crate) fn command_action(name: String, argv: Vec<String>, cwd: Option<String
     }
     raw.command = Some(RawCommand::Argv(argv));
     raw
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_dash_c_is_relative_to_cwd() {
+        let argv = ["git", "-C", "../other", "status"]
+            .map(str::to_owned)
+            .to_vec();
+        let r = command_action("tg__shell_run".into(), argv, Some("sub".into()));
+        assert_eq!((r.operation, r.via_shell), (Operation::GitRead, true));
+        assert_eq!(r.paths, vec!["sub".to_owned(), "sub/../other".to_owned()]);
+    }
 }

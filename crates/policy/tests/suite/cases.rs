@@ -12,7 +12,7 @@ fn cases_pass_and_fail_with_a_readable_diff() {
         {"id": "ws-read", "effect": "allow", "operations": ["fs.read"], "paths": ["${workspace}/**"]},
     ]}}));
     let cases = parse_cases(&json!({"cases": [
-        {"name": "reads src", "call": {"server": "f", "tool": "read_file", "arguments": {"path": "src/a"}, "kind": "filesystem"}, "expect": "allow", "rule": "ws-read"},
+        {"name": "reads src", "call": {"server": "files", "tool": "read_file", "arguments": {"path": "src/a"}, "kind": "filesystem"}, "expect": "allow", "rule": "ws-read"},
         {"name": "etc is denied", "call": {"server": "f", "tool": "read_file", "arguments": {"path": "/etc/passwd"}, "kind": "filesystem"}, "expect": "deny", "rule": "ws-read", "reason": "DEFAULT_DENY"},
         {"name": "bad profile", "call": {"server": "f", "tool": "x"}, "expect": "deny", "profile": "ghost"},
     ]})).unwrap();

@@ -1,6 +1,9 @@
 //! Shared helpers: a fixed context, policy loading from JSON, call builders and a fake canonicaliser.
 
-use policy::{Action, Context, Decision, Lexical, Policy, PolicySources, ServerKind, ToolCall};
+use policy::{
+    Action, Context, Decision, Lexical, Operation, Policy, PolicySources, RawAction, ServerKind,
+    Servers, ToolCall, UnknownReason,
+};
 use serde_json::Value;
 
 pub const WS: &str = "/ws";
@@ -18,7 +21,34 @@ pub fn load(doc: &Value) -> Policy {
 }
 
 pub fn try_load(doc: &Value) -> policy::Result<Policy> {
-    Policy::load(sources(doc), &ctx())
+    Policy::load(sources(doc), &ctx()).map(|p| p.with_servers(servers()))
+}
+
+/// The servers these tests call: a filesystem server `files` started on the workspace, and toolgate's
+/// `shell_run` as a stand-in for its own tools (their real adapter lives with their definitions, and the
+/// gateway's suite runs it).
+pub fn servers() -> Servers {
+    let mut servers = Servers {
+        own: Some(own_tools),
+        ..Servers::default()
+    };
+    servers
+        .filesystem_dirs
+        .insert("files".into(), vec![WS.to_owned()]);
+    servers
+}
+
+fn own_tools(tool: &str, name: String, args: &Value) -> RawAction {
+    let program = args.get("program").and_then(Value::as_str);
+    match (tool, program) {
+        ("shell_run", Some(program)) => {
+            let mut argv = vec![program.to_owned()];
+            argv.extend(policy::str_list(args, "args").unwrap_or_default());
+            let cwd = args.get("cwd").and_then(Value::as_str).unwrap_or(".");
+            policy::command_action(name, argv, Some(cwd.to_owned()))
+        }
+        _ => RawAction::new(Operation::Unknown, name).unknown(UnknownReason::UnknownTool),
+    }
 }
 
 pub fn sources(doc: &Value) -> PolicySources<'_> {

@@ -1,6 +1,7 @@
 //! The policy crate's one integration test binary: golden decisions, hostile inputs, string/structured twins,
 //! precedence, property tests, profiles, loading errors and `policy test` cases. No I/O beyond reading fixtures.
 
+mod adapters;
 mod cases;
 mod common;
 mod fuzz_corpus;
