@@ -10,14 +10,27 @@ use crate::sh;
 /// Script fragment: a loop that rewrites `beat` every 50 ms, proving its process is alive.
 const HEARTBEAT: &str = "while :; do date +%s%N > beat; sleep 0.05; done";
 
-/// Asserts nothing is still rewriting `dir/beat`.
+/// Asserts the heartbeat ran during the command and nothing is still rewriting `dir/beat`. A heartbeat that
+/// never started fails here: "nothing is beating" proves nothing unless something was beating before.
 fn assert_heartbeat_stopped(dir: &Path) {
     let beat = dir.join("beat");
+    let started = std::fs::read_to_string(&beat).unwrap_or_default();
+    assert!(
+        !started.trim().is_empty(),
+        "the heartbeat never started, so this run proves nothing"
+    );
     std::thread::sleep(Duration::from_millis(150));
     let first = std::fs::read_to_string(&beat).unwrap_or_default();
     std::thread::sleep(Duration::from_millis(300));
     let second = std::fs::read_to_string(&beat).unwrap_or_default();
     assert_eq!(first, second, "a descendant outlived the run");
+}
+
+#[test]
+fn heartbeat_check_fails_when_the_heartbeat_never_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let checked = std::panic::catch_unwind(|| assert_heartbeat_stopped(dir.path()));
+    assert!(checked.is_err(), "an absent heartbeat passed the check");
 }
 
 #[test]
