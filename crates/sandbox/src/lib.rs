@@ -10,9 +10,12 @@
 mod capture;
 mod child;
 mod error;
+mod filesystem;
+mod grants;
 mod landlock;
 mod layers;
 mod run;
+mod seccomp;
 mod spec;
 
 pub use capture::{Capture, MAX_CAPTURE_BYTES_PER_STREAM};
