@@ -107,6 +107,20 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// This process's hard limit: a limit above it would make setrlimit fail for an unprivileged user, so the
+/// command gets the lower of the two (a limit is a ceiling; it never raises anything).
+fn hard_limit(resource: libc::__rlimit_resource_t) -> libc::rlim_t {
+    let mut current = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: getrlimit writes one struct we own.
+    if unsafe { libc::getrlimit(resource, &mut current) } != 0 {
+        return libc::RLIM_INFINITY;
+    }
+    current.rlim_max
+}
+
 fn limit_list(request: &LayerRequest) -> (LimitList, usize) {
     let l = &request.limits;
     let mut list: LimitList = [(libc::RLIMIT_CORE, 0); 5];
@@ -119,7 +133,7 @@ fn limit_list(request: &LayerRequest) -> (LimitList, usize) {
         (libc::RLIMIT_NPROC, l.processes),
     ] {
         if let Some(v) = value {
-            list[n] = (res, v);
+            list[n] = (res, v.min(hard_limit(res)));
             n += 1;
         }
     }
