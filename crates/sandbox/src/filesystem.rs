@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::grants::{resolve, Grants};
@@ -55,7 +55,11 @@ pub(crate) fn effective(request: &LayerRequest) -> LayerRequest {
 /// Creates the private directory and builds the ruleset. `Err` refuses the run: a writable path that would
 /// expose a protected one, or a private directory that cannot be made. A Landlock that is merely unavailable
 /// or failed is recorded in `layers` (the caller refuses when it was required).
-pub(crate) fn prepare(request: &LayerRequest, layers: &mut LayerReport) -> Result<Prepared> {
+pub(crate) fn prepare(
+    request: &LayerRequest,
+    cwd: &Path,
+    layers: &mut LayerReport,
+) -> Result<Prepared> {
     let shared_tmp = resolve(&std::env::temp_dir());
     let private_tmp = if request.private_tmp {
         Some(
@@ -93,8 +97,10 @@ pub(crate) fn prepare(request: &LayerRequest, layers: &mut LayerReport) -> Resul
     }
     let protected: Vec<PathBuf> = request.protected_paths.iter().map(|p| resolve(p)).collect();
     let hidden: Vec<PathBuf> = private_tmp.iter().map(|_| shared_tmp.clone()).collect();
+    let readable: Vec<PathBuf> = std::fs::canonicalize(cwd).into_iter().collect();
     let rules = Grants {
         writable: &writable,
+        readable: &readable,
         protected: &protected,
         hidden: &hidden,
     }

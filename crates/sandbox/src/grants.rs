@@ -40,6 +40,8 @@ pub(crate) struct Exposed {
 pub(crate) struct Grants<'a> {
     /// Granted read and write, whole.
     pub writable: &'a [PathBuf],
+    /// Granted for reading even inside a hidden path (the command's working directory), minus protected paths.
+    pub readable: &'a [PathBuf],
     /// Never readable, never writable: the state root, the config file.
     pub protected: &'a [PathBuf],
     /// Not granted by the read-everything rule (the shared temporary directory), though a writable path
@@ -83,6 +85,10 @@ impl Grants<'_> {
             .map(PathBuf::as_path)
             .collect();
         split(Path::new("/"), &excluded, &protected_dirs, &mut rules);
+        let protected: Vec<&Path> = self.protected.iter().map(PathBuf::as_path).collect();
+        for r in self.readable {
+            split(r, &protected, &protected_dirs, &mut rules);
+        }
         Ok(rules)
     }
 }
@@ -145,6 +151,7 @@ mod tests {
     fn nothing_excluded_grants_the_root_whole() {
         let rules = Grants {
             writable: &[],
+            readable: &[],
             protected: &[],
             hidden: &[],
         }
@@ -169,6 +176,7 @@ mod tests {
         std::fs::create_dir(root.join("other")).unwrap();
         let rules = Grants {
             writable: &[],
+            readable: &[],
             protected: std::slice::from_ref(&state),
             hidden: &[],
         }
@@ -196,6 +204,7 @@ mod tests {
         std::fs::write(&config, "{}").unwrap();
         let rules = Grants {
             writable: &[],
+            readable: &[],
             protected: std::slice::from_ref(&config),
             hidden: &[],
         }
@@ -216,6 +225,7 @@ mod tests {
         for writable in [root.clone(), state.join("sub")] {
             let err = Grants {
                 writable: std::slice::from_ref(&writable),
+                readable: &[],
                 protected: std::slice::from_ref(&state),
                 hidden: &[],
             }
@@ -234,6 +244,7 @@ mod tests {
         std::os::unix::fs::symlink(&state, root.join("link")).unwrap();
         let rules = Grants {
             writable: &[],
+            readable: &[],
             protected: std::slice::from_ref(&state),
             hidden: &[],
         }

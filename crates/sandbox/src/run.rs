@@ -7,6 +7,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -325,7 +326,7 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
     let request = &filesystem::effective(&spec.layers);
     let mut layers = LayerReport::initial(request);
     // Dropped at the end of this function, after the command's tree is gone: removes the private directory.
-    let prepared = filesystem::prepare(request, &mut layers)?;
+    let prepared = filesystem::prepare(request, &spec.cwd, &mut layers)?;
     let filter = prepare_filter(request, &mut layers);
     check_prepared(
         &layers,
@@ -446,7 +447,7 @@ pub(crate) fn probe_layers() -> LayerReport {
         no_new_privs: LayerMode::BestEffort,
     };
     let mut layers = LayerReport::initial(&request);
-    let Ok(prepared) = filesystem::prepare(&request, &mut layers) else {
+    let Ok(prepared) = filesystem::prepare(&request, Path::new("/"), &mut layers) else {
         return layers;
     };
     let filter = prepare_filter(&request, &mut layers);

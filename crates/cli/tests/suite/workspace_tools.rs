@@ -411,3 +411,25 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     }
     files
 }
+
+#[tokio::test]
+async fn config_inside_the_workspace_refuses_commands_rather_than_exposing_it() {
+    let setup = crate::support::Setup::with(|dir| {
+        json!({"workspace": dir, "permissions": {"default": "ask", "allow": ["Bash(true)"]},
+               "approvals": {"wait_seconds": 0, "elicitation": false}})
+    });
+    let state = tempfile::tempdir().unwrap();
+    let client = setup.serve_with(
+        HashMap::new(),
+        &[("TOOLGATE_STATE_DIR", state.path().to_str().unwrap())],
+    );
+    client.initialize("2025-11-25", json!({})).await.unwrap();
+    let ran = call(&client, "shell_run", json!({"program": "true"}))
+        .await
+        .unwrap();
+    assert_eq!(outcome(&ran), "REFUSED", "{ran}");
+    assert_eq!(
+        ran["structuredContent"]["error"]["code"], "SANDBOX_PROTECTED_PATH",
+        "{ran}"
+    );
+}

@@ -173,3 +173,22 @@ fn landlock_scoping_stops_signals_to_processes_outside_the_sandbox() {
     assert_eq!(r.layers.state(Layer::Landlock), &LayerState::Active);
     assert_eq!(r.stdout.text, "", "{r:?}");
 }
+
+#[test]
+fn read_only_run_in_a_workspace_holding_the_config_sees_everything_but_the_config() {
+    let s = Scene::new();
+    let config = s.workspace.join(".mcp.json");
+    std::fs::write(&config, r#"{"secret": "sk-inside"}"#).unwrap();
+    std::fs::write(s.workspace.join("notes.txt"), "notes").unwrap();
+    std::fs::create_dir(s.workspace.join("src")).unwrap();
+    std::fs::write(s.workspace.join("src/lib.rs"), "code").unwrap();
+    // As git runs: no writable path of its own, so the workspace is narrowed rather than refused.
+    let mut spec = s.spec("ls -a; cat notes.txt src/lib.rs .mcp.json");
+    spec.layers.writable_paths.clear();
+    spec.layers.protected_paths.push(config);
+    let r = run(&spec).unwrap();
+    assert_eq!(r.layers.state(Layer::Landlock), &LayerState::Active);
+    assert!(r.stdout.text.contains(".mcp.json\n"), "{r:?}");
+    assert!(r.stdout.text.ends_with("notescode"), "{r:?}");
+    assert!(!r.stdout.text.contains("sk-inside"), "{r:?}");
+}
