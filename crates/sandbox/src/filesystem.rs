@@ -109,7 +109,8 @@ pub(crate) fn prepare(
         protected: e.protected,
         writable: e.writable,
     })?;
-    let landlock_fd = match landlock::prepare(&rules) {
+    let scope_sockets = request.no_network.wanted() || request.socket_filter.wanted();
+    let landlock_fd = match landlock::prepare(&rules, scope_sockets) {
         Ok(fd) => Some(fd),
         Err(PrepareError::Unavailable(r)) => {
             layers.set(Layer::Landlock, LayerState::Unavailable(r));

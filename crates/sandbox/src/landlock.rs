@@ -4,7 +4,8 @@
 //! `landlock_restrict_self` on the prepared descriptor, which is async-signal-safe. Reads, listing and
 //! execution are handled as well as writes, so that paths granted by no rule (the state root, the config file,
 //! see `grants`) can be neither read nor written. Where the kernel has scoping (ABI 6), the command also cannot
-//! signal processes outside its domain or connect to abstract unix sockets created outside it. Network rules
+//! signal processes outside its domain nor, when it runs without network, connect to abstract unix sockets
+//! created outside it. Network rules
 //! are not used (the network layer is a namespace instead).
 
 use std::ffi::CString;
@@ -106,17 +107,18 @@ pub(crate) enum PrepareError {
 }
 
 /// Builds a ruleset that handles every read and write right and grants what `rules` say (plus writing to
-/// `/dev/null`, which ordinary programs do). Returns the ruleset descriptor for the child to enforce.
-pub(crate) fn prepare(rules: &[Rule]) -> Result<OwnedFd, PrepareError> {
+/// `/dev/null`, which ordinary programs do). Signals never leave the domain; abstract unix sockets do not either
+/// when `scope_sockets` (a command without network). Returns the ruleset descriptor for the child to enforce.
+pub(crate) fn prepare(rules: &[Rule], scope_sockets: bool) -> Result<OwnedFd, PrepareError> {
     let abi = abi_version().map_err(PrepareError::Unavailable)?;
     let handled = handled_rights(abi);
     let attr = RulesetAttr {
         handled_access_fs: handled,
         handled_access_net: 0,
-        scoped: if abi >= 6 {
-            SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
-        } else {
-            0
+        scoped: match (abi >= 6, scope_sockets) {
+            (false, _) => 0,
+            (true, false) => SCOPE_SIGNAL,
+            (true, true) => SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET,
         },
     };
     // SAFETY: `attr` is a valid, initialised struct whose size we pass; the kernel copies it and returns a new fd.
