@@ -7,8 +7,13 @@ use sandbox::{run, Layer, LayerMode, LayerState, Outcome};
 
 use crate::sh;
 
-/// Script fragment: a loop that rewrites `beat` every 50 ms, proving its process is alive.
-const HEARTBEAT: &str = "while :; do date +%s%N > beat; sleep 0.05; done";
+/// Script fragment: a loop that rewrites `beat` every 50 ms, proving its process is alive. The rename keeps
+/// `beat` whole: a process killed mid-write never leaves it empty.
+const HEARTBEAT: &str = "while :; do date +%s%N > beat.new && mv beat.new beat; sleep 0.05; done";
+
+/// Script fragment: returns once the heartbeat has written its first beat, so the command never ends before
+/// the descendant it is about to leave behind is running (on a loaded machine that can take a while).
+const AWAIT_BEAT: &str = "until [ -s beat ]; do sleep 0.01; done";
 
 /// Asserts the heartbeat ran during the command and nothing is still rewriting `dir/beat`. A heartbeat that
 /// never started fails here: "nothing is beating" proves nothing unless something was beating before.
@@ -70,7 +75,7 @@ fn background_grandchildren_die_with_tree() {
     for mode in [LayerMode::Required, LayerMode::Off] {
         let dir = tempfile::tempdir().unwrap();
         let mut spec = sh(
-            &format!("({HEARTBEAT}) >/dev/null 2>&1 & sleep 0.2; echo done"),
+            &format!("({HEARTBEAT}) >/dev/null 2>&1 & {AWAIT_BEAT}; echo done"),
             dir.path(),
         );
         spec.layers.pid_namespace = mode;
@@ -84,7 +89,7 @@ fn background_grandchildren_die_with_tree() {
 fn setsid_grandchild_dies_in_pid_namespace() {
     let dir = tempfile::tempdir().unwrap();
     let script =
-        format!("setsid sh -c '{HEARTBEAT}' >/dev/null 2>&1 </dev/null & sleep 0.2; echo done");
+        format!("setsid sh -c '{HEARTBEAT}' >/dev/null 2>&1 </dev/null & {AWAIT_BEAT}; echo done");
     let mut spec = sh(&script, dir.path());
     spec.layers.pid_namespace = LayerMode::Required;
     let r = run(&spec).unwrap();
