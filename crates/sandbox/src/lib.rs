@@ -17,6 +17,7 @@ mod layers;
 mod run;
 mod seccomp;
 mod spec;
+mod watch;
 
 pub use capture::{Capture, MAX_CAPTURE_BYTES_PER_STREAM};
 pub use error::{Error, Result};
