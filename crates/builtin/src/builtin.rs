@@ -52,11 +52,10 @@ pub struct BuiltinConfig {
     pub limits: Limits,
     /// `shell_run` settings.
     pub shell: ShellSettings,
-    /// Sandbox layers for shell and git. For shell runs the workspace root and `temp_dir` are appended to
-    /// `writable_paths`; git gets no writable path at all.
+    /// Sandbox layers for shell and git. For shell runs the workspace root is appended to `writable_paths`;
+    /// git gets no writable path of its own. Scratch space is the sandbox's private temporary directory
+    /// (`private_tmp`), never the shared one, which may hold the state root.
     pub sandbox: sandbox::LayerRequest,
-    /// Scratch directory shell commands may also write to (when Landlock is on).
-    pub temp_dir: Option<PathBuf>,
 }
 
 impl BuiltinConfig {
@@ -67,7 +66,6 @@ impl BuiltinConfig {
             limits: Limits::default(),
             shell: ShellSettings::default(),
             sandbox: sandbox::LayerRequest::default(),
-            temp_dir: None,
         }
     }
 }
@@ -345,7 +343,6 @@ impl Builtin {
         spec.layers
             .writable_paths
             .push(self.inner.ws.root().to_path_buf());
-        spec.layers.writable_paths.extend(config.temp_dir.clone());
         let run = sandbox::run(&spec)?;
         Ok(ToolOutcome::from_run(&run, json!({})))
     }

@@ -121,6 +121,9 @@ impl Error {
             Error::Sandbox(sandbox::Error::RequiredLayerNotActive { .. }) => {
                 c("REFUSED", "SANDBOX_LAYER_UNAVAILABLE", false)
             }
+            Error::Sandbox(sandbox::Error::ProtectedPathExposed { .. }) => {
+                c("REFUSED", "SANDBOX_PROTECTED_PATH", false)
+            }
             Error::Sandbox(sandbox::Error::Setup(_)) => c("FAILED", "SANDBOX_SETUP_FAILED", true),
             Error::Io(_) => c("FAILED", "IO_ERROR", true),
         }

@@ -146,13 +146,18 @@ pub fn load_guard(config: &Config) -> anyhow::Result<Guard> {
     Guard::load(config, &workspace).map_err(anyhow::Error::msg)
 }
 
+/// The trusted state root: the configured one, else `TOOLGATE_STATE_DIR` or the platform default.
+fn state_root(config: &Config) -> anyhow::Result<PathBuf> {
+    match &config.state_dir {
+        Some(dir) => Ok(dir.value.clone()),
+        None => gateway::state_root().map_err(anyhow::Error::msg),
+    }
+}
+
 /// The workspace's durable state (approvals, pins, reporting, audit), as `serve` and the admin commands see it.
 pub fn state(config: &Config) -> anyhow::Result<gateway::State> {
     let workspace = workspace(config)?;
-    let root = match &config.state_dir {
-        Some(dir) => dir.value.clone(),
-        None => gateway::state_root().map_err(anyhow::Error::msg)?,
-    };
+    let root = state_root(config)?;
     gateway::State::open_in(&root, &workspace).map_err(anyhow::Error::msg)
 }
 
@@ -174,8 +179,10 @@ pub fn serve_state(config: &Config) -> anyhow::Result<Option<Arc<gateway::State>
 
 /// toolgate's own workspace tools, served when a workspace is given explicitly (`--workspace` or "workspace"):
 /// the current directory is never handed to an agent by accident. Commands run contained: their own PID
-/// namespace, no network, writes only under the workspace and the temporary directory, no new privileges —
-/// each layer where this machine supports it.
+/// namespace, no network and no sockets but IP ones and connected pairs, writes only under the workspace and a
+/// private temporary directory, no access at all to the state root or the config file, finite resource limits,
+/// no new privileges — each layer where this machine supports it, except the state root and config protection
+/// (Landlock), without which no command runs.
 pub fn builtin_tools(config: &Config) -> anyhow::Result<Option<Arc<builtin::Builtin>>> {
     if config.workspace.is_none() {
         return Ok(None);
@@ -191,17 +198,31 @@ pub fn builtin_tools(config: &Config) -> anyhow::Result<Option<Arc<builtin::Buil
     };
     let layers = &mut settings.sandbox;
     layers.pid_namespace = wanted("pid_namespace");
-    layers.no_network = if config.sandbox.network {
-        sandbox::LayerMode::Off
+    (layers.no_network, layers.socket_filter) = if config.sandbox.network {
+        (sandbox::LayerMode::Off, sandbox::LayerMode::Off)
     } else {
-        wanted("no_network")
+        (wanted("no_network"), wanted("socket_filter"))
     };
     layers.landlock = wanted("landlock");
     layers.no_new_privs = wanted("no_new_privs");
-    if config.sandbox.require.iter().any(|l| l == "rlimits") {
-        layers.rlimits = sandbox::LayerMode::Required;
-    }
-    settings.temp_dir = Some(std::env::temp_dir());
+    layers.rlimits = wanted("rlimits");
+    let l = &config.sandbox.limits;
+    layers.limits = sandbox::Rlimits {
+        cpu_seconds: Some(l.cpu_seconds),
+        address_space_bytes: Some(l.address_space_bytes),
+        file_size_bytes: Some(l.file_size_bytes),
+        open_files: Some(l.open_files),
+        processes: Some(l.processes),
+    };
+    layers.private_tmp = true;
+    // Commands must neither read nor write the approvals they are waiting for, nor the policy that governs
+    // them. Without a state root there are no approvals to protect, only the config.
+    layers.protected_paths = state_root(config)
+        .ok()
+        .into_iter()
+        .chain(config.source.clone())
+        .map(|p| std::path::absolute(&p).unwrap_or(p))
+        .collect();
     let tools = builtin::Builtin::new(settings)
         .with_context(|| format!("workspace tools for {}", root.display()))?;
     Ok(Some(Arc::new(tools)))

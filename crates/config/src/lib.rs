@@ -18,6 +18,6 @@ pub use error::{ConfigError, Result};
 pub use load::{load, parse_str, Format, Overrides};
 pub use model::{
     Approvals, Config, HookCommand, HookStage, Hooks, Limits, PolicyConfig, Protocol, Provenance,
-    Sandbox, ServerConfig, ServerKind, Setting, Transport, DEFAULT_HOOK_TIMEOUT, DEFAULT_SEPARATOR,
-    FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
+    Sandbox, SandboxLimits, ServerConfig, ServerKind, Setting, Transport, DEFAULT_HOOK_TIMEOUT,
+    DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };

@@ -5,10 +5,12 @@
 use crate::error::{ConfigError, Result};
 use crate::expand::expand;
 use crate::model::{
-    Config, HookCommand, HookStage, Protocol, Provenance, Sandbox, ServerConfig, ServerKind,
-    Setting, Transport, DEFAULT_HOOK_TIMEOUT, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
+    Config, HookCommand, HookStage, Protocol, Provenance, Sandbox, SandboxLimits, ServerConfig,
+    ServerKind, Setting, Transport, DEFAULT_HOOK_TIMEOUT, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };
-use crate::raw::{RawApprovals, RawHook, RawHooks, RawLimits, RawPins, RawSandbox, RawServer};
+use crate::raw::{
+    RawApprovals, RawHook, RawHooks, RawLimits, RawPins, RawSandbox, RawSandboxLimits, RawServer,
+};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -280,15 +282,21 @@ impl Validator<'_> {
                 format!("{bad:?} is not one of {}", SANDBOX_LAYERS.join(", ")),
             ));
         }
-        if raw.network && raw.require.iter().any(|l| l == "no_network") {
+        if let Some(layer) = raw
+            .require
+            .iter()
+            .find(|l| raw.network && (*l == "no_network" || *l == "socket_filter"))
+        {
             return Err(ConfigError::invalid(
                 "sandbox",
-                "network: true contradicts requiring no_network",
+                format!("network: true contradicts requiring {layer}"),
             ));
         }
+        let limits = sandbox_limits(raw.limits)?;
         self.config.sandbox = Sandbox {
             require: raw.require,
             network: raw.network,
+            limits,
         };
         Ok(())
     }
@@ -631,6 +639,42 @@ fn recognise_kind(transport: &Transport) -> ServerKind {
         Some(policy::ServerKind::Fetch) => ServerKind::Fetch,
         Some(policy::ServerKind::Toolgate) | None => ServerKind::Generic,
     }
+}
+
+/// `sandbox.limits` over the finite defaults. Zero is refused rather than read as "no limit": a limit may be
+/// raised, never switched off.
+fn sandbox_limits(raw: Option<RawSandboxLimits>) -> Result<SandboxLimits> {
+    let mut limits = SandboxLimits::default();
+    let Some(raw) = raw else {
+        return Ok(limits);
+    };
+    for (key, value, slot) in [
+        ("cpuSeconds", raw.cpu_seconds, &mut limits.cpu_seconds),
+        (
+            "addressSpaceBytes",
+            raw.address_space_bytes,
+            &mut limits.address_space_bytes,
+        ),
+        (
+            "fileSizeBytes",
+            raw.file_size_bytes,
+            &mut limits.file_size_bytes,
+        ),
+        ("processes", raw.processes, &mut limits.processes),
+        ("openFiles", raw.open_files, &mut limits.open_files),
+    ] {
+        match value {
+            Some(0) => {
+                return Err(ConfigError::invalid(
+                    format!("sandbox.limits.{key}"),
+                    "must be a positive number (limits cannot be switched off)",
+                ))
+            }
+            Some(v) => *slot = v,
+            None => {}
+        }
+    }
+    Ok(limits)
 }
 
 fn section<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T> {

@@ -360,4 +360,29 @@ fn sandbox_section_names_layers_and_refuses_contradictions() {
     assert!(json(r#"{"sandbox": {"require": ["seatbelt"]}}"#).is_err());
     assert!(json(r#"{"sandbox": {"require": ["no_network"], "network": true}}"#).is_err());
     assert!(json(r#"{"sandbox": {"requires": []}}"#).is_err());
+    assert!(json(r#"{"sandbox": {"require": ["socket_filter"], "network": true}}"#).is_err());
+}
+
+#[test]
+fn sandbox_limits_are_finite_by_default_and_cannot_be_switched_off() {
+    let defaults = json(r#"{}"#).unwrap().sandbox.limits;
+    assert_eq!(defaults, SandboxLimits::default());
+    assert!(defaults.cpu_seconds > 0 && defaults.address_space_bytes > 0);
+    assert!(defaults.file_size_bytes > 0 && defaults.processes > 0 && defaults.open_files > 0);
+    let cfg = json(r#"{"sandbox": {"limits": {"cpuSeconds": 5, "processes": 64}}}"#).unwrap();
+    assert_eq!(
+        cfg.sandbox.limits,
+        SandboxLimits {
+            cpu_seconds: 5,
+            processes: 64,
+            ..SandboxLimits::default()
+        }
+    );
+    for off in [
+        r#"{"sandbox": {"limits": {"addressSpaceBytes": 0}}}"#,
+        r#"{"sandbox": {"limits": {"processes": -1}}}"#,
+        r#"{"sandbox": {"limits": {"memory": 1}}}"#,
+    ] {
+        assert!(json(off).is_err(), "{off}");
+    }
 }

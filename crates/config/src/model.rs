@@ -210,10 +210,42 @@ pub struct Hooks {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sandbox {
     /// Layers that must be active, else the command is refused: `pid_namespace`, `no_network`, `landlock`,
-    /// `rlimits`, `no_new_privs`.
+    /// `rlimits`, `no_new_privs`, `socket_filter`.
     pub require: Vec<String>,
-    /// Let commands reach the network (no network namespace).
+    /// Let commands reach the network (no network namespace, no socket filter).
     pub network: bool,
+    /// Resource limits every command gets.
+    pub limits: SandboxLimits,
+}
+
+/// Resource limits of each contained command (and each of its processes). Finite by default, so an approved
+/// command cannot exhaust the machine; a limit above toolgate's own hard limit is lowered to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxLimits {
+    /// CPU seconds per process (RLIMIT_CPU); the default equals the longest allowed timeout.
+    pub cpu_seconds: u64,
+    /// Address space per process in bytes (RLIMIT_AS). Generous by default: runtimes such as V8 and Go
+    /// reserve far more address space than they use.
+    pub address_space_bytes: u64,
+    /// Largest file a command may write, in bytes (RLIMIT_FSIZE).
+    pub file_size_bytes: u64,
+    /// Processes (RLIMIT_NPROC), counted in the command's user namespace when it has one; not enforced by
+    /// the kernel for root.
+    pub processes: u64,
+    /// Open descriptors per process (RLIMIT_NOFILE).
+    pub open_files: u64,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        Self {
+            cpu_seconds: 600,
+            address_space_bytes: 16 << 30,
+            file_size_bytes: 4 << 30,
+            processes: 512,
+            open_files: 4096,
+        }
+    }
 }
 
 /// The layer names `sandbox.require` accepts.
@@ -223,6 +255,7 @@ pub const SANDBOX_LAYERS: &[&str] = &[
     "landlock",
     "rlimits",
     "no_new_privs",
+    "socket_filter",
 ];
 
 #[derive(Clone, Debug, PartialEq)]

@@ -43,6 +43,21 @@ pub(crate) struct RawSandbox {
     pub require: Vec<String>,
     #[serde(default)]
     pub network: bool,
+    pub limits: Option<RawSandboxLimits>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSandboxLimits {
+    #[serde(alias = "cpuSeconds")]
+    pub cpu_seconds: Option<u64>,
+    #[serde(alias = "addressSpaceBytes")]
+    pub address_space_bytes: Option<u64>,
+    #[serde(alias = "fileSizeBytes")]
+    pub file_size_bytes: Option<u64>,
+    pub processes: Option<u64>,
+    #[serde(alias = "openFiles")]
+    pub open_files: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -46,8 +46,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut all = CommandSpec::new("/bin/true", "/");
     all.layers.no_network = LayerMode::BestEffort;
     all.layers.landlock = LayerMode::BestEffort;
-    all.layers.writable_paths = vec!["/tmp".into()];
+    all.layers.writable_paths = vec![std::env::current_dir()?];
     all.layers.rlimits = LayerMode::BestEffort;
+    all.layers.socket_filter = LayerMode::BestEffort;
+    all.layers.private_tmp = true;
+    // A protected directory beside the state root's usual place, so Landlock's grant list is split as in use.
+    all.layers.protected_paths = vec![std::env::temp_dir().join("toolgate-example-state")];
     let runs = 50u32;
     let start = Instant::now();
     for _ in 0..runs {

@@ -8,7 +8,7 @@
 //! parent ── C (setsid; leader of the process group; waits, ignores TERM)
 //!            └─ I (PID 1 of the new namespace; reaps orphans; reports the command's status; when it exits the
 //!               │  kernel kills every process left in the namespace, including ones that called setsid)
-//!               └─ T (applies rlimits / no_new_privs / Landlock, then execs the command)
+//!               └─ T (applies rlimits / no_new_privs / Landlock / the socket filter, then execs the command)
 //! ```
 //! Without a PID namespace, C itself becomes T. This module does not decide which layers to ask for or how to
 //! read the reports; `run` does.
@@ -16,9 +16,9 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use crate::landlock;
 use crate::layers::{encode, Layer, REC_EXIT, REC_LAYER, ST_ACTIVE, ST_FAILED, ST_UNAVAILABLE};
 use crate::spec::LayerMode;
+use crate::{landlock, seccomp};
 
 /// Resource limits as (resource, value) pairs; fixed size so the child never allocates.
 pub(crate) type LimitList = [(libc::__rlimit_resource_t, libc::rlim_t); 5];
@@ -36,6 +36,9 @@ pub(crate) struct ChildPlan {
     pub landlock: LayerMode,
     /// Prepared ruleset, or -1 when Landlock is off or unavailable (then the parent already reported it).
     pub landlock_fd: RawFd,
+    pub socket_filter: LayerMode,
+    /// Prepared seccomp program; empty when the filter is off or unavailable (then the parent reported it).
+    pub filter: Vec<seccomp::Insn>,
     /// "<uid> <uid> 1\n" and the gid equivalent: map ourselves to ourselves in the new user namespace.
     pub uid_map: Vec<u8>,
     pub gid_map: Vec<u8>,
@@ -252,7 +255,7 @@ unsafe fn become_init_chain(plan: &ChildPlan) -> io::Result<()> {
     }
 }
 
-/// Layers that act on the command process itself: rlimits, no_new_privs, Landlock.
+/// Layers that act on the command process itself: rlimits, no_new_privs, Landlock, the socket filter.
 unsafe fn apply_process_layers(plan: &ChildPlan) -> io::Result<()> {
     // SAFETY: raw syscalls on prepared, stack- or plan-owned data.
     unsafe {
@@ -281,8 +284,8 @@ unsafe fn apply_process_layers(plan: &ChildPlan) -> io::Result<()> {
             }
         }
 
-        // Landlock needs no_new_privs when unprivileged, so asking for Landlock implies it.
-        if plan.no_new_privs.wanted() || plan.landlock_fd >= 0 {
+        // Landlock and seccomp need no_new_privs when unprivileged, so asking for either implies it.
+        if plan.no_new_privs.wanted() || plan.landlock_fd >= 0 || !plan.filter.is_empty() {
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 {
                 if plan.no_new_privs.wanted() {
                     report(plan.report_fd, Layer::NoNewPrivs, ST_ACTIVE, 0);
@@ -299,6 +302,21 @@ unsafe fn apply_process_layers(plan: &ChildPlan) -> io::Result<()> {
             match landlock::restrict_self(plan.landlock_fd) {
                 Ok(()) => report(plan.report_fd, Layer::Landlock, ST_ACTIVE, 0),
                 Err(e) => setback(plan, Layer::Landlock, plan.landlock, ST_FAILED, e)?,
+            }
+        }
+
+        // Last, so that nothing above runs under the filter.
+        if !plan.filter.is_empty() {
+            match seccomp::install(&plan.filter) {
+                Ok(()) => report(plan.report_fd, Layer::SocketFilter, ST_ACTIVE, 0),
+                Err(e) => {
+                    let status = if e == libc::EINVAL {
+                        ST_UNAVAILABLE
+                    } else {
+                        ST_FAILED
+                    };
+                    setback(plan, Layer::SocketFilter, plan.socket_filter, status, e)?
+                }
             }
         }
         Ok(())

@@ -23,6 +23,18 @@ pub enum Error {
         /// Why it is not active.
         reason: String,
     },
+    /// A writable path contains or lies inside a path no command may reach (the state root, the config file).
+    #[error(
+        "refusing to run: the writable path {} would expose the protected path {}",
+        writable.display(),
+        protected.display()
+    )]
+    ProtectedPathExposed {
+        /// The protected path.
+        protected: std::path::PathBuf,
+        /// The writable path that contains it or lies inside it.
+        writable: std::path::PathBuf,
+    },
     /// The parent could not set up pipes or descriptors for the child.
     #[error("sandbox setup failed: {0}")]
     Setup(#[from] std::io::Error),

@@ -1,19 +1,27 @@
-//! Landlock write confinement, by raw syscalls.
+//! Landlock confinement, by raw syscalls.
 //!
 //! The ruleset is built in the parent (it needs `open` and allocation), and the child only calls
-//! `landlock_restrict_self` on the prepared descriptor, which is async-signal-safe. Reads and execution are
-//! left alone: the point is that a command cannot write outside the workspace and its temporary directory.
-//! Network rules and scoping are not used (the network layer is a namespace instead).
+//! `landlock_restrict_self` on the prepared descriptor, which is async-signal-safe. Reads, listing and
+//! execution are handled as well as writes, so that paths granted by no rule (the state root, the config file,
+//! see `grants`) can be neither read nor written. Where the kernel has scoping (ABI 6), the command also cannot
+//! signal processes outside its domain nor, when it runs without network, connect to abstract unix sockets
+//! created outside it. Network rules
+//! are not used (the network layer is a namespace instead).
 
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use crate::grants::{Access, Rule};
+
 const CREATE_RULESET_VERSION: u32 = 1;
 const RULE_PATH_BENEATH: libc::c_int = 1;
 
+const ACCESS_EXECUTE: u64 = 1 << 0;
 const ACCESS_WRITE_FILE: u64 = 1 << 1;
+const ACCESS_READ_FILE: u64 = 1 << 2;
+const ACCESS_READ_DIR: u64 = 1 << 3;
 const ACCESS_REMOVE_DIR: u64 = 1 << 4;
 const ACCESS_REMOVE_FILE: u64 = 1 << 5;
 const ACCESS_MAKE_CHAR: u64 = 1 << 6;
@@ -26,13 +34,21 @@ const ACCESS_MAKE_SYM: u64 = 1 << 12;
 const ACCESS_REFER: u64 = 1 << 13;
 const ACCESS_TRUNCATE: u64 = 1 << 14;
 
-/// Rights that apply to a regular file (the kernel rejects directory-only rights on a file rule).
-const FILE_RIGHTS: u64 = ACCESS_WRITE_FILE | ACCESS_TRUNCATE;
+const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
+const SCOPE_SIGNAL: u64 = 1 << 1;
 
-/// `struct landlock_ruleset_attr` truncated to its ABI 1 prefix; the kernel accepts shorter structs.
+/// Rights that apply to a regular file (the kernel rejects directory-only rights on a file rule).
+const FILE_RIGHTS: u64 = ACCESS_EXECUTE | ACCESS_READ_FILE | ACCESS_WRITE_FILE | ACCESS_TRUNCATE;
+/// What a read grant allows.
+const READ_RIGHTS: u64 = ACCESS_EXECUTE | ACCESS_READ_FILE | ACCESS_READ_DIR;
+
+/// `struct landlock_ruleset_attr` up to ABI 6. Older kernels accept it as long as the fields they do not know
+/// are zero, which `prepare` ensures.
 #[repr(C)]
 struct RulesetAttr {
     handled_access_fs: u64,
+    handled_access_net: u64,
+    scoped: u64,
 }
 
 /// `struct landlock_path_beneath_attr`, which the kernel declares packed.
@@ -63,8 +79,9 @@ pub(crate) fn abi_version() -> Result<i64, String> {
     }
 }
 
-fn handled_write_rights(abi: i64) -> u64 {
-    let mut rights = ACCESS_WRITE_FILE
+fn handled_rights(abi: i64) -> u64 {
+    let mut rights = READ_RIGHTS
+        | ACCESS_WRITE_FILE
         | ACCESS_REMOVE_DIR
         | ACCESS_REMOVE_FILE
         | ACCESS_MAKE_CHAR
@@ -89,13 +106,20 @@ pub(crate) enum PrepareError {
     Failed(String),
 }
 
-/// Builds a ruleset that handles every write right and grants them beneath `writable` (plus `/dev/null`, which
-/// ordinary programs write to). Returns the ruleset descriptor for the child to enforce.
-pub(crate) fn prepare(writable: &[&Path]) -> Result<OwnedFd, PrepareError> {
+/// Builds a ruleset that handles every read and write right and grants what `rules` say (plus writing to
+/// `/dev/null`, which ordinary programs do). Signals never leave the domain; abstract unix sockets do not either
+/// when `scope_sockets` (a command without network). Returns the ruleset descriptor for the child to enforce.
+pub(crate) fn prepare(rules: &[Rule], scope_sockets: bool) -> Result<OwnedFd, PrepareError> {
     let abi = abi_version().map_err(PrepareError::Unavailable)?;
-    let handled = handled_write_rights(abi);
+    let handled = handled_rights(abi);
     let attr = RulesetAttr {
         handled_access_fs: handled,
+        handled_access_net: 0,
+        scoped: match (abi >= 6, scope_sockets) {
+            (false, _) => 0,
+            (true, false) => SCOPE_SIGNAL,
+            (true, true) => SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET,
+        },
     };
     // SAFETY: `attr` is a valid, initialised struct whose size we pass; the kernel copies it and returns a new fd.
     let fd = unsafe {
@@ -116,37 +140,54 @@ pub(crate) fn prepare(writable: &[&Path]) -> Result<OwnedFd, PrepareError> {
         i32::try_from(fd).map_err(|_| PrepareError::Failed("descriptor out of range".into()))?;
     // SAFETY: the syscall just returned this descriptor and nothing else owns it.
     let ruleset = unsafe { OwnedFd::from_raw_fd(fd) };
-    let dev_null = Path::new("/dev/null");
-    for path in writable.iter().copied().chain([dev_null]) {
-        add_rule(&ruleset, path, handled)?;
+    let dev_null = Rule {
+        path: "/dev/null".into(),
+        access: Access::ReadWrite,
+    };
+    for rule in rules.iter().chain([&dev_null]) {
+        let rights = match rule.access {
+            Access::Read => READ_RIGHTS,
+            Access::ReadWrite => handled,
+            Access::ListOnly => ACCESS_READ_DIR,
+        };
+        match add_rule(&ruleset, &rule.path, rights & handled) {
+            // An entry that vanished or cannot be opened since it was listed is simply not granted: denied.
+            Err(AddError::Open(e))
+                if rule.access != Access::ReadWrite
+                    && matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EACCES)) => {}
+            Err(AddError::Open(e)) => {
+                return Err(PrepareError::Failed(format!(
+                    "open {}: {e}",
+                    rule.path.display()
+                )))
+            }
+            Err(AddError::Failed(why)) => return Err(PrepareError::Failed(why)),
+            Ok(()) => {}
+        }
     }
     Ok(ruleset)
 }
 
-fn add_rule(ruleset: &OwnedFd, path: &Path, handled: u64) -> Result<(), PrepareError> {
+/// Why one rule was not added: its path could not be opened, or the kernel refused the rule.
+enum AddError {
+    Open(std::io::Error),
+    Failed(String),
+}
+
+fn add_rule(ruleset: &OwnedFd, path: &Path, rights: u64) -> Result<(), AddError> {
     use std::os::fd::AsRawFd;
-    let fail = |what: &str| {
-        PrepareError::Failed(format!(
-            "{what} for a writable path: {}",
-            std::io::Error::last_os_error()
-        ))
-    };
     let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| PrepareError::Failed("writable path contains NUL".into()))?;
+        .map_err(|_| AddError::Failed(format!("{} contains NUL", path.display())))?;
     // SAFETY: `c_path` is a valid NUL-terminated string; O_PATH opens without reading.
     let raw = unsafe { libc::open(c_path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
     if raw < 0 {
-        return Err(fail("open"));
+        return Err(AddError::Open(std::io::Error::last_os_error()));
     }
     // SAFETY: `open` just returned this descriptor and nothing else owns it.
     let path_fd = unsafe { OwnedFd::from_raw_fd(raw) };
     let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
     let rule = PathBeneathAttr {
-        allowed_access: if is_dir {
-            handled
-        } else {
-            handled & FILE_RIGHTS
-        },
+        allowed_access: if is_dir { rights } else { rights & FILE_RIGHTS },
         parent_fd: path_fd.as_raw_fd(),
     };
     // SAFETY: both descriptors are open for the duration of the call and `rule` is a valid packed struct.
@@ -160,7 +201,11 @@ fn add_rule(ruleset: &OwnedFd, path: &Path, handled: u64) -> Result<(), PrepareE
         )
     };
     if r < 0 {
-        return Err(fail("landlock_add_rule"));
+        return Err(AddError::Failed(format!(
+            "landlock_add_rule for {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        )));
     }
     Ok(())
 }

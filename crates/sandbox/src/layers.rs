@@ -21,16 +21,19 @@ pub enum Layer {
     Rlimits,
     /// PR_SET_NO_NEW_PRIVS.
     NoNewPrivs,
+    /// Seccomp filter refusing non-IP sockets, unix sockets but connected pairs, and io_uring.
+    SocketFilter,
 }
 
 impl Layer {
     /// Every layer, in report order.
-    pub const ALL: [Layer; 5] = [
+    pub const ALL: [Layer; 6] = [
         Layer::PidNamespace,
         Layer::NoNetwork,
         Layer::Landlock,
         Layer::Rlimits,
         Layer::NoNewPrivs,
+        Layer::SocketFilter,
     ];
 
     /// Stable name used in reports and configuration.
@@ -41,6 +44,7 @@ impl Layer {
             Layer::Landlock => "landlock",
             Layer::Rlimits => "rlimits",
             Layer::NoNewPrivs => "no_new_privs",
+            Layer::SocketFilter => "socket_filter",
         }
     }
 
@@ -51,6 +55,7 @@ impl Layer {
             Layer::Landlock => 3,
             Layer::Rlimits => 4,
             Layer::NoNewPrivs => 5,
+            Layer::SocketFilter => 6,
         }
     }
 
@@ -65,6 +70,7 @@ impl Layer {
             Layer::Landlock => request.landlock,
             Layer::Rlimits => request.rlimits,
             Layer::NoNewPrivs => request.no_new_privs,
+            Layer::SocketFilter => request.socket_filter,
         }
     }
 }

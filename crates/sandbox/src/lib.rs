@@ -10,10 +10,14 @@
 mod capture;
 mod child;
 mod error;
+mod filesystem;
+mod grants;
 mod landlock;
 mod layers;
 mod run;
+mod seccomp;
 mod spec;
+mod watch;
 
 pub use capture::{Capture, MAX_CAPTURE_BYTES_PER_STREAM};
 pub use error::{Error, Result};

@@ -17,9 +17,11 @@ use nix::unistd::Pid;
 use crate::capture::{Capture, Readers};
 use crate::child::{self, ChildPlan, LimitList};
 use crate::error::{Error, Result};
-use crate::landlock::{self, PrepareError};
+use crate::filesystem;
 use crate::layers::{decode, Layer, LayerReport, LayerState};
+use crate::seccomp;
 use crate::spec::{CommandSpec, LayerMode, LayerRequest};
+use crate::watch::{wait_readable, ExitWatch};
 
 /// How long readers may keep draining after the tree is gone before they are told to stop. Only matters when
 /// something outside the tree (possible without a PID namespace) still holds a pipe open.
@@ -78,6 +80,9 @@ fn validate(spec: &CommandSpec) -> Result<()> {
     if spec.timeout.is_zero() {
         return bad("timeout must be positive");
     }
+    if spec.layers.protected_paths.iter().any(|p| !p.is_absolute()) {
+        return bad("protected paths must be absolute");
+    }
     let has_nul = |s: &[u8]| s.contains(&0);
     use std::os::unix::ffi::OsStrExt;
     if has_nul(spec.program.as_os_str().as_bytes()) || has_nul(spec.cwd.as_os_str().as_bytes()) {
@@ -104,6 +109,20 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// This process's hard limit: a limit above it would make setrlimit fail for an unprivileged user, so the
+/// command gets the lower of the two (a limit is a ceiling; it never raises anything).
+fn hard_limit(resource: libc::__rlimit_resource_t) -> libc::rlim_t {
+    let mut current = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: getrlimit writes one struct we own.
+    if unsafe { libc::getrlimit(resource, &mut current) } != 0 {
+        return libc::RLIM_INFINITY;
+    }
+    current.rlim_max
+}
+
 fn limit_list(request: &LayerRequest) -> (LimitList, usize) {
     let l = &request.limits;
     let mut list: LimitList = [(libc::RLIMIT_CORE, 0); 5];
@@ -113,16 +132,22 @@ fn limit_list(request: &LayerRequest) -> (LimitList, usize) {
         (libc::RLIMIT_AS, l.address_space_bytes),
         (libc::RLIMIT_FSIZE, l.file_size_bytes),
         (libc::RLIMIT_NOFILE, l.open_files),
+        (libc::RLIMIT_NPROC, l.processes),
     ] {
         if let Some(v) = value {
-            list[n] = (res, v);
+            list[n] = (res, v.min(hard_limit(res)));
             n += 1;
         }
     }
     (list, n)
 }
 
-fn plan(request: &LayerRequest, report_fd: RawFd, landlock_fd: Option<&OwnedFd>) -> ChildPlan {
+fn plan(
+    request: &LayerRequest,
+    report_fd: RawFd,
+    landlock_fd: Option<&OwnedFd>,
+    filter: Vec<seccomp::Insn>,
+) -> ChildPlan {
     // SAFETY: geteuid/getegid cannot fail and touch no memory.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let (limits, limit_count) = limit_list(request);
@@ -137,28 +162,41 @@ fn plan(request: &LayerRequest, report_fd: RawFd, landlock_fd: Option<&OwnedFd>)
         no_new_privs: request.no_new_privs,
         landlock: request.landlock,
         landlock_fd: landlock_fd.map_or(-1, AsRawFd::as_raw_fd),
+        socket_filter: request.socket_filter,
+        filter,
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
         gid_map: format!("{gid} {gid} 1\n").into_bytes(),
     }
 }
 
-/// Builds the Landlock ruleset when asked; records why not otherwise.
-fn prepare_landlock(request: &LayerRequest, layers: &mut LayerReport) -> Option<OwnedFd> {
-    if !request.landlock.wanted() {
-        return None;
+/// Builds the seccomp program when asked; records why not otherwise.
+fn prepare_filter(request: &LayerRequest, layers: &mut LayerReport) -> Vec<seccomp::Insn> {
+    if !request.socket_filter.wanted() {
+        return Vec::new();
     }
-    let paths: Vec<&Path> = request.writable_paths.iter().map(|p| p.as_path()).collect();
-    match landlock::prepare(&paths) {
-        Ok(fd) => Some(fd),
-        Err(PrepareError::Unavailable(r)) => {
-            layers.set(Layer::Landlock, LayerState::Unavailable(r));
-            None
+    seccomp::socket_filter().unwrap_or_else(|why| {
+        layers.set(Layer::SocketFilter, LayerState::Unavailable(why));
+        Vec::new()
+    })
+}
+
+/// Refuses the run when a layer that the parent prepares was required and could not be prepared.
+fn check_prepared(
+    layers: &LayerReport,
+    request: &LayerRequest,
+    prepared: [(Layer, bool); 2],
+) -> Result<()> {
+    for (layer, ready) in prepared {
+        if ready || layer.mode_in(request) != LayerMode::Required {
+            continue;
         }
-        Err(PrepareError::Failed(r)) => {
-            layers.set(Layer::Landlock, LayerState::Failed(r));
-            None
-        }
+        let reason = match layers.state(layer) {
+            LayerState::Unavailable(r) | LayerState::Failed(r) => r.clone(),
+            LayerState::Active | LayerState::NotRequested => "not prepared".into(),
+        };
+        return Err(Error::RequiredLayerNotActive { layer, reason });
     }
+    Ok(())
 }
 
 /// Reads the child's report until EOF or a short deadline (the writers are gone by the time this is called).
@@ -179,83 +217,6 @@ fn read_report(fd: OwnedFd) -> Vec<u8> {
         out.extend_from_slice(&buf[..n as usize]);
     }
     out
-}
-
-/// Polls one descriptor for readability; `None` waits forever.
-fn wait_readable(fd: RawFd, timeout: Option<Duration>) -> bool {
-    let deadline = timeout.map(|t| Instant::now() + t);
-    loop {
-        let ms = match deadline {
-            None => -1,
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                libc::c_int::try_from(left.as_millis().max(u128::from(!left.is_zero())))
-                    .unwrap_or(libc::c_int::MAX)
-            }
-        };
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the duration of the call.
-        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if r > 0 {
-            return true;
-        }
-        if r == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return false;
-        }
-    }
-}
-
-/// Observes (without reaping) the exit of `pid`, through its pidfd when the kernel has them.
-struct ExitWatch {
-    pid: libc::pid_t,
-    pidfd: Option<OwnedFd>,
-}
-
-impl ExitWatch {
-    fn new(pid: libc::pid_t) -> Self {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let pidfd = i32::try_from(raw).ok().filter(|fd| *fd >= 0).map(|fd| {
-            // SAFETY: the kernel just returned this descriptor; nothing else owns it.
-            unsafe { OwnedFd::from_raw_fd(fd) }
-        });
-        Self { pid, pidfd }
-    }
-
-    fn exited(&self) -> bool {
-        // SAFETY: zeroed siginfo is a valid out-parameter; WNOWAIT leaves the child reapable by std.
-        unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            let r = libc::waitid(
-                libc::P_PID,
-                self.pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            );
-            r == 0 && info.si_pid() != 0
-        }
-    }
-
-    /// Waits up to `timeout` (`None`: forever) for the exit; true if it happened.
-    fn wait(&self, timeout: Option<Duration>) -> bool {
-        if let Some(fd) = &self.pidfd {
-            return wait_readable(fd.as_raw_fd(), timeout) || self.exited();
-        }
-        let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            if self.exited() {
-                return true;
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
 }
 
 fn exit_info(raw_status: Option<i32>, std_status: std::process::ExitStatus) -> ExitInfo {
@@ -286,26 +247,33 @@ fn merge(layers: &mut LayerReport, report: &crate::layers::ChildReport) {
 pub fn run(spec: &CommandSpec) -> Result<RunResult> {
     validate(spec)?;
     let start = Instant::now();
-    let request = &spec.layers;
+    let request = &filesystem::effective(&spec.layers);
     let mut layers = LayerReport::initial(request);
-    let landlock_fd = prepare_landlock(request, &mut layers);
-    if request.landlock == LayerMode::Required && landlock_fd.is_none() {
-        let reason = match layers.state(Layer::Landlock) {
-            LayerState::Unavailable(r) | LayerState::Failed(r) => r.clone(),
-            _ => "not prepared".into(),
-        };
-        return Err(Error::RequiredLayerNotActive {
-            layer: Layer::Landlock,
-            reason,
-        });
-    }
+    // The private directory it may create lives until the end of this function, after the command's tree is gone.
+    let prepared = filesystem::prepare(request, &spec.cwd, &mut layers)?;
+    let filter = prepare_filter(request, &mut layers);
+    check_prepared(
+        &layers,
+        request,
+        [
+            (Layer::Landlock, prepared.landlock_fd.is_some()),
+            (Layer::SocketFilter, !filter.is_empty()),
+        ],
+    )?;
+    let mut env = spec.env.clone();
+    prepared.apply_env(&mut env);
 
     let (report_read, report_write) = pipe()?;
-    let child_plan = plan(request, report_write.as_raw_fd(), landlock_fd.as_ref());
+    let child_plan = plan(
+        request,
+        report_write.as_raw_fd(),
+        prepared.landlock_fd.as_ref(),
+        filter,
+    );
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .env_clear()
-        .envs(&spec.env)
+        .envs(&env)
         .current_dir(&spec.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -316,7 +284,8 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
     }
     let spawned = cmd.spawn();
     drop(report_write);
-    drop(landlock_fd);
+    // The child has its copy of the ruleset; the private directory stays until the end of the run.
+    let _private_tmp = prepared.into_private_tmp();
 
     let mut child = match spawned {
         Ok(child) => child,
@@ -394,16 +363,27 @@ pub(crate) fn probe_layers() -> LayerReport {
         no_network: LayerMode::BestEffort,
         landlock: LayerMode::BestEffort,
         writable_paths: Vec::new(),
+        protected_paths: Vec::new(),
+        private_tmp: false,
+        socket_filter: LayerMode::BestEffort,
         rlimits: LayerMode::BestEffort,
         limits: Default::default(),
         no_new_privs: LayerMode::BestEffort,
     };
     let mut layers = LayerReport::initial(&request);
-    let landlock_fd = prepare_landlock(&request, &mut layers);
+    let Ok(prepared) = filesystem::prepare(&request, Path::new("/"), &mut layers) else {
+        return layers;
+    };
+    let filter = prepare_filter(&request, &mut layers);
     let Ok((report_read, report_write)) = pipe() else {
         return layers;
     };
-    let child_plan = plan(&request, report_write.as_raw_fd(), landlock_fd.as_ref());
+    let child_plan = plan(
+        &request,
+        report_write.as_raw_fd(),
+        prepared.landlock_fd.as_ref(),
+        filter,
+    );
     // SAFETY: the child branch only runs `child::setup` (async-signal-safe) and `_exit`.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
@@ -414,7 +394,7 @@ pub(crate) fn probe_layers() -> LayerReport {
         }
     }
     drop(report_write);
-    drop(landlock_fd);
+    drop(prepared);
     if pid > 0 {
         let mut status = 0;
         // SAFETY: waits for the child we just forked.

@@ -36,6 +36,9 @@ pub struct Rlimits {
     pub file_size_bytes: Option<u64>,
     /// RLIMIT_NOFILE.
     pub open_files: Option<u64>,
+    /// RLIMIT_NPROC. The kernel counts every process of the user (in its user namespace, when the run has one)
+    /// and does not apply it to root.
+    pub processes: Option<u64>,
 }
 
 /// Which isolation layers to apply. The process group/session is not optional and therefore not listed.
@@ -45,10 +48,22 @@ pub struct LayerRequest {
     pub pid_namespace: LayerMode,
     /// New (empty) network namespace: no interface but a down loopback.
     pub no_network: LayerMode,
-    /// Landlock: writes allowed only beneath `writable_paths`; reads and execution unrestricted.
+    /// Landlock: writes allowed only beneath `writable_paths`; reads and execution everywhere but beneath
+    /// `protected_paths` and, with `private_tmp`, the shared temporary directory.
     pub landlock: LayerMode,
     /// Directories (or files) the command may write beneath when Landlock is active.
     pub writable_paths: Vec<PathBuf>,
+    /// Paths the command may neither read nor write (the state root, the config file). Absolute. When any is
+    /// given, Landlock is required whatever `landlock` says, and a writable path that contains or lies inside
+    /// one refuses the run.
+    pub protected_paths: Vec<PathBuf>,
+    /// Give the command a fresh temporary directory of its own (`TMPDIR`, `TMP`, `TEMP`), writable, removed
+    /// after the run; the shared temporary directory is then neither writable nor readable.
+    pub private_tmp: bool,
+    /// Seccomp filter for a command without network: no socket but IPv4/IPv6 ones (which the network namespace
+    /// confines), no unix socket but connected stream pairs, no io_uring. Keeps commands away from host services
+    /// on unix sockets (a container daemon, an SSH agent, D-Bus) and netlink.
+    pub socket_filter: LayerMode,
     /// Apply `limits` with setrlimit.
     pub rlimits: LayerMode,
     /// The limits used by the rlimits layer.
@@ -65,6 +80,9 @@ impl Default for LayerRequest {
             no_network: LayerMode::Off,
             landlock: LayerMode::Off,
             writable_paths: Vec::new(),
+            protected_paths: Vec::new(),
+            private_tmp: false,
+            socket_filter: LayerMode::Off,
             rlimits: LayerMode::Off,
             limits: Rlimits::default(),
             no_new_privs: LayerMode::BestEffort,

@@ -171,3 +171,34 @@ fn non_repository_is_a_command_failure_not_a_crash() {
         .unwrap()
         .contains("not a git repository"));
 }
+
+#[test]
+fn git_still_reads_a_workspace_in_the_shared_tmp_under_full_containment() {
+    let state = tempfile::tempdir().unwrap();
+    let f = Fixture::with(|c| {
+        let l = &mut c.sandbox;
+        l.landlock = sandbox::LayerMode::Required;
+        l.no_network = sandbox::LayerMode::Required;
+        l.socket_filter = sandbox::LayerMode::Required;
+        l.private_tmp = true;
+        l.protected_paths = vec![state.path().to_path_buf()];
+    });
+    git(&f.root, &["init", "-q"]);
+    f.write("tracked.txt", "one\n");
+    git(&f.root, &["add", "tracked.txt"]);
+    git(&f.root, &["commit", "-qm", "init"]);
+    f.write("tracked.txt", "two\n");
+    let status = f.call(GIT_STATUS, json!({}));
+    assert_eq!(status.outcome, "SUCCEEDED", "{}", status.structured);
+    assert!(
+        status.structured.to_string().contains("tracked.txt"),
+        "{}",
+        status.structured
+    );
+    let diff = f.call(GIT_DIFF, json!({}));
+    assert!(
+        diff.structured["stdout"].as_str().unwrap().contains("+two"),
+        "{}",
+        diff.structured
+    );
+}

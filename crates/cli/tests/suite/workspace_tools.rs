@@ -268,3 +268,168 @@ async fn audit_records_the_resources_a_call_touched_but_agents_do_not_read_them_
         "the audit log names the file read:\n{log}"
     );
 }
+
+/// Finds every SQLite file under the directory in argv[1] and approves every pending request in it.
+const APPROVE_MYSELF: &str = r#"
+import os, sqlite3, sys
+tampered = 0
+for base, dirs, files in os.walk(sys.argv[1]):
+    for name in files:
+        try:
+            db = sqlite3.connect(os.path.join(base, name))
+            tampered += db.execute("UPDATE approvals SET status = 'APPROVED', decided_at = 0, "
+                                   "decided_by = 'agent' WHERE status = 'PENDING'").rowcount
+            db.commit()
+        except Exception:
+            pass
+print('tampered', tampered)
+"#;
+
+#[tokio::test]
+async fn allowed_command_cannot_approve_its_own_pending_request() {
+    let w = Ws::new(json!({"permissions": {"default": "ask", "allow": ["Bash(python3:*)"]}}));
+    std::fs::write(w.ws().join("approve.py"), APPROVE_MYSELF).unwrap();
+    let state = w.setup.state_dir();
+    let client = w.client().await;
+    let asked = call(
+        &client,
+        "shell_run",
+        json!({"program": "echo", "args": ["self-approved"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome(&asked), "APPROVAL_REQUIRED", "{asked}");
+    let id = request_id(&asked);
+
+    // Control: the same script, run outside the sandbox on a copy of the state root, does approve the request.
+    let copy = tempfile::tempdir().unwrap();
+    for entry in walk(&state) {
+        let to = copy.path().join(entry.strip_prefix(&state).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    let control = std::process::Command::new("/usr/bin/python3")
+        .arg(w.ws().join("approve.py"))
+        .arg(copy.path())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&control.stdout), "tampered 1\n");
+
+    let attack = call(
+        &client,
+        "shell_run",
+        json!({"program": "python3", "args": ["approve.py", state]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome(&attack), "SUCCEEDED", "{attack}");
+    assert_eq!(attack["structuredContent"]["stdout"], "tampered 0\n");
+    let resumed = call(&client, "toolgate_resume", json!({"request_id": id}))
+        .await
+        .unwrap();
+    assert_ne!(outcome(&resumed), "SUCCEEDED", "{resumed}");
+    assert!(!resumed.to_string().contains("self-approved"), "{resumed}");
+}
+
+#[tokio::test]
+async fn allowed_command_cannot_read_the_config_nor_use_the_shared_tmp() {
+    let w = Ws::new(json!({"permissions": {"default": "ask", "allow": ["Bash(sh:*)"]}}));
+    let config = w.setup.config.clone();
+    let shared = std::env::temp_dir();
+    let script = format!(
+        "cat '{}' && echo read-config; touch '{}/toolgate-shared-{}' && echo wrote-shared; \
+         touch \"$TMPDIR/mine\" && echo \"$TMPDIR\"",
+        config.display(),
+        shared.display(),
+        std::process::id()
+    );
+    let client = w.client().await;
+    let ran = call(
+        &client,
+        "shell_run",
+        json!({"program": "sh", "args": ["-c", script]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome(&ran), "SUCCEEDED", "{ran}");
+    let stdout = ran["structuredContent"]["stdout"].as_str().unwrap();
+    assert!(
+        !stdout.contains("read-config") && !stdout.contains("workspace"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("wrote-shared"), "{stdout}");
+    let private = PathBuf::from(stdout.trim());
+    assert!(
+        private.starts_with(&shared) && private != shared,
+        "{stdout}"
+    );
+    assert!(
+        !private.exists(),
+        "the private temporary directory outlived the run"
+    );
+}
+
+#[tokio::test]
+async fn sandbox_limits_from_the_config_reach_the_command() {
+    let w = Ws::new(json!({
+        "permissions": {"default": "ask", "allow": ["Bash(cat /proc/self/limits)"]},
+        "sandbox": {"limits": {"cpuSeconds": 42, "openFiles": 321}}
+    }));
+    let client = w.client().await;
+    let ran = call(
+        &client,
+        "shell_run",
+        json!({"program": "cat", "args": ["/proc/self/limits"]}),
+    )
+    .await
+    .unwrap();
+    let stdout = ran["structuredContent"]["stdout"].as_str().unwrap();
+    let soft = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l[name.len()..].split_whitespace().next())
+            .map(str::to_owned)
+    };
+    assert_eq!(soft("Max cpu time").as_deref(), Some("42"), "{stdout}");
+    assert_eq!(soft("Max open files").as_deref(), Some("321"), "{stdout}");
+    assert_ne!(soft("Max address space").as_deref(), Some("unlimited"));
+    assert_ne!(soft("Max file size").as_deref(), Some("unlimited"));
+    assert_ne!(soft("Max processes").as_deref(), Some("unlimited"));
+}
+
+/// Every file beneath `dir`.
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[tokio::test]
+async fn config_inside_the_workspace_refuses_commands_rather_than_exposing_it() {
+    let setup = crate::support::Setup::with(|dir| {
+        json!({"workspace": dir, "permissions": {"default": "ask", "allow": ["Bash(true)"]},
+               "approvals": {"wait_seconds": 0, "elicitation": false}})
+    });
+    let state = tempfile::tempdir().unwrap();
+    let client = setup.serve_with(
+        HashMap::new(),
+        &[("TOOLGATE_STATE_DIR", state.path().to_str().unwrap())],
+    );
+    client.initialize("2025-11-25", json!({})).await.unwrap();
+    let ran = call(&client, "shell_run", json!({"program": "true"}))
+        .await
+        .unwrap();
+    assert_eq!(outcome(&ran), "REFUSED", "{ran}");
+    assert_eq!(
+        ran["structuredContent"]["error"]["code"], "SANDBOX_PROTECTED_PATH",
+        "{ran}"
+    );
+}

@@ -7,17 +7,35 @@ use sandbox::{run, Layer, LayerMode, LayerState, Outcome};
 
 use crate::sh;
 
-/// Script fragment: a loop that rewrites `beat` every 50 ms, proving its process is alive.
-const HEARTBEAT: &str = "while :; do date +%s%N > beat; sleep 0.05; done";
+/// Script fragment: a loop that rewrites `beat` every 50 ms, proving its process is alive. The rename keeps
+/// `beat` whole: a process killed mid-write never leaves it empty.
+const HEARTBEAT: &str = "while :; do date +%s%N > beat.new && mv beat.new beat; sleep 0.05; done";
 
-/// Asserts nothing is still rewriting `dir/beat`.
+/// Script fragment: returns once the heartbeat has written its first beat, so the command never ends before
+/// the descendant it is about to leave behind is running (on a loaded machine that can take a while).
+const AWAIT_BEAT: &str = "until [ -s beat ]; do sleep 0.01; done";
+
+/// Asserts the heartbeat ran during the command and nothing is still rewriting `dir/beat`. A heartbeat that
+/// never started fails here: "nothing is beating" proves nothing unless something was beating before.
 fn assert_heartbeat_stopped(dir: &Path) {
     let beat = dir.join("beat");
+    let started = std::fs::read_to_string(&beat).unwrap_or_default();
+    assert!(
+        !started.trim().is_empty(),
+        "the heartbeat never started, so this run proves nothing"
+    );
     std::thread::sleep(Duration::from_millis(150));
     let first = std::fs::read_to_string(&beat).unwrap_or_default();
     std::thread::sleep(Duration::from_millis(300));
     let second = std::fs::read_to_string(&beat).unwrap_or_default();
     assert_eq!(first, second, "a descendant outlived the run");
+}
+
+#[test]
+fn heartbeat_check_fails_when_the_heartbeat_never_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let checked = std::panic::catch_unwind(|| assert_heartbeat_stopped(dir.path()));
+    assert!(checked.is_err(), "an absent heartbeat passed the check");
 }
 
 #[test]
@@ -57,7 +75,7 @@ fn background_grandchildren_die_with_tree() {
     for mode in [LayerMode::Required, LayerMode::Off] {
         let dir = tempfile::tempdir().unwrap();
         let mut spec = sh(
-            &format!("({HEARTBEAT}) >/dev/null 2>&1 & sleep 0.2; echo done"),
+            &format!("({HEARTBEAT}) >/dev/null 2>&1 & {AWAIT_BEAT}; echo done"),
             dir.path(),
         );
         spec.layers.pid_namespace = mode;
@@ -71,7 +89,7 @@ fn background_grandchildren_die_with_tree() {
 fn setsid_grandchild_dies_in_pid_namespace() {
     let dir = tempfile::tempdir().unwrap();
     let script =
-        format!("setsid sh -c '{HEARTBEAT}' >/dev/null 2>&1 </dev/null & sleep 0.2; echo done");
+        format!("setsid sh -c '{HEARTBEAT}' >/dev/null 2>&1 </dev/null & {AWAIT_BEAT}; echo done");
     let mut spec = sh(&script, dir.path());
     spec.layers.pid_namespace = LayerMode::Required;
     let r = run(&spec).unwrap();

@@ -89,3 +89,62 @@ fn layers_not_asked_for_are_reported_as_such() {
     assert_eq!(r.layers.state(Layer::NoNetwork), &LayerState::NotRequested);
     assert_eq!(r.layers.state(Layer::PidNamespace), &LayerState::Active);
 }
+
+#[test]
+fn every_configured_limit_is_in_force_for_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = sh("cat /proc/self/limits", dir.path());
+    spec.layers.rlimits = LayerMode::Required;
+    spec.layers.limits = sandbox::Rlimits {
+        cpu_seconds: Some(7),
+        address_space_bytes: Some(3 << 30),
+        file_size_bytes: Some(5 << 20),
+        open_files: Some(77),
+        processes: Some(99),
+    };
+    let r = run(&spec).unwrap();
+    assert_eq!(r.layers.state(Layer::Rlimits), &LayerState::Active);
+    let limit = |name: &str| -> Vec<String> {
+        let line = r.stdout.text.lines().find(|l| l.starts_with(name)).unwrap();
+        line[name.len()..]
+            .split_whitespace()
+            .take(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(limit("Max cpu time"), ["7", "7"]);
+    assert_eq!(limit("Max address space"), ["3221225472", "3221225472"]);
+    assert_eq!(limit("Max file size"), ["5242880", "5242880"]);
+    assert_eq!(limit("Max open files"), ["77", "77"]);
+    assert_eq!(limit("Max processes"), ["99", "99"]);
+}
+
+#[test]
+fn cpu_hog_is_stopped_by_the_cpu_limit_before_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = sh("while :; do :; done", dir.path());
+    spec.layers.rlimits = LayerMode::Required;
+    spec.layers.limits.cpu_seconds = Some(1);
+    let r = run(&spec).unwrap();
+    assert_eq!(r.outcome, Outcome::CommandFailed, "{r:?}");
+    assert!(
+        matches!(r.exit.signal, Some(libc::SIGXCPU | libc::SIGKILL)),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn memory_hog_is_stopped_by_the_address_space_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = sh("", dir.path());
+    spec.program = "/usr/bin/python3".into();
+    spec.args = vec![
+        "-c".into(),
+        "try:\n    bytearray(2 << 30)\n    print('allocated')\nexcept MemoryError:\n    print('refused')"
+            .into(),
+    ];
+    spec.layers.rlimits = LayerMode::Required;
+    spec.layers.limits.address_space_bytes = Some(1 << 30);
+    let r = run(&spec).unwrap();
+    assert_eq!(r.stdout.text, "refused\n", "{r:?}");
+}

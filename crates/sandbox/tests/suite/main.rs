@@ -7,6 +7,8 @@
 mod capture;
 mod containment;
 mod layers;
+mod protected;
+mod sockets;
 
 use std::path::Path;
 use std::time::Duration;
