@@ -13,6 +13,7 @@ mod approval;
 mod calls;
 mod contract;
 mod cursor;
+mod elicit;
 mod errors;
 mod gateway;
 mod guard;
@@ -25,6 +26,7 @@ mod pins;
 mod record;
 
 mod session;
+mod snapshot;
 mod state;
 mod status;
 mod stdio;

@@ -6,6 +6,7 @@
 
 mod admin;
 mod approvals;
+mod approvals_attacks;
 mod config_errors;
 mod demo;
 mod eras;
