@@ -171,6 +171,13 @@ async fn elicitation_session_grant_covers_only_the_exact_arguments_it_was_given_
         question.contains(r"rm -rf \u202e/"),
         "shown escaped: {question}"
     );
+    let mut client = client;
+    client.close(Duration::from_secs(10)).await;
+    let db = rusqlite::Connection::open(gate.namespace().db_path()).unwrap();
+    let grants: i64 = db
+        .query_row("SELECT COUNT(*) FROM session_grants", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(grants, 0, "the session's grants end with it");
 }
 
 #[tokio::test]
