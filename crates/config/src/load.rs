@@ -328,6 +328,12 @@ impl Validator<'_> {
                 from: file("elicitation"),
             };
         }
+        if let Some(v) = raw.elicitation_for_writes {
+            a.elicitation_for_writes = Setting {
+                value: v,
+                from: file("elicitation_for_writes"),
+            };
+        }
         Ok(())
     }
 

@@ -178,6 +178,10 @@ fn approvals_section_sets_wait_expiry_and_elicitation() {
     assert_eq!(cfg.approvals.wait.value, Duration::from_secs(0));
     assert_eq!(cfg.approvals.expire.value, Duration::from_secs(60));
     assert!(!cfg.approvals.elicitation.value);
+    assert!(
+        !cfg.approvals.elicitation_for_writes.value,
+        "commands and writes are never decided through elicitation unless enabled"
+    );
     assert!(json(r#"{"approvals": {"wait": 5}}"#).is_err());
 }
 

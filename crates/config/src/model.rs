@@ -158,6 +158,9 @@ pub struct Approvals {
     pub expire: Setting<Duration>,
     /// Also ask through MCP elicitation when the client declares it (never the only channel).
     pub elicitation: Setting<bool>,
+    /// Let elicitation also decide commands, writes, deletions, git writes and network requests. Off by default:
+    /// a client's dialog is easier to click through than the admin CLI, which shows the full request.
+    pub elicitation_for_writes: Setting<bool>,
 }
 
 impl Default for Approvals {
@@ -166,6 +169,7 @@ impl Default for Approvals {
             wait: Setting::default(Duration::from_secs(20)),
             expire: Setting::default(Duration::from_secs(15 * 60)),
             elicitation: Setting::default(true),
+            elicitation_for_writes: Setting::default(false),
         }
     }
 }

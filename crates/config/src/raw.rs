@@ -68,6 +68,8 @@ pub(crate) struct RawApprovals {
     #[serde(alias = "expireSeconds")]
     pub expire_seconds: Option<u64>,
     pub elicitation: Option<bool>,
+    #[serde(alias = "elicitationForWrites")]
+    pub elicitation_for_writes: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

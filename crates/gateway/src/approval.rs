@@ -1,72 +1,63 @@
 //! The approval stage: an `ask` becomes a request that a human decides out of band (the admin CLI, the watch
 //! terminal, or — when the client declares it and config allows — MCP elicitation, never the only channel).
 //!
-//! A call is held up to `approvals.wait_seconds` while the store is polled (with progress notifications when the
-//! client asked for progress); approved in time, it runs as if nothing happened. Otherwise the client gets a
-//! Contract V1 handle and resumes later with `toolgate_resume`, which runs exactly the stored snapshot, once.
-//! No MCP tool can approve or reject anything.
+//! Tool calls, prompt gets and resource reads are all held the same way. A request is held up to
+//! `approvals.wait_seconds` while the store is polled (with progress notifications when the client asked for
+//! progress); approved in time, it runs as if nothing happened. Otherwise a tool call gets a Contract V1 handle and
+//! resumes later with `toolgate_resume`, which runs exactly the stored snapshot, once; a prompt or resource read
+//! gets an error naming the request, and runs when the same session repeats it after approval. A held call that
+//! its client cancels, or whose session ends, marks its request CANCELLED, which nothing can approve or resume:
+//! no one is waiting for it, and an operator must not approve a call that will never read the answer. Every row
+//! read here must be authentic (sealed by toolgate); a tampered one is refused. No MCP tool can approve anything.
 
 use crate::contract;
 use crate::session::Session;
+use crate::snapshot::Kind;
+pub(crate) use crate::snapshot::Snapshot;
 use crate::state::State;
 use policy::Decision;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use store::{ApprovalStatus, Timestamp};
+use store::{Approval, ApprovalStatus, NewRequest, Timestamp};
 use tokio_util::sync::CancellationToken;
 
 /// How often the held call looks at the store. A human takes seconds; this keeps the added delay small.
 const POLL: Duration = Duration::from_millis(200);
 /// How often a held call tells the client it is still waiting.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+/// Recorded as the decider of a request whose call went away.
+const CANCELLED_BY: &str = "cancelled: the call was cancelled or its session ended";
 
 type Outcome = Option<Result<Value, Value>>;
 
-/// Exactly what will run if a human approves: stored as the request's protected snapshot.
-#[derive(Clone, Debug)]
-pub(crate) struct Snapshot {
-    pub server: String,
-    pub tool: String,
-    pub exposed: String,
-    pub arguments: Value,
-    pub definition_sha256: String,
-    /// For `shell_run`: the resolved command (executable identity, argv, cwd, environment) that will run.
-    pub command: Option<Value>,
-    /// Why a hook asked, for the human who decides.
-    pub note: Option<String>,
+/// What became of a held request.
+pub(crate) enum Held {
+    /// It ran (approved in time, or covered by a session grant): the tool's, prompt's or resource's own answer.
+    Ran(Outcome),
+    /// It did not run: a Contract V1 result (approval handle or refusal) explaining why.
+    Answer(Value),
+    /// The client cancelled the call or its session ended: nothing is sent.
+    Cancelled,
 }
 
-impl Snapshot {
-    fn to_json(&self, decision: &Decision) -> Value {
-        json!({
-            "kind": "tools/call",
-            "server": self.server,
-            "tool": self.tool,
-            "exposed": self.exposed,
-            "arguments": self.arguments,
-            "definition_sha256": self.definition_sha256,
-            "command": self.command,
-            "note": self.note,
-            "decision": {"effect": decision.effect, "reason": decision.reason.as_str(),
-                         "rule_id": decision.rule_id, "operation": decision.operation},
-        })
+impl Held {
+    /// As a `tools/call` result: the answer is an ordinary result.
+    pub(crate) fn into_tool_outcome(self) -> Outcome {
+        match self {
+            Held::Ran(o) => o,
+            Held::Answer(v) => Some(Ok(v)),
+            Held::Cancelled => None,
+        }
     }
 
-    fn from_json(v: &Value) -> Option<Snapshot> {
-        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        if s("kind").as_deref() != Some("tools/call") {
-            return None;
+    /// As a `prompts/get` or `resources/read` result, which has no error shape: the answer is a JSON-RPC error.
+    pub(crate) fn into_read_outcome(self) -> Outcome {
+        match self {
+            Held::Ran(o) => o,
+            Held::Answer(v) => Some(Err(crate::calls::refusal_error(v))),
+            Held::Cancelled => None,
         }
-        Some(Snapshot {
-            server: s("server")?,
-            tool: s("tool")?,
-            exposed: s("exposed")?,
-            arguments: v.get("arguments").cloned().unwrap_or_else(|| json!({})),
-            definition_sha256: s("definition_sha256")?,
-            command: v.get("command").filter(|c| !c.is_null()).cloned(),
-            note: v.get("note").and_then(Value::as_str).map(str::to_owned),
-        })
     }
 }
 
@@ -75,39 +66,59 @@ fn now() -> Timestamp {
 }
 
 impl Session {
-    /// Handles an `ask`: a session grant lets it through; otherwise a request is created and the call is held.
+    /// Handles an `ask`: a session grant for exactly these arguments lets it through; otherwise a request is
+    /// created and the call is held.
     pub(crate) async fn hold(
         self: &Arc<Self>,
         snapshot: Snapshot,
         decision: Decision,
         progress: Option<Value>,
         cancel: &CancellationToken,
-    ) -> Outcome {
+    ) -> Held {
         let Some(state) = self.gateway.state.clone() else {
-            return Some(Ok(contract::no_approval_channel(&decision)));
+            return Held::Answer(contract::no_approval_channel(&decision));
         };
-        let tool_id = format!("{}__{}", snapshot.server, snapshot.tool);
-        let granted =
-            state.store(|s| s.session_grant_valid(&self.id, &tool_id, &snapshot.definition_sha256));
+        let (target, scope) = (snapshot.grant_target(), snapshot.grant_scope());
+        let granted = state.store(|s| {
+            s.session_grant_valid(&self.id, &target, &snapshot.definition_sha256, &scope)
+        });
         if granted.unwrap_or(false) {
-            return self.execute(&snapshot, cancel).await;
+            return Held::Ran(self.execute(&snapshot, cancel).await);
+        }
+        let stored = snapshot.to_json(&decision);
+        if snapshot.kind != Kind::ToolCall {
+            // A prompt or resource read repeated after its request was approved runs now, once.
+            let hash = serde_json::to_string(&stored)
+                .map(|t| jsonrpc::sha256_hex(t.as_bytes()))
+                .unwrap_or_default();
+            if let Ok(Some(id)) = state.store(|s| s.find_approved(&self.id, &hash, now())) {
+                return Held::Ran(self.resume_approved(&state, &id, cancel).await);
+            }
         }
         let trace_id = crate::ids::trace_id();
-        let expires =
-            now().plus_millis(self.gateway.opts.approvals.expire.value.as_millis() as i64);
-        let created = state
-            .store(|s| s.create_request(&trace_id, &snapshot.to_json(&decision), now(), expires));
+        let opts = &self.gateway.opts.approvals;
+        let start = now();
+        let created = state.store(|s| {
+            s.create_held_request(&NewRequest {
+                trace_id: &trace_id,
+                snapshot: &stored,
+                session_id: Some(&self.id),
+                now: start,
+                held_until: start.plus_millis(opts.wait.value.as_millis() as i64),
+                expires_at: start.plus_millis(opts.expire.value.as_millis() as i64),
+            })
+        });
         let approval = match created {
             Ok(a) => a,
             Err(e) => {
                 let msg = format!(
                     "this call needs approval, and the approval store refused a new request ({e})"
                 );
-                return Some(Ok(contract::refused(
+                return Held::Answer(contract::refused(
                     "APPROVAL_STORE_REFUSED",
                     msg,
                     Some(&trace_id),
-                )));
+                ));
             }
         };
         state.audit(&crate::record::approval_event(
@@ -117,51 +128,35 @@ impl Session {
             &snapshot,
             &decision,
         ));
-        tracing::info!(request = %approval.id, tool = %tool_id, "approval requested");
-        if self.gateway.opts.approvals.elicitation.value && self.can_elicit() {
+        tracing::info!(request = %approval.id, target = %target, "approval requested");
+        if self.may_elicit(&decision) {
             let session = Arc::clone(self);
-            let (id, tool, hash) = (
-                approval.id.clone(),
-                tool_id.clone(),
-                snapshot.definition_sha256.clone(),
-            );
-            tokio::spawn(async move { session.elicit(&id, &tool, &hash).await });
+            let (id, snapshot) = (approval.id.clone(), snapshot.clone());
+            tokio::spawn(async move { session.elicit(&id, &snapshot).await });
         }
-        let deadline = Instant::now() + self.gateway.opts.approvals.wait.value;
+        let deadline = Instant::now() + opts.wait.value;
         let mut next_progress = Instant::now();
         loop {
             let current = match state.store(|s| s.get_request(&approval.id, now())) {
+                Ok(a) if !a.authentic => return Held::Answer(tampered(&a.id)),
                 Ok(a) => a,
                 Err(e) => {
-                    return Some(Ok(contract::refused(
+                    return Held::Answer(contract::refused(
                         "FAILED",
                         format!("approval lookup failed: {e}"),
                         None,
-                    )))
+                    ))
                 }
             };
             match current.status {
                 ApprovalStatus::Pending => {}
                 ApprovalStatus::Approved => {
-                    return self.resume_approved(&state, &current.id, cancel).await
+                    return Held::Ran(self.resume_approved(&state, &current.id, cancel).await)
                 }
-                _ => return Some(Ok(self.status_outcome(&current.handle(), &trace_id))),
+                _ => return Held::Answer(self.status_outcome(&current)),
             }
             if Instant::now() >= deadline {
-                let msg = format!(
-                    "this call needs a human's approval; request {} is pending. An operator approves it with \
-                     `toolgate approvals approve {}`; then call {} with this request_id.",
-                    approval.id,
-                    approval.id,
-                    contract::RESUME_TOOL
-                );
-                return Some(Ok(contract::approval_outcome(
-                    "APPROVAL_REQUIRED",
-                    &trace_id,
-                    &current.handle(),
-                    msg,
-                    false,
-                )));
+                return Held::Answer(pending_answer(&snapshot, &current, &trace_id));
             }
             if let (Some(token), true) = (&progress, Instant::now() >= next_progress) {
                 let message = format!("waiting for approval of request {}", approval.id);
@@ -174,8 +169,16 @@ impl Session {
             }
             tokio::select! {
                 () = tokio::time::sleep(POLL) => {}
-                // The client gave up; the request stays pending and can still be approved and resumed.
-                () = cancel.cancelled() => return None,
+                () = cancel.cancelled() => {
+                    // Nobody will read the answer: the request must not wait for (or get) a decision.
+                    match state.store(|s| s.cancel(&approval.id, CANCELLED_BY, now())) {
+                        Ok(_) => state.audit(&crate::record::approval_event(
+                            &trace_id, &approval.id, "CANCELLED", &snapshot, &decision,
+                        )),
+                        Err(e) => tracing::info!(request = %approval.id, "not marked cancelled: {e}"),
+                    }
+                    return Held::Cancelled;
+                }
             }
         }
     }
@@ -186,12 +189,13 @@ impl Session {
             return not_found(request_id);
         };
         match state.store(|s| s.get_request(request_id, now())) {
-            Ok(a) => self.status_outcome(&a.handle(), &a.trace_id),
+            Ok(a) if !a.authentic => tampered(&a.id),
+            Ok(a) => self.status_outcome(&a),
             Err(_) => not_found(request_id),
         }
     }
 
-    /// `toolgate_resume`: runs exactly the approved snapshot, once.
+    /// `toolgate_resume`: runs exactly the approved snapshot of a tool call, once.
     pub(crate) async fn resume(
         self: &Arc<Self>,
         request_id: &str,
@@ -201,10 +205,22 @@ impl Session {
             return Some(Ok(not_found(request_id)));
         };
         match state.store(|s| s.get_request(request_id, now())) {
+            Ok(a) if !a.authentic => Some(Ok(tampered(&a.id))),
             Ok(a) if a.status == ApprovalStatus::Approved => {
-                self.resume_approved(&state, request_id, cancel).await
+                match Snapshot::from_json(&a.snapshot).map(|s| s.kind) {
+                    Some(Kind::ToolCall) => self.resume_approved(&state, request_id, cancel).await,
+                    // Left approved: the client repeats the original request to run it.
+                    _ => Some(Ok(contract::refused(
+                        "NOT_A_TOOL_CALL",
+                        format!(
+                            "request {} is for a prompt or resource read; repeat that request to run it",
+                            a.id
+                        ),
+                        Some(&a.trace_id),
+                    ))),
+                }
             }
-            Ok(a) => Some(Ok(self.status_outcome(&a.handle(), &a.trace_id))),
+            Ok(a) => Some(Ok(self.status_outcome(&a))),
             Err(_) => Some(Ok(not_found(request_id))),
         }
     }
@@ -218,10 +234,11 @@ impl Session {
     ) -> Outcome {
         let consumed = match state.store(|s| s.consume(id, now())) {
             Ok(a) => a,
+            Err(store::Error::Tampered) => return Some(Ok(tampered(id))),
             Err(_) => {
                 // Someone else consumed it first, or it expired in between: report what it is now.
                 return Some(Ok(match state.store(|s| s.get_request(id, now())) {
-                    Ok(a) => self.status_outcome(&a.handle(), &a.trace_id),
+                    Ok(a) => self.status_outcome(&a),
                     Err(_) => not_found(id),
                 }));
             }
@@ -229,7 +246,7 @@ impl Session {
         let Some(snapshot) = Snapshot::from_json(&consumed.snapshot) else {
             return Some(Ok(contract::refused(
                 "FAILED",
-                "the approved request is not a tool call".into(),
+                "the approved request is not one toolgate can run".into(),
                 None,
             )));
         };
@@ -241,9 +258,9 @@ impl Session {
         self.execute(&snapshot, cancel).await
     }
 
-    fn status_outcome(&self, handle: &store::ApprovalHandle, trace_id: &str) -> Value {
-        let id = &handle.request_id;
-        let (outcome, message) = match handle.status {
+    fn status_outcome(&self, a: &Approval) -> Value {
+        let (handle, id) = (a.handle(), &a.id);
+        let (outcome, message) = match a.status {
             ApprovalStatus::Pending => (
                 "APPROVAL_PENDING",
                 format!("request {id} is still waiting for a human"),
@@ -267,20 +284,49 @@ impl Session {
                 "APPROVAL_CONSUMED",
                 format!("request {id} was already used; it runs once"),
             ),
+            ApprovalStatus::Cancelled => {
+                return contract::refused(
+                    "APPROVAL_CANCELLED",
+                    format!(
+                        "request {id} was cancelled because its call ended before a decision; it will not run \
+                         (make the call again to ask again)"
+                    ),
+                    Some(&a.trace_id),
+                )
+            }
         };
-        let error = !matches!(
-            handle.status,
-            ApprovalStatus::Pending | ApprovalStatus::Approved
-        );
-        contract::approval_outcome(outcome, trace_id, handle, message, error)
+        let error = !matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Approved);
+        contract::approval_outcome(outcome, &a.trace_id, &handle, message, error)
     }
 
-    /// Runs a snapshot if its tool still has the definition that was approved and the policy does not now deny it.
+    /// Runs a snapshot if the policy does not now refuse it and, for a tool, the tool still has the definition
+    /// that was approved.
     pub(crate) async fn execute(
         self: &Arc<Self>,
         snapshot: &Snapshot,
         cancel: &CancellationToken,
     ) -> Outcome {
+        let guard = &self.gateway.guard;
+        let (server, target) = (&snapshot.server, &snapshot.tool);
+        match snapshot.kind {
+            Kind::ToolCall => {}
+            Kind::Prompt | Kind::Resource => {
+                let verdict = match snapshot.kind {
+                    Kind::Prompt => guard.check_prompt(server, target),
+                    _ => guard.check_resource(server, target),
+                };
+                if let crate::guard::Verdict::Refuse(refused, _) = verdict {
+                    return Some(Err(crate::calls::refusal_error(refused)));
+                }
+                let params = match snapshot.kind {
+                    Kind::Prompt => json!({"name": target, "arguments": snapshot.arguments}),
+                    _ => json!({"uri": target}),
+                };
+                return self
+                    .forward(server, snapshot.kind.method(), params, cancel)
+                    .await;
+            }
+        }
         let definition = self
             .gateway
             .aggregate()
@@ -294,75 +340,46 @@ impl Session {
             );
             return Some(Ok(contract::refused("CONFLICT", msg, None)));
         }
-        let verdict = self.gateway.guard.check_tool(
-            &snapshot.server,
-            &snapshot.tool,
-            definition.as_ref(),
-            &snapshot.arguments,
-        );
+        let verdict = guard.check_tool(server, target, definition.as_ref(), &snapshot.arguments);
         if let crate::guard::Verdict::Refuse(refused, _) = verdict {
             return Some(Ok(refused));
         }
         if snapshot.server == crate::guard::OWN_SERVER {
             return Some(Ok(self
-                .run_builtin(
-                    &snapshot.tool,
-                    snapshot.arguments.clone(),
-                    snapshot.command.clone(),
-                )
+                .run_builtin(target, snapshot.arguments.clone(), snapshot.command.clone())
                 .await));
         }
-        let params = json!({"name": snapshot.tool, "arguments": snapshot.arguments});
-        self.forward(&snapshot.server, "tools/call", params, cancel)
-            .await
+        let params = json!({"name": target, "arguments": snapshot.arguments});
+        self.forward(server, "tools/call", params, cancel).await
     }
+}
 
-    fn can_elicit(&self) -> bool {
-        let st = self.lock();
-        matches!(st.era, crate::session::ClientEra::Legacy(_))
-            && st.client_caps.get("elicitation").is_some()
-    }
+/// The answer when the wait ran out before a decision.
+fn pending_answer(snapshot: &Snapshot, current: &Approval, trace_id: &str) -> Value {
+    let id = &current.id;
+    let then = match snapshot.kind {
+        Kind::ToolCall => format!("then call {} with this request_id", contract::RESUME_TOOL),
+        Kind::Prompt | Kind::Resource => format!(
+            "then repeat this {} request on this connection",
+            snapshot.kind.method()
+        ),
+    };
+    let msg = format!(
+        "this call needs a human's approval; request {id} is pending. An operator approves it with \
+         `toolgate approvals approve {id}`; {then}."
+    );
+    contract::approval_outcome("APPROVAL_REQUIRED", trace_id, &current.handle(), msg, false)
+}
 
-    /// Asks the human through the client. "Allow once" approves the request; "allow for this session" also
-    /// grants the tool (bound to its definition hash) for the rest of the session. Any other answer rejects.
-    async fn elicit(self: &Arc<Self>, id: &str, tool: &str, definition_sha256: &str) {
-        let Some(state) = self.gateway.state.clone() else {
-            return;
-        };
-        let params = json!({
-            "message": format!("toolgate: allow a call to {tool}? (request {id}; details: toolgate approvals show {id})"),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"decision": {"type": "string", "title": "Decision",
-                                            "enum": ["allow_once", "allow_session", "reject"],
-                                            "enumNames": ["Allow once", "Allow for this session", "Reject"]}},
-                "required": ["decision"]
-            }
-        });
-        let Ok(answer) = self.ask_client("elicitation/create", params).await else {
-            return;
-        };
-        let choice = match answer.get("action").and_then(Value::as_str) {
-            Some("accept") => answer
-                .pointer("/content/decision")
-                .and_then(Value::as_str)
-                .unwrap_or("reject"),
-            // Declined or dismissed: leave the request for the other channels.
-            _ => return,
-        };
-        let decided_by = "elicitation";
-        let outcome = match choice {
-            "allow_once" => state.store(|s| s.approve(id, decided_by, now()).map(|_| ())),
-            "allow_session" => state.store(|s| {
-                s.approve(id, decided_by, now())?;
-                s.grant_session(&self.id, tool, definition_sha256, now())
-            }),
-            _ => state.store(|s| s.reject(id, decided_by, now()).map(|_| ())),
-        };
-        if let Err(e) = outcome {
-            tracing::info!(request = id, "elicitation answer not applied: {e}");
-        }
-    }
+fn tampered(request_id: &str) -> Value {
+    let shown: String = request_id.chars().take(64).collect();
+    contract::refused(
+        "REQUEST_TAMPERED",
+        format!(
+            "approval request {shown:?} failed its integrity check (it was changed outside toolgate); it will not run"
+        ),
+        None,
+    )
 }
 
 fn not_found(request_id: &str) -> Value {

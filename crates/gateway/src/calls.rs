@@ -1,7 +1,8 @@
 //! The governed requests: each is routed to its owner, decided by the policy stage (and, for tool calls, by the
 //! pre-call hooks, which may only tighten that decision), and only then forwarded.
 //! A refused tool call is an ordinary error result that explains itself; a refused read or prompt is a JSON-RPC
-//! error with the same explanation. Nothing refused reaches an upstream.
+//! error with the same explanation. An `ask` holds tool calls, prompts and resource reads alike for a human
+//! (see `approval`). Nothing refused reaches an upstream.
 
 use crate::approval::Snapshot;
 use crate::contract;
@@ -9,6 +10,7 @@ use crate::errors::{invalid_params, to_client};
 use crate::guard::{Verdict, OWN_SERVER};
 use crate::record::{outcome_of, CallRecord};
 use crate::session::Session;
+use crate::snapshot::Kind;
 use crate::status;
 use jsonrpc::error_object;
 use serde_json::{json, Value};
@@ -19,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 type Outcome = Option<Result<Value, Value>>;
 
 /// A refusal as a JSON-RPC error, for methods whose results have no error shape.
-fn refusal_error(result: Value) -> Value {
+pub(crate) fn refusal_error(result: Value) -> Value {
     let message = result
         .pointer("/content/0/text")
         .and_then(Value::as_str)
@@ -32,12 +34,29 @@ fn refusal_error(result: Value) -> Value {
     )
 }
 
-/// What an ask becomes where it cannot be held (prompts, resource reads): a refusal that says so.
-fn without_approval(verdict: Verdict) -> Result<(), Value> {
-    match verdict {
-        Verdict::Allow(_) => Ok(()),
-        Verdict::Ask(d) => Err(contract::no_approval_channel(&d)),
-        Verdict::Refuse(r, _) => Err(r),
+/// A prompt or resource read the policy asks about, as the snapshot a human approves.
+fn read_snapshot(
+    kind: Kind,
+    server: &str,
+    target: &str,
+    exposed: &str,
+    params: &Value,
+) -> Snapshot {
+    Snapshot {
+        kind,
+        server: server.to_owned(),
+        tool: target.to_owned(),
+        exposed: exposed.to_owned(),
+        arguments: match kind {
+            Kind::Prompt => params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            Kind::ToolCall | Kind::Resource => json!({}),
+        },
+        definition_sha256: String::new(),
+        command: None,
+        note: None,
     }
 }
 
@@ -150,6 +169,7 @@ impl Session {
                     Err(refused) => return Some(Ok(refused)),
                 };
                 let snapshot = Snapshot {
+                    kind: Kind::ToolCall,
                     server: server.clone(),
                     tool: tool.clone(),
                     exposed: name.clone(),
@@ -162,7 +182,9 @@ impl Session {
                     note: hook_note,
                 };
                 let progress = params.pointer("/_meta/progressToken").cloned();
-                self.hold(snapshot, d, progress, cancel).await
+                self.hold(snapshot, d, progress, cancel)
+                    .await
+                    .into_tool_outcome()
             }
         };
         if let (Some(r), Some(state)) = (&record, &self.gateway.state) {
@@ -306,10 +328,18 @@ impl Session {
         let Some(route) = self.gateway.aggregate().route_prompt(&name).cloned() else {
             return Some(Err(invalid_params(format!("unknown prompt: {name}"))));
         };
-        if let Err(refused) =
-            without_approval(self.gateway.guard.check_prompt(&route.server, &route.name))
-        {
-            return Some(Err(refusal_error(refused)));
+        match self.gateway.guard.check_prompt(&route.server, &route.name) {
+            Verdict::Allow(_) => {}
+            Verdict::Refuse(refused, _) => return Some(Err(refusal_error(refused))),
+            Verdict::Ask(d) => {
+                let snapshot =
+                    read_snapshot(Kind::Prompt, &route.server, &route.name, &name, &params);
+                let progress = params.pointer("/_meta/progressToken").cloned();
+                return self
+                    .hold(snapshot, d, progress, cancel)
+                    .await
+                    .into_read_outcome();
+            }
         }
         params["name"] = Value::String(route.name);
         self.forward(&route.server, "prompts/get", params, cancel)
@@ -337,9 +367,17 @@ impl Session {
             ))));
         };
         if method == "resources/read" {
-            if let Err(refused) = without_approval(self.gateway.guard.check_resource(&server, uri))
-            {
-                return Some(Err(refusal_error(refused)));
+            match self.gateway.guard.check_resource(&server, uri) {
+                Verdict::Allow(_) => {}
+                Verdict::Refuse(refused, _) => return Some(Err(refusal_error(refused))),
+                Verdict::Ask(d) => {
+                    let snapshot = read_snapshot(Kind::Resource, &server, uri, uri, &params);
+                    let progress = params.pointer("/_meta/progressToken").cloned();
+                    return self
+                        .hold(snapshot, d, progress, cancel)
+                        .await
+                        .into_read_outcome();
+                }
             }
         }
         self.forward(&server, method, params, cancel).await

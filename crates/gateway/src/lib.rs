@@ -14,6 +14,7 @@ mod calls;
 mod canon;
 mod contract;
 mod cursor;
+mod elicit;
 mod errors;
 mod fsdirs;
 mod gateway;
@@ -27,6 +28,7 @@ mod pins;
 mod record;
 
 mod session;
+mod snapshot;
 mod state;
 mod status;
 mod stdio;

@@ -106,12 +106,20 @@ impl Session {
         !self.lock().closed
     }
 
-    /// Ends the session: every request still running is cancelled (and its upstream told so).
+    /// Ends the session: every request still running is cancelled (and its upstream told so), and the session's
+    /// grants are revoked (its id is never used again, so they could only ever be clutter).
     pub(crate) fn close(&self) {
-        let mut st = self.lock();
-        st.closed = true;
-        for (_, token) in st.in_flight.drain() {
-            token.cancel();
+        {
+            let mut st = self.lock();
+            st.closed = true;
+            for (_, token) in st.in_flight.drain() {
+                token.cancel();
+            }
+        }
+        if let Some(state) = &self.gateway.state {
+            if let Err(e) = state.store(|s| s.revoke_session(&self.id)) {
+                tracing::warn!("session grants not revoked: {e}");
+            }
         }
     }
 

@@ -1,20 +1,23 @@
-//! The approval lifecycle: PENDING → APPROVED | REJECTED | EXPIRED; APPROVED → CONSUMED.
+//! The approval lifecycle: PENDING → APPROVED | REJECTED | CANCELLED | EXPIRED; APPROVED → CONSUMED.
 //!
-//! Every transition is one conditional `UPDATE … WHERE status = <expected>` inside an
-//! immediate transaction, and succeeds only if it changed exactly one row; that is what
-//! makes consumption single-use across threads and processes. Expiry is judged against the
-//! `now` the caller passes: a PENDING or APPROVED request at or past `expires_at` is
-//! effectively EXPIRED. Reads never persist that lazy expiry (`expire_due` does, on
-//! request). Snapshots are opaque JSON to this module: it neither interprets nor shows them.
+//! Every transition reads the row, checks its seal, and rewrites it (resealed) inside one
+//! immediate transaction, which holds the database's write lock from the read to the commit;
+//! that is what makes consumption single-use across threads and processes. A row whose seal
+//! does not verify is reported (`Approval::authentic` false) and refused by every transition
+//! with `Error::Tampered`. Expiry is judged against the `now` the caller passes: a PENDING or
+//! APPROVED request at or past `expires_at` is effectively EXPIRED; reads never persist that
+//! (`expire_due` does). Room-making and pruning live in `approval_space`, the row format and
+//! its seal in `approval_rows`. Snapshots are opaque JSON here: never interpreted or shown.
 
 use std::fmt;
 
 use jsonrpc::sha256_hex;
 use rand::TryRng;
-use rusqlite::{params, OptionalExtension, Row, Transaction, TransactionBehavior};
+use rusqlite::TransactionBehavior;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::approval_rows::{load, StoredRow, ROW_COLUMNS};
 use crate::error::{Error, Result};
 use crate::handle::Store;
 use crate::time::Timestamp;
@@ -40,6 +43,8 @@ pub enum ApprovalStatus {
     Expired,
     /// Approved and used once; never usable again.
     Consumed,
+    /// The call that asked was cancelled, or its session ended, while it waited; never usable.
+    Cancelled,
 }
 
 impl ApprovalStatus {
@@ -51,23 +56,28 @@ impl ApprovalStatus {
             Self::Rejected => "REJECTED",
             Self::Expired => "EXPIRED",
             Self::Consumed => "CONSUMED",
+            Self::Cancelled => "CANCELLED",
         }
     }
 
-    fn parse(s: &str) -> Result<Self> {
+    pub(crate) fn parse(s: &str) -> Result<Self> {
         Ok(match s {
             "PENDING" => Self::Pending,
             "APPROVED" => Self::Approved,
             "REJECTED" => Self::Rejected,
             "EXPIRED" => Self::Expired,
             "CONSUMED" => Self::Consumed,
+            "CANCELLED" => Self::Cancelled,
             other => return Err(Error::Corrupt(format!("approval status {other:?}"))),
         })
     }
 
     /// True once no further transition is possible.
     pub const fn is_terminal(self) -> bool {
-        matches!(self, Self::Rejected | Self::Expired | Self::Consumed)
+        matches!(
+            self,
+            Self::Rejected | Self::Expired | Self::Consumed | Self::Cancelled
+        )
     }
 }
 
@@ -100,6 +110,14 @@ pub struct Approval {
     pub decided_by: Option<String>,
     /// When it was consumed.
     pub consumed_at: Option<Timestamp>,
+    /// The gateway session whose call asked; `None` for requests made outside a session.
+    pub session_id: Option<String>,
+    /// Until when the asking call is held waiting for the decision; after that the agent holds a handle and
+    /// must resume. Only a hint for ordering what a human sees: a call may also end sooner.
+    pub held_until: Timestamp,
+    /// False when the row's seal does not verify: it was changed by something other than toolgate. Such a
+    /// request is shown as tampered and is never approved, consumed or executed.
+    pub authentic: bool,
 }
 
 /// What an agent may see of a request: no snapshot, no decider. Build it with
@@ -149,16 +167,25 @@ pub struct PrunedApproval {
     pub terminal_at: Timestamp,
 }
 
-/// Columns read for an `Approval`, in `approval_from_row` order.
-const COLUMNS: &str = "id, trace_id, status, snapshot, snapshot_sha256, created_at, expires_at, \
-                       decided_at, decided_by, consumed_at";
+/// Who asks for a new request, and how long the asking call waits for the answer.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRequest<'a> {
+    /// Lifecycle correlation id.
+    pub trace_id: &'a str,
+    /// Exactly what runs if a human approves.
+    pub snapshot: &'a Value,
+    /// The session whose call asks; its waiting requests count against the per-session cap.
+    pub session_id: Option<&'a str>,
+    /// Creation time.
+    pub now: Timestamp,
+    /// Until when the call is held waiting.
+    pub held_until: Timestamp,
+    /// First instant at which the request is expired.
+    pub expires_at: Timestamp,
+}
 
 impl Store {
-    /// Creates a PENDING request holding `snapshot`, expiring at `expires_at`.
-    ///
-    /// Fails closed with `StoreFull`, `StoreBytesFull` or `SnapshotTooLarge` when a ceiling
-    /// would be exceeded; the count and the insert share one immediate transaction so two
-    /// processes cannot both squeeze past the last slot.
+    /// Creates a PENDING request outside any session, not held (tests and tools that stand in for a gateway).
     pub fn create_request(
         &mut self,
         trace_id: &str,
@@ -166,7 +193,25 @@ impl Store {
         now: Timestamp,
         expires_at: Timestamp,
     ) -> Result<Approval> {
-        let text = serde_json::to_string(snapshot)?;
+        self.create_held_request(&NewRequest {
+            trace_id,
+            snapshot,
+            session_id: None,
+            now,
+            held_until: now,
+            expires_at,
+        })
+    }
+
+    /// Creates a sealed PENDING request.
+    ///
+    /// First deletes finished requests past their retention. Fails closed with `SessionPendingFull` when the
+    /// session has its cap of waiting requests, with `SnapshotTooLarge` for an oversized snapshot, and with
+    /// `StoreFull` / `StoreBytesFull` when the store cannot hold it even after finished requests were evicted;
+    /// the checks and the insert share one immediate transaction so two processes cannot both squeeze past the
+    /// last slot.
+    pub fn create_held_request(&mut self, new: &NewRequest<'_>) -> Result<Approval> {
+        let text = serde_json::to_string(new.snapshot)?;
         let size = text.len() as u64;
         let limits = self.limits;
         if size > limits.max_snapshot_bytes {
@@ -175,41 +220,43 @@ impl Store {
                 limit: limits.max_snapshot_bytes,
             });
         }
-        let id = new_request_id()?;
-        let trace_id = cap(trace_id);
+        let mut row = StoredRow {
+            id: new_request_id()?,
+            trace_id: cap(new.trace_id),
+            status: ApprovalStatus::Pending,
+            snapshot_sha256: sha256_hex(text.as_bytes()),
+            snapshot_bytes: size as i64,
+            snapshot: text,
+            created_at: new.now.as_millis(),
+            expires_at: new.expires_at.as_millis(),
+            decided_at: None,
+            decided_by: None,
+            consumed_at: None,
+            session_id: new.session_id.map(cap).unwrap_or_default(),
+            held_until: new.held_until.as_millis(),
+            seal: String::new(),
+        };
+        row.reseal(&self.key, &self.namespace_id);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (count, bytes): (i64, i64) = tx.query_row(
-            "SELECT COUNT(*), COALESCE(SUM(snapshot_bytes), 0) FROM approvals",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        if count as u64 >= limits.max_approval_records {
-            return Err(Error::StoreFull {
-                limit: limits.max_approval_records,
-            });
+        crate::approval_space::drop_expired_finished(&tx, &limits, new.now)?;
+        if !row.session_id.is_empty() {
+            let waiting: i64 = tx.query_row(
+                "SELECT COUNT(*) FROM approvals
+                 WHERE session_id = ?1 AND status = 'PENDING' AND expires_at > ?2",
+                rusqlite::params![row.session_id, new.now.as_millis()],
+                |r| r.get(0),
+            )?;
+            if waiting as u64 >= limits.max_pending_per_session {
+                return Err(Error::SessionPendingFull {
+                    limit: limits.max_pending_per_session,
+                });
+            }
         }
-        if (bytes as u64).saturating_add(size) > limits.max_total_snapshot_bytes {
-            return Err(Error::StoreBytesFull {
-                limit: limits.max_total_snapshot_bytes,
-            });
-        }
-        tx.execute(
-            "INSERT INTO approvals (id, trace_id, status, snapshot, snapshot_sha256, snapshot_bytes,
-                                    created_at, expires_at)
-             VALUES (?1, ?2, 'PENDING', ?3, ?4, ?5, ?6, ?7)",
-            params![
-                id,
-                trace_id,
-                text,
-                sha256_hex(text.as_bytes()),
-                size as i64,
-                now.as_millis(),
-                expires_at.as_millis()
-            ],
-        )?;
-        let approval = fetch(&tx, &id, now)?.ok_or(Error::RequestNotFound)?;
+        crate::approval_space::make_room(&tx, &limits, size, new.now)?;
+        row.insert(&tx)?;
+        let approval = row.into_approval(&self.key, &self.namespace_id, new.now);
         tx.commit()?;
         Ok(approval)
     }
@@ -217,11 +264,8 @@ impl Store {
     /// Reads one request with its effective status. Read-only: it never persists expiry.
     /// An unknown id and an id of another workspace both give `RequestNotFound`.
     pub fn get_request(&self, id: &str, now: Timestamp) -> Result<Approval> {
-        let sql = format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1");
-        self.conn
-            .query_row(&sql, [id], |r| approval_from_row(r, now))
-            .optional()?
-            .ok_or(Error::RequestNotFound)?
+        let row = load(&self.conn, id)?.ok_or(Error::RequestNotFound)?;
+        Ok(row.into_approval(&self.key, &self.namespace_id, now))
     }
 
     /// Lists requests, newest first, optionally only those whose effective status is `status`.
@@ -230,12 +274,12 @@ impl Store {
         status: Option<ApprovalStatus>,
         now: Timestamp,
     ) -> Result<Vec<Approval>> {
-        let sql = format!("SELECT {COLUMNS} FROM approvals ORDER BY created_at DESC, id");
+        let sql = format!("SELECT {ROW_COLUMNS} FROM approvals ORDER BY created_at DESC, id");
         let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map([], |r| approval_from_row(r, now))?;
+        let rows = stmt.query_map([], StoredRow::read)?;
         let mut out = Vec::new();
         for row in rows {
-            let approval = row??;
+            let approval = row??.into_approval(&self.key, &self.namespace_id, now);
             if status.is_none_or(|s| s == approval.status) {
                 out.push(approval);
             }
@@ -243,14 +287,47 @@ impl Store {
         Ok(out)
     }
 
-    /// PENDING → APPROVED, recording who decided. Fails on an expired or decided request.
+    /// The id of an authentic, unexpired APPROVED request of `session_id` whose snapshot hashes to
+    /// `snapshot_sha256`, oldest first: how a repeated prompt or resource read finds the approval it waited for.
+    pub fn find_approved(
+        &self,
+        session_id: &str,
+        snapshot_sha256: &str,
+        now: Timestamp,
+    ) -> Result<Option<String>> {
+        let sql = format!(
+            "SELECT {ROW_COLUMNS} FROM approvals
+             WHERE session_id = ?1 AND snapshot_sha256 = ?2 AND status = 'APPROVED' AND expires_at > ?3
+             ORDER BY created_at, id"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(
+            rusqlite::params![session_id, snapshot_sha256, now.as_millis()],
+            StoredRow::read,
+        )?;
+        for row in rows {
+            let row = row??;
+            if row.authentic(&self.key, &self.namespace_id) {
+                return Ok(Some(row.id));
+            }
+        }
+        Ok(None)
+    }
+
+    /// PENDING → APPROVED, recording who decided. Fails on an expired, decided or tampered request.
     pub fn approve(&mut self, id: &str, decided_by: &str, now: Timestamp) -> Result<Approval> {
         self.decide(id, ApprovalStatus::Approved, decided_by, now)
     }
 
-    /// PENDING → REJECTED, recording who decided. Fails on an expired or decided request.
+    /// PENDING → REJECTED, recording who decided. Fails on an expired, decided or tampered request.
     pub fn reject(&mut self, id: &str, decided_by: &str, now: Timestamp) -> Result<Approval> {
         self.decide(id, ApprovalStatus::Rejected, decided_by, now)
+    }
+
+    /// PENDING → CANCELLED: the call that asked is gone (cancelled by its client, or its session ended), so no
+    /// one waits for the answer. Terminal: a cancelled request can never be approved or resumed.
+    pub fn cancel(&mut self, id: &str, why: &str, now: Timestamp) -> Result<Approval> {
+        self.decide(id, ApprovalStatus::Cancelled, why, now)
     }
 
     fn decide(
@@ -260,158 +337,56 @@ impl Store {
         decided_by: &str,
         now: Timestamp,
     ) -> Result<Approval> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
-            "UPDATE approvals SET status = ?2, decided_at = ?3, decided_by = ?4
-             WHERE id = ?1 AND status = 'PENDING' AND expires_at > ?3",
-            params![id, to.as_str(), now.as_millis(), cap(decided_by)],
-        )?;
-        finish_transition(tx, id, changed, now)
+        let decided_by = cap(decided_by);
+        self.transition(id, ApprovalStatus::Pending, now, |row| {
+            row.status = to;
+            row.decided_at = Some(now.as_millis());
+            row.decided_by = Some(decided_by);
+        })
     }
 
     /// APPROVED → CONSUMED, exactly once. Returns the request (with its protected snapshot)
     /// to the single caller that won; every other caller gets an error and must not execute.
     pub fn consume(&mut self, id: &str, now: Timestamp) -> Result<Approval> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
-            "UPDATE approvals SET status = 'CONSUMED', consumed_at = ?2
-             WHERE id = ?1 AND status = 'APPROVED' AND expires_at > ?2",
-            params![id, now.as_millis()],
-        )?;
-        finish_transition(tx, id, changed, now)
+        self.transition(id, ApprovalStatus::Approved, now, |row| {
+            row.status = ApprovalStatus::Consumed;
+            row.consumed_at = Some(now.as_millis());
+        })
     }
 
-    /// Persists EXPIRED on every PENDING or APPROVED request at or past its expiry; returns
-    /// how many changed. Optional: all reads already treat such requests as expired.
-    pub fn expire_due(&mut self, now: Timestamp) -> Result<u64> {
-        let n = self.conn.execute(
-            "UPDATE approvals SET status = 'EXPIRED'
-             WHERE status IN ('PENDING', 'APPROVED') AND expires_at <= ?1",
-            [now.as_millis()],
-        )?;
-        Ok(n as u64)
-    }
-
-    /// Selects terminal requests (REJECTED, CONSUMED, EXPIRED, or effectively expired) whose
-    /// terminal time is at or before `now - older_than_days`, and deletes them in `Apply`
-    /// mode. Still-valid PENDING and APPROVED requests are never selected. Apply recomputes
-    /// the selection inside the same immediate transaction that deletes.
-    pub fn prune_approvals(
+    /// Moves an authentic request from `from` (as effective at `now`) to what `change` makes of it, resealed.
+    fn transition(
         &mut self,
-        older_than_days: u32,
+        id: &str,
+        from: ApprovalStatus,
         now: Timestamp,
-        mode: PruneMode,
-    ) -> Result<Vec<PrunedApproval>> {
-        let cutoff = now.minus_days(older_than_days);
+        change: impl FnOnce(&mut StoredRow),
+    ) -> Result<Approval> {
+        let (key, namespace_id) = (&self.key, self.namespace_id.as_str());
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let selected = {
-            let sql = format!("SELECT {COLUMNS} FROM approvals ORDER BY created_at, id");
-            let mut stmt = tx.prepare(&sql)?;
-            let rows = stmt.query_map([], |r| approval_from_row(r, now))?;
-            let mut selected = Vec::new();
-            for row in rows {
-                let a = row??;
-                if let Some(at) = terminal_at(&a).filter(|at| *at <= cutoff) {
-                    selected.push(PrunedApproval {
-                        id: a.id,
-                        status: a.status,
-                        terminal_at: at,
-                    });
-                }
-            }
-            selected
-        };
-        if mode == PruneMode::Apply {
-            for p in &selected {
-                tx.execute("DELETE FROM approvals WHERE id = ?1", [&p.id])?;
-            }
-            tx.commit()?;
+        let mut row = load(&tx, id)?.ok_or(Error::RequestNotFound)?;
+        if !row.authentic(key, namespace_id) {
+            return Err(Error::Tampered);
         }
-        Ok(selected)
-    }
-}
-
-/// When a request stopped being live, if it has.
-fn terminal_at(a: &Approval) -> Option<Timestamp> {
-    match a.status {
-        ApprovalStatus::Rejected => a.decided_at,
-        ApprovalStatus::Consumed => a.consumed_at,
-        ApprovalStatus::Expired => Some(a.expires_at),
-        ApprovalStatus::Pending | ApprovalStatus::Approved => None,
-    }
-}
-
-/// Commits a transition that changed one row, or explains why none changed.
-fn finish_transition(
-    tx: Transaction<'_>,
-    id: &str,
-    changed: usize,
-    now: Timestamp,
-) -> Result<Approval> {
-    let current = fetch(&tx, id, now)?;
-    match (changed, current) {
-        (1, Some(approval)) => {
-            tx.commit()?;
-            Ok(approval)
+        match row.effective(now) {
+            ApprovalStatus::Expired => return Err(Error::Expired),
+            s if s != from => return Err(Error::InvalidTransition(s)),
+            _ => {}
         }
-        (_, None) => Err(Error::RequestNotFound),
-        (_, Some(a)) if a.status == ApprovalStatus::Expired => Err(Error::Expired),
-        (_, Some(a)) => Err(Error::InvalidTransition(a.status)),
-    }
-}
-
-fn fetch(tx: &Transaction<'_>, id: &str, now: Timestamp) -> Result<Option<Approval>> {
-    let sql = format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1");
-    tx.query_row(&sql, [id], |r| approval_from_row(r, now))
-        .optional()?
-        .transpose()
-}
-
-/// Maps a row; the inner `Result` carries domain corruption (bad status, bad JSON).
-fn approval_from_row(r: &Row<'_>, now: Timestamp) -> rusqlite::Result<Result<Approval>> {
-    let status: String = r.get(2)?;
-    let snapshot: String = r.get(3)?;
-    let expires_at = Timestamp::from_millis(r.get(6)?);
-    let stored = match ApprovalStatus::parse(&status) {
-        Ok(s) => s,
-        Err(e) => return Ok(Err(e)),
-    };
-    let status = match stored {
-        ApprovalStatus::Pending | ApprovalStatus::Approved if now >= expires_at => {
-            ApprovalStatus::Expired
+        let old_seal = row.seal.clone();
+        change(&mut row);
+        row.reseal(key, namespace_id);
+        if row.update(&tx, &old_seal)? != 1 {
+            return Err(Error::Corrupt(
+                "approval row changed during its transition".into(),
+            ));
         }
-        s => s,
-    };
-    let stored_sha256: String = r.get(4)?;
-    // The hash was taken at creation; a mismatch means the row was altered behind the
-    // store's back, and an altered snapshot must never be executed.
-    if sha256_hex(snapshot.as_bytes()) != stored_sha256 {
-        return Ok(Err(Error::Corrupt(
-            "approval snapshot hash mismatch".into(),
-        )));
+        let approval = row.into_approval(key, namespace_id, now);
+        tx.commit()?;
+        Ok(approval)
     }
-    let snapshot = match serde_json::from_str(&snapshot) {
-        Ok(v) => v,
-        Err(e) => return Ok(Err(e.into())),
-    };
-    Ok(Ok(Approval {
-        id: r.get(0)?,
-        trace_id: r.get(1)?,
-        status,
-        snapshot,
-        snapshot_sha256: stored_sha256,
-        created_at: Timestamp::from_millis(r.get(5)?),
-        expires_at,
-        decided_at: r.get::<_, Option<i64>>(7)?.map(Timestamp::from_millis),
-        decided_by: r.get(8)?,
-        consumed_at: r.get::<_, Option<i64>>(9)?.map(Timestamp::from_millis),
-    }))
 }
 
 /// A fresh id: `apr_` + 128 bits from the OS RNG, hex (URL-safe, case-insensitive-safe).

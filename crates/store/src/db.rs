@@ -76,6 +76,47 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX report_events_by_time ON report_events(time_ms);
     ",
+    // 2: sealed approvals (the session that asked, how long its call is held, CANCELLED) and sealed session
+    // grants scoped to the arguments a human saw. Rows of version 1 carry no seal and read as tampered: a
+    // request or grant nobody can vouch for is not honoured.
+    "
+    CREATE TABLE approvals_v2 (
+        id              TEXT PRIMARY KEY NOT NULL,
+        trace_id        TEXT NOT NULL,
+        status          TEXT NOT NULL
+                        CHECK (status IN ('PENDING','APPROVED','REJECTED','EXPIRED','CONSUMED','CANCELLED')),
+        snapshot        TEXT NOT NULL,
+        snapshot_sha256 TEXT NOT NULL,
+        snapshot_bytes  INTEGER NOT NULL,
+        created_at      INTEGER NOT NULL,
+        expires_at      INTEGER NOT NULL,
+        decided_at      INTEGER,
+        decided_by      TEXT,
+        consumed_at     INTEGER,
+        session_id      TEXT NOT NULL DEFAULT '',
+        held_until      INTEGER NOT NULL DEFAULT 0,
+        seal            TEXT NOT NULL DEFAULT ''
+    ) STRICT;
+    INSERT INTO approvals_v2 (id, trace_id, status, snapshot, snapshot_sha256, snapshot_bytes, created_at,
+                              expires_at, decided_at, decided_by, consumed_at)
+        SELECT id, trace_id, status, snapshot, snapshot_sha256, snapshot_bytes, created_at,
+               expires_at, decided_at, decided_by, consumed_at FROM approvals;
+    DROP TABLE approvals;
+    ALTER TABLE approvals_v2 RENAME TO approvals;
+    CREATE INDEX approvals_by_created ON approvals(created_at);
+    CREATE INDEX approvals_by_session ON approvals(session_id, status);
+
+    DROP TABLE session_grants;
+    CREATE TABLE session_grants (
+        session_id        TEXT NOT NULL,
+        tool              TEXT NOT NULL,
+        definition_sha256 TEXT NOT NULL,
+        scope             TEXT NOT NULL,
+        granted_at        INTEGER NOT NULL,
+        seal              TEXT NOT NULL,
+        PRIMARY KEY (session_id, tool, definition_sha256, scope)
+    ) STRICT;
+    ",
 ];
 
 /// The schema version this build writes.

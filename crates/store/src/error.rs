@@ -49,7 +49,9 @@ pub enum Error {
     #[error("no pin awaits acceptance of that definition")]
     PinMismatch,
     /// The approval store holds its maximum number of records; nothing is evicted.
-    #[error("approval store is full ({limit} records); prune old records")]
+    #[error(
+        "approval store is full ({limit} live records); decide or let pending requests expire"
+    )]
     StoreFull {
         /// The record ceiling.
         limit: u64,
@@ -71,6 +73,22 @@ pub enum Error {
     /// A value in the database violates an invariant (corruption or a foreign writer).
     #[error("corrupt store row: {0}")]
     Corrupt(String),
+    /// The row's seal does not verify: it was not written by toolgate as it stands (edited, inserted or copied
+    /// by something else). It is never approved, consumed or executed.
+    #[error("approval record failed its integrity check (tampered); it will not be used")]
+    Tampered,
+    /// The seal key in the state root can be read by other users, so it may be known; refused, not trusted.
+    #[error("the approval key in the state root is readable by other users; make it owner-only (chmod 600)")]
+    SealKeyExposed,
+    /// The session already has as many requests waiting for a human as it may.
+    #[error(
+        "this session already has {limit} approval requests waiting for a human (the per-session cap); \
+         decide or let them expire before asking for more"
+    )]
+    SessionPendingFull {
+        /// The per-session cap.
+        limit: u64,
+    },
     /// The OS random number generator failed; no id is better than a guessable id.
     #[error("OS random number generator failed")]
     Rng,

@@ -12,10 +12,13 @@ use serde::Serialize;
 use crate::db;
 use crate::error::Result;
 use crate::namespace::Namespace;
+use crate::seal::SealKey;
 use crate::time::Timestamp;
 
-/// Capacity ceilings of the approval store. Values exactly at a ceiling are allowed; a
-/// request that would exceed one is refused, and nothing is ever evicted to make room.
+/// Capacity ceilings of the approval store. Values exactly at a ceiling are allowed. Finished requests
+/// (rejected, consumed, cancelled, expired) are deleted automatically once `keep_finished_ms` has passed, and
+/// sooner, oldest first, when a new request would not fit otherwise; a live request is never evicted, and a
+/// request that still does not fit is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Limits {
     /// Most approval records held at once, in any state, until pruned.
@@ -24,14 +27,21 @@ pub struct Limits {
     pub max_snapshot_bytes: u64,
     /// Largest total of all stored snapshots.
     pub max_total_snapshot_bytes: u64,
+    /// Most requests one session may have waiting for a human at once.
+    pub max_pending_per_session: u64,
+    /// How long a finished request is kept (so a late status or resume still gets an exact answer).
+    pub keep_finished_ms: i64,
 }
 
 impl Limits {
-    /// The production ceilings: 10,000 records, 64 KiB per snapshot, 16 MiB in total.
+    /// The production ceilings: 10,000 records, 64 KiB per snapshot, 16 MiB in total, 16 waiting requests per
+    /// session (so one session can hold at most 1 MiB of snapshots), finished requests kept for 24 hours.
     pub const DEFAULT: Self = Self {
         max_approval_records: 10_000,
         max_snapshot_bytes: 64 * 1024,
         max_total_snapshot_bytes: 16 * 1024 * 1024,
+        max_pending_per_session: 16,
+        keep_finished_ms: 24 * 60 * 60 * 1000,
     };
 }
 
@@ -67,6 +77,10 @@ pub struct StoreStats {
 pub struct Store {
     pub(crate) conn: Connection,
     pub(crate) limits: Limits,
+    /// Seals every approval and grant row this handle writes, and checks every one it reads.
+    pub(crate) key: SealKey,
+    /// Part of every seal, so a row copied from another workspace's database does not verify here.
+    pub(crate) namespace_id: String,
 }
 
 impl Store {
@@ -77,8 +91,14 @@ impl Store {
 
     /// Opens the namespace's database with explicit ceilings (tests use small ones).
     pub fn open_with_limits(namespace: &Namespace, limits: Limits) -> Result<Self> {
+        let key = SealKey::load_or_create(namespace.state_root())?;
         let conn = db::open(&namespace.db_path())?;
-        Ok(Self { conn, limits })
+        Ok(Self {
+            conn,
+            limits,
+            key,
+            namespace_id: namespace.id().to_owned(),
+        })
     }
 
     /// The ceilings this handle enforces.

@@ -1,4 +1,6 @@
 //! SQLite state under the trusted state root: approvals, session grants, pins, reporting events.
+//! Approval and grant rows are sealed (HMAC-SHA256 with a key in the state root), so a row changed by
+//! anything but toolgate is refused.
 //!
 //! The crate resolves the state root, binds one namespace per canonical workspace, and keeps
 //! every piece of durable gateway state in that namespace's database. It never prints, never
@@ -7,6 +9,8 @@
 
 #![deny(clippy::print_stdout)]
 
+mod approval_rows;
+mod approval_space;
 mod approvals;
 mod db;
 mod error;
@@ -17,9 +21,12 @@ mod namespace;
 mod pins;
 mod report;
 mod report_render;
+mod seal;
 mod time;
 
-pub use approvals::{Approval, ApprovalHandle, ApprovalStatus, PruneMode, PrunedApproval};
+pub use approvals::{
+    Approval, ApprovalHandle, ApprovalStatus, NewRequest, PruneMode, PrunedApproval,
+};
 pub use error::{Error, Result};
 pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};
 pub use handle::{Limits, Store, StoreStats};

@@ -1,7 +1,7 @@
 //! A minimal scripted MCP client over a child process's stdio, for the demo and integration tests.
 //!
-//! It records every notification and answers requests the server sends it from a fixed table, so tests can
-//! assert on progress, list changes and relayed requests.
+//! It records every notification and every request the server sends it (answering those from a fixed table), so
+//! tests can assert on progress, list changes, relayed requests and on a question asked — or not asked — twice.
 
 use jsonrpc::{decode, encode_line, Frame, FrameReader, Id, Limits, Message};
 use serde_json::{json, Value};
@@ -22,6 +22,8 @@ pub struct StdioClient {
     pending: Pending,
     next_id: AtomicI64,
     notifications: Arc<Mutex<Vec<Value>>>,
+    /// Requests the server sent this client (method and params), in arrival order.
+    requests: Arc<Mutex<Vec<Value>>>,
     notified: Arc<Notify>,
 }
 
@@ -59,10 +61,12 @@ impl StdioClient {
         });
         let pending: Pending = Arc::default();
         let notifications: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let requests: Arc<Mutex<Vec<Value>>> = Arc::default();
         let notified = Arc::new(Notify::new());
-        let (p, n, nn, answer_tx) = (
+        let (p, n, rq, nn, answer_tx) = (
             Arc::clone(&pending),
             Arc::clone(&notifications),
+            Arc::clone(&requests),
             Arc::clone(&notified),
             tx.downgrade(),
         );
@@ -96,7 +100,9 @@ impl StdioClient {
                             nn.notify_waiters();
                         }
                     },
-                    Message::Request { id, method, .. } => {
+                    Message::Request { id, method, params } => {
+                        lock(&rq).push(json!({"method": method, "params": params}));
+                        nn.notify_waiters();
                         let reply = match answers.get(&method) {
                             Some(r) => json!({"jsonrpc": "2.0", "id": id.to_value(), "result": r}),
                             None => json!({"jsonrpc": "2.0", "id": id.to_value(),
@@ -127,6 +133,7 @@ impl StdioClient {
             pending,
             next_id: AtomicI64::new(1),
             notifications,
+            requests,
             notified,
         })
     }
@@ -187,6 +194,20 @@ impl StdioClient {
 
     pub fn notifications(&self) -> Vec<Value> {
         lock(&self.notifications).clone()
+    }
+
+    /// Every request the server sent this client so far, as `{"method", "params"}`.
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.requests).clone()
+    }
+
+    /// The requests of `method` the server sent so far.
+    pub fn requests_of(&self, method: &str) -> Vec<Value> {
+        lock(&self.requests)
+            .iter()
+            .filter(|r| r["method"] == method)
+            .cloned()
+            .collect()
     }
 
     /// Waits until a notification satisfies `pred` (at most `within`).

@@ -127,6 +127,11 @@ fn settings(config: &config::Config) {
         a.elicitation.value,
         &a.elicitation.from,
     );
+    row(
+        "approvals.elicitation_for_writes",
+        a.elicitation_for_writes.value,
+        &a.elicitation_for_writes.from,
+    );
     match &config.workspace {
         Some(w) => row("workspace", w.value.display(), &w.from),
         None => println!(

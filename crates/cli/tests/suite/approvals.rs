@@ -328,7 +328,7 @@ async fn typescript_client_call_held_and_approved_through_the_admin_cli() {
 }
 
 #[tokio::test]
-async fn elicitation_allow_once_runs_the_call_and_allow_session_grants_the_tool() {
+async fn elicitation_allow_session_answers_the_identical_call_without_asking_again() {
     let setup = Setup::with(|dir| {
         std::fs::create_dir_all(dir.join("ws")).unwrap();
         json!({
@@ -351,14 +351,15 @@ async fn elicitation_allow_once_runs_the_call_and_allow_session_grants_the_tool(
         .await
         .unwrap();
     assert_eq!(text(&first), "asked once", "{first}");
-    let second = call(&client, "fx__echo", json!({"text": "granted"}))
+    assert_eq!(client.requests_of("elicitation/create").len(), 1);
+    let second = call(&client, "fx__echo", json!({"text": "asked once"}))
         .await
         .unwrap();
-    assert_eq!(text(&second), "granted");
-    let asks = client.notifications().len();
+    assert_eq!(text(&second), "asked once");
     assert_eq!(
-        asks, 0,
-        "the session grant answered the second call without asking"
+        client.requests_of("elicitation/create").len(),
+        1,
+        "the session grant answered the identical second call without asking"
     );
 }
 

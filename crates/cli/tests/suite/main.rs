@@ -7,6 +7,7 @@
 mod adapters;
 mod admin;
 mod approvals;
+mod approvals_attacks;
 mod config_errors;
 mod demo;
 mod eras;

@@ -283,8 +283,8 @@ fn snapshot_edited_behind_the_store_is_never_consumed() {
         [],
     )
     .unwrap();
-    assert!(matches!(s.consume(&a.id, T0), Err(Error::Corrupt(_))));
-    assert!(matches!(s.get_request(&a.id, T0), Err(Error::Corrupt(_))));
+    assert!(matches!(s.consume(&a.id, T0), Err(Error::Tampered)));
+    assert!(!s.get_request(&a.id, T0).unwrap().authentic);
 }
 
 #[test]

@@ -12,6 +12,7 @@ fn small(records: u64, snapshot_bytes: u64, total: u64) -> Limits {
         max_approval_records: records,
         max_snapshot_bytes: snapshot_bytes,
         max_total_snapshot_bytes: total,
+        ..Limits::DEFAULT
     }
 }
 
@@ -97,7 +98,7 @@ fn stats_report_occupancy_against_the_ceilings() {
     s.create_request("b", &json!("yy"), T0, T0.plus_millis(MINUTE))
         .unwrap();
     s.approve(&a.id, "alice", T0).unwrap();
-    s.grant_session("sess", "tool", "h", T0).unwrap();
+    s.grant_session("sess", "tool", "h", "scope", T0).unwrap();
     let stats = s.stats(T0).unwrap();
     assert_eq!(stats.approval_records, 2);
     assert_eq!(stats.snapshot_bytes, 8);
@@ -105,7 +106,7 @@ fn stats_report_occupancy_against_the_ceilings() {
     assert_eq!(stats.approvals_by_status.get("PENDING"), Some(&1));
     assert_eq!(stats.session_grants, 1);
     assert_eq!(stats.limits.max_approval_records, 10);
-    assert_eq!(stats.schema_version, 1);
+    assert_eq!(stats.schema_version, 2);
     let later = s.stats(T0.plus_millis(MINUTE)).unwrap();
     assert_eq!(later.approvals_by_status.get("EXPIRED"), Some(&2));
 }

@@ -10,23 +10,23 @@ use crate::support::{Env, T0};
 fn grant_with_changed_definition_hash_is_not_valid() {
     let env = Env::new();
     let mut s = env.store();
-    s.grant_session("sess-1", "fs/write_file", "hash-a", T0)
+    s.grant_session("sess-1", "fs/write_file", "hash-a", "args-1", T0)
         .unwrap();
     assert!(s
-        .session_grant_valid("sess-1", "fs/write_file", "hash-a")
+        .session_grant_valid("sess-1", "fs/write_file", "hash-a", "args-1")
         .unwrap());
     assert!(!s
-        .session_grant_valid("sess-1", "fs/write_file", "hash-b")
+        .session_grant_valid("sess-1", "fs/write_file", "hash-b", "args-1")
         .unwrap());
     assert!(!s
-        .session_grant_valid("sess-2", "fs/write_file", "hash-a")
+        .session_grant_valid("sess-2", "fs/write_file", "hash-a", "args-1")
         .unwrap());
     assert!(!s
-        .session_grant_valid("sess-1", "fs/delete", "hash-a")
+        .session_grant_valid("sess-1", "fs/delete", "hash-a", "args-1")
         .unwrap());
     assert_eq!(s.revoke_session("sess-1").unwrap(), 1);
     assert!(!s
-        .session_grant_valid("sess-1", "fs/write_file", "hash-a")
+        .session_grant_valid("sess-1", "fs/write_file", "hash-a", "args-1")
         .unwrap());
 }
 

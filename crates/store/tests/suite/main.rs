@@ -15,4 +15,5 @@ mod grants_pins;
 mod model;
 mod namespace;
 mod reporting;
+mod sealed;
 mod support;

@@ -43,9 +43,11 @@ enum Action {
     Approve(IdArgs),
     /// Reject a pending request.
     Reject(IdArgs),
-    /// Follow new pending requests as they arrive and decide each: a (approve), r (reject), s (skip), q (quit).
+    /// Follow pending requests and decide each, live ones (a call is waiting) first: a (approve), r (reject),
+    /// s (skip), q (quit).
     Watch(WatchArgs),
-    /// Delete rejected, consumed and expired requests older than N days (a dry run unless --apply).
+    /// Delete rejected, consumed, cancelled and expired requests older than N days (a dry run unless --apply).
+    /// Finished requests are also deleted automatically a day after they finish.
     Prune(PruneArgs),
 }
 
@@ -92,6 +94,7 @@ enum Status {
     Rejected,
     Expired,
     Consumed,
+    Cancelled,
 }
 
 impl From<Status> for ApprovalStatus {
@@ -102,6 +105,7 @@ impl From<Status> for ApprovalStatus {
             Status::Rejected => Self::Rejected,
             Status::Expired => Self::Expired,
             Status::Consumed => Self::Consumed,
+            Status::Cancelled => Self::Cancelled,
         }
     }
 }
@@ -139,7 +143,7 @@ fn list(state: &gateway::State, status: Option<Status>) -> anyhow::Result<ExitCo
             None => println!("no approval requests"),
         }
     } else {
-        print!("{}", render::list(&all));
+        print!("{}", render::list(&all, Timestamp::now()));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -240,12 +244,16 @@ fn lookup(
 
 /// Why a request cannot be decided now, if it cannot.
 fn decidable(a: &Approval) -> Result<(), String> {
+    if !a.authentic {
+        return Err(tampered(&a.id));
+    }
     match a.status {
         ApprovalStatus::Pending => Ok(()),
         ApprovalStatus::Expired => Err(expired(&a.id)),
-        s @ (ApprovalStatus::Approved | ApprovalStatus::Rejected | ApprovalStatus::Consumed) => {
-            Err(already(&a.id, s))
-        }
+        s @ (ApprovalStatus::Approved
+        | ApprovalStatus::Rejected
+        | ApprovalStatus::Consumed
+        | ApprovalStatus::Cancelled) => Err(already(&a.id, s)),
     }
 }
 
@@ -282,8 +290,17 @@ fn refusal(e: store::Error, id: &str) -> anyhow::Result<String> {
         )),
         store::Error::Expired => Ok(expired(id)),
         store::Error::InvalidTransition(s) => Ok(already(id, s)),
+        store::Error::Tampered => Ok(tampered(id)),
         other => Err(anyhow::Error::new(other).context("cannot read the approval store")),
     }
+}
+
+fn tampered(id: &str) -> String {
+    format!(
+        "approval request {} failed its integrity check: its record was changed outside toolgate, so it can be \
+         neither approved nor run",
+        label(id)
+    )
 }
 
 fn expired(id: &str) -> String {

@@ -1,5 +1,9 @@
 //! What the human sees of an approval request: the list and the full detail shown before a decision.
 //!
+//! Both show each request's age, whether a call is still waiting for the answer (live) or not (stale: the
+//! agent holds a handle, or its call is gone), and mark a request whose record failed its integrity check as
+//! TAMPERED: such a record was changed outside toolgate and can be neither approved nor run.
+//!
 //! The detail reads the gateway's snapshot (`kind`, `server`, `tool`, `exposed`, `arguments`,
 //! `definition_sha256`, `decision`) and shows every key it holds, known or not, so nothing the gateway would act
 //! on is hidden. Each top-level argument is one line, `name = <JSON>`, in printable ASCII (`escape`): a newline,
@@ -13,10 +17,12 @@ use std::fmt::Write;
 use store::{Approval, ApprovalStatus, Timestamp};
 
 /// Snapshot keys shown as one-line header fields, in this order, when present.
-const HEADER_KEYS: [(&str, &str); 5] = [
+const HEADER_KEYS: [(&str, &str); 7] = [
     ("kind", "kind"),
     ("server", "server"),
     ("tool", "tool"),
+    ("prompt", "prompt"),
+    ("uri", "uri"),
     ("exposed", "exposed as"),
     ("definition_sha256", "definition"),
 ];
@@ -25,29 +31,31 @@ const SECTION_KEYS: [&str; 2] = ["decision", "arguments"];
 /// Width of the field-name column of the detail view.
 const FIELD: usize = 12;
 
-/// One row per request: id, status, created, expires, server, tool, trace id.
-pub fn list(approvals: &[Approval]) -> String {
-    let mut rows: Vec<[String; 7]> = vec![[
+/// One row per request: id, status, age, created, expires, server, tool (or prompt, or URI), trace id.
+pub fn list(approvals: &[Approval], now: Timestamp) -> String {
+    let mut rows: Vec<[String; 8]> = vec![[
         "ID".into(),
         "STATUS".into(),
+        "AGE".into(),
         "CREATED".into(),
         "EXPIRES".into(),
         "SERVER".into(),
-        "TOOL".into(),
+        "TARGET".into(),
         "TRACE".into(),
     ]];
     rows.extend(approvals.iter().map(|a| {
         [
             a.id.clone(),
-            a.status.to_string(),
+            status_cell(a, now),
+            age(a.created_at, now),
             a.created_at.to_rfc3339(),
             a.expires_at.to_rfc3339(),
             snapshot_field(&a.snapshot, "server"),
-            snapshot_field(&a.snapshot, "tool"),
+            target(&a.snapshot),
             label(&a.trace_id),
         ]
     }));
-    let mut widths = [0usize; 7];
+    let mut widths = [0usize; 8];
     for row in &rows {
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
@@ -75,7 +83,14 @@ pub fn detail(a: &Approval, now: Timestamp) -> String {
         let _ = writeln!(out, "{name:<FIELD$}{value}");
     };
     field("request", &label(&a.id));
-    field("status", a.status.as_str());
+    if !a.authentic {
+        field(
+            "integrity",
+            "TAMPERED: this record was changed outside toolgate; it cannot be approved or run",
+        );
+    }
+    field("status", &status_cell(a, now));
+    field("asked", &format!("{} ago", age(a.created_at, now)));
     field("trace", &label(&a.trace_id));
     field("created", &a.created_at.to_rfc3339());
     field(
@@ -130,6 +145,46 @@ fn snapshot(out: &mut String, snapshot: &Value) {
     }
 }
 
+/// The status, with what a human must know before deciding: tampered, or whether a call still waits.
+pub fn status_cell(a: &Approval, now: Timestamp) -> String {
+    let mut cell = a.status.to_string();
+    if a.status == ApprovalStatus::Pending {
+        cell.push_str(if is_live(a, now) {
+            " (live)"
+        } else {
+            " (stale)"
+        });
+    }
+    if !a.authentic {
+        cell.push_str(" TAMPERED");
+    }
+    cell
+}
+
+/// Whether a call is still held waiting for this request's answer.
+pub fn is_live(a: &Approval, now: Timestamp) -> bool {
+    a.status == ApprovalStatus::Pending && a.held_until > now
+}
+
+/// How long ago `then` was, coarsely: `42s`, `5m 03s`, `3h 02m`, `2d 04h`.
+pub fn age(then: Timestamp, now: Timestamp) -> String {
+    let secs = (now.as_millis() - then.as_millis()).max(0) / 1000;
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m {:02}s", s / 60, s % 60),
+        s if s < 86_400 => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+        s => format!("{}d {:02}h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+/// What the request is about: the tool, prompt or resource URI.
+fn target(snapshot: &Value) -> String {
+    ["tool", "prompt", "uri"]
+        .iter()
+        .find(|k| snapshot.get(**k).is_some())
+        .map_or_else(|| "-".to_owned(), |k| snapshot_field(snapshot, k))
+}
+
 /// A one-line snapshot field for the list; `-` when absent.
 fn snapshot_field(snapshot: &Value, key: &str) -> String {
     snapshot
@@ -150,7 +205,9 @@ fn remaining(a: &Approval, now: Timestamp) -> String {
             }
         }
         ApprovalStatus::Expired => "expired".to_owned(),
-        ApprovalStatus::Rejected | ApprovalStatus::Consumed => "no longer usable".to_owned(),
+        ApprovalStatus::Rejected | ApprovalStatus::Consumed | ApprovalStatus::Cancelled => {
+            "no longer usable".to_owned()
+        }
     }
 }
 
@@ -172,6 +229,9 @@ mod tests {
             decided_at: None,
             decided_by: None,
             consumed_at: None,
+            session_id: None,
+            held_until: Timestamp::from_millis(0),
+            authentic: true,
         }
     }
 
@@ -187,7 +247,8 @@ mod tests {
         let expected = format!(
             "\
 request     apr_01
-status      PENDING
+status      PENDING (stale)
+asked       1m 40s ago
 trace       tr-1
 created     1970-01-01T00:00:00.000Z
 expires     1970-01-01T00:10:00.000Z (in 8m 20s)
@@ -223,10 +284,34 @@ other (1)
 
     #[test]
     fn list_escapes_names() {
-        let text = list(&[approval(json!({"server": "s\u{202e}", "tool": "t"}))]);
+        let text = list(
+            &[approval(json!({"server": "s\u{202e}", "tool": "t"}))],
+            Timestamp::from_millis(0),
+        );
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].starts_with("ID      STATUS   CREATED"), "{text}");
+        assert!(
+            lines[0].starts_with("ID      STATUS           AGE"),
+            "{text}"
+        );
         let cells: Vec<&str> = lines[1].split_whitespace().collect();
-        assert_eq!(cells[4..], ["\"s\\u202e\"", "t", "tr-1"], "{text}");
+        assert_eq!(cells[6..], ["\"s\\u202e\"", "t", "tr-1"], "{text}");
+    }
+
+    #[test]
+    fn tampered_and_stale_requests_are_marked() {
+        let mut a = approval(json!({"tool": "t"}));
+        a.authentic = false;
+        a.held_until = Timestamp::from_millis(5_000);
+        let now = Timestamp::from_millis(1_000);
+        assert_eq!(status_cell(&a, now), "PENDING (live) TAMPERED");
+        assert!(detail(&a, now).contains("integrity   TAMPERED"));
+        assert_eq!(
+            status_cell(&a, Timestamp::from_millis(5_000)),
+            "PENDING (stale) TAMPERED"
+        );
+        assert_eq!(
+            age(Timestamp::from_millis(0), Timestamp::from_millis(3_723_000)),
+            "1h 02m"
+        );
     }
 }

@@ -1,7 +1,10 @@
 //! `toolgate approvals watch`: a line-based live view that shows each new pending request and asks for a decision.
 //!
-//! The store is polled every `POLL` for PENDING ids not seen yet (requests already pending at start count as new),
-//! oldest first. Each one is shown in full, then one line decides it: `a` (then `APPROVE`, typed exactly), `r`,
+//! The store is polled every `POLL` for PENDING ids not seen yet (requests already pending at start count as new).
+//! Live requests — a call is held waiting for the answer right now — come first, oldest first; stale ones (the
+//! call's wait ran out and the agent holds a handle, or the call is gone) come after, marked, so an operator never
+//! works through an old backlog while a live call times out. Each shows its age. Tampered requests are named and
+//! skipped: nothing can decide them. Each one is shown in full, then one line decides it: `a` (then `APPROVE`, typed exactly), `r`,
 //! `s` (skip: left pending, not shown again) or `q`. End of input quits. Input typed before a request was on the
 //! screen is discarded, so keystrokes meant for one request can never decide the next. Details go to stdout,
 //! prompts to stderr. No terminal library: plain lines work in any terminal and can be driven through stdin.
@@ -9,11 +12,12 @@
 use super::{decidable, decide, decided_line, is_confirmation, render, Verdict};
 use crate::commands::escape::label;
 use anyhow::Context;
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::io::{BufRead, Read, Write};
 use std::process::ExitCode;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
+use store::Approval;
 use store::{ApprovalStatus, Timestamp};
 
 /// How often the store is polled: fast enough to feel live, slow enough to cost nothing.
@@ -48,29 +52,46 @@ enum Next {
 pub fn run(state: &gateway::State) -> anyhow::Result<ExitCode> {
     let input = spawn_reader();
     let mut seen: HashSet<String> = HashSet::new();
-    let mut queue: VecDeque<String> = VecDeque::new();
     println!(
         "watching approval requests for {} (a approve, r reject, s skip, q quit)",
         state.namespace().workspace().display()
     );
     loop {
+        let now = Timestamp::now();
         let pending = state
-            .store(|s| s.list_requests(Some(ApprovalStatus::Pending), Timestamp::now()))
+            .store(|s| s.list_requests(Some(ApprovalStatus::Pending), now))
             .context("cannot read approval requests")?;
-        // The store lists newest first; decide in arrival order.
-        for a in pending.into_iter().rev() {
-            if seen.insert(a.id.clone()) {
-                queue.push_back(a.id);
+        let next = match next_request(pending, &seen, now) {
+            Some(a) => {
+                seen.insert(a.id.clone());
+                if a.authentic {
+                    present(state, &a.id, &input)?
+                } else {
+                    eprintln!(
+                        "skipping {}: its record failed the integrity check (changed outside toolgate)",
+                        label(&a.id)
+                    );
+                    Next::Continue
+                }
             }
-        }
-        let next = match queue.pop_front() {
-            Some(id) => present(state, &id, &input)?,
             None => idle(&input),
         };
         if let Next::Quit = next {
             return Ok(ExitCode::SUCCESS);
         }
     }
+}
+
+/// The request to show next among `pending` not yet seen: live ones first, then stale ones, oldest first in each.
+fn next_request(
+    pending: Vec<Approval>,
+    seen: &HashSet<String>,
+    now: Timestamp,
+) -> Option<Approval> {
+    pending
+        .into_iter()
+        .filter(|a| !seen.contains(&a.id))
+        .min_by_key(|a| (!render::is_live(a, now), a.created_at, a.id.clone()))
 }
 
 /// Waits one poll interval with nothing to decide; only `q` or end of input mean anything.
@@ -102,6 +123,17 @@ fn present(state: &gateway::State, id: &str, input: &Receiver<Input>) -> anyhow:
         return Ok(Next::Quit);
     }
     println!();
+    if render::is_live(&request, now) {
+        println!(
+            "LIVE: a call is waiting for this answer now (asked {} ago)",
+            render::age(request.created_at, now)
+        );
+    } else {
+        println!(
+            "STALE: no call is waiting for this answer (asked {} ago); approving only lets the agent resume it",
+            render::age(request.created_at, now)
+        );
+    }
     print!("{}", render::detail(&request, now));
     std::io::stdout().flush().ok();
     loop {

@@ -20,11 +20,15 @@ fn list_shows_requests_and_filters_by_status() {
         .split_whitespace()
         .collect();
     let (created, expires) = (a.created_at.to_rfc3339(), a.expires_at.to_rfc3339());
+    // No call is held for a request made outside a session: it is listed as stale, with its age.
+    assert!(row[3].ends_with('s'), "{row:?}");
+    let row: Vec<&str> = row[..3].iter().chain(&row[4..]).copied().collect();
     assert_eq!(
         row,
         [
             a.id.as_str(),
             "PENDING",
+            "(stale)",
             &created,
             &expires,
             "fs",
@@ -47,7 +51,7 @@ fn show_prints_each_argument_json_escaped_on_its_own_line() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     for expected in [
         format!("request     {}", a.id),
-        "status      PENDING".to_owned(),
+        "status      PENDING (stale)".to_owned(),
         "trace       trace-7".to_owned(),
         format!("created     {}", a.created_at),
         "server      fs".to_owned(),

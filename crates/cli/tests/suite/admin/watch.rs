@@ -98,3 +98,36 @@ fn watch_ignores_answers_typed_before_the_request_was_shown() {
     assert_eq!(watch.exits(), 0);
     assert_eq!(env.status(&a.id), ApprovalStatus::Pending);
 }
+
+#[test]
+fn watch_shows_the_live_request_before_a_stale_backlog() {
+    let env = Env::new();
+    // An old request whose call is gone, then one whose call is held waiting right now.
+    let stale = env.request(json!({"path": "old.txt"}));
+    let now = store::Timestamp::now();
+    let args = super::snapshot(json!({"path": "live.txt"}));
+    let live = env
+        .store()
+        .create_held_request(&store::NewRequest {
+            trace_id: "trace-live",
+            snapshot: &args,
+            session_id: Some("session-1"),
+            now,
+            held_until: now.plus_millis(120_000),
+            expires_at: now.plus_millis(600_000),
+        })
+        .unwrap();
+    let mut watch = Watch::start(&env);
+    let first = watch.wait_for(|l| l.starts_with("LIVE:") || l.starts_with("STALE:"));
+    assert!(first.starts_with("LIVE: a call is waiting"), "{first}");
+    watch.wait_for(|l| l == format!("request     {}", live.id));
+    let mut stdin = watch.child.stdin.take().unwrap();
+    stdin.write_all(b"s\n").unwrap();
+    stdin.flush().unwrap();
+    let second = watch.wait_for(|l| l.starts_with("LIVE:") || l.starts_with("STALE:"));
+    assert!(second.starts_with("STALE: no call is waiting"), "{second}");
+    assert!(second.contains(" ago"), "the age is shown: {second}");
+    watch.wait_for(|l| l == format!("request     {}", stale.id));
+    drop(stdin);
+    assert_eq!(watch.exits(), 0);
+}

@@ -1,0 +1,85 @@
+//! Asking the human through the client (MCP elicitation): one of the approval channels, never the only one.
+//!
+//! The question names the tool and shows its arguments escaped (nothing invisible, nothing that reorders text).
+//! "Allow once" approves the request; "allow for this session" also grants, for the rest of the session, exactly
+//! this tool at this definition with exactly these arguments (for a command: this argv, cwd and environment) —
+//! any other call asks again. Commands, writes, deletions, git writes and network requests are not offered to
+//! elicitation unless `approvals.elicitation_for_writes` is set: a client dialog is easy to click through, the
+//! admin CLI shows the full request. A declined or dismissed dialog leaves the request to the other channels.
+
+use crate::session::Session;
+use crate::snapshot::Snapshot;
+use policy::{Decision, Operation};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use store::Timestamp;
+
+/// The decider recorded for answers given through the client.
+const DECIDED_BY: &str = "elicitation";
+
+impl Session {
+    /// Whether this ask may also go to the client: it must be enabled, declared by the client, and — for
+    /// anything that changes state or runs a program — enabled for writes too.
+    pub(crate) fn may_elicit(&self, decision: &Decision) -> bool {
+        let a = &self.gateway.opts.approvals;
+        let read_only = matches!(
+            decision.operation,
+            Operation::FsRead | Operation::GitRead | Operation::McpCall
+        );
+        a.elicitation.value && (read_only || a.elicitation_for_writes.value) && self.can_elicit()
+    }
+
+    fn can_elicit(&self) -> bool {
+        let st = self.lock();
+        matches!(st.era, crate::session::ClientEra::Legacy(_))
+            && st.client_caps.get("elicitation").is_some()
+    }
+
+    /// Asks the human through the client and applies the answer to request `id`.
+    pub(crate) async fn elicit(self: &Arc<Self>, id: &str, snapshot: &Snapshot) {
+        let Some(state) = self.gateway.state.clone() else {
+            return;
+        };
+        let message = format!(
+            "toolgate: allow {} {} with arguments {}? (request {id}; full request: toolgate approvals show {id}) \
+             \"Allow for this session\" covers only these exact arguments.",
+            snapshot.kind.method(),
+            snapshot.exposed,
+            snapshot.escaped_arguments()
+        );
+        let params = json!({
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"decision": {"type": "string", "title": "Decision",
+                                            "enum": ["allow_once", "allow_session", "reject"],
+                                            "enumNames": ["Allow once", "Allow these exact arguments for this session", "Reject"]}},
+                "required": ["decision"]
+            }
+        });
+        let Ok(answer) = self.ask_client("elicitation/create", params).await else {
+            return;
+        };
+        let choice = match answer.get("action").and_then(Value::as_str) {
+            Some("accept") => answer
+                .pointer("/content/decision")
+                .and_then(Value::as_str)
+                .unwrap_or("reject"),
+            // Declined or dismissed: leave the request for the other channels.
+            _ => return,
+        };
+        let now = Timestamp::now();
+        let (target, scope) = (snapshot.grant_target(), snapshot.grant_scope());
+        let outcome = match choice {
+            "allow_once" => state.store(|s| s.approve(id, DECIDED_BY, now).map(|_| ())),
+            "allow_session" => state.store(|s| {
+                s.approve(id, DECIDED_BY, now)?;
+                s.grant_session(&self.id, &target, &snapshot.definition_sha256, &scope, now)
+            }),
+            _ => state.store(|s| s.reject(id, DECIDED_BY, now).map(|_| ())),
+        };
+        if let Err(e) = outcome {
+            tracing::info!(request = id, "elicitation answer not applied: {e}");
+        }
+    }
+}

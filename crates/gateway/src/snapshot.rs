@@ -1,0 +1,217 @@
+//! The protected snapshot of a held request: exactly what runs if a human approves it, as stored in the approval
+//! store, and the two views derived from it — the scope a session grant covers and the escaped one-line summary a
+//! human is asked about.
+//!
+//! Three kinds are held: tool calls, prompt gets and resource reads. This module only shapes data; holding,
+//! deciding and running are in `approval` and `elicit`.
+
+use policy::Decision;
+use serde_json::{json, Value};
+
+/// What kind of request a snapshot holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    ToolCall,
+    Prompt,
+    Resource,
+}
+
+impl Kind {
+    /// The MCP method that runs it, also the stored `kind`.
+    pub(crate) const fn method(self) -> &'static str {
+        match self {
+            Kind::ToolCall => "tools/call",
+            Kind::Prompt => "prompts/get",
+            Kind::Resource => "resources/read",
+        }
+    }
+
+    /// The snapshot key that names the target.
+    const fn target_key(self) -> &'static str {
+        match self {
+            Kind::ToolCall => "tool",
+            Kind::Prompt => "prompt",
+            Kind::Resource => "uri",
+        }
+    }
+
+    fn from_method(m: &str) -> Option<Self> {
+        [Kind::ToolCall, Kind::Prompt, Kind::Resource]
+            .into_iter()
+            .find(|k| k.method() == m)
+    }
+}
+
+/// Exactly what will run if a human approves: stored as the request's protected snapshot.
+#[derive(Clone, Debug)]
+pub(crate) struct Snapshot {
+    pub kind: Kind,
+    pub server: String,
+    /// The upstream's own name of the tool or prompt, or the resource URI.
+    pub tool: String,
+    /// The name the client used.
+    pub exposed: String,
+    pub arguments: Value,
+    /// Empty for prompts and resources, which have no pinned definition.
+    pub definition_sha256: String,
+    /// For `shell_run`: the resolved command (executable identity, argv, cwd, environment) that will run.
+    pub command: Option<Value>,
+    /// Why a hook asked, for the human who decides.
+    pub note: Option<String>,
+}
+
+/// Longest argument summary put into an elicitation question; the full request is one command away.
+const MAX_SUMMARY_CHARS: usize = 1500;
+
+impl Snapshot {
+    pub(crate) fn to_json(&self, decision: &Decision) -> Value {
+        let mut v = json!({
+            "kind": self.kind.method(),
+            "server": self.server,
+            self.kind.target_key(): self.tool,
+            "exposed": self.exposed,
+            "arguments": self.arguments,
+            "definition_sha256": self.definition_sha256,
+            "command": self.command,
+            "note": self.note,
+            "decision": {"effect": decision.effect, "reason": decision.reason.as_str(),
+                         "rule_id": decision.rule_id, "operation": decision.operation},
+        });
+        if self.kind != Kind::ToolCall {
+            if let Value::Object(map) = &mut v {
+                map.remove("definition_sha256");
+                map.remove("command");
+            }
+        }
+        v
+    }
+
+    pub(crate) fn from_json(v: &Value) -> Option<Snapshot> {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let kind = Kind::from_method(&s("kind")?)?;
+        Some(Snapshot {
+            kind,
+            server: s("server")?,
+            tool: s(kind.target_key())?,
+            exposed: s("exposed")?,
+            arguments: v.get("arguments").cloned().unwrap_or_else(|| json!({})),
+            definition_sha256: match kind {
+                Kind::ToolCall => s("definition_sha256")?,
+                Kind::Prompt | Kind::Resource => String::new(),
+            },
+            command: v.get("command").filter(|c| !c.is_null()).cloned(),
+            note: v.get("note").and_then(Value::as_str).map(str::to_owned),
+        })
+    }
+
+    /// The identity a session grant is keyed by: tools keep `server__tool`; prompts and resources are prefixed so
+    /// they can never share a grant with a tool of the same name.
+    pub(crate) fn grant_target(&self) -> String {
+        match self.kind {
+            Kind::ToolCall => format!("{}__{}", self.server, self.tool),
+            Kind::Prompt => format!("prompt:{}__{}", self.server, self.tool),
+            Kind::Resource => format!("resource:{}:{}", self.server, self.tool),
+        }
+    }
+
+    /// What a session grant given for this request covers: exactly these arguments (for a command, exactly this
+    /// argv, cwd, environment and timeout), compared as canonical JSON, so keys in another order are the same
+    /// call and anything else is a new question.
+    pub(crate) fn grant_scope(&self) -> String {
+        format!(
+            "arguments-sha256:{}",
+            jsonrpc::sha256_hex(jsonrpc::canonical_json(&self.arguments).as_bytes())
+        )
+    }
+
+    /// The arguments as a human should see them in a one-line question: JSON with every non-ASCII or control
+    /// character escaped (so nothing invisible or reordering hides in it), cut at a fixed length.
+    pub(crate) fn escaped_arguments(&self) -> String {
+        let shown = match &self.command {
+            // For a command, what runs: the program and argv as resolved.
+            Some(c) => {
+                json!({"program": c.get("program"), "args": c.get("args"), "cwd": c.get("cwd")})
+            }
+            None => self.arguments.clone(),
+        };
+        let text = ascii_json(&shown);
+        if text.chars().count() <= MAX_SUMMARY_CHARS {
+            return text;
+        }
+        let cut: String = text.chars().take(MAX_SUMMARY_CHARS).collect();
+        format!("{cut}… (cut; see the full request)")
+    }
+}
+
+/// JSON text in printable ASCII: non-ASCII and control characters become `\uXXXX` escapes.
+fn ascii_json(v: &Value) -> String {
+    let text = v.to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() && !c.is_ascii_control() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(arguments: Value) -> Snapshot {
+        Snapshot {
+            kind: Kind::ToolCall,
+            server: "toolgate".into(),
+            tool: "shell_run".into(),
+            exposed: "shell_run".into(),
+            arguments,
+            definition_sha256: "ab".into(),
+            command: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn grant_scope_is_the_exact_arguments_in_any_key_order() {
+        let a = snap(json!({"argv": ["cargo", "test"], "cwd": "."}));
+        let reordered = snap(json!({"cwd": ".", "argv": ["cargo", "test"]}));
+        let other = snap(json!({"argv": ["rm", "-rf", "."], "cwd": "."}));
+        assert_eq!(a.grant_scope(), reordered.grant_scope());
+        assert_ne!(a.grant_scope(), other.grant_scope());
+    }
+
+    #[test]
+    fn question_shows_arguments_escaped() {
+        let s = snap(json!({"argv": ["echo", "ok\u{202e}\n\u{1b}[2J"]}));
+        let shown = s.escaped_arguments();
+        assert_eq!(shown, r#"{"argv":["echo","ok\u202e\n\u001b[2J"]}"#);
+        let long = snap(json!({"text": "x".repeat(5000)})).escaped_arguments();
+        assert!(long.ends_with("(cut; see the full request)"), "{long}");
+    }
+
+    #[test]
+    fn snapshots_round_trip_for_every_kind() {
+        let d = Decision {
+            effect: policy::Effect::Ask,
+            reason: policy::ReasonCode::AskRule,
+            rule_id: None,
+            operation: policy::Operation::McpCall,
+            unknown: None,
+        };
+        for kind in [Kind::ToolCall, Kind::Prompt, Kind::Resource] {
+            let mut s = snap(json!({"a": 1}));
+            s.kind = kind;
+            let back = Snapshot::from_json(&s.to_json(&d)).unwrap();
+            assert_eq!(
+                (back.kind, back.tool, back.arguments),
+                (kind, s.tool, s.arguments)
+            );
+        }
+    }
+}
