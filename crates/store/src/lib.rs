@@ -1,4 +1,5 @@
-//! SQLite state under the trusted state root: approvals, session grants, pins, reporting events.
+//! SQLite state under the trusted state root: approvals, session grants, pins, reporting events, and the audit
+//! chain's witness.
 //!
 //! The crate resolves the state root, binds one namespace per canonical workspace, and keeps
 //! every piece of durable gateway state in that namespace's database. It never prints, never
@@ -8,6 +9,7 @@
 #![deny(clippy::print_stdout)]
 
 mod approvals;
+mod audit_chain;
 mod db;
 mod error;
 mod events;
@@ -20,6 +22,7 @@ mod report_render;
 mod time;
 
 pub use approvals::{Approval, ApprovalHandle, ApprovalStatus, PruneMode, PrunedApproval};
+pub use audit_chain::{AuditAnchor, AuditHead};
 pub use error::{Error, Result};
 pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};
 pub use handle::{Limits, Store, StoreStats};
