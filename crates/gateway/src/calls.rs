@@ -33,6 +33,17 @@ fn refusal_error(result: Value) -> Value {
 }
 
 /// What an ask becomes where it cannot be held (prompts, resource reads): a refusal that says so.
+/// Fail closed on evidence: while the audit log cannot be written nothing runs, because a call that runs must
+/// leave a record. Only `toolgate_status` still answers, so an agent can see why.
+fn audit_refusal(gateway: &crate::Gateway, what: &str) -> Option<Value> {
+    let problem = gateway.state.as_ref()?.audit_problem()?;
+    let message = format!(
+        "toolgate refused {what}: its audit log cannot be written ({problem}); an administrator must repair it \
+         (toolgate audit verify, toolgate audit recover)"
+    );
+    Some(contract::refused("AUDIT_UNAVAILABLE", message, None))
+}
+
 fn without_approval(verdict: Verdict) -> Result<(), Value> {
     match verdict {
         Verdict::Allow(_) => Ok(()),
@@ -74,6 +85,11 @@ impl Session {
             None => return Some(Err(invalid_params(format!("unknown tool: {name}")))),
         };
         drop(agg);
+        if !(server == OWN_SERVER && tool == status::TOOL_NAME) {
+            if let Some(refused) = audit_refusal(&self.gateway, &name) {
+                return Some(Ok(refused));
+            }
+        }
         let mut quarantined = false;
         if let Some(pin) = self.gateway.pins().get(&format!("{server}__{tool}")) {
             if pin.quarantined && !self.gateway.recheck_pin(&server, &tool) {
@@ -186,7 +202,7 @@ impl Session {
     ) -> Option<Value> {
         let gw = &self.gateway;
         Some(match tool {
-            status::TOOL_NAME => status::result(&gw.statuses()),
+            status::TOOL_NAME => status::result(&gw.statuses(), &gw.audit_health()),
             contract::STATUS_TOOL => self.request_status(&request_id(arguments)),
             contract::RESUME_TOOL => match self.resume(&request_id(arguments), cancel).await? {
                 Ok(v) => v,
@@ -306,6 +322,9 @@ impl Session {
         let Some(route) = self.gateway.aggregate().route_prompt(&name).cloned() else {
             return Some(Err(invalid_params(format!("unknown prompt: {name}"))));
         };
+        if let Some(refused) = audit_refusal(&self.gateway, &format!("the prompt {name}")) {
+            return Some(Err(refusal_error(refused)));
+        }
         if let Err(refused) =
             without_approval(self.gateway.guard.check_prompt(&route.server, &route.name))
         {
@@ -337,6 +356,9 @@ impl Session {
             ))));
         };
         if method == "resources/read" {
+            if let Some(refused) = audit_refusal(&self.gateway, &format!("reading {uri}")) {
+                return Some(Err(refusal_error(refused)));
+            }
             if let Err(refused) = without_approval(self.gateway.guard.check_resource(&server, uri))
             {
                 return Some(Err(refusal_error(refused)));

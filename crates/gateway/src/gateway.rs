@@ -191,6 +191,17 @@ impl Gateway {
         fine
     }
 
+    /// Whether audit records are being written (for `toolgate_status` and `doctor`).
+    pub fn audit_health(&self) -> status::AuditHealth {
+        match &self.state {
+            None => status::AuditHealth::Off,
+            Some(s) => match s.audit_problem() {
+                None => status::AuditHealth::Ok,
+                Some(p) => status::AuditHealth::Failing(p),
+            },
+        }
+    }
+
     /// Answers a request an upstream sent, if that upstream is still connected (else there is no one to answer).
     pub(crate) async fn answer_upstream(
         &self,
