@@ -98,7 +98,8 @@ impl Session {
                 }
                 quarantined = true;
             }
-            if !pin.flags.is_empty() {
+            // Flags block unless a human accepted this definition despite them, possibly since the view was built.
+            if pin.blocked_by_flags() && self.gateway.flags_still_block(&server, &tool) {
                 return Some(Ok(contract::flagged(&name, &pin.flags)));
             }
         }
