@@ -8,7 +8,7 @@
 //! This module does not decide what to record (see `record`) nor refuse calls (the gateway reads `Health`).
 
 use audit::{AuditEvent, AuditLog, Head};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,11 +30,16 @@ pub(crate) enum Record {
 /// are refused while it holds a problem).
 #[derive(Debug, Default)]
 pub(crate) struct Health {
+    /// Read on every call; the message behind it only when it is set.
+    failing: AtomicBool,
     problem: Mutex<Option<String>>,
 }
 
 impl Health {
     pub(crate) fn problem(&self) -> Option<String> {
+        if !self.failing.load(Ordering::Acquire) {
+            return None;
+        }
         self.problem
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -46,15 +51,14 @@ impl Health {
         let mut slot = self.problem.lock().unwrap_or_else(|p| p.into_inner());
         let new = slot.as_deref() != Some(problem.as_str());
         *slot = Some(problem);
+        self.failing.store(true, Ordering::Release);
         new
     }
 
     fn clear(&self) -> bool {
-        self.problem
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .is_some()
+        let mut slot = self.problem.lock().unwrap_or_else(|p| p.into_inner());
+        self.failing.store(false, Ordering::Release);
+        slot.take().is_some()
     }
 }
 
