@@ -5,13 +5,16 @@
 //! `hash`. A pruned log starts with one anchor record holding the `prev` and `seq` its
 //! first kept event continues from, so the kept part still verifies. The chain is unkeyed:
 //! it reveals edits, deletions and reordering by anyone who does not rewrite every later
-//! hash, and it cannot reveal a truncated tail; it is evidence, not a signature.
+//! hash; it is evidence, not a signature. A cut end or a forged anchor is consistent with
+//! itself, so `verify_text_with` also checks the log against a `Witness` kept elsewhere.
 
 use std::fmt;
 
 use jsonrpc::{canonical_json, sha256_hex};
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::witness::{Against, Witness};
 
 /// `prev` of the first event of a log that was never pruned.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -37,6 +40,20 @@ pub enum ProblemKind {
     BrokenLink,
     /// An anchor record anywhere but the first line.
     MisplacedAnchor,
+    /// The log ends before the newest event the witness saw written: its end was cut off
+    /// (or the whole log emptied or deleted).
+    Truncated {
+        /// The newest sequence number the witness recorded.
+        witnessed: u64,
+        /// The last sequence number the log still holds (0 for none).
+        last: u64,
+    },
+    /// The event at the witnessed head's sequence number has another hash: the log was
+    /// rewritten from there on.
+    HeadMismatch,
+    /// The first-line anchor is not one a prune or recovery wrote: the start of the log was
+    /// cut and replaced.
+    UnknownAnchor,
 }
 
 impl fmt::Display for ProblemKind {
@@ -50,6 +67,16 @@ impl fmt::Display for ProblemKind {
             ),
             Self::BrokenLink => f.write_str("prev hash does not match the previous event"),
             Self::MisplacedAnchor => f.write_str("anchor record not on the first line"),
+            Self::Truncated { witnessed, last } => write!(
+                f,
+                "log ends at sequence {last} but sequence {witnessed} was written (events removed from the end)"
+            ),
+            Self::HeadMismatch => {
+                f.write_str("event differs from the one recorded as written (log rewritten)")
+            }
+            Self::UnknownAnchor => f.write_str(
+                "pruning anchor was not written by toolgate (start of the log replaced)",
+            ),
         }
     }
 }
@@ -187,8 +214,15 @@ pub(crate) fn parse_line(line: &str) -> Option<Parsed> {
     })
 }
 
-/// Verifies the whole text of a log and reports the first problem with its line number.
+/// Verifies the whole text of a log by its chain alone and reports the first problem with
+/// its line number. It cannot see a cut end or a forged anchor: see `verify_text_with`.
 pub fn verify_text(text: &str) -> VerifyReport {
+    verify_text_with(text, &Witness::default())
+}
+
+/// Verifies the whole text of a log and checks it against `witness`: the chain must pass
+/// through the witnessed head, and a first-line anchor must be one that was witnessed.
+pub fn verify_text_with(text: &str, witness: &Witness) -> VerifyReport {
     let mut report = VerifyReport {
         events: 0,
         anchored: false,
@@ -226,7 +260,15 @@ pub fn verify_text(text: &str) -> VerifyReport {
                 report.problem = Some(fail(None, ProblemKind::Malformed));
                 return report;
             };
+            if witness.head.is_some() && !witness.anchors.contains(&p.hash) {
+                report.problem = Some(fail(None, ProblemKind::UnknownAnchor));
+                return report;
+            }
             report.anchored = true;
+            if let Some(kind) = diverged(witness, &next) {
+                report.problem = Some(fail(None, kind));
+                return report;
+            }
             head = next;
             continue;
         }
@@ -250,8 +292,30 @@ pub fn verify_text(text: &str) -> VerifyReport {
             report.problem = Some(fail(seq, ProblemKind::Malformed));
             return report;
         };
+        if let Some(kind) = diverged(witness, &next) {
+            report.problem = Some(fail(seq, kind));
+            return report;
+        }
         head = next;
         report.events += 1;
     }
+    if let Some(w) = &witness.head {
+        if w.against(&head) == Against::Behind {
+            report.problem = Some(Problem {
+                line: lines.len() as u64 + 1,
+                seq: None,
+                kind: ProblemKind::Truncated {
+                    witnessed: w.seq,
+                    last: head.next_seq.saturating_sub(1),
+                },
+            });
+        }
+    }
     report
+}
+
+/// `HeadMismatch` when `position` is the witnessed head's with another hash.
+fn diverged(witness: &Witness, position: &ChainHead) -> Option<ProblemKind> {
+    let w = witness.head.as_ref()?;
+    (w.against(position) == Against::Diverged).then_some(ProblemKind::HeadMismatch)
 }

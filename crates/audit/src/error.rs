@@ -1,7 +1,8 @@
 //! The one error type of the audit crate and its `Result` alias.
 //!
-//! Appends report errors to their caller (and count them) but never panic; this module
-//! only names what can go wrong.
+//! Appends report errors to their caller (and count them) but never panic; what a failed
+//! append means for the call that caused it is the caller's decision. This module only
+//! names what can go wrong.
 
 /// Everything that can go wrong in the audit crate.
 #[derive(Debug, thiserror::Error)]
@@ -16,6 +17,10 @@ pub enum Error {
     /// hide the damage, so the writer refuses until an administrator looks.
     #[error("audit log tail is not a complete record")]
     CorruptTail,
+    /// The log's end is not where the witness says the chain got to: it was cut or rewritten
+    /// since. Appending after it would bury the damage, so the writer refuses.
+    #[error("audit log does not match its recorded head: {0}")]
+    Witness(crate::chain::ProblemKind),
     /// The log failed verification; maintenance refuses to rewrite a damaged log.
     #[error("audit log failed verification at line {line}: {problem}")]
     Tampered {

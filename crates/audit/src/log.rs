@@ -1,10 +1,11 @@
 //! The audit log file: appending chained records, reading the tail, verifying, pruning.
 //!
 //! `AuditLog::record` never panics and never blocks for long: a failure is returned and
-//! counted (`failures()`), and the caller carries on with its tool call. Appends are not
-//! fsynced (one per tool call would tax every call); a power loss can drop the newest lines.
-//! Maintenance (`prune_keep_last`) is explicit, dry-run unless told to apply, and refuses a
-//! log that does not verify.
+//! counted (`failures()`); whether the caller's work goes on is the caller's decision.
+//! `append_checked` also refuses to append after a log whose end is short of the head the
+//! caller witnessed (cut or rewritten since). Appends are not fsynced (one per tool call
+//! would tax every call); a power loss can drop the newest lines. Maintenance (pruning,
+//! recovery) lives in `maintain`.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -13,13 +14,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::chain::{self, parse_line, seal, verify_text, ChainHead, VerifyReport, ANCHOR_KIND};
+use crate::chain::{
+    self, parse_line, seal, verify_text_with, ChainHead, VerifyReport, ANCHOR_KIND,
+};
 use crate::error::{Error, Result};
-use crate::event::{AuditEvent, RECORD_VERSION};
-use crate::time::rfc3339;
+use crate::event::AuditEvent;
+use crate::witness::{Against, Head, Witness};
 
 /// File name of the log inside the namespace directory.
 pub const LOG_FILE: &str = "audit.jsonl";
@@ -30,41 +32,15 @@ const LOCK_FILE: &str = "audit.lock";
 const MAX_LINE_BYTES: u64 = 64 * 1024;
 /// How long an append waits for another process's lock before counting a failure.
 const APPEND_LOCK_WAIT: Duration = Duration::from_secs(2);
-/// Maintenance may wait longer: a human started it and can see it waiting.
-const PRUNE_LOCK_WAIT: Duration = Duration::from_secs(30);
-
-/// Whether a prune only reports or also rewrites. The default is the harmless one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PruneMode {
-    /// Report what would be removed; change nothing.
-    #[default]
-    DryRun,
-    /// Rewrite the log.
-    Apply,
-}
-
-/// What a prune did (or would do).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PrunePlan {
-    /// Dry run or applied.
-    pub mode: PruneMode,
-    /// Events in the log before pruning.
-    pub total_events: u64,
-    /// Events removed (or that would be).
-    pub removed: u64,
-    /// Events kept.
-    pub kept: u64,
-}
 
 /// The audit log of one namespace.
 #[derive(Debug)]
 pub struct AuditLog {
-    path: PathBuf,
-    lock_path: PathBuf,
+    pub(crate) path: PathBuf,
+    pub(crate) lock_path: PathBuf,
     failures: AtomicU64,
     /// Serialises this process's appends; the file lock serialises processes.
-    guard: Mutex<()>,
+    pub(crate) guard: Mutex<()>,
 }
 
 impl AuditLog {
@@ -98,7 +74,15 @@ impl AuditLog {
     /// number. A writer that batches pays the lock, the open and the chain-head read once per batch instead of
     /// once per event. On failure every event of the batch is counted as failed.
     pub fn record_all(&self, events: &[AuditEvent]) -> Result<u64> {
-        let result = self.append(events);
+        self.append_checked(events, None).map(|h| h.seq)
+    }
+
+    /// Appends `events` like `record_all`, first checking that the log's end is not short of
+    /// `expected` (the head the caller last saw written): after a cut or rewritten end the
+    /// append is refused with `Error::Witness`, so new records never paper over the damage.
+    /// Returns the new head, for the caller's witness.
+    pub fn append_checked(&self, events: &[AuditEvent], expected: Option<&Head>) -> Result<Head> {
+        let result = self.append(events, expected);
         if result.is_err() {
             self.failures
                 .fetch_add(events.len() as u64, Ordering::Relaxed);
@@ -106,13 +90,35 @@ impl AuditLog {
         result
     }
 
-    fn append(&self, events: &[AuditEvent]) -> Result<u64> {
+    /// Checks, without writing, that the log's last line is a complete record and that the
+    /// log's end is not short of `expected`; a missing log counts as empty. Cheap: reads only
+    /// the last line.
+    pub fn check_head(&self, expected: Option<&Head>) -> Result<()> {
+        let _local = self.guard.lock().unwrap_or_else(|p| p.into_inner());
+        let position = match File::open(&self.path) {
+            Ok(mut f) => read_head(&mut f)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ChainHead::genesis(),
+            Err(e) => return Err(e.into()),
+        };
+        match expected {
+            Some(expected) => check_against(&position, expected),
+            None => Ok(()),
+        }
+    }
+
+    fn append(&self, events: &[AuditEvent], expected: Option<&Head>) -> Result<Head> {
         let _local = self.guard.lock().unwrap_or_else(|p| p.into_inner());
         let _lock = crate::lock::FileLock::exclusive(&self.lock_path, APPEND_LOCK_WAIT)?;
         let mut file = open_log(&self.path)?;
         let mut head = read_head(&mut file)?;
+        if let Some(expected) = expected {
+            check_against(&head, expected)?;
+        }
         let mut text = String::new();
-        let mut last = head.next_seq.saturating_sub(1);
+        let mut last = Head {
+            seq: head.next_seq.saturating_sub(1),
+            hash: head.prev.clone(),
+        };
         for event in events {
             let mut record = event.to_record();
             record.insert("seq".into(), head.next_seq.into());
@@ -120,7 +126,10 @@ impl AuditLog {
             let (line, hash) = seal(record);
             text.push_str(&line);
             text.push('\n');
-            last = head.next_seq;
+            last = Head {
+                seq: head.next_seq,
+                hash: hash.clone(),
+            };
             head.next_seq += 1;
             head.prev = hash;
         }
@@ -159,78 +168,27 @@ impl AuditLog {
         Ok(out)
     }
 
-    /// Verifies the whole log; a missing log verifies as empty.
+    /// Verifies the whole log by its chain alone; a missing log verifies as empty. It cannot
+    /// see a cut end or a forged anchor: use `verify_with` where a witness is kept.
     pub fn verify(&self) -> Result<VerifyReport> {
-        Ok(verify_text(&read_all(&self.path)?))
+        self.verify_with(&Witness::default())
     }
 
-    /// Keeps the newest `keep` events. In `Apply` mode the log is rewritten atomically
-    /// (temporary file, fsync, rename) starting with an anchor, so the kept part still
-    /// verifies and later appends continue the chain. Refuses a log that does not verify.
-    pub fn prune_keep_last(&self, keep: u64, mode: PruneMode, now_ms: i64) -> Result<PrunePlan> {
-        let _local = self.guard.lock().unwrap_or_else(|p| p.into_inner());
-        let _lock = crate::lock::FileLock::exclusive(&self.lock_path, PRUNE_LOCK_WAIT)?;
-        let text = read_all(&self.path)?;
-        let report = verify_text(&text);
-        if let Some(p) = report.problem {
-            return Err(Error::Tampered {
-                line: p.line,
-                problem: p.kind.to_string(),
-            });
-        }
-        let mut anchor = None;
-        let mut events = Vec::new();
-        for line in text.lines() {
-            let parsed = parse_line(line).ok_or(Error::CorruptTail)?;
-            if parsed.is_anchor() {
-                anchor = Some(parsed);
-            } else {
-                events.push((line, parsed));
-            }
-        }
-        let total = events.len() as u64;
-        let removed = total.saturating_sub(keep);
-        let plan = PrunePlan {
-            mode,
-            total_events: total,
-            removed,
-            kept: total - removed,
-        };
-        if mode == PruneMode::DryRun || removed == 0 {
-            return Ok(plan);
-        }
-        let split = removed as usize;
-        let head = match events.get(split) {
-            Some((_, first_kept)) => ChainHead {
-                next_seq: first_kept.seq().ok_or(Error::CorruptTail)?,
-                prev: first_kept.prev().ok_or(Error::CorruptTail)?.to_owned(),
-            },
-            None => events
-                .last()
-                .and_then(|(_, p)| p.head_after())
-                .ok_or(Error::CorruptTail)?,
-        };
-        let already = anchor
-            .as_ref()
-            .and_then(|a| a.record.get("pruned_events").and_then(Value::as_u64))
-            .unwrap_or(0);
-        let mut rec = Map::new();
-        rec.insert("v".into(), RECORD_VERSION.into());
-        rec.insert("kind".into(), ANCHOR_KIND.into());
-        rec.insert("time".into(), rfc3339(now_ms).into());
-        rec.insert("time_ms".into(), now_ms.into());
-        rec.insert("next_seq".into(), head.next_seq.into());
-        rec.insert("prev".into(), head.prev.into());
-        rec.insert("pruned_events".into(), (already + removed).into());
-        let (anchor_line, _) = seal(rec);
-        let mut out = anchor_line;
-        out.push('\n');
-        for (line, _) in &events[split..] {
-            out.push_str(line);
-            out.push('\n');
-        }
-        replace_file(&self.path, out.as_bytes())?;
-        Ok(plan)
+    /// Verifies the whole log and checks it against `witness` (see `verify_text_with`).
+    pub fn verify_with(&self, witness: &Witness) -> Result<VerifyReport> {
+        Ok(verify_text_with(&read_all(&self.path)?, witness))
+    }
+}
+
+/// Refuses a log position short of (or diverging at) the witnessed head.
+fn check_against(position: &ChainHead, expected: &Head) -> Result<()> {
+    match expected.against(position) {
+        Against::Fine => Ok(()),
+        Against::Behind => Err(Error::Witness(chain::ProblemKind::Truncated {
+            witnessed: expected.seq,
+            last: position.next_seq.saturating_sub(1),
+        })),
+        Against::Diverged => Err(Error::Witness(chain::ProblemKind::HeadMismatch)),
     }
 }
 
@@ -320,7 +278,7 @@ fn line_number_from_end(path: &Path, from_end: u64) -> Result<u64> {
 }
 
 /// The whole log as text; a missing log is empty.
-fn read_all(path: &Path) -> Result<String> {
+pub(crate) fn read_all(path: &Path) -> Result<String> {
     match fs::read_to_string(path) {
         Ok(s) => Ok(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
@@ -329,7 +287,7 @@ fn read_all(path: &Path) -> Result<String> {
 }
 
 /// Atomically replaces `path` with `bytes` (same directory, mode 0600).
-fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("jsonl.tmp");
     let _ = fs::remove_file(&tmp);
     {

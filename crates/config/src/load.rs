@@ -163,6 +163,16 @@ impl Validator<'_> {
                             ))
                         }
                     };
+                    self.config.pins_accept_new_tools = match raw.new_tools.as_deref() {
+                        None | Some("hold") => false,
+                        Some("accept") => true,
+                        Some(other) => {
+                            return Err(ConfigError::invalid(
+                                "pins.newTools",
+                                format!("{other:?} is not one of \"hold\", \"accept\""),
+                            ))
+                        }
+                    };
                 }
                 "hooks" => self.hooks(value)?,
                 "stateDir" | "state_dir" => {

@@ -275,6 +275,9 @@ pub struct Config {
     pub approvals: Approvals,
     /// `"pins": {"onChange": "ask"}` (else "hide"): what a changed tool definition does until a human accepts it.
     pub pins_on_change_ask: bool,
+    /// `"pins": {"newTools": "accept"}` (else "hold"): whether a tool or prompt that appears on a server already
+    /// listed is pinned as it is, instead of held until a human accepts it like a changed one.
+    pub pins_accept_new_tools: bool,
     pub sandbox: Sandbox,
     /// External command hooks, in configured order.
     pub hooks: Hooks,
@@ -300,6 +303,7 @@ impl Config {
             limits: Limits::default(),
             approvals: Approvals::default(),
             pins_on_change_ask: false,
+            pins_accept_new_tools: false,
             sandbox: Sandbox::default(),
             hooks: Hooks::default(),
             state_dir: None,

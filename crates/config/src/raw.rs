@@ -34,6 +34,8 @@ pub(crate) struct RawServer {
 pub(crate) struct RawPins {
     #[serde(alias = "on_change", rename = "onChange")]
     pub on_change: Option<String>,
+    #[serde(alias = "new_tools", rename = "newTools")]
+    pub new_tools: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

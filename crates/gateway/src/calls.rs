@@ -60,6 +60,17 @@ fn read_snapshot(
     }
 }
 
+/// Fail closed on evidence: while the audit log cannot be written nothing runs, because a call that runs must
+/// leave a record. Only `toolgate_status` still answers, so an agent can see why.
+fn audit_refusal(gateway: &crate::Gateway, what: &str) -> Option<Value> {
+    let problem = gateway.state.as_ref()?.audit_problem()?;
+    let message = format!(
+        "toolgate refused {what}: its audit log cannot be written ({problem}); an administrator must repair it \
+         (toolgate audit verify, toolgate audit recover)"
+    );
+    Some(contract::refused("AUDIT_UNAVAILABLE", message, None))
+}
+
 fn request_id(arguments: &Value) -> String {
     arguments
         .get("request_id")
@@ -93,6 +104,11 @@ impl Session {
             None => return Some(Err(invalid_params(format!("unknown tool: {name}")))),
         };
         drop(agg);
+        if !(server == OWN_SERVER && tool == status::TOOL_NAME) {
+            if let Some(refused) = audit_refusal(&self.gateway, &name) {
+                return Some(Ok(refused));
+            }
+        }
         let mut quarantined = false;
         if let Some(pin) = self.gateway.pins().get(&format!("{server}__{tool}")) {
             if pin.quarantined && !self.gateway.recheck_pin(&server, &tool) {
@@ -101,7 +117,8 @@ impl Session {
                 }
                 quarantined = true;
             }
-            if !pin.flags.is_empty() {
+            // Flags block unless a human accepted this definition despite them, possibly since the view was built.
+            if pin.blocked_by_flags() && self.gateway.flags_still_block(&server, &tool) {
                 return Some(Ok(contract::flagged(&name, &pin.flags)));
             }
         }
@@ -208,7 +225,7 @@ impl Session {
     ) -> Option<Value> {
         let gw = &self.gateway;
         Some(match tool {
-            status::TOOL_NAME => status::result(&gw.statuses()),
+            status::TOOL_NAME => status::result(&gw.statuses(), &gw.audit_health()),
             contract::STATUS_TOOL => self.request_status(&request_id(arguments)),
             contract::RESUME_TOOL => match self.resume(&request_id(arguments), cancel).await? {
                 Ok(v) => v,
@@ -328,6 +345,9 @@ impl Session {
         let Some(route) = self.gateway.aggregate().route_prompt(&name).cloned() else {
             return Some(Err(invalid_params(format!("unknown prompt: {name}"))));
         };
+        if let Some(refused) = audit_refusal(&self.gateway, &format!("the prompt {name}")) {
+            return Some(Err(refusal_error(refused)));
+        }
         match self.gateway.guard.check_prompt(&route.server, &route.name) {
             Verdict::Allow(_) => {}
             Verdict::Refuse(refused, _) => return Some(Err(refusal_error(refused))),
@@ -367,6 +387,9 @@ impl Session {
             ))));
         };
         if method == "resources/read" {
+            if let Some(refused) = audit_refusal(&self.gateway, &format!("reading {uri}")) {
+                return Some(Err(refusal_error(refused)));
+            }
             match self.gateway.guard.check_resource(&server, uri) {
                 Verdict::Allow(_) => {}
                 Verdict::Refuse(refused, _) => return Some(Err(refusal_error(refused))),

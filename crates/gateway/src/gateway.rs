@@ -36,6 +36,8 @@ pub struct Options {
     pub approvals: config::Approvals,
     /// `"pins": {"onChange": "ask"}`: quarantined tools stay listed and every call of one asks.
     pub quarantine_asks: bool,
+    /// `"pins": {"newTools": "hold"}` (the default): a tool or prompt new to an already-listed server is held.
+    pub hold_new_tools: bool,
 }
 
 impl Options {
@@ -60,6 +62,7 @@ impl Options {
             wrap,
             approvals: config.approvals.clone(),
             quarantine_asks: config.pins_on_change_ask,
+            hold_new_tools: !config.pins_accept_new_tools,
         }
     }
 }
@@ -160,8 +163,10 @@ impl Gateway {
         Arc::clone(&self.pins.read().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// A quarantined tool may have been accepted by a human since the view was built: ask the store again with
-    /// the tool's current definition, and lift the quarantine in the view when the pin now matches.
+    /// A quarantined or flagged tool may have been accepted by a human since the view was built: ask the store
+    /// again with the tool's current definition, and update the view when the pin now matches (lifting the
+    /// quarantine, and the flags' block when that exact definition was accepted despite them). Returns whether
+    /// the pin now matches.
     pub(crate) fn recheck_pin(&self, server: &str, tool: &str) -> bool {
         let (Some(state), Some(up)) = (&self.state, self.upstream(server)) else {
             return false;
@@ -176,19 +181,43 @@ impl Gateway {
         };
         let key = format!("{server}__{tool}");
         let now = store::Timestamp::now();
-        let fine = matches!(
-            state.store(|s| s.observe_tool(&key, def, store::FirstUse::Accept, now)),
-            Ok(store::PinCheck::Unchanged)
-        );
-        if fine {
-            let mut slot = self.pins.write().unwrap_or_else(|p| p.into_inner());
-            let mut view = (**slot).clone();
-            if let Some(p) = view.get_mut(&key) {
-                p.quarantined = false;
-            }
-            *slot = Arc::new(view);
+        let checked = state.store(|s| {
+            let check = s.observe_tool(&key, def, store::FirstUse::Accept, now)?;
+            let overridden = s.get_pin(&key)?.is_some_and(|p| p.flags_overridden());
+            Ok::<_, store::Error>((check, overridden))
+        });
+        let Ok((store::PinCheck::Unchanged, overridden)) = checked else {
+            return false;
+        };
+        let mut slot = self.pins.write().unwrap_or_else(|p| p.into_inner());
+        let mut view = (**slot).clone();
+        if let Some(p) = view.get_mut(&key) {
+            p.quarantined = false;
+            p.flags_overridden = overridden;
         }
-        fine
+        *slot = Arc::new(view);
+        true
+    }
+
+    /// Whether audit records are being written (for `toolgate_status` and `doctor`).
+    pub fn audit_health(&self) -> status::AuditHealth {
+        match &self.state {
+            None => status::AuditHealth::Off,
+            Some(s) => match s.audit_problem() {
+                None => status::AuditHealth::Ok,
+                Some(p) => status::AuditHealth::Failing(p),
+            },
+        }
+    }
+
+    /// Whether a flagged tool is still blocked after asking the store again (a human may have accepted it
+    /// despite its flags since the view was built).
+    pub(crate) fn flags_still_block(&self, server: &str, tool: &str) -> bool {
+        !self.recheck_pin(server, tool)
+            || self
+                .pins()
+                .get(&format!("{server}__{tool}"))
+                .is_none_or(crate::pins::PinStatus::blocked_by_flags)
     }
 
     /// Answers a request an upstream sent, if that upstream is still connected (else there is no one to answer).
@@ -284,8 +313,10 @@ impl Gateway {
             .iter()
             .map(|u| (u.name().to_owned(), u.catalog()))
             .collect();
+        let pins = crate::pins::observe(self.state.as_ref(), &catalogs, self.opts.hold_new_tools);
+        // Held or flagged prompts, resources and instructions never reach the merged catalog.
+        let catalogs = crate::pins::withhold(&catalogs, &pins);
         let next = Aggregate::build(&catalogs, &self.opts.naming, &self.own_tools(), strict)?;
-        let pins = crate::pins::observe(self.state.as_ref(), &catalogs);
         *self.pins.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(pins);
         let mut slot = self.aggregate.write().unwrap_or_else(|p| p.into_inner());
         let mut changed = Vec::new();

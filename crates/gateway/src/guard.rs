@@ -313,7 +313,7 @@ impl Guard {
                 let mut listing = ToolListing::new(&name);
                 if let Some(p) = pins.get(&name) {
                     listing.quarantined = p.quarantined && !quarantine_asks;
-                    listing.flagged = !p.flags.is_empty();
+                    listing.flagged = p.blocked_by_flags();
                 }
                 listing
             })

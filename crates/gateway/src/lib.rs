@@ -32,6 +32,7 @@ mod snapshot;
 mod state;
 mod status;
 mod stdio;
+mod write_behind;
 
 pub use aggregate::{Aggregate, Naming, Route};
 pub use canon::canonicalise;
@@ -42,4 +43,5 @@ pub use names::{expose, is_portable};
 pub use pins::{PinStatus, PinView};
 pub use session::SUPPORTED_VERSIONS;
 pub use state::{state_root, State};
+pub use status::AuditHealth;
 pub use stdio::serve_stdio;

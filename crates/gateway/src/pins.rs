@@ -1,31 +1,119 @@
-//! Rug-pull and poisoning defence. Each upstream tool's whole definition is pinned on first sight (its hash in
-//! the state store); a definition that changes afterwards is quarantined until a human accepts it
-//! (`toolgate pins accept`). Definitions carrying hidden-instruction phrases, invisible Unicode or look-alike
-//! names are flagged. Quarantined and flagged tools are hidden from lists and refused when called.
+//! Rug-pull and poisoning defence for everything an upstream puts in front of the model: tools, prompts, resources,
+//! resource templates and the server's `instructions`. Each is pinned on first sight (its whole definition's hash
+//! in the state store); one that changes afterwards is held until a human accepts it (`toolgate pins accept`). On
+//! a server that was already listed, a tool or prompt that appears later is held like a changed one (unless
+//! `"pins": {"newTools": "accept"}`): a rug pull may come as a new name as easily as a changed definition.
+//! Resources and templates are data lists that churn, so a new one is pinned as it is (and still checked).
+//! Definitions carrying hidden-instruction phrases, invisible Unicode or look-alike names are flagged, unless a
+//! human accepted that exact definition despite its flags. Held and flagged tools are hidden from lists and refused
+//! when called (see the guard); held and flagged prompts, resources, templates and instructions are withheld from
+//! the merged catalog (`withhold`) until accepted, which a running gateway sees at its next catalog refresh.
 //!
 //! This module observes and remembers; the decisions it feeds are the guard's and the policy's.
 
 use crate::state::State;
 use policy::PoisonFlag;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use store::{FirstUse, PinCheck, Timestamp};
 use upstream::Catalog;
 
-/// What the pins say about one tool (`server__tool`).
+/// What the pins say about one item (keyed by `Item::key`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PinStatus {
     pub quarantined: bool,
     pub flags: Vec<String>,
+    /// A human accepted this exact definition despite its flags (`pins accept --despite-flags`).
+    pub flags_overridden: bool,
 }
 
-/// The pin status of every upstream tool, after observing the current catalogs.
+impl PinStatus {
+    /// Flags that still block: present and not overridden.
+    pub fn blocked_by_flags(&self) -> bool {
+        !self.flags.is_empty() && !self.flags_overridden
+    }
+
+    /// Whether the item is kept from the model: held, or flagged without an override.
+    pub fn withheld(&self) -> bool {
+        self.quarantined || self.blocked_by_flags()
+    }
+}
+
+/// The pin status of every upstream item, after observing the current catalogs.
 pub type PinView = HashMap<String, PinStatus>;
 
+/// What kind of item a pin is for; the kind is part of the pin's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item {
+    Tool,
+    Prompt,
+    Resource,
+    Template,
+    Instructions,
+}
+
+impl Item {
+    /// The pin's name: `server__tool` for tools (as rules name them), `KIND:server__name` for the rest, and
+    /// `instructions:server`, whose pin also marks that the server was listed before.
+    pub fn key(self, server: &str, name: &str) -> String {
+        match self {
+            Self::Tool => format!("{server}__{name}"),
+            Self::Prompt => format!("prompt:{server}__{name}"),
+            Self::Resource => format!("resource:{server}__{name}"),
+            Self::Template => format!("template:{server}__{name}"),
+            Self::Instructions => format!("instructions:{server}"),
+        }
+    }
+
+    /// The field that names one item of this kind in its list.
+    fn name_field(self) -> &'static str {
+        match self {
+            Self::Tool | Self::Prompt => "name",
+            Self::Resource => "uri",
+            Self::Template => "uriTemplate",
+            Self::Instructions => "instructions",
+        }
+    }
+
+    /// Whether a new item of this kind on an already-listed server is held.
+    fn held_when_new(self, hold_new: bool) -> bool {
+        hold_new && matches!(self, Self::Tool | Self::Prompt)
+    }
+}
+
+/// The items of one catalog, by kind, with the name each is pinned under.
+fn items(catalog: &Catalog) -> Vec<(Item, String, Value)> {
+    let mut out = Vec::new();
+    for (kind, list) in [
+        (Item::Tool, &catalog.tools),
+        (Item::Prompt, &catalog.prompts),
+        (Item::Resource, &catalog.resources),
+        (Item::Template, &catalog.resource_templates),
+    ] {
+        for def in list {
+            if let Some(name) = def.get(kind.name_field()).and_then(Value::as_str) {
+                out.push((kind, name.to_owned(), def.clone()));
+            }
+        }
+    }
+    // Pinned even when absent, so instructions that appear later count as a change; pinned last, because its pin
+    // is also the mark that this server's first listing is done.
+    out.push((
+        Item::Instructions,
+        String::new(),
+        json!({ "instructions": catalog.instructions }),
+    ));
+    out
+}
+
 /// Pins what is new, notices what changed, flags what looks poisoned. Without state nothing can be pinned, so
-/// only the flags are computed.
-pub fn observe(state: Option<&Arc<State>>, catalogs: &[(String, Arc<Catalog>)]) -> PinView {
+/// only the flags are computed. `hold_new`: a tool or prompt new to an already-listed server is held.
+pub fn observe(
+    state: Option<&Arc<State>>,
+    catalogs: &[(String, Arc<Catalog>)],
+    hold_new: bool,
+) -> PinView {
     let mut view = PinView::new();
     let names: Vec<(String, String)> = catalogs
         .iter()
@@ -35,41 +123,70 @@ pub fn observe(state: Option<&Arc<State>>, catalogs: &[(String, Arc<Catalog>)]) 
                 .filter_map(move |t| Some((s.clone(), t.get("name")?.as_str()?.to_owned())))
         })
         .collect();
-    for (server, tool) in &names {
-        view.entry(format!("{server}__{tool}")).or_default();
-    }
     for (key, flag) in policy::lookalike_flags(&names) {
         add_flag(&mut view, &key, &flag);
     }
     let now = Timestamp::now();
     for (server, catalog) in catalogs {
-        for def in &catalog.tools {
-            let Some(tool) = def.get("name").and_then(Value::as_str) else {
-                continue;
-            };
-            let key = format!("{server}__{tool}");
-            for flag in policy::inspect_definition(def) {
-                add_flag(&mut view, &key, &flag);
+        // A server that has not answered yet has an empty catalog: pinning that would mark it as listed and hold
+        // its whole real catalog later.
+        if catalog.era.is_none() {
+            continue;
+        }
+        let listed_before = state.is_some_and(|s| {
+            s.store(|st| st.get_pin(&Item::Instructions.key(server, "")))
+                .map_or(true, |p| p.is_some())
+        });
+        for (kind, name, def) in items(catalog) {
+            let key = kind.key(server, &name);
+            let entry = view.entry(key.clone()).or_default();
+            for flag in policy::inspect_definition(&def) {
+                push_flag(entry, &flag);
             }
             let Some(state) = state else { continue };
-            match state.store(|s| s.observe_tool(&key, def, FirstUse::Accept, now)) {
-                Ok(PinCheck::New(_) | PinCheck::Unchanged) => {}
-                Ok(PinCheck::Changed {
-                    accepted_sha256,
-                    observed_sha256,
-                }) => {
+            let first_use = if listed_before && kind.held_when_new(hold_new) {
+                FirstUse::Quarantine
+            } else {
+                FirstUse::Accept
+            };
+            let check = state.store(|s| {
+                let check = s.observe_tool(&key, &def, first_use, now)?;
+                let overridden = s.get_pin(&key)?.is_some_and(|p| p.flags_overridden());
+                Ok::<_, store::Error>((check, overridden))
+            });
+            match check {
+                Ok((
+                    PinCheck::New(store::PinState::Accepted) | PinCheck::Unchanged,
+                    overridden,
+                )) => {
+                    entry.flags_overridden = overridden;
+                }
+                Ok((PinCheck::New(_), _)) => {
                     tracing::warn!(
-                        tool = %key,
-                        "tool definition changed since it was pinned ({accepted_sha256:.12} → {observed_sha256:.12}); \
+                        item = %key,
+                        "new on a server that was already listed; held until `toolgate pins accept {key}`"
+                    );
+                    entry.quarantined = true;
+                }
+                Ok((
+                    PinCheck::Changed {
+                        accepted_sha256,
+                        observed_sha256,
+                    },
+                    _,
+                )) => {
+                    tracing::warn!(
+                        item = %key,
+                        "definition changed since it was pinned ({accepted_sha256:.12} → {observed_sha256:.12}); \
                          quarantined until `toolgate pins accept {key}`"
                     );
-                    view.entry(key).or_default().quarantined = true;
+                    entry.quarantined = true;
                 }
-                Ok(_) => view.entry(key).or_default().quarantined = true,
+                Ok((PinCheck::Quarantined, _)) => entry.quarantined = true,
                 Err(e) => {
                     // A pin that cannot be checked is treated as changed: fail closed.
-                    tracing::warn!(tool = %key, "pin check failed ({e}); quarantining");
-                    view.entry(key).or_default().quarantined = true;
+                    tracing::warn!(item = %key, "pin check failed ({e}); quarantining");
+                    entry.quarantined = true;
                 }
             }
         }
@@ -77,10 +194,48 @@ pub fn observe(state: Option<&Arc<State>>, catalogs: &[(String, Arc<Catalog>)]) 
     view
 }
 
+/// The catalogs as the model may see them: held or flagged prompts, resources, templates and instructions taken
+/// out (tools stay: the guard hides and refuses them, and `"onChange": "ask"` may keep them listed).
+pub fn withhold(
+    catalogs: &[(String, Arc<Catalog>)],
+    view: &PinView,
+) -> Vec<(String, Arc<Catalog>)> {
+    let held = |key: String| view.get(&key).is_some_and(PinStatus::withheld);
+    catalogs
+        .iter()
+        .map(|(server, catalog)| {
+            let keep = |kind: Item, list: &[Value]| -> Vec<Value> {
+                list.iter()
+                    .filter(|d| {
+                        let name = d.get(kind.name_field()).and_then(Value::as_str);
+                        name.is_some_and(|n| !held(kind.key(server, n)))
+                    })
+                    .cloned()
+                    .collect()
+            };
+            let mut c = (**catalog).clone();
+            c.prompts = keep(Item::Prompt, &catalog.prompts);
+            c.resources = keep(Item::Resource, &catalog.resources);
+            c.resource_templates = keep(Item::Template, &catalog.resource_templates);
+            if held(Item::Instructions.key(server, "")) {
+                c.instructions = None;
+            }
+            (server.clone(), Arc::new(c))
+        })
+        .collect()
+}
+
 fn add_flag(view: &mut PinView, key: &str, flag: &PoisonFlag) {
+    push_flag(view.entry(key.to_owned()).or_default(), flag);
+}
+
+fn push_flag(entry: &mut PinStatus, flag: &PoisonFlag) {
     let text = format!("{:?} in {}: {}", flag.code, flag.field, flag.detail);
-    let entry = view.entry(key.to_owned()).or_default();
     if !entry.flags.contains(&text) {
         entry.flags.push(text);
     }
 }
+
+#[cfg(test)]
+#[path = "pins_tests.rs"]
+mod tests;

@@ -2,35 +2,34 @@
 //! SQLite store (pins, approvals, session grants, reporting) and its audit log.
 //!
 //! Approvals and pins are written synchronously: they decide what runs. Audit events and reporting events are
-//! written behind the calls by one writer thread, in order, in batches (one commit per batch): a call never
-//! waits for them, and a failed or dropped write is counted, never raised.
+//! written behind the calls by one writer thread (`write_behind`), in order, in batches. A call waits for them
+//! only when the queue is full (backpressure, never loss); an audit log that cannot be written, or whose end is
+//! short of the head recorded in the database, shows in `audit_problem`, and the gateway refuses calls while it
+//! does. The audit log's witness (head and anchors) lives in the database, and maintenance goes through here so
+//! the witness follows every prune and recovery.
 
-use audit::{AuditEvent, AuditLog};
+use crate::write_behind::{Health, Record, Writer};
+use audit::{AuditEvent, AuditLog, Head, PruneMode, PrunePlan, Recovery, VerifyReport, Witness};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
-use store::{Namespace, ReportEvent, StateRootInputs, Store};
+use store::{Namespace, ReportEvent, StateRootInputs, Store, Timestamp};
 
-/// Records waiting for the writer. Bounded: under a flood the newest records are dropped (and counted) rather
-/// than growing memory or slowing calls down.
+/// Records waiting for the writer. Bounded: under a flood a caller waits for room (backpressure) rather than
+/// memory growing or a record being lost.
 const WRITE_BEHIND_CAPACITY: usize = 8192;
-/// Records written per batch at most.
-const BATCH: usize = 512;
-
-enum Record {
-    Audit(Box<AuditEvent>),
-    Report(Box<ReportEvent>),
-    /// Answered once everything queued before it is written.
-    Flush(SyncSender<()>),
-}
 
 pub struct State {
     namespace: Namespace,
     store: Mutex<Store>,
     audit: Arc<AuditLog>,
     writer: SyncSender<Record>,
+    /// Reporting events that could not be committed.
     dropped: Arc<AtomicU64>,
+    /// Records whose caller had to wait for room in the queue.
+    waited: AtomicU64,
+    health: Arc<Health>,
 }
 
 impl State {
@@ -42,6 +41,10 @@ impl State {
     }
 
     pub fn open_in(root: &Path, workspace: &Path) -> Result<Self, String> {
+        Self::open_with_capacity(root, workspace, WRITE_BEHIND_CAPACITY)
+    }
+
+    fn open_with_capacity(root: &Path, workspace: &Path, capacity: usize) -> Result<Self, String> {
         let namespace = Namespace::open(root, workspace)
             .map_err(|e| format!("state for {}: {e}", workspace.display()))?;
         let open =
@@ -56,12 +59,36 @@ impl State {
             tracing::warn!("reporting retention failed: {e}");
         }
         let audit = Arc::new(AuditLog::new(namespace.dir()));
+        let expected = store
+            .audit_head()
+            .map_err(|e| format!("cannot read the audit head: {e}"))?
+            .map(|h| Head {
+                seq: h.seq,
+                hash: h.hash,
+            });
+        // Checked before any call can run: a log cut, emptied or torn since the last run refuses calls from the
+        // first one, not from the first failed write.
+        let health = Arc::new(Health::default());
+        if let Err(e) = audit.check_head(expected.as_ref()) {
+            let problem = format!("audit log damaged: {e}");
+            tracing::error!(
+                "{problem}; calls are refused until it is repaired (`toolgate audit recover`)"
+            );
+            health.fail(problem);
+        }
         let dropped = Arc::new(AtomicU64::new(0));
-        let (writer, queue) = sync_channel(WRITE_BEHIND_CAPACITY);
-        let (log, reports, count) = (Arc::clone(&audit), open()?, Arc::clone(&dropped));
+        let (writer, queue) = sync_channel(capacity);
+        let behind = Writer {
+            log: Arc::clone(&audit),
+            store: open()?,
+            dropped: Arc::clone(&dropped),
+            health: Arc::clone(&health),
+            expected,
+            capacity,
+        };
         std::thread::Builder::new()
             .name("toolgate-audit".into())
-            .spawn(move || write_behind(&queue, &log, reports, &count))
+            .spawn(move || behind.run(&queue))
             .map_err(|e| format!("cannot start the audit writer: {e}"))?;
         Ok(Self {
             namespace,
@@ -69,6 +96,8 @@ impl State {
             audit,
             writer,
             dropped,
+            waited: AtomicU64::new(0),
+            health,
         })
     }
 
@@ -82,25 +111,44 @@ impl State {
         f(&mut store)
     }
 
-    /// Queues an audit event for the writer; never blocks.
+    /// Queues an audit event for the writer; waits only when the queue is full.
     pub fn audit(&self, event: &AuditEvent) {
         self.queue(Record::Audit(Box::new(event.clone())));
     }
 
-    /// Queues a reporting event for the writer; never blocks.
+    /// Queues a reporting event for the writer; waits only when the queue is full.
     pub fn report(&self, event: ReportEvent) {
         self.queue(Record::Report(Box::new(event)));
     }
 
     fn queue(&self, record: Record) {
-        match self.writer.try_send(record) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-                if n == 1 || n % 1000 == 0 {
-                    tracing::warn!("audit/report writer is behind; {n} records dropped so far");
-                }
+        let record = match self.writer.try_send(record) {
+            Ok(()) => return,
+            Err(TrySendError::Full(record)) => record,
+            Err(TrySendError::Disconnected(_)) => return self.writer_gone(),
+        };
+        // Backpressure: the caller waits for room rather than a record being lost. On a multi-threaded runtime the
+        // wait moves this worker's other tasks elsewhere first.
+        let n = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
+        if n == 1 || n % 1000 == 0 {
+            tracing::warn!("audit writer is behind; {n} records waited for room so far");
+        }
+        let send = || self.writer.send(record);
+        let sent = match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(send)
             }
+            _ => send(),
+        };
+        if sent.is_err() {
+            self.writer_gone();
+        }
+    }
+
+    /// The writer thread ended (it only does if it panicked): nothing more can be written, so calls stop.
+    fn writer_gone(&self) {
+        if self.health.fail("the audit writer stopped".to_owned()) {
+            tracing::error!("the audit writer stopped; calls are refused");
         }
     }
 
@@ -118,9 +166,73 @@ impl State {
         self.audit.tail(n).unwrap_or_default()
     }
 
-    /// Audit and report writes that failed or were dropped.
+    /// Why audit records cannot be written now, if they cannot. While this is `Some`, calls are refused.
+    pub fn audit_problem(&self) -> Option<String> {
+        self.health.problem()
+    }
+
+    /// Audit appends that failed (each is retried, not lost) and reporting events that were not recorded.
     pub fn audit_failures(&self) -> u64 {
         self.audit.failures() + self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Records that waited for room in the writer's queue.
+    pub fn audit_waits(&self) -> u64 {
+        self.waited.load(Ordering::Relaxed)
+    }
+
+    /// The audit log of this namespace.
+    pub fn audit_log(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// What the audit log is checked against: the head recorded as written and every anchor recorded.
+    pub fn audit_witness(&self) -> Result<Witness, String> {
+        self.store(|s| {
+            let head = s.audit_head()?.map(|h| Head {
+                seq: h.seq,
+                hash: h.hash,
+            });
+            let anchors = s.audit_anchors()?.into_iter().map(|a| a.hash).collect();
+            Ok::<_, store::Error>(Witness { head, anchors })
+        })
+        .map_err(|e| format!("cannot read the audit witness: {e}"))
+    }
+
+    /// Verifies the whole audit log against its witness.
+    pub fn verify_audit(&self) -> Result<VerifyReport, String> {
+        self.flush();
+        let witness = self.audit_witness()?;
+        self.audit
+            .verify_with(&witness)
+            .map_err(|e| format!("cannot read the audit log: {e}"))
+    }
+
+    /// Prunes the audit log to its newest `keep` events, recording the new anchor in the witness first.
+    pub fn prune_audit(&self, keep: u64, mode: PruneMode) -> Result<PrunePlan, String> {
+        self.flush();
+        let witness = self.audit_witness()?;
+        let now = Timestamp::now();
+        self.audit
+            .prune_witnessed(keep, mode, now.as_millis(), &witness, |a| {
+                self.record_anchor(a, now)
+            })
+            .map_err(|e| format!("cannot prune the audit log: {e}"))
+    }
+
+    /// Sets a damaged audit log aside and starts a new one continuing from the witnessed head; `None` when the
+    /// log verifies and there is nothing to recover.
+    pub fn recover_audit(&self) -> Result<Option<Recovery>, String> {
+        let witness = self.audit_witness()?;
+        let now = Timestamp::now();
+        self.audit
+            .recover(&witness, now.as_millis(), |a| self.record_anchor(a, now))
+            .map_err(|e| format!("cannot recover the audit log: {e}"))
+    }
+
+    fn record_anchor(&self, a: &audit::Anchor, now: Timestamp) -> audit::Result<()> {
+        self.store(|s| s.record_audit_anchor(&a.hash, a.next_seq, &a.prev, now))
+            .map_err(|e| audit::Error::Io(std::io::Error::other(e.to_string())))
     }
 }
 
@@ -131,48 +243,133 @@ impl Drop for State {
     }
 }
 
-fn write_behind(queue: &Receiver<Record>, log: &AuditLog, mut reports: Store, dropped: &AtomicU64) {
-    while let Ok(first) = queue.recv() {
-        let mut batch = vec![first];
-        while batch.len() < BATCH {
-            match queue.try_recv() {
-                Ok(r) => batch.push(r),
-                Err(_) => break,
-            }
-        }
-        let mut pending_audit = Vec::new();
-        let mut pending_reports = Vec::new();
-        let mut flushes = Vec::new();
-        for record in batch {
-            match record {
-                Record::Audit(e) => pending_audit.push(*e),
-                Record::Report(e) => pending_reports.push(*e),
-                Record::Flush(done) => flushes.push(done),
-            }
-        }
-        if !pending_audit.is_empty() {
-            if let Err(err) = log.record_all(&pending_audit) {
-                let n = log.failures();
-                // Counted always; logged the first time and then rarely, so a broken disk cannot flood stderr.
-                if n == pending_audit.len() as u64 || n % 1000 < pending_audit.len() as u64 {
-                    tracing::warn!("audit write failed ({n} events so far): {err}");
-                }
-            }
-        }
-        if !pending_reports.is_empty() {
-            if let Err(e) = reports.record_events(&pending_reports) {
-                dropped.fetch_add(pending_reports.len() as u64, Ordering::Relaxed);
-                tracing::warn!("reporting events not recorded: {e}");
-            }
-        }
-        for done in flushes {
-            let _ = done.send(());
-        }
-    }
-}
-
 /// The state root for this process's environment.
 pub fn state_root() -> Result<PathBuf, String> {
     store::resolve_state_root(&StateRootInputs::from_process_env())
         .map_err(|e| format!("state root: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use audit::{EventKind, ProblemKind};
+    use std::time::{Duration, Instant};
+
+    fn open(dir: &tempfile::TempDir, capacity: usize) -> State {
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        State::open_with_capacity(&dir.path().join("state"), &ws, capacity).unwrap()
+    }
+
+    fn event(i: usize) -> AuditEvent {
+        AuditEvent::new(EventKind::Decision, i as i64, &format!("t{i}"))
+    }
+
+    fn lines(state: &State) -> Vec<String> {
+        std::fs::read_to_string(state.audit_log().path())
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn cut_to(state: &State, keep: usize) {
+        let text: String = lines(state)[..keep]
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(state.audit_log().path(), text).unwrap();
+    }
+
+    /// The writer clears or sets the problem on its own schedule; wait for it, boundedly.
+    fn eventually(state: &State, want_problem: bool) -> Option<String> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let p = state.audit_problem();
+            if p.is_some() == want_problem || Instant::now() > deadline {
+                return p;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn audit_flood_past_the_queue_waits_instead_of_dropping() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = open(&dir, 4);
+        for i in 0..2_000 {
+            state.audit(&event(i));
+        }
+        state.flush();
+        assert_eq!(lines(&state).len(), 2_000, "every record is written");
+        assert_eq!(state.audit_failures(), 0);
+        assert!(state.verify_audit().unwrap().is_ok());
+    }
+
+    #[test]
+    fn truncated_audit_log_is_caught_at_start_and_by_verify() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = open(&dir, 16);
+        for i in 0..3 {
+            state.audit(&event(i));
+        }
+        state.flush();
+        assert_eq!(state.audit_problem(), None);
+        cut_to(&state, 1);
+        drop(state);
+        let state = open(&dir, 16);
+        let problem = state.audit_problem().expect("refused from the start");
+        assert!(problem.contains("sequence 3 was written"), "{problem}");
+        let report = state.verify_audit().unwrap();
+        assert_eq!(
+            report.problem.unwrap().kind,
+            ProblemKind::Truncated {
+                witnessed: 3,
+                last: 1
+            }
+        );
+    }
+
+    #[test]
+    fn torn_audit_tail_refuses_calls_until_recovered() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = open(&dir, 16);
+        state.audit(&event(0));
+        state.flush();
+        let log_path = state.audit_log().path().to_path_buf();
+        drop(state);
+        let mut text = std::fs::read_to_string(&log_path).unwrap();
+        text.push_str("{\"kind\":\"exec"); // a crash mid-write
+        std::fs::write(&log_path, text).unwrap();
+        let state = open(&dir, 16);
+        assert!(state.audit_problem().is_some(), "a torn tail stops calls");
+        let recovery = state.recover_audit().unwrap().expect("recovered");
+        assert_eq!(recovery.anchor.next_seq, 2);
+        assert_eq!(eventually(&state, false), None, "calls resume");
+        state.audit(&event(1));
+        state.flush();
+        assert!(state.verify_audit().unwrap().is_ok());
+    }
+
+    #[test]
+    fn audit_write_failure_while_running_holds_the_record_and_refuses_until_repaired() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = open(&dir, 16);
+        for i in 0..3 {
+            state.audit(&event(i));
+        }
+        state.flush();
+        cut_to(&state, 2);
+        state.audit(&event(3));
+        let problem = eventually(&state, true).expect("the failed write is published");
+        assert!(problem.contains("audit write failed"), "{problem}");
+        state.recover_audit().unwrap().expect("recovered");
+        assert_eq!(eventually(&state, false), None);
+        state.flush();
+        // The record that could not be written at first is down now, after the recovery anchor.
+        let all = lines(&state);
+        assert_eq!(all.len(), 2, "{all:?}");
+        assert!(all[1].contains("\"trace_id\":\"t3\""), "{all:?}");
+        assert!(state.verify_audit().unwrap().is_ok());
+    }
 }

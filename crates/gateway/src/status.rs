@@ -1,5 +1,6 @@
-//! `toolgate_status`: a read-only tool that shows each upstream's state, so an agent (or its user) can see why a
-//! server's tools are missing without leaving the conversation. It reveals no environment values or arguments.
+//! `toolgate_status`: a read-only tool that shows each upstream's state and whether the audit log is being
+//! written, so an agent (or its user) can see why a server's tools are missing or every call is refused without
+//! leaving the conversation. It reveals no environment values or arguments.
 
 use serde_json::{json, Value};
 use upstream::Status;
@@ -11,13 +12,42 @@ pub fn definition() -> Value {
         "name": TOOL_NAME,
         "title": "toolgate status",
         "description": "Shows the state of each upstream MCP server behind toolgate: ready, starting, restarting \
-                        (with the last error), or not connected.",
+                        (with the last error), or not connected; and whether the audit log is being written.",
         "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
         "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
     })
 }
 
-pub fn result(statuses: &[Status]) -> Value {
+/// The audit log's health as the status shows it.
+pub enum AuditHealth {
+    /// No state directory: nothing is audited (and every ask is refused).
+    Off,
+    Ok,
+    /// Records cannot be written; calls are refused while this lasts.
+    Failing(String),
+}
+
+impl AuditHealth {
+    fn line(&self) -> String {
+        match self {
+            Self::Off => "audit: off (no state directory)".to_owned(),
+            Self::Ok => "audit: ok".to_owned(),
+            Self::Failing(p) => {
+                format!("audit: FAILING — {p}; calls are refused until it is repaired")
+            }
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            Self::Off => json!({"state": "off"}),
+            Self::Ok => json!({"state": "ok"}),
+            Self::Failing(p) => json!({"state": "failing", "problem": p}),
+        }
+    }
+}
+
+pub fn result(statuses: &[Status], audit: &AuditHealth) -> Value {
     let lines: Vec<String> = statuses
         .iter()
         .map(|s| {
@@ -31,13 +61,18 @@ pub fn result(statuses: &[Status]) -> Value {
             line
         })
         .collect();
-    let text = if lines.is_empty() {
+    let mut text = if lines.is_empty() {
         "no upstream servers are configured".to_owned()
     } else {
         lines.join("\n")
     };
+    text.push('\n');
+    text.push_str(&audit.line());
     json!({
         "content": [{"type": "text", "text": text}],
-        "structuredContent": {"servers": statuses.iter().map(Status::to_json).collect::<Vec<_>>()}
+        "structuredContent": {
+            "servers": statuses.iter().map(Status::to_json).collect::<Vec<_>>(),
+            "audit": audit.to_json(),
+        }
     })
 }

@@ -117,6 +117,25 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, tool, definition_sha256, scope)
     ) STRICT;
     ",
+    // 3: the audit chain's witness (newest head, every anchor) and audited overrides of
+    // flagged pins.
+    "
+    CREATE TABLE audit_head (
+        id         INTEGER PRIMARY KEY NOT NULL CHECK (id = 1),
+        seq        INTEGER NOT NULL,
+        hash       TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE audit_anchors (
+        hash       TEXT PRIMARY KEY NOT NULL,
+        next_seq   INTEGER NOT NULL,
+        prev       TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    ) STRICT;
+
+    ALTER TABLE tool_pins ADD COLUMN flags_override_sha256 TEXT;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -1,6 +1,6 @@
-//! SQLite state under the trusted state root: approvals, session grants, pins, reporting events.
-//! Approval and grant rows are sealed (HMAC-SHA256 with a key in the state root), so a row changed by
-//! anything but toolgate is refused.
+//! SQLite state under the trusted state root: approvals, session grants, pins, reporting events, and the audit
+//! chain's witness. Approval and grant rows are sealed (HMAC-SHA256 with a key in the state root), so a row changed
+//! by anything but toolgate is refused.
 //!
 //! The crate resolves the state root, binds one namespace per canonical workspace, and keeps
 //! every piece of durable gateway state in that namespace's database. It never prints, never
@@ -12,6 +12,7 @@
 mod approval_rows;
 mod approval_space;
 mod approvals;
+mod audit_chain;
 mod db;
 mod error;
 mod events;
@@ -27,6 +28,7 @@ mod time;
 pub use approvals::{
     Approval, ApprovalHandle, ApprovalStatus, NewRequest, PruneMode, PrunedApproval,
 };
+pub use audit_chain::{AuditAnchor, AuditHead};
 pub use error::{Error, Result};
 pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};
 pub use handle::{Limits, Store, StoreStats};

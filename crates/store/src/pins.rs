@@ -63,6 +63,17 @@ pub struct ToolPin {
     pub first_seen: Timestamp,
     /// When the pin last changed.
     pub updated_at: Timestamp,
+    /// The accepted definition whose poisoning flags a human chose to override, if any. It names one
+    /// definition: a later change is flagged (and quarantined) afresh.
+    pub flags_override_sha256: Option<String>,
+}
+
+impl ToolPin {
+    /// Whether a human overrode the flags of the definition accepted now.
+    pub fn flags_overridden(&self) -> bool {
+        self.state == PinState::Accepted
+            && self.flags_override_sha256.as_deref() == Some(self.definition_sha256.as_str())
+    }
 }
 
 /// The result of checking an observed definition against its pin.
@@ -89,7 +100,7 @@ pub fn definition_hash(definition: &Value) -> String {
 }
 
 const COLUMNS: &str = "name, state, definition_sha256, definition_json, candidate_sha256, \
-                       candidate_json, first_seen, updated_at";
+                       candidate_json, first_seen, updated_at, flags_override_sha256";
 
 impl Store {
     /// Checks `definition` against the pin for `name`, creating or quarantining as needed.
@@ -182,6 +193,31 @@ impl Store {
         Ok(pin)
     }
 
+    /// Records that a human accepted the flagged definition `sha256` of `name` despite its flags. Only the
+    /// accepted definition can be overridden, so an override never reaches a definition nobody reviewed.
+    pub fn override_pin_flags(
+        &mut self,
+        name: &str,
+        sha256: &str,
+        now: Timestamp,
+    ) -> Result<ToolPin> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let changed = tx.execute(
+            "UPDATE tool_pins SET flags_override_sha256 = ?2, updated_at = ?3
+             WHERE name = ?1 AND state = 'ACCEPTED' AND definition_sha256 = ?2",
+            params![name, sha256, now.as_millis()],
+        )?;
+        if changed != 1 {
+            return Err(Error::PinMismatch);
+        }
+        let sql = format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1");
+        let pin = tx.query_row(&sql, [name], pin_from_row)??;
+        tx.commit()?;
+        Ok(pin)
+    }
+
     /// The pin for `name`, if any.
     pub fn get_pin(&self, name: &str) -> Result<Option<ToolPin>> {
         let sql = format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1");
@@ -220,6 +256,7 @@ fn pin_from_row(r: &Row<'_>) -> rusqlite::Result<Result<ToolPin>> {
         candidate_json: r.get(5)?,
         first_seen: Timestamp::from_millis(r.get(6)?),
         updated_at: Timestamp::from_millis(r.get(7)?),
+        flags_override_sha256: r.get(8)?,
     }))
 }
 

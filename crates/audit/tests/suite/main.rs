@@ -7,4 +7,5 @@
 mod chain;
 mod privacy;
 mod redaction;
+mod witness;
 mod writer;

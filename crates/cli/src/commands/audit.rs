@@ -1,17 +1,19 @@
 //! `toolgate audit`: reading, verifying and pruning the workspace's tamper-evident audit log.
 //!
 //! The log is the one the gateway appends to, in the workspace's state namespace. `tail` shows the newest events
-//! (one readable line each, or the raw records); `verify` checks the hash chain and exits 1 naming the first bad
-//! line; `prune` keeps the newest N events and is a dry run unless told to apply. Every text field shown comes
-//! from the log, which an agent's calls fed, so it is escaped for the terminal. This command never writes events.
+//! (one readable line each, or the raw records); `verify` checks the hash chain against the head and anchors kept
+//! in the state database and exits 1 naming the first bad line; `prune` keeps the newest N events and is a dry
+//! run unless told to apply; `recover` sets a damaged log aside and starts a new one that continues the chain,
+//! which lets a gateway that refuses calls for want of an audit log run again. Every text field shown comes from
+//! the log, which an agent's calls fed, so it is escaped for the terminal. This command never writes events.
 
 use super::common::ConfigArgs;
 use super::escape::{label, quoted};
-use ::audit::{AuditLog, PruneMode};
+use ::audit::PruneMode;
 use anyhow::Context;
+use gateway::State;
 use serde_json::Value;
 use std::process::ExitCode;
-use store::Timestamp;
 
 /// Exit status when the log does not verify.
 const BROKEN: u8 = 1;
@@ -27,10 +29,14 @@ pub struct Args {
 enum Action {
     /// Print the newest events, oldest first: one readable line each, or the raw JSON records with --json.
     Tail(TailArgs),
-    /// Check the hash chain of the whole log; exits 1 naming the first bad line when it is broken.
+    /// Check the hash chain of the whole log, and that it still reaches the newest event recorded as written and
+    /// starts from a genuine anchor; exits 1 naming the first bad line when it does not.
     Verify(VerifyArgs),
     /// Keep only the newest N events (a dry run unless --apply); a log that does not verify is refused.
     Prune(PruneArgs),
+    /// Set a log that does not verify aside (renamed, nothing deleted) and start a new one continuing the chain,
+    /// so calls can run again; the gap stays visible as an anchor naming the set-aside file.
+    Recover(VerifyArgs),
 }
 
 #[derive(clap::Args)]
@@ -65,19 +71,22 @@ struct PruneArgs {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.action {
-        Action::Tail(a) => tail(&log(&a.config)?, a.lines, a.json),
-        Action::Verify(a) => verify(&log(&a.config)?),
-        Action::Prune(a) => prune(&log(&a.config)?, a.keep_last, a.apply),
+        Action::Tail(a) => tail(&state(&a.config)?, a.lines, a.json),
+        Action::Verify(a) => verify(&state(&a.config)?),
+        Action::Prune(a) => prune(&state(&a.config)?, a.keep_last, a.apply),
+        Action::Recover(a) => recover(&state(&a.config)?),
     }
 }
 
-fn log(config: &ConfigArgs) -> anyhow::Result<AuditLog> {
-    let state = crate::runtime::state(&config.load()?)?;
-    Ok(AuditLog::new(state.namespace().dir()))
+fn state(config: &ConfigArgs) -> anyhow::Result<State> {
+    crate::runtime::state(&config.load()?)
 }
 
-fn tail(log: &AuditLog, n: usize, json: bool) -> anyhow::Result<ExitCode> {
-    let events = log.tail(n).context("cannot read the audit log")?;
+fn tail(state: &State, n: usize, json: bool) -> anyhow::Result<ExitCode> {
+    let events = state
+        .audit_log()
+        .tail(n)
+        .context("cannot read the audit log")?;
     for event in &events {
         if json {
             println!("{}", serde_json::to_string(event)?);
@@ -91,9 +100,9 @@ fn tail(log: &AuditLog, n: usize, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn verify(log: &AuditLog) -> anyhow::Result<ExitCode> {
-    let report = log.verify().context("cannot read the audit log")?;
-    println!("{}: {report}", log.path().display());
+fn verify(state: &State) -> anyhow::Result<ExitCode> {
+    let report = state.verify_audit().map_err(anyhow::Error::msg)?;
+    println!("{}: {report}", state.audit_log().path().display());
     Ok(if report.is_ok() {
         ExitCode::SUCCESS
     } else {
@@ -101,16 +110,13 @@ fn verify(log: &AuditLog) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn prune(log: &AuditLog, keep: u64, apply: bool) -> anyhow::Result<ExitCode> {
+fn prune(state: &State, keep: u64, apply: bool) -> anyhow::Result<ExitCode> {
     let mode = if apply {
         PruneMode::Apply
     } else {
         PruneMode::DryRun
     };
-    let now = Timestamp::now().as_millis();
-    let plan = log
-        .prune_keep_last(keep, mode, now)
-        .context("cannot prune the audit log")?;
+    let plan = state.prune_audit(keep, mode).map_err(anyhow::Error::msg)?;
     let (removed, total, kept) = (plan.removed, plan.total_events, plan.kept);
     if removed == 0 {
         println!("nothing to prune: the log holds {total} events, at most {keep} are kept");
@@ -118,6 +124,21 @@ fn prune(log: &AuditLog, keep: u64, apply: bool) -> anyhow::Result<ExitCode> {
         println!("removed {removed} of {total} events; kept the newest {kept}");
     } else {
         println!("would remove {removed} of {total} events and keep the newest {kept} (dry run; add --apply to rewrite the log)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn recover(state: &State) -> anyhow::Result<ExitCode> {
+    match state.recover_audit().map_err(anyhow::Error::msg)? {
+        None => println!(
+            "{}: verifies; nothing to recover",
+            state.audit_log().path().display()
+        ),
+        Some(r) => println!(
+            "set the damaged log aside as {}; the new log continues the chain at sequence {}",
+            r.set_aside.display(),
+            r.anchor.next_seq
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

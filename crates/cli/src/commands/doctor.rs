@@ -55,6 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "state: none — approvals are off and every `ask` is refused (see the warning above)"
         ),
     }
+    let audit_ok = state.as_ref().is_none_or(|s| audit_health(s));
     let builtin = crate::runtime::builtin_tools(&config)?;
     match &builtin {
         Some(b) => println!(
@@ -70,12 +71,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("  {:<16} {:?}", format!("{:?}", entry.layer), entry.state);
     }
     let rt = crate::runtime::tokio()?;
-    let healthy = rt.block_on(upstreams(&config, guard, state, builtin));
+    let healthy = rt.block_on(upstreams(&config, guard, state, builtin)) && audit_ok;
     Ok(if healthy {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The audit line: the whole log verified against its witness, and whether records can be written now (calls are
+/// refused while they cannot).
+fn audit_health(state: &gateway::State) -> bool {
+    let verified = match state.verify_audit() {
+        Ok(report) => {
+            println!("audit: {} — {report}", state.audit_log().path().display());
+            report.is_ok()
+        }
+        Err(e) => {
+            println!("audit: FAILED — {e}");
+            false
+        }
+    };
+    match state.audit_problem() {
+        None => verified,
+        Some(p) => {
+            println!(
+                "audit: FAILING — {p}; calls are refused until `toolgate audit recover` repairs it"
+            );
+            false
+        }
+    }
 }
 
 fn settings(config: &config::Config) {

@@ -1,13 +1,22 @@
-//! `toolgate pins list | diff NAME | accept NAME`: the human's side of rug-pull defence. Every upstream tool's
-//! definition is pinned on first sight; a changed definition stays quarantined until it is reviewed here.
-//! Flags (hidden instructions, invisible characters, look-alike names) are recomputed from the stored
-//! definitions, so the listing needs no running server.
+//! `toolgate pins list | diff NAME | accept NAME`: the human's side of rug-pull defence. Every upstream tool,
+//! prompt, resource, resource template and server instructions is pinned on first sight; a changed definition
+//! (and a tool or prompt new to an already-pinned server) stays held until it is reviewed here. Flags (hidden
+//! instructions, invisible characters, look-alike names) are recomputed from the stored definitions, so the
+//! listing needs no running server. Accepting a flagged definition is a separate, explicit override
+//! (`--despite-flags`) that is written to the audit log; without it the command refuses and says why.
 
 use super::common::ConfigArgs;
 use anyhow::{bail, Context};
 use serde_json::Value;
 use std::process::ExitCode;
+use std::time::Duration;
 use store::{PinState, ToolPin};
+
+/// A diff that has not finished by then falls back to a coarser (still correct) one, so a huge definition cannot
+/// hold the terminal.
+const DIFF_DEADLINE: Duration = Duration::from_secs(2);
+/// Unchanged lines shown around each change.
+const DIFF_CONTEXT: usize = 3;
 
 /// Review pinned tool definitions: list them with their flags, diff a changed one, accept it.
 #[derive(clap::Args)]
@@ -30,6 +39,10 @@ enum Action {
         name: String,
         #[arg(long)]
         sha256: Option<String>,
+        /// Let a definition that is flagged as poisoned run anyway. Recorded in the audit log; a later change of
+        /// the definition is flagged and held afresh.
+        #[arg(long)]
+        despite_flags: bool,
     },
 }
 
@@ -54,25 +67,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "{name}: accepted {:.16} → observed {hash:.16}",
                 pin.definition_sha256
             );
-            for line in diff(&pretty(&pin.definition_json), &pretty(candidate)) {
-                println!("{line}");
-            }
+            print!(
+                "{}",
+                diff(&pretty(&pin.definition_json), &pretty(candidate))
+            );
         }
-        Action::Accept { name, sha256 } => {
-            let pin = find(&pins, &name)?;
-            let Some(candidate) = pin.candidate_sha256.clone().or_else(|| {
-                (pin.state == PinState::Quarantined).then(|| pin.definition_sha256.clone())
-            }) else {
-                bail!("{name} is not quarantined; there is nothing to accept");
-            };
-            if let Some(expected) = sha256 {
-                if !candidate.starts_with(&expected) || expected.len() < 12 {
-                    bail!("{name}'s pending definition is {candidate}, not {expected}: review it again with `pins diff`");
-                }
-            }
-            state.store(|s| s.accept_pin(&name, &candidate, store::Timestamp::now()))?;
-            println!("accepted {name} at {candidate:.16}");
-        }
+        Action::Accept {
+            name,
+            sha256,
+            despite_flags,
+        } => accept(&state, &pins, &name, sha256.as_deref(), despite_flags)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -90,35 +94,108 @@ fn state_name(s: PinState) -> &'static str {
     }
 }
 
-fn list(pins: &[ToolPin]) {
-    if pins.is_empty() {
-        println!("no tools are pinned yet (they are pinned when toolgate first sees them)");
+/// Accepts a held definition; a flagged one only with `despite_flags`, and then as an audited override.
+fn accept(
+    state: &gateway::State,
+    pins: &[ToolPin],
+    name: &str,
+    sha256: Option<&str>,
+    despite_flags: bool,
+) -> anyhow::Result<()> {
+    let pin = find(pins, name)?;
+    let candidate = pin
+        .candidate_sha256
+        .clone()
+        .or_else(|| (pin.state == PinState::Quarantined).then(|| pin.definition_sha256.clone()));
+    let flagged = flags(pins, pin);
+    let overridden = pin.flags_overridden();
+    let Some(candidate) = candidate
+        .or_else(|| (!flagged.is_empty() && !overridden).then(|| pin.definition_sha256.clone()))
+    else {
+        bail!("{name} is not quarantined; there is nothing to accept");
+    };
+    if let Some(expected) = sha256 {
+        if !candidate.starts_with(expected) || expected.len() < 12 {
+            bail!("{name}'s pending definition is {candidate}, not {expected}: review it again with `pins diff`");
+        }
     }
+    if !flagged.is_empty() && !despite_flags {
+        bail!(
+            "{name} is flagged as poisoned ({}); accepting it would not let it run. Read it with `toolgate pins \
+             diff {name}` / `pins list`; if you are sure it is safe, accept it with --despite-flags (recorded in \
+             the audit log)",
+            flagged.join("; ")
+        );
+    }
+    let now = store::Timestamp::now();
+    if pin.state == PinState::Quarantined || pin.candidate_sha256.is_some() {
+        state.store(|s| s.accept_pin(name, &candidate, now))?;
+    }
+    let outcome = if flagged.is_empty() {
+        "PIN_ACCEPTED"
+    } else {
+        state.store(|s| s.override_pin_flags(name, &candidate, now))?;
+        "PIN_ACCEPTED_DESPITE_FLAGS"
+    };
+    let mut event =
+        audit::AuditEvent::new(audit::EventKind::Approval, now.as_millis(), "pins-accept");
+    event.tool = name.to_owned();
+    event.outcome = Some(outcome.to_owned());
+    event.actor = Some(super::approvals::operator());
+    event.rule_id = Some(format!("pins.accept:{candidate:.16}"));
+    event.resources = flagged.clone();
+    state.audit(&event);
+    state.flush();
+    if let Some(problem) = state.audit_problem() {
+        bail!("accepted {name}, but its audit record could not be written: {problem}");
+    }
+    if flagged.is_empty() {
+        println!("accepted {name} at {candidate:.16}");
+    } else {
+        println!(
+            "accepted {name} at {candidate:.16} despite its flags ({}); recorded in the audit log",
+            flagged.join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// The flags of the definition a pin would run (the pending one if any): poisoning in the definition itself, and
+/// a tool name confusable with another pinned tool's.
+fn flags(pins: &[ToolPin], pin: &ToolPin) -> Vec<String> {
     let names: Vec<(String, String)> = pins
         .iter()
+        .filter(|p| !p.name.contains(':'))
         .filter_map(|p| {
             p.name
                 .split_once("__")
                 .map(|(s, t)| (s.to_owned(), t.to_owned()))
         })
         .collect();
-    let lookalikes = policy::lookalike_flags(&names);
-    for pin in pins {
-        let shown = pin
-            .candidate_json
-            .as_deref()
-            .unwrap_or(&pin.definition_json);
-        let def: Value = serde_json::from_str(shown).unwrap_or(Value::Null);
-        let mut flags: Vec<String> = policy::inspect_definition(&def)
+    let shown = pin
+        .candidate_json
+        .as_deref()
+        .unwrap_or(&pin.definition_json);
+    let def: Value = serde_json::from_str(shown).unwrap_or(Value::Null);
+    let mut flags: Vec<String> = policy::inspect_definition(&def)
+        .iter()
+        .map(|f| format!("{:?} in {}", f.code, f.field))
+        .collect();
+    flags.extend(
+        policy::lookalike_flags(&names)
             .iter()
-            .map(|f| format!("{:?} in {}", f.code, f.field))
-            .collect();
-        flags.extend(
-            lookalikes
-                .iter()
-                .filter(|(k, _)| k == &pin.name)
-                .map(|(_, f)| format!("{:?}: {}", f.code, f.detail)),
-        );
+            .filter(|(k, _)| k == &pin.name)
+            .map(|(_, f)| format!("{:?}: {}", f.code, f.detail)),
+    );
+    flags
+}
+
+fn list(pins: &[ToolPin]) {
+    if pins.is_empty() {
+        println!("nothing is pinned yet (definitions are pinned when toolgate first sees them)");
+    }
+    for pin in pins {
+        let flags = flags(pins, pin);
         let pending = pin
             .candidate_sha256
             .as_deref()
@@ -130,59 +207,85 @@ fn list(pins: &[ToolPin]) {
             state_name(pin.state),
             pin.definition_sha256
         );
-        for f in flags {
-            println!("    flag: {f}");
-        }
-    }
-}
-
-fn pretty(json: &str) -> Vec<String> {
-    let v: Value = serde_json::from_str(json).unwrap_or(Value::Null);
-    serde_json::to_string_pretty(&v)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-/// A line diff (longest common subsequence): `-` only in the accepted definition, `+` only in the observed one.
-fn diff(old: &[String], new: &[String]) -> Vec<String> {
-    let (n, m) = (old.len(), new.len());
-    let mut lcs = vec![vec![0usize; m + 1]; n + 1];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i][j] = if old[i] == new[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, Vec::new());
-    while i < n || j < m {
-        if i < n && j < m && old[i] == new[j] {
-            out.push(format!("  {}", old[i]));
-            i += 1;
-            j += 1;
-        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            out.push(format!("+ {}", new[j]));
-            j += 1;
+        let overridden = if pin.flags_overridden() {
+            " (accepted despite flags)"
         } else {
-            out.push(format!("- {}", old[i]));
-            i += 1;
+            ""
+        };
+        for f in flags {
+            println!("    flag: {f}{overridden}");
         }
     }
-    out
+}
+
+fn pretty(json: &str) -> String {
+    let v: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+    let mut text = serde_json::to_string_pretty(&v).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// A unified line diff, accepted → observed: within each change the removed (`-`) lines come before the added
+/// (`+`) ones. Myers' algorithm in linear memory with a deadline, so a 12,000-line definition costs megabytes and
+/// seconds at worst, never a quadratic table.
+fn diff(old: &str, new: &str) -> String {
+    let diff = similar::TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .timeout(DIFF_DEADLINE)
+        .diff_lines(old, new);
+    diff.unified_diff()
+        .context_radius(DIFF_CONTEXT)
+        .header("accepted", "observed")
+        .to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::diff;
+    use pretty_assertions::assert_eq;
 
     #[test]
-    fn diff_marks_only_what_changed() {
-        let old: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-        let new: Vec<String> = ["a", "x", "c"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(diff(&old, &new), ["  a", "+ x", "- b", "  c"]);
+    fn diff_prints_removed_lines_before_added_ones() {
+        assert_eq!(
+            diff("a\nb\nc\n", "a\nx\nc\n"),
+            "--- accepted\n+++ observed\n@@ -1,3 +1,3 @@\n a\n-b\n+x\n c\n"
+        );
+    }
+
+    /// Peak resident memory of this process in KiB (Linux); each test runs in its own process under nextest.
+    fn peak_kib() -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    #[test]
+    fn huge_definition_diff_stays_small() {
+        // Every line differs: the worst case. The former table would have been 12,001² words (over a gigabyte).
+        let old: String = (0..12_000)
+            .map(|i| format!("  \"old{i}\": {i},\n"))
+            .collect();
+        let new: String = (0..12_000)
+            .map(|i| format!("  \"new{i}\": {i},\n"))
+            .collect();
+        let before = peak_kib();
+        let started = std::time::Instant::now();
+        let out = diff(&old, &new);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        let removed = out.lines().filter(|l| l.starts_with("-  ")).count();
+        let added = out.lines().filter(|l| l.starts_with("+  ")).count();
+        assert_eq!((removed, added), (12_000, 12_000));
+        let first_added = out.find("\n+  ").unwrap();
+        assert!(
+            out.rfind("\n-  ").unwrap() < first_added,
+            "removed lines come first"
+        );
+        if let (Some(b), Some(a)) = (before, peak_kib()) {
+            assert!(
+                a.saturating_sub(b) < 256 * 1024,
+                "peak grew by {} KiB",
+                a - b
+            );
+        }
     }
 }

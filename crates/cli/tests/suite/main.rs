@@ -8,6 +8,7 @@ mod adapters;
 mod admin;
 mod approvals;
 mod approvals_attacks;
+mod audit_health;
 mod config_errors;
 mod demo;
 mod eras;

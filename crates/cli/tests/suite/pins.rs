@@ -149,3 +149,73 @@ async fn rug_pull_can_ask_instead_of_hiding() {
         "{asked}"
     );
 }
+
+#[tokio::test]
+async fn accepting_a_flagged_tool_needs_despite_flags_and_is_audited() {
+    let setup = Setup::fixture(&["--poisoned"], json!({}));
+    let client = legacy(&setup).await;
+    let refused = call(&client, "fx__helpful", json!({})).await.unwrap();
+    assert_eq!(
+        refused["structuredContent"]["error"]["code"],
+        "TOOL_FLAGGED"
+    );
+
+    let (ok, out) = pins(&setup, &["accept", "fx__helpful"]);
+    assert!(!ok, "a plain accept of a flagged tool fails: {out}");
+    assert!(
+        out.contains("--despite-flags") && !out.contains("accepted fx__helpful"),
+        "{out}"
+    );
+    let still = call(&client, "fx__helpful", json!({})).await.unwrap();
+    assert_eq!(still["structuredContent"]["error"]["code"], "TOOL_FLAGGED");
+
+    let (ok, out) = pins(&setup, &["accept", "fx__helpful", "--despite-flags"]);
+    assert!(ok && out.contains("despite its flags"), "{out}");
+    let ran = call(&client, "fx__helpful", json!({})).await.unwrap();
+    assert_eq!(text(&ran), "formatted", "{ran}");
+
+    let audit = Command::new(toolgate())
+        .args(["audit", "tail", "--json", "-n", "50"])
+        .args(["--config", setup.config.to_str().unwrap()])
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
+        .output()
+        .unwrap();
+    let audit = String::from_utf8_lossy(&audit.stdout);
+    assert!(
+        audit.contains("PIN_ACCEPTED_DESPITE_FLAGS") && audit.contains("fx__helpful"),
+        "{audit}"
+    );
+}
+
+#[tokio::test]
+async fn new_tool_after_the_first_listing_is_held() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    call(&client, "fx__echo", json!({"text": "x"}))
+        .await
+        .unwrap();
+    drop(client);
+    // The same server now offers one more tool: a rug pull under a new name.
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&setup.config).unwrap()).unwrap();
+    config["mcpServers"]["fx"]["args"] = json!(["fixture-server", "--tools", "1"]);
+    std::fs::write(&setup.config, serde_json::to_vec(&config).unwrap()).unwrap();
+    let client = legacy(&setup).await;
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    assert!(
+        !names(&tools).contains(&"fx__tool_0".to_owned()),
+        "held, so hidden"
+    );
+    assert!(names(&tools).contains(&"fx__echo".to_owned()));
+    let refused = call(&client, "fx__tool_0", json!({})).await.unwrap();
+    assert_eq!(
+        refused["structuredContent"]["error"]["code"], "TOOL_QUARANTINED",
+        "{refused}"
+    );
+    let (ok, out) = pins(&setup, &["accept", "fx__tool_0"]);
+    assert!(ok, "{out}");
+    let ran = call(&client, "fx__tool_0", json!({})).await.unwrap();
+    assert!(ran["structuredContent"]["error"].is_null(), "{ran}");
+}

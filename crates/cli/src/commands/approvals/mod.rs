@@ -335,7 +335,7 @@ fn is_confirmation(line: &[u8]) -> bool {
 }
 
 /// Who decides: the OS user name, as the audit log and the request record it.
-fn operator() -> String {
+pub(crate) fn operator() -> String {
     ["USER", "LOGNAME"]
         .iter()
         .filter_map(|k| std::env::var(k).ok())
