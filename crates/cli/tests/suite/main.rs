@@ -15,6 +15,7 @@ mod framing;
 mod hooks;
 mod interop;
 mod isolation;
+mod matrix;
 mod pins;
 mod policy;
 mod policy_cli;
