@@ -84,6 +84,8 @@ pub struct Status {
     pub prompts: usize,
     pub garbage_lines: u64,
     pub stderr_tail: Vec<String>,
+    /// Lists the server declared but could not give (served as empty), with the reason.
+    pub list_errors: Vec<(String, String)>,
 }
 
 impl Status {
@@ -92,6 +94,7 @@ impl Status {
             "server": self.server, "state": self.state.as_str(), "protocolVersion": self.protocol_version,
             "pid": self.pid, "restarts": self.restarts, "lastError": self.last_error, "tools": self.tools,
             "resources": self.resources, "prompts": self.prompts, "ignoredStdoutLines": self.garbage_lines,
+            "listErrors": self.list_errors.iter().map(|(list, why)| json!({"list": list, "error": why})).collect::<Vec<_>>(),
         })
     }
 }
@@ -211,7 +214,18 @@ impl Upstream {
             prompts: inner.catalog.prompts.len(),
             garbage_lines: conn.map_or(0, |c| c.garbage_lines()),
             stderr_tail: conn.map(|c| c.stderr_tail()).unwrap_or_default(),
+            list_errors: inner
+                .catalog
+                .list_errors
+                .iter()
+                .map(|(list, why)| ((*list).to_owned(), why.clone()))
+                .collect(),
         }
+    }
+
+    /// Whether the first start attempt has finished (ready or failed).
+    pub fn is_settled(&self) -> bool {
+        *self.settled.borrow()
     }
 
     /// Waits until the first start attempt has finished (ready or failed), at most `timeout`.
