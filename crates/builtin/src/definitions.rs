@@ -26,7 +26,15 @@ pub const GIT_DIFF: &str = "git_diff";
 /// See [`LIST_DIRECTORY`].
 pub const SHELL_RUN: &str = "shell_run";
 
-const OUTCOMES: [&str; 6] = [
+/// Every outcome a call of a built-in tool can answer with: the tool's own, and the gateway's approval outcomes
+/// (a held call answers with its approval handle in the same `structuredContent`, which clients validate).
+const OUTCOMES: [&str; 12] = [
+    "APPROVAL_REQUIRED",
+    "APPROVAL_PENDING",
+    "APPROVAL_APPROVED",
+    "APPROVAL_REJECTED",
+    "APPROVAL_EXPIRED",
+    "APPROVAL_CONSUMED",
     "SUCCEEDED",
     "COMMAND_FAILED",
     "TIMED_OUT",

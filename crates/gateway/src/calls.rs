@@ -80,7 +80,22 @@ fn request_id(arguments: &Value) -> String {
 }
 
 impl Session {
+    /// A tool call, its answer fitted to the tool's `outputSchema` when toolgate wrote that answer itself (a
+    /// refusal, a hold, an approval outcome), so that official clients, which validate structured content, show it.
     pub(crate) async fn call_tool(
+        self: &Arc<Self>,
+        params: Value,
+        cancel: &CancellationToken,
+    ) -> Outcome {
+        let definition = params
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| self.gateway.aggregate().tool_definition(name).cloned());
+        let answer = self.govern_call(params, cancel).await;
+        answer.map(|a| a.map(|result| contract::fit_to_tool(result, definition.as_ref())))
+    }
+
+    async fn govern_call(
         self: &Arc<Self>,
         mut params: Value,
         cancel: &CancellationToken,

@@ -3,6 +3,13 @@
 //! `structuredContent` carrying `outcome`, `trace_id`, `approval {request_id, status, expires_at, resume_tool}`
 //! and `error {code, message, retryable}`, so agents and people can both see what happened and what to do.
 //! The shapes are pinned by a contract fixture in the tests; change them only with a new contract version.
+//!
+//! Where the V1 fields live: always in `_meta["toolgate/contract"]`, which no client validates; and also in
+//! `structuredContent` whenever they validate against the answered tool's `outputSchema` — always for toolgate's
+//! own tools and for tools without one. Official clients check `structuredContent` against the tool's
+//! `outputSchema` (the TypeScript SDK and the Inspector even on `isError` results, the Python SDK on the others),
+//! so for a proxied tool whose schema the V1 fields do not fit, the result carries no `structuredContent` and is
+//! `isError: true` (an error result needs none in any client); its text still names the request id and reason.
 
 use policy::Decision;
 use serde_json::{json, Value};
@@ -12,6 +19,8 @@ pub const CONTRACT_VERSION: &str = "1";
 pub const RESUME_TOOL: &str = "toolgate_resume";
 pub const STATUS_TOOL: &str = "toolgate_request_status";
 pub const CAPABILITIES_TOOL: &str = "toolgate_capabilities";
+/// The `_meta` key that carries the V1 fields on every result toolgate writes itself.
+pub const META_KEY: &str = "toolgate/contract";
 
 /// Every outcome the contract knows.
 pub const OUTCOMES: &[&str] = &[
@@ -57,7 +66,45 @@ pub fn approval_outcome(
         outcome,
         "APPROVAL_REQUIRED" | "APPROVAL_PENDING" | "APPROVAL_APPROVED"
     );
-    json!({"content": [{"type": "text", "text": message}], "isError": is_error, "structuredContent": structured})
+    own_result(message, is_error, structured)
+}
+
+/// A result of toolgate's own: the V1 fields both in `structuredContent` and under `_meta[META_KEY]`, which
+/// marks the result as toolgate's for [`fit_to_tool`].
+fn own_result(message: String, is_error: bool, structured: Value) -> Value {
+    json!({
+        "content": [{"type": "text", "text": message}],
+        "isError": is_error,
+        "structuredContent": structured,
+        "_meta": {META_KEY: structured},
+    })
+}
+
+/// Fits a `tools/call` answer to the tool it answers for. A result toolgate did not write itself (no
+/// `_meta[META_KEY]`) is returned unchanged. For toolgate's own: the `_meta` copy is refreshed from
+/// `structuredContent` (callers may add fields after building it), and when the V1 fields do not validate
+/// against the tool's `outputSchema` — or that schema cannot be compiled: fail closed — they leave
+/// `structuredContent` and the result becomes an error result, which every official client accepts as it is.
+pub fn fit_to_tool(mut result: Value, definition: Option<&Value>) -> Value {
+    let Some(structured) = result.get("structuredContent").cloned() else {
+        return result;
+    };
+    let Some(mirror) = result.pointer_mut(&format!("/_meta/{}", META_KEY.replace('/', "~1")))
+    else {
+        return result;
+    };
+    *mirror = structured.clone();
+    let fits = match definition.and_then(|d| d.get("outputSchema")) {
+        None => true,
+        Some(schema) => crate::guard::compile(schema).is_ok_and(|v| v.is_valid(&structured)),
+    };
+    if !fits {
+        if let Some(m) = result.as_object_mut() {
+            m.remove("structuredContent");
+            m.insert("isError".to_owned(), Value::Bool(true));
+        }
+    }
+    result
 }
 
 /// Whether asking again later can succeed.
@@ -73,6 +120,7 @@ pub fn refused(code: &str, message: String, trace_id: Option<&str>) -> Value {
     let mut v = result(code, message, None);
     if let Some(t) = trace_id {
         v["structuredContent"]["trace_id"] = json!(t);
+        v["_meta"][META_KEY]["trace_id"] = json!(t);
     }
     v
 }
@@ -87,7 +135,7 @@ fn result(code: &str, message: String, decision: Option<&Decision>) -> Value {
             "effect": d.effect, "reason": d.reason.as_str(), "rule_id": d.rule_id, "operation": d.operation,
         });
     }
-    json!({"content": [{"type": "text", "text": message}], "isError": true, "structuredContent": structured})
+    own_result(message, true, structured)
 }
 
 fn rule(d: &Decision) -> String {
@@ -164,3 +212,7 @@ pub fn flagged(tool: &str, flags: &[String]) -> Value {
 #[cfg(test)]
 #[path = "contract_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "contract_fit_tests.rs"]
+mod fit_tests;

@@ -455,7 +455,7 @@ fn resources(action: policy::Action) -> Vec<String> {
     out
 }
 
-fn compile(schema: &Value) -> Result<Validator, String> {
+pub(crate) fn compile(schema: &Value) -> Result<Validator, String> {
     let size = serde_json::to_vec(schema)
         .map(|v| v.len())
         .unwrap_or(usize::MAX);

@@ -1,7 +1,9 @@
-//! What one upstream offers, as it last said: its era, identity, capabilities and every list, unedited.
+//! What one upstream offers, as it last said: its era, identity, capabilities and every list, unedited, plus the
+//! lists it could not give and why (an optional list the server does not implement is empty, not fatal).
 
 use crate::era::Era;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Catalog {
@@ -14,6 +16,8 @@ pub struct Catalog {
     pub resources: Vec<Value>,
     pub resource_templates: Vec<Value>,
     pub prompts: Vec<Value>,
+    /// Lists the server declared but could not give, by list method (`prompts/list` → why). Each counts as empty.
+    pub list_errors: BTreeMap<&'static str, String>,
 }
 
 impl Catalog {

@@ -130,7 +130,19 @@ pub(crate) fn catalog_from(era: Era, result: &Value) -> Catalog {
     }
 }
 
+/// One list: its method, the key of its items in a page, and where it lives in the catalog.
+type List = (
+    &'static str,
+    &'static str,
+    fn(&mut Catalog) -> &mut Vec<Value>,
+);
+
 /// Loads the lists named by `what` into `catalog`, every page of each.
+///
+/// A list the server declared but cannot give (an error answer, a timeout, a page over the size limit) is empty
+/// and noted in `catalog.list_errors`: servers built on SDKs that answer −32601 for every handler they were not
+/// given (resource templates, typically) are still served. Only a dead connection is an `Err`, because then
+/// nothing else can be loaded either.
 pub(crate) async fn load_lists(
     conn: &Connection,
     catalog: &mut Catalog,
@@ -138,27 +150,58 @@ pub(crate) async fn load_lists(
     timeout: Duration,
 ) -> Result<(), CallError> {
     for kind in what {
-        match kind {
-            Refresh::Tools if catalog.has("tools") => {
-                catalog.tools = fetch_all(conn, "tools/list", "tools", timeout).await?;
-            }
-            Refresh::Resources if catalog.has("resources") => {
-                catalog.resources = fetch_all(conn, "resources/list", "resources", timeout).await?;
-                catalog.resource_templates = fetch_all(
-                    conn,
-                    "resources/templates/list",
-                    "resourceTemplates",
-                    timeout,
-                )
-                .await?;
-            }
+        let lists: &[List] = match kind {
+            Refresh::Tools if catalog.has("tools") => &[("tools/list", "tools", |c| &mut c.tools)],
+            Refresh::Resources if catalog.has("resources") => &[
+                ("resources/list", "resources", |c| &mut c.resources),
+                ("resources/templates/list", "resourceTemplates", |c| {
+                    &mut c.resource_templates
+                }),
+            ],
             Refresh::Prompts if catalog.has("prompts") => {
-                catalog.prompts = fetch_all(conn, "prompts/list", "prompts", timeout).await?;
+                &[("prompts/list", "prompts", |c| &mut c.prompts)]
             }
-            _ => {}
+            _ => &[],
+        };
+        for &(method, key, slot) in lists {
+            let items = match fetch_all(conn, method, key, timeout).await {
+                Ok(items) => {
+                    catalog.list_errors.remove(method);
+                    items
+                }
+                Err(e @ CallError::Unavailable { .. }) => return Err(e),
+                Err(e) => {
+                    let why = list_failure(&e);
+                    tracing::warn!(
+                        server = conn.server(),
+                        "{method} failed ({why}); serving it as an empty list"
+                    );
+                    catalog.list_errors.insert(method, why);
+                    Vec::new()
+                }
+            };
+            *slot(catalog) = items;
         }
     }
     Ok(())
+}
+
+/// Why a list could not be loaded, in words for `doctor` and the status tool.
+fn list_failure(e: &CallError) -> String {
+    match e {
+        CallError::Rpc(err) => {
+            let code = err.get("code").and_then(Value::as_i64).unwrap_or_default();
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            format!("the server answered error {code}: {message}")
+        }
+        CallError::Unavailable { .. }
+        | CallError::Timeout { .. }
+        | CallError::Cancelled
+        | CallError::TooLarge { .. } => e.to_string(),
+    }
 }
 
 /// Follows `nextCursor` to the end. A repeated cursor or too many pages ends the walk with what was read.

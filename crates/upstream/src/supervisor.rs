@@ -84,6 +84,8 @@ pub struct Status {
     pub prompts: usize,
     pub garbage_lines: u64,
     pub stderr_tail: Vec<String>,
+    /// Lists the server declared but could not give (served as empty), with the reason.
+    pub list_errors: Vec<(String, String)>,
 }
 
 impl Status {
@@ -92,6 +94,7 @@ impl Status {
             "server": self.server, "state": self.state.as_str(), "protocolVersion": self.protocol_version,
             "pid": self.pid, "restarts": self.restarts, "lastError": self.last_error, "tools": self.tools,
             "resources": self.resources, "prompts": self.prompts, "ignoredStdoutLines": self.garbage_lines,
+            "listErrors": self.list_errors.iter().map(|(list, why)| json!({"list": list, "error": why})).collect::<Vec<_>>(),
         })
     }
 }
@@ -105,6 +108,13 @@ struct Inner {
     last_error: Option<String>,
     /// Cleared when a `server/discover` probe killed or hung the server, so restarts go straight to `initialize`.
     probe_modern: bool,
+}
+
+/// Why a start did not reach a ready catalog.
+enum Handshake {
+    /// The `server/discover` probe got no answer in time: start a fresh process with `initialize` first.
+    ProbeUnanswered,
+    Failed(String),
 }
 
 pub struct Upstream {
@@ -204,7 +214,18 @@ impl Upstream {
             prompts: inner.catalog.prompts.len(),
             garbage_lines: conn.map_or(0, |c| c.garbage_lines()),
             stderr_tail: conn.map(|c| c.stderr_tail()).unwrap_or_default(),
+            list_errors: inner
+                .catalog
+                .list_errors
+                .iter()
+                .map(|(list, why)| ((*list).to_owned(), why.clone()))
+                .collect(),
         }
+    }
+
+    /// Whether the first start attempt has finished (ready or failed).
+    pub fn is_settled(&self) -> bool {
+        *self.settled.borrow()
     }
 
     /// Waits until the first start attempt has finished (ready or failed), at most `timeout`.
@@ -279,10 +300,26 @@ impl Upstream {
     }
 
     /// One life of the process. `Ok` when it exited after a successful start, `Err` when it never became ready.
+    /// A server that did not answer the `server/discover` probe in time is started once more, at once, with
+    /// `initialize` first: the probe may still be queued in the first process (a slow start), and a server that
+    /// answers it late serves the modern era on that connection and rejects `initialize` there.
     async fn run_once(&self) -> Result<(), String> {
-        let mut child = process::spawn(&self.config.transport).map_err(|e| self.spawn_error(&e))?;
+        loop {
+            match self.run_process().await {
+                Err(Handshake::ProbeUnanswered) => continue,
+                Err(Handshake::Failed(e)) => return Err(e),
+                Ok(()) => return Ok(()),
+            }
+        }
+    }
+
+    async fn run_process(&self) -> Result<(), Handshake> {
+        let mut child = process::spawn(&self.config.transport)
+            .map_err(|e| Handshake::Failed(self.spawn_error(&e)))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err("the process has no stdio pipes".to_owned());
+            return Err(Handshake::Failed(
+                "the process has no stdio pipes".to_owned(),
+            ));
         };
         let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
         let conn = Connection::start(
@@ -297,18 +334,22 @@ impl Upstream {
         self.lock().pid = child.id();
         let ready = tokio::select! {
             r = self.handshake(&conn) => r,
-            () = self.shutdown.cancelled() => Err("shutting down".to_owned()),
+            () = self.shutdown.cancelled() => Err(Handshake::Failed("shutting down".to_owned())),
         };
         let catalog = match ready {
             Ok(c) => c,
             Err(e) => {
                 conn.close();
                 process::terminate(&mut child, self.opts.grace).await;
+                let Handshake::Failed(e) = e else {
+                    tracing::info!(server = %self.config.name, "no answer to server/discover in time; starting it again with initialize");
+                    return Err(e);
+                };
                 let tail = conn.stderr_tail();
-                return Err(match tail.last() {
+                return Err(Handshake::Failed(match tail.last() {
                     Some(line) => format!("{e} (last stderr line: {line})"),
                     None => e,
-                });
+                }));
             }
         };
         {
@@ -355,49 +396,54 @@ impl Upstream {
         }
     }
 
-    async fn handshake(&self, conn: &Arc<Connection>) -> Result<Catalog, String> {
+    async fn handshake(&self, conn: &Arc<Connection>) -> Result<Catalog, Handshake> {
         let timeout = self.opts.handshake_timeout;
         let probe = self.lock().probe_modern;
-        let modern =
-            match (self.config.protocol, probe) {
-                (Protocol::Legacy, _) | (Protocol::Auto, false) => None,
-                (protocol, true) | (protocol @ Protocol::Modern, false) => {
-                    let wait = if protocol == Protocol::Modern {
-                        timeout
-                    } else {
-                        self.opts.probe_timeout
-                    };
-                    match handshake::discover(conn, wait).await {
-                        Ok(ProbeOutcome::Modern(result)) => Some(result),
-                        Ok(ProbeOutcome::NotModern) if protocol == Protocol::Modern => return Err(
+        let modern = match (self.config.protocol, probe) {
+            (Protocol::Legacy, _) | (Protocol::Auto, false) => None,
+            (protocol, true) | (protocol @ Protocol::Modern, false) => {
+                let wait = if protocol == Protocol::Modern {
+                    timeout
+                } else {
+                    self.opts.probe_timeout
+                };
+                match handshake::discover(conn, wait).await {
+                    Ok(ProbeOutcome::Modern(result)) => Some(result),
+                    Ok(ProbeOutcome::NotModern) if protocol == Protocol::Modern => {
+                        return Err(Handshake::Failed(
                             "the server does not speak protocol 2026-07-28 (configured \"modern\")"
                                 .into(),
-                        ),
-                        Ok(ProbeOutcome::NotModern) => None,
-                        Err(e) if protocol == Protocol::Modern => {
-                            return Err(format!("server/discover failed: {e}"))
-                        }
-                        Err(CallError::Timeout { .. }) => {
-                            self.lock().probe_modern = false;
-                            None
-                        }
-                        Err(e) => {
-                            // Some legacy servers exit on an unknown first request; do not probe them again.
-                            self.lock().probe_modern = false;
-                            return Err(format!(
-                                "the server exited when probed with server/discover: {e}"
-                            ));
-                        }
+                        ))
+                    }
+                    Ok(ProbeOutcome::NotModern) => None,
+                    Err(e) if protocol == Protocol::Modern => {
+                        return Err(Handshake::Failed(format!("server/discover failed: {e}")))
+                    }
+                    Err(CallError::Timeout { .. }) => {
+                        // Slow to start, or a legacy server that ignores unknown methods: either way this
+                        // connection's era is unknown now, so a fresh process gets `initialize` first.
+                        self.lock().probe_modern = false;
+                        return Err(Handshake::ProbeUnanswered);
+                    }
+                    Err(e) => {
+                        // Some legacy servers exit on an unknown first request; do not probe them again.
+                        self.lock().probe_modern = false;
+                        return Err(Handshake::Failed(format!(
+                            "the server exited when probed with server/discover: {e}"
+                        )));
                     }
                 }
-            };
+            }
+        };
         let mut catalog = match modern {
             Some(result) => {
                 conn.set_era(Era::Modern);
                 handshake::catalog_from(Era::Modern, &result)
             }
             None => {
-                let (result, version) = handshake::initialize(conn, timeout).await?;
+                let (result, version) = handshake::initialize(conn, timeout)
+                    .await
+                    .map_err(Handshake::Failed)?;
                 let era = Era::Legacy(version);
                 conn.set_era(era.clone());
                 handshake::catalog_from(era, &result)
@@ -406,7 +452,7 @@ impl Upstream {
         let all = [Refresh::Tools, Refresh::Resources, Refresh::Prompts];
         handshake::load_lists(conn, &mut catalog, &all, timeout)
             .await
-            .map_err(|e| format!("loading the catalog failed: {e}"))?;
+            .map_err(|e| Handshake::Failed(format!("loading the catalog failed: {e}")))?;
         if catalog.era == Some(Era::Modern) {
             listen_for_changes(conn, &catalog);
         }
