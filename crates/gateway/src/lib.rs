@@ -29,7 +29,7 @@ mod state;
 mod status;
 mod stdio;
 
-pub use aggregate::{Aggregate, Naming, Route};
+pub use aggregate::{Aggregate, Held, Naming, Route};
 pub use gateway::{Gateway, Options};
 pub use guard::{canonicalise, Guard, Verdict, OWN_SERVER};
 pub use hooks::{command_hooks, CallHook, CommandHook, HookCall, HookDecision, HookOutcome};

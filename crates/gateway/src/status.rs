@@ -1,6 +1,8 @@
-//! `toolgate_status`: a read-only tool that shows each upstream's state, so an agent (or its user) can see why a
-//! server's tools are missing without leaving the conversation. It reveals no environment values or arguments.
+//! `toolgate_status`: a read-only tool that shows each upstream's state, the lists it could not give, and the
+//! items toolgate holds back (with why), so an agent (or its user) can see why a server's tools are missing
+//! without leaving the conversation. It reveals no environment values or arguments.
 
+use crate::aggregate::Held;
 use serde_json::{json, Value};
 use upstream::Status;
 
@@ -17,7 +19,7 @@ pub fn definition() -> Value {
     })
 }
 
-pub fn result(statuses: &[Status]) -> Value {
+pub fn result(statuses: &[Status], held: &[Held]) -> Value {
     let lines: Vec<String> = statuses
         .iter()
         .map(|s| {
@@ -27,6 +29,15 @@ pub fn result(statuses: &[Status]) -> Value {
             }
             if let Some(e) = &s.last_error {
                 line.push_str(&format!(" — {e}"));
+            }
+            for (list, why) in &s.list_errors {
+                line.push_str(&format!("\n  {list} served empty: {why}"));
+            }
+            for h in held.iter().filter(|h| h.server == s.server) {
+                line.push_str(&format!(
+                    "\n  {} {:?} held back: {}",
+                    h.kind, h.name, h.reason
+                ));
             }
             line
         })
@@ -38,6 +49,9 @@ pub fn result(statuses: &[Status]) -> Value {
     };
     json!({
         "content": [{"type": "text", "text": text}],
-        "structuredContent": {"servers": statuses.iter().map(Status::to_json).collect::<Vec<_>>()}
+        "structuredContent": {
+            "servers": statuses.iter().map(Status::to_json).collect::<Vec<_>>(),
+            "held": held.iter().map(Held::to_json).collect::<Vec<_>>(),
+        }
     })
 }
