@@ -89,33 +89,20 @@ pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
             builtin,
         );
         gw.set_hooks(gateway::command_hooks(&config.hooks));
-        let startup = {
-            let gw = Arc::clone(&gw);
-            async move { gw.ready().await }
-        };
+        // No start-up step can stop serving: an upstream that fails, or lists what cannot be served, is reported
+        // by `toolgate_status` and `doctor` while the others serve.
         let (input, output) = jsonrpc::stdio_streams();
         let served = gateway::serve_stdio(Arc::clone(&gw), input, output);
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::pin!(served, startup);
-        let mut started = false;
-        let code = loop {
-            tokio::select! {
-                r = &mut startup, if !started => {
-                    started = true;
-                    if let Err(e) = r {
-                        eprintln!("toolgate: {e}");
-                        break ExitCode::from(1);
-                    }
+        let code = tokio::select! {
+            r = served => {
+                if let Err(e) = r {
+                    tracing::warn!("reading stdin failed: {e}");
                 }
-                r = &mut served => {
-                    if let Err(e) = r {
-                        tracing::warn!("reading stdin failed: {e}");
-                    }
-                    break ExitCode::SUCCESS;
-                }
-                _ = tokio::signal::ctrl_c() => break ExitCode::SUCCESS,
-                _ = term.recv() => break ExitCode::SUCCESS,
+                ExitCode::SUCCESS
             }
+            _ = tokio::signal::ctrl_c() => ExitCode::SUCCESS,
+            _ = term.recv() => ExitCode::SUCCESS,
         };
         gw.shutdown().await;
         Ok::<_, anyhow::Error>(code)

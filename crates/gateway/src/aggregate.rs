@@ -1,12 +1,16 @@
 //! The merged view of every upstream's catalog that clients see, and the routes back to each item's owner.
 //!
 //! Built afresh from upstream catalogs whenever one changes. Definitions are copied as they came, with one edit:
-//! `name` becomes the exposed name. At start-up a name collision is fatal and names both sources; later (after a
-//! `list_changed`) the first source in config order keeps the name and the other is hidden with a warning.
+//! `name` becomes the exposed name. What cannot be served unambiguously or at all is held back, never guessed
+//! at and never fatal: a name an upstream lists twice, an exposed name two sources would share (every claimant
+//! is held, so which one serves never depends on which started first; toolgate's own tools keep theirs), and a
+//! definition too large for any list page. Each held item is kept in `held` with its reason for `doctor` and
+//! the status tool. This module does not page lists (`cursor` does) or decide visibility (the guard does).
 
 use crate::names::expose;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 use upstream::Catalog;
 
 /// Where an exposed tool or prompt really lives.
@@ -22,93 +26,135 @@ pub struct Naming {
     pub prefix: bool,
 }
 
+/// How a merged catalog is built, beyond the catalogs themselves.
+#[derive(Clone, Debug)]
+pub struct Layout<'a> {
+    pub naming: &'a Naming,
+    /// The largest definition a list page can carry; larger ones are held.
+    pub max_item_bytes: usize,
+    /// Some upstream has not finished its first start: offer every list kind (with `listChanged`) so a client
+    /// that initialized early still learns of what arrives later.
+    pub awaiting: bool,
+}
+
+/// An upstream tool, prompt, resource or template that toolgate does not serve, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub server: String,
+    pub kind: &'static str,
+    /// The item's name (or URI) as the upstream gave it.
+    pub name: String,
+    pub reason: String,
+}
+
+impl Held {
+    pub fn to_json(&self) -> Value {
+        json!({"server": self.server, "kind": self.kind, "name": self.name, "reason": self.reason})
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Aggregate {
     pub tools: Vec<Value>,
+    /// Serialised size of each entry of `tools`, for pages sized in bytes.
+    pub tool_sizes: Vec<usize>,
     /// For each entry of `tools`, the server and name it has in rules (`toolgate` for toolgate's own).
     pub tool_owners: Vec<(String, String)>,
     tool_routes: HashMap<String, Route>,
     tool_index: HashMap<String, usize>,
     pub prompts: Vec<Value>,
+    pub prompt_sizes: Vec<usize>,
     prompt_routes: HashMap<String, Route>,
     pub resources: Vec<Value>,
+    pub resource_sizes: Vec<usize>,
     resource_routes: HashMap<String, String>,
     pub templates: Vec<Value>,
+    pub template_sizes: Vec<usize>,
     /// Literal prefix of each template (before its first `{`) and its owner, longest prefix first.
     template_routes: Vec<(String, String)>,
     resource_servers: Vec<String>,
     pub capabilities: Value,
     pub instructions: Option<String>,
+    /// What is not served, in config order of its server.
+    pub held: Vec<Held>,
+}
+
+/// One upstream tool or prompt that passed the per-server checks and now claims an exposed name.
+struct Claim<'a> {
+    server: &'a str,
+    original: &'a str,
+    exposed: String,
+    def: &'a Value,
 }
 
 impl Aggregate {
-    /// Merges `catalogs` (in config order) plus toolgate's own tools. With `strict`, a collision is an error.
+    /// Merges `catalogs` (in config order) plus toolgate's own tools.
     pub fn build(
-        catalogs: &[(String, std::sync::Arc<Catalog>)],
-        naming: &Naming,
+        catalogs: &[(String, Arc<Catalog>)],
         own_tools: &[Value],
-        strict: bool,
-    ) -> Result<Self, String> {
+        layout: &Layout,
+    ) -> Self {
         let mut agg = Aggregate::default();
-        let mut tool_sources: HashMap<String, String> = HashMap::new();
+        let mut own_names = Vec::new();
         for tool in own_tools {
             let name = tool
                 .get("name")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            tool_sources.insert(name.clone(), "toolgate itself".into());
             agg.tool_index.insert(name.clone(), agg.tools.len());
             agg.tool_owners
-                .push((crate::guard::OWN_SERVER.to_owned(), name));
+                .push((crate::guard::OWN_SERVER.to_owned(), name.clone()));
+            agg.tool_sizes.push(size_of(tool));
             agg.tools.push(tool.clone());
+            own_names.push(name);
         }
-        let mut prompt_sources: HashMap<String, String> = HashMap::new();
+        let tools = agg.claims(catalogs, "tool", |c| &c.tools, &own_names, layout);
+        for (claim, def, size) in tools {
+            agg.tool_index
+                .insert(claim.exposed.clone(), agg.tools.len());
+            agg.tool_owners
+                .push((claim.server.to_owned(), claim.original.to_owned()));
+            agg.tool_sizes.push(size);
+            agg.tools.push(def);
+            let r = route(&claim);
+            agg.tool_routes.insert(claim.exposed, r);
+        }
+        let prompts = agg.claims(catalogs, "prompt", |c| &c.prompts, &[], layout);
+        for (claim, def, size) in prompts {
+            agg.prompt_sizes.push(size);
+            agg.prompts.push(def);
+            agg.prompt_routes
+                .insert(claim.exposed.clone(), route(&claim));
+        }
         for (server, catalog) in catalogs {
-            for tool in &catalog.tools {
-                if let Some((exposed, def)) =
-                    agg.claim(server, tool, naming, &mut tool_sources, "tool", strict)?
-                {
-                    let r = route(server, tool);
-                    agg.tool_index.insert(exposed.clone(), agg.tools.len());
-                    agg.tool_owners.push((r.server.clone(), r.name.clone()));
-                    agg.tools.push(def);
-                    agg.tool_routes.insert(exposed, r);
-                }
-            }
-            for prompt in &catalog.prompts {
-                if let Some((exposed, def)) = agg.claim(
-                    server,
-                    prompt,
-                    naming,
-                    &mut prompt_sources,
-                    "prompt",
-                    strict,
-                )? {
-                    agg.prompts.push(def);
-                    agg.prompt_routes.insert(exposed, route(server, prompt));
-                }
-            }
             for resource in &catalog.resources {
                 let Some(uri) = resource.get("uri").and_then(Value::as_str) else {
                     continue;
                 };
-                match agg.resource_routes.get(uri) {
-                    Some(owner) => tracing::warn!(
+                if let Some(owner) = agg.resource_routes.get(uri) {
+                    tracing::warn!(
                         "resource {uri} is offered by {owner} and {server}; {owner} keeps it"
-                    ),
-                    None => {
-                        agg.resource_routes.insert(uri.to_owned(), server.clone());
-                        agg.resources.push(resource.clone());
-                    }
+                    );
+                    continue;
                 }
+                let Some(size) = agg.fits(server, "resource", uri, resource, layout) else {
+                    continue;
+                };
+                agg.resource_routes.insert(uri.to_owned(), server.clone());
+                agg.resource_sizes.push(size);
+                agg.resources.push(resource.clone());
             }
             for template in &catalog.resource_templates {
                 let Some(t) = template.get("uriTemplate").and_then(Value::as_str) else {
                     continue;
                 };
+                let Some(size) = agg.fits(server, "resource template", t, template, layout) else {
+                    continue;
+                };
                 let prefix = t.split('{').next().unwrap_or_default().to_owned();
                 agg.template_routes.push((prefix, server.clone()));
+                agg.template_sizes.push(size);
                 agg.templates.push(template.clone());
             }
             if catalog.has("resources") {
@@ -117,44 +163,135 @@ impl Aggregate {
         }
         agg.template_routes
             .sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
-        agg.capabilities = capabilities(catalogs, !own_tools.is_empty());
+        agg.capabilities = capabilities(catalogs, !own_tools.is_empty(), layout.awaiting);
         agg.instructions = instructions(catalogs);
-        Ok(agg)
+        agg
     }
 
-    /// Checks and records an exposed name; `None` when a later duplicate is hidden (non-strict).
-    fn claim(
+    /// The tools (or prompts) of every catalog that may be served under their exposed names, in config order,
+    /// with their renamed definitions and sizes; everything else goes to `held`.
+    fn claims<'a>(
+        &mut self,
+        catalogs: &'a [(String, Arc<Catalog>)],
+        kind: &'static str,
+        list: fn(&Catalog) -> &Vec<Value>,
+        reserved: &[String],
+        layout: &Layout,
+    ) -> Vec<(Claim<'a>, Value, usize)> {
+        let mut claims = Vec::new();
+        for (server, catalog) in catalogs {
+            let items = list(catalog);
+            let mut listed: HashMap<&str, usize> = HashMap::new();
+            for item in items {
+                if let Some(name) = item.get("name").and_then(Value::as_str) {
+                    *listed.entry(name).or_default() += 1;
+                }
+            }
+            for item in items {
+                let Some(original) = item.get("name").and_then(Value::as_str) else {
+                    tracing::warn!(server, "ignoring a {kind} without a name");
+                    continue;
+                };
+                match listed.get(original) {
+                    // Which of the definitions a call would reach is the server's secret: serve neither.
+                    Some(&n) if n > 1 => self.hold(
+                        server,
+                        kind,
+                        original,
+                        format!("the server lists {n} {kind}s named {original:?}"),
+                    ),
+                    _ => claims.push(Claim {
+                        server,
+                        original,
+                        exposed: expose(
+                            server,
+                            original,
+                            &layout.naming.separator,
+                            layout.naming.prefix,
+                        ),
+                        def: item,
+                    }),
+                }
+            }
+        }
+        let mut claimants: HashMap<String, Vec<String>> = HashMap::new();
+        for c in &claims {
+            claimants
+                .entry(c.exposed.clone())
+                .or_default()
+                .push(format!("{kind} {:?} of server {}", c.original, c.server));
+        }
+        let hint = if layout.naming.prefix {
+            "rename a server"
+        } else {
+            "set \"prefixTools\": true or rename a server"
+        };
+        let mut out = Vec::new();
+        for c in claims {
+            let sources = claimants
+                .get(&c.exposed)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let why = if reserved.contains(&c.exposed) {
+                Some(format!(
+                    "the exposed name {:?} is toolgate's own tool",
+                    c.exposed
+                ))
+            } else if sources.len() > 1 {
+                Some(format!(
+                    "the exposed name {:?} would mean {}; {hint}",
+                    c.exposed,
+                    sources.join(" and ")
+                ))
+            } else {
+                None
+            };
+            if let Some(reason) = why {
+                self.hold(c.server, kind, c.original, reason);
+                continue;
+            }
+            let mut def = c.def.clone();
+            def["name"] = Value::String(c.exposed.clone());
+            if let Some(size) = self.fits(c.server, kind, c.original, &def, layout) {
+                out.push((c, def, size));
+            }
+        }
+        out
+    }
+
+    /// The serialised size of `def` when it fits in a list page; else it is held and `None`.
+    fn fits(
         &mut self,
         server: &str,
-        item: &Value,
-        naming: &Naming,
-        sources: &mut HashMap<String, String>,
-        kind: &str,
-        strict: bool,
-    ) -> Result<Option<(String, Value)>, String> {
-        let Some(original) = item.get("name").and_then(Value::as_str) else {
-            tracing::warn!(server, "ignoring a {kind} without a name");
-            return Ok(None);
-        };
-        let exposed = expose(server, original, &naming.separator, naming.prefix);
-        let source = format!("{kind} {original:?} of server {server}");
-        if let Some(first) = sources.get(&exposed) {
-            let msg = format!("the exposed name {exposed:?} would mean both {first} and {source}");
-            if strict {
-                let hint = if naming.prefix {
-                    "rename a server"
-                } else {
-                    "set \"prefixTools\": true or rename a server"
-                };
-                return Err(format!("{msg}; {hint}"));
-            }
-            tracing::warn!("{msg}; hiding the second");
-            return Ok(None);
+        kind: &'static str,
+        name: &str,
+        def: &Value,
+        layout: &Layout,
+    ) -> Option<usize> {
+        let size = size_of(def);
+        if size <= layout.max_item_bytes {
+            return Some(size);
         }
-        sources.insert(exposed.clone(), source);
-        let mut def = item.clone();
-        def["name"] = Value::String(exposed.clone());
-        Ok(Some((exposed, def)))
+        self.hold(
+            server,
+            kind,
+            name,
+            format!(
+                "its definition has {size} bytes, more than a list page can carry ({} bytes; limits.maxMessageBytes)",
+                layout.max_item_bytes
+            ),
+        );
+        None
+    }
+
+    fn hold(&mut self, server: &str, kind: &'static str, name: &str, reason: String) {
+        tracing::warn!(server, "not serving {kind} {name:?}: {reason}");
+        self.held.push(Held {
+            server: server.to_owned(),
+            kind,
+            name: name.to_owned(),
+            reason,
+        });
     }
 
     /// The definition a client sees for `exposed`.
@@ -192,10 +329,7 @@ impl Aggregate {
     }
 
     /// Every server that declared `capability`.
-    pub fn servers_with(
-        catalogs: &[(String, std::sync::Arc<Catalog>)],
-        capability: &str,
-    ) -> Vec<String> {
+    pub fn servers_with(catalogs: &[(String, Arc<Catalog>)], capability: &str) -> Vec<String> {
         catalogs
             .iter()
             .filter(|(_, c)| c.has(capability))
@@ -204,21 +338,22 @@ impl Aggregate {
     }
 }
 
-fn route(server: &str, item: &Value) -> Route {
+fn route(claim: &Claim) -> Route {
     Route {
-        server: server.to_owned(),
-        name: item
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        server: claim.server.to_owned(),
+        name: claim.original.to_owned(),
     }
+}
+
+/// Bytes `item` takes in a page: its JSON plus the comma that separates it from the next.
+fn size_of(item: &Value) -> usize {
+    serde_json::to_vec(item).map_or(usize::MAX, |v| v.len() + 1)
 }
 
 /// What toolgate offers follows from what its upstreams offer. `listChanged` is always on for what exists,
 /// because an upstream restart or refresh changes the merged list.
-fn capabilities(catalogs: &[(String, std::sync::Arc<Catalog>)], own_tools: bool) -> Value {
-    let any = |cap: &str| catalogs.iter().any(|(_, c)| c.has(cap));
+fn capabilities(catalogs: &[(String, Arc<Catalog>)], own_tools: bool, awaiting: bool) -> Value {
+    let any = |cap: &str| awaiting || catalogs.iter().any(|(_, c)| c.has(cap));
     let mut caps = Map::new();
     if own_tools || any("tools") {
         caps.insert("tools".into(), json!({"listChanged": true}));
@@ -235,6 +370,7 @@ fn capabilities(catalogs: &[(String, std::sync::Arc<Catalog>)], own_tools: bool)
             json!({"listChanged": true, "subscribe": subscribe}),
         );
     }
+    let any = |cap: &str| catalogs.iter().any(|(_, c)| c.has(cap));
     if any("completions") {
         caps.insert("completions".into(), json!({}));
     }
@@ -244,7 +380,7 @@ fn capabilities(catalogs: &[(String, std::sync::Arc<Catalog>)], own_tools: bool)
     Value::Object(caps)
 }
 
-fn instructions(catalogs: &[(String, std::sync::Arc<Catalog>)]) -> Option<String> {
+fn instructions(catalogs: &[(String, Arc<Catalog>)]) -> Option<String> {
     let parts: Vec<String> = catalogs
         .iter()
         .filter_map(|(s, c)| c.instructions.as_ref().map(|i| format!("## {s}\n{i}")))

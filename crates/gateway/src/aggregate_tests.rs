@@ -24,13 +24,37 @@ fn naming(prefix: bool) -> Naming {
     }
 }
 
+fn build(cats: &[(String, Arc<Catalog>)], prefix: bool, own: &[Value]) -> Aggregate {
+    let naming = naming(prefix);
+    let layout = Layout {
+        naming: &naming,
+        max_item_bytes: 1 << 20,
+        awaiting: false,
+    };
+    Aggregate::build(cats, own, &layout)
+}
+
+fn served(agg: &Aggregate) -> Vec<&str> {
+    agg.tools
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect()
+}
+
+fn held(agg: &Aggregate) -> Vec<(&str, &str)> {
+    agg.held
+        .iter()
+        .map(|h| (h.server.as_str(), h.name.as_str()))
+        .collect()
+}
+
 #[test]
 fn prefixed_names_route_back_to_their_owner_and_keep_other_fields() {
     let cats = vec![
         ("a".to_owned(), catalog(&["read"])),
         ("b".to_owned(), catalog(&["read"])),
     ];
-    let agg = Aggregate::build(&cats, &naming(true), &[], true).unwrap();
+    let agg = build(&cats, true, &[]);
     assert_eq!(
         agg.tools[1],
         json!({"name": "b__read", "inputSchema": {"type": "object"}, "x": 1})
@@ -43,30 +67,77 @@ fn prefixed_names_route_back_to_their_owner_and_keep_other_fields() {
         })
     );
     assert_eq!(agg.route_tool("read"), None);
+    assert_eq!(agg.tool_sizes.len(), agg.tools.len());
 }
 
 #[test]
-fn unprefixed_collision_is_refused_at_startup_naming_both_sources() {
+fn collision_between_upstreams_holds_every_claimant_and_names_both() {
     let cats = vec![
-        ("a".to_owned(), catalog(&["read"])),
+        ("a".to_owned(), catalog(&["read", "only_a"])),
         ("b".to_owned(), catalog(&["read"])),
     ];
-    let err = Aggregate::build(&cats, &naming(false), &[], true).unwrap_err();
+    let agg = build(&cats, false, &[]);
+    assert_eq!(served(&agg), ["only_a"]);
+    assert_eq!(agg.route_tool("read"), None);
+    assert_eq!(held(&agg), [("a", "read"), ("b", "read")]);
+    let reason = &agg.held[0].reason;
     assert!(
-        err.contains("tool \"read\" of server a") && err.contains("tool \"read\" of server b"),
-        "{err}"
+        reason.contains("tool \"read\" of server a")
+            && reason.contains("tool \"read\" of server b"),
+        "{reason}"
     );
-    // After start-up the first keeps the name.
-    let agg = Aggregate::build(&cats, &naming(false), &[], false).unwrap();
-    assert_eq!(agg.route_tool("read").unwrap().server, "a");
-    assert_eq!(agg.tools.len(), 1);
+    // Which server started first does not decide who serves the name.
+    let reversed = vec![cats[1].clone(), cats[0].clone()];
+    assert_eq!(build(&reversed, false, &[]).route_tool("read"), None);
+}
+
+#[test]
+fn duplicate_tool_name_within_one_upstream_is_held_not_fatal() {
+    let cats = vec![
+        ("a".to_owned(), catalog(&["echo", "echo", "fine"])),
+        ("b".to_owned(), catalog(&["other"])),
+    ];
+    let agg = build(&cats, true, &[]);
+    assert_eq!(served(&agg), ["a__fine", "b__other"]);
+    assert_eq!(held(&agg), [("a", "echo"), ("a", "echo")]);
+    assert!(agg.held[0].reason.contains("lists 2 tools named \"echo\""));
 }
 
 #[test]
 fn upstream_tool_cannot_shadow_toolgate_own_tool() {
     let own = [json!({"name": "toolgate_status"})];
     let cats = vec![("a".to_owned(), catalog(&["toolgate_status"]))];
-    assert!(Aggregate::build(&cats, &naming(false), &own, true).is_err());
+    let agg = build(&cats, false, &own);
+    assert_eq!(served(&agg), ["toolgate_status"]);
+    assert_eq!(agg.route_tool("toolgate_status"), None);
+    assert!(agg.held[0].reason.contains("toolgate's own tool"));
+}
+
+#[test]
+fn oversized_tool_definition_is_held_with_its_size() {
+    let big = json!({"name": "big", "description": "d".repeat(5000)});
+    let cats = vec![(
+        "a".to_owned(),
+        Arc::new(Catalog {
+            capabilities: json!({"tools": {}}),
+            tools: vec![big, json!({"name": "small"})],
+            ..Catalog::default()
+        }),
+    )];
+    let naming = naming(true);
+    let layout = Layout {
+        naming: &naming,
+        max_item_bytes: 4096,
+        awaiting: false,
+    };
+    let agg = Aggregate::build(&cats, &[], &layout);
+    assert_eq!(served(&agg), ["a__small"]);
+    assert_eq!(held(&agg), [("a", "big")]);
+    assert!(
+        agg.held[0].reason.contains("bytes"),
+        "{}",
+        agg.held[0].reason
+    );
 }
 
 #[test]
@@ -75,7 +146,7 @@ fn resources_route_by_uri_then_template_prefix() {
         ("a".to_owned(), catalog(&["x"])),
         ("b".to_owned(), catalog(&["y"])),
     ];
-    let agg = Aggregate::build(&cats, &naming(true), &[], true).unwrap();
+    let agg = build(&cats, true, &[]);
     assert_eq!(agg.route_resource("mem://y"), Some("b"));
     // Both have the same template; the first keeps it (stable sort).
     assert_eq!(agg.route_resource("mem://item/7"), Some("a"));
@@ -85,9 +156,25 @@ fn resources_route_by_uri_then_template_prefix() {
 #[test]
 fn capabilities_follow_upstreams() {
     let cats = vec![("a".to_owned(), catalog(&["x"]))];
-    let agg = Aggregate::build(&cats, &naming(true), &[], true).unwrap();
+    let agg = build(&cats, true, &[]);
     assert_eq!(
         agg.capabilities,
         json!({"tools": {"listChanged": true}, "resources": {"listChanged": true, "subscribe": false}})
+    );
+}
+
+#[test]
+fn capabilities_offer_every_list_while_an_upstream_is_still_starting() {
+    let naming = naming(true);
+    let layout = Layout {
+        naming: &naming,
+        max_item_bytes: 1 << 20,
+        awaiting: true,
+    };
+    let agg = Aggregate::build(&[], &[], &layout);
+    assert_eq!(
+        agg.capabilities,
+        json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true},
+               "resources": {"listChanged": true, "subscribe": false}})
     );
 }

@@ -240,7 +240,9 @@ impl Session {
     ) -> Option<Value> {
         let gw = &self.gateway;
         Some(match tool {
-            status::TOOL_NAME => status::result(&gw.statuses(), &gw.audit_health()),
+            status::TOOL_NAME => {
+                status::result(&gw.statuses(), &gw.aggregate().held, &gw.audit_health())
+            }
             contract::STATUS_TOOL => self.request_status(&request_id(arguments)),
             contract::RESUME_TOOL => match self.resume(&request_id(arguments), cancel).await? {
                 Ok(v) => v,

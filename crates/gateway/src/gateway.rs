@@ -5,7 +5,8 @@
 //! rebuilds and the `list_changed` notifications they cause never interleave. The `shutdown` token is cancelled
 //! by `Gateway::shutdown`, which the binary calls on stdin EOF, SIGINT or SIGTERM.
 
-use crate::aggregate::{Aggregate, Naming};
+use crate::aggregate::{Aggregate, Layout, Naming};
+use crate::cursor::PageLimits;
 use crate::guard::Guard;
 use crate::pins::PinView;
 use crate::session::{ListKind, Session};
@@ -24,12 +25,19 @@ use upstream::{Event, Status, Upstream};
 /// Bounded so a flood of upstream notifications slows that upstream's reader rather than growing memory.
 const EVENT_CAPACITY: usize = 1024;
 
+/// How long the first list waits for upstreams still starting before it lists what is ready; the rest arrive
+/// with `list_changed`. Short, because a silent upstream must not stall a client that has work to do.
+const FIRST_LIST_WAIT: Duration = Duration::from_secs(5);
+
 #[derive(Clone, Debug)]
 pub struct Options {
     pub naming: Naming,
     pub limits: jsonrpc::Limits,
     pub page_size: usize,
+    /// How long `ready` (doctor, preview) waits for every upstream's first start.
     pub startup_timeout: Duration,
+    /// How long the first list or call waits for upstreams still starting (at most `startup_timeout`).
+    pub first_list_wait: Duration,
     pub upstream: upstream::Options,
     /// `wrap`: one server that must look exactly like itself (its identity, no extra tools).
     pub wrap: bool,
@@ -54,6 +62,7 @@ impl Options {
             limits,
             page_size: config.limits.page_size.value,
             startup_timeout: config.limits.startup_timeout.value,
+            first_list_wait: config.limits.startup_timeout.value.min(FIRST_LIST_WAIT),
             upstream: upstream::Options {
                 limits,
                 request_timeout: config.limits.request_timeout.value,
@@ -83,8 +92,20 @@ pub struct Gateway {
     pins: RwLock<Arc<PinView>>,
     sessions: Mutex<Vec<Weak<Session>>>,
     progress: Arc<ProgressTable>,
-    ready: OnceCell<Result<(), String>>,
+    /// Set once the first list has waited (bounded) for upstreams still starting.
+    first_list: OnceCell<()>,
+    /// Held while a merged catalog is built, so two builds never race and the newest catalogs win.
+    rebuilding: Mutex<()>,
+    /// Which tools of the current aggregate the policy shows, computed once per aggregate and pin view.
+    visible: Mutex<Option<VisibleTools>>,
     shutdown: CancellationToken,
+}
+
+/// The indices of the visible entries of one aggregate's `tools` under one pin view.
+struct VisibleTools {
+    aggregate: Arc<Aggregate>,
+    pins: Arc<PinView>,
+    indices: Arc<Vec<usize>>,
 }
 
 impl Gateway {
@@ -129,29 +150,77 @@ impl Gateway {
             pins: RwLock::new(Arc::new(PinView::new())),
             sessions: Mutex::new(Vec::new()),
             progress,
-            ready: OnceCell::new(),
+            first_list: OnceCell::new(),
+            rebuilding: Mutex::new(()),
+            visible: Mutex::new(None),
             shutdown: CancellationToken::new(),
         });
         tokio::spawn(Arc::clone(&gw).event_loop(rx));
         gw
     }
 
-    /// Waits (once, bounded by the start-up timeout) for every upstream's first start, then builds the merged
-    /// catalog strictly: a name collision here is a configuration error that stops toolgate.
-    pub async fn ready(&self) -> Result<(), String> {
-        self.ready
+    /// Waits for every upstream's first start, at most the start-up timeout each, and builds the merged catalog
+    /// from what came up (for `doctor` and `preview`, which report on the whole start). Nothing here is fatal: an
+    /// upstream that failed is reported by its status, an item that cannot be served by the aggregate's `held`.
+    pub async fn ready(&self) {
+        self.wait_settled(self.opts.startup_timeout).await;
+        self.rebuild();
+    }
+
+    /// The first list (or call) of the process waits for upstreams still starting, at most `first_list_wait`, so
+    /// a client that lists right after `initialize` sees the servers that start quickly. Later ones arrive with
+    /// `list_changed`. Every later request finds this done.
+    pub(crate) async fn first_list(&self) {
+        self.first_list
             .get_or_init(|| async {
-                let mut waits = tokio::task::JoinSet::new();
-                for up in &self.upstreams {
-                    let up = Arc::clone(up);
-                    let limit = self.opts.startup_timeout;
-                    waits.spawn(async move { up.wait_settled(limit).await });
-                }
-                while waits.join_next().await.is_some() {}
-                self.rebuild(true).map(|_| ())
+                self.wait_settled(self.opts.first_list_wait).await;
+                self.rebuild();
             })
-            .await
-            .clone()
+            .await;
+    }
+
+    async fn wait_settled(&self, limit: Duration) {
+        let mut waits = tokio::task::JoinSet::new();
+        for up in &self.upstreams {
+            let up = Arc::clone(up);
+            waits.spawn(async move { up.wait_settled(limit).await });
+        }
+        while waits.join_next().await.is_some() {}
+    }
+
+    /// The aggregate and which of its tools the policy shows (indices into `tools`), cached until either the
+    /// aggregate or the pin view is replaced: listing a large catalog page by page must not recompute it.
+    pub(crate) fn visible_tools(&self) -> (Arc<Aggregate>, Arc<Vec<usize>>) {
+        let aggregate = self.aggregate();
+        let pins = self.pins();
+        let mut cache = self.visible.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cache.as_ref() {
+            if Arc::ptr_eq(&c.aggregate, &aggregate) && Arc::ptr_eq(&c.pins, &pins) {
+                return (aggregate, Arc::clone(&c.indices));
+            }
+        }
+        let shown = self
+            .guard
+            .visible(&aggregate.tool_owners, &pins, self.opts.quarantine_asks);
+        let indices: Arc<Vec<usize>> = Arc::new(
+            shown
+                .iter()
+                .enumerate()
+                .filter(|(_, shown)| **shown)
+                .map(|(i, _)| i)
+                .collect(),
+        );
+        *cache = Some(VisibleTools {
+            aggregate: Arc::clone(&aggregate),
+            pins,
+            indices: Arc::clone(&indices),
+        });
+        (aggregate, indices)
+    }
+
+    /// What one page of a merged list may hold.
+    pub(crate) fn page_limits(&self) -> PageLimits {
+        PageLimits::new(self.opts.page_size, self.opts.limits.max_message_bytes)
     }
 
     pub fn aggregate(&self) -> Arc<Aggregate> {
@@ -306,8 +375,9 @@ impl Gateway {
         }
     }
 
-    /// Rebuilds the merged catalog; tells sessions which lists changed. `strict` makes collisions errors.
-    fn rebuild(&self, strict: bool) -> Result<Vec<ListKind>, String> {
+    /// Rebuilds the merged catalog; returns which lists changed.
+    fn rebuild(&self) -> Vec<ListKind> {
+        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
         let catalogs: Vec<_> = self
             .upstreams
             .iter()
@@ -316,7 +386,12 @@ impl Gateway {
         let pins = crate::pins::observe(self.state.as_ref(), &catalogs, self.opts.hold_new_tools);
         // Held or flagged prompts, resources and instructions never reach the merged catalog.
         let catalogs = crate::pins::withhold(&catalogs, &pins);
-        let next = Aggregate::build(&catalogs, &self.opts.naming, &self.own_tools(), strict)?;
+        let layout = Layout {
+            naming: &self.opts.naming,
+            max_item_bytes: self.page_limits().bytes,
+            awaiting: self.upstreams.iter().any(|u| !u.is_settled()),
+        };
+        let next = Aggregate::build(&catalogs, &self.own_tools(), &layout);
         *self.pins.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(pins);
         let mut slot = self.aggregate.write().unwrap_or_else(|p| p.into_inner());
         let mut changed = Vec::new();
@@ -330,7 +405,7 @@ impl Gateway {
             changed.push(ListKind::Resources);
         }
         *slot = Arc::new(next);
-        Ok(changed)
+        changed
     }
 
     async fn event_loop(self: Arc<Self>, mut rx: mpsc::Receiver<Event>) {
@@ -345,17 +420,20 @@ impl Gateway {
 
     async fn on_event(&self, event: Event) {
         match event {
-            Event::CatalogChanged { server } => match self.rebuild(false) {
-                Ok(changed) if self.ready.initialized() => {
-                    for session in self.live_sessions() {
-                        for kind in &changed {
-                            session.list_changed(*kind).await;
-                        }
+            Event::CatalogChanged { server } => {
+                let changed = self.rebuild();
+                tracing::debug!(server, "merged catalog rebuilt");
+                // Until the first list has waited for the starting upstreams, nobody holds a list that could be
+                // stale. After it, sessions learn of every change, including servers that arrive late.
+                if !self.first_list.initialized() {
+                    return;
+                }
+                for session in self.live_sessions() {
+                    for kind in &changed {
+                        session.list_changed(*kind).await;
                     }
                 }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(server, "rebuilding the catalog failed: {e}"),
-            },
+            }
             Event::StatusChanged { server } => {
                 let s = self.upstream(&server).map(|u| u.status());
                 if let Some(s) = s {

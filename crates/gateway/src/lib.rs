@@ -34,7 +34,7 @@ mod status;
 mod stdio;
 mod write_behind;
 
-pub use aggregate::{Aggregate, Naming, Route};
+pub use aggregate::{Aggregate, Held, Naming, Route};
 pub use canon::canonicalise;
 pub use gateway::{Gateway, Options};
 pub use guard::{Guard, Verdict, OWN_SERVER};

@@ -22,12 +22,15 @@ impl Session {
         modern: bool,
         cancel: &CancellationToken,
     ) -> Outcome {
-        if let Err(e) = self.gateway.ready().await {
-            return Some(Err(error_object(
-                jsonrpc::INTERNAL_ERROR,
-                format!("toolgate failed to start: {e}"),
-                None,
-            )));
+        // The handshake answers at once: what toolgate offers does not wait for upstreams (their lists arrive
+        // with `list_changed`). Everything else waits, once and bounded, for upstreams still starting. A wrapped
+        // server's handshake waits too, because it carries that server's identity.
+        let handshake = matches!(
+            method,
+            "initialize" | "ping" | "server/discover" | "subscriptions/listen"
+        );
+        if !handshake || self.gateway.opts.wrap {
+            self.gateway.first_list().await;
         }
         let outcome = match method {
             "initialize" => Some(self.initialize()),
@@ -35,11 +38,17 @@ impl Session {
             "server/discover" => Some(Ok(self.discover())),
             "subscriptions/listen" if modern => return self.listen(id, &params).await,
             "tools/list" => Some(self.list_tools(&params)),
-            "prompts/list" => Some(self.list(|a| &a.prompts, "prompts", &params)),
-            "resources/list" => Some(self.list(|a| &a.resources, "resources", &params)),
-            "resources/templates/list" => {
-                Some(self.list(|a| &a.templates, "resourceTemplates", &params))
+            "prompts/list" => {
+                Some(self.list(|a| (&a.prompts, &a.prompt_sizes), "prompts", &params))
             }
+            "resources/list" => {
+                Some(self.list(|a| (&a.resources, &a.resource_sizes), "resources", &params))
+            }
+            "resources/templates/list" => Some(self.list(
+                |a| (&a.templates, &a.template_sizes),
+                "resourceTemplates",
+                &params,
+            )),
             "tools/call" => self.call_tool(params, cancel).await,
             "prompts/get" => self.get_prompt(params, cancel).await,
             "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
@@ -204,40 +213,30 @@ impl Session {
 
     /// Only what the active profile lets a client see. Listing is not enforcement: calls are decided again.
     fn list_tools(&self, params: &Value) -> Result<Value, Value> {
-        let agg = self.gateway.aggregate();
-        let visible = self.gateway.guard.visible(
-            &agg.tool_owners,
-            &self.gateway.pins(),
-            self.gateway.opts.quarantine_asks,
-        );
-        let tools: Vec<Value> = agg
-            .tools
-            .iter()
-            .zip(visible)
-            .filter(|(_, shown)| *shown)
-            .map(|(t, _)| t.clone())
-            .collect();
-        cursor::page(
-            &tools,
-            "tools",
-            params.get("cursor"),
-            self.gateway.opts.page_size,
-        )
-        .map_err(invalid_params)
+        let (agg, visible) = self.gateway.visible_tools();
+        let list = cursor::Listing {
+            len: visible.len(),
+            item: |i| &agg.tools[visible[i]],
+            size: |i| agg.tool_sizes[visible[i]],
+            key: "tools",
+        };
+        cursor::page(list, params.get("cursor"), self.gateway.page_limits()).map_err(invalid_params)
     }
 
     fn list(
         &self,
-        pick: impl Fn(&crate::Aggregate) -> &Vec<Value>,
+        pick: impl Fn(&crate::Aggregate) -> (&Vec<Value>, &Vec<usize>),
         key: &str,
         params: &Value,
     ) -> Result<Value, Value> {
         let agg = self.gateway.aggregate();
-        cursor::page(
-            pick(&agg),
+        let (items, sizes) = pick(&agg);
+        cursor::page_slice(
+            items,
+            sizes,
             key,
             params.get("cursor"),
-            self.gateway.opts.page_size,
+            self.gateway.page_limits(),
         )
         .map_err(invalid_params)
     }

@@ -1,6 +1,10 @@
 //! One client connection: its protocol era, its declared capabilities, the requests it has in flight (so it can
 //! cancel them and cannot reuse their ids), and the upstream requests relayed to it.
 //!
+//! Requests in flight are bounded (`MAX_IN_FLIGHT`): when the bound is reached, the front end stops reading
+//! until one finishes, so a client that floods requests (or never reads its answers) holds a fixed amount of
+//! memory instead of one task per request.
+//!
 //! Era per connection: `initialize` makes it legacy; a request carrying
 //! `_meta["io.modelcontextprotocol/protocolVersion"]` makes it modern. `server/discover` may come first either way,
 //! because clients probe with it before choosing.
@@ -11,7 +15,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use upstream::{LEGACY_VERSIONS, MODERN_VERSION};
 
@@ -23,6 +27,11 @@ pub const SUPPORTED_VERSIONS: &[&str] = &[
     "2025-03-26",
     "2024-11-05",
 ];
+
+/// Requests of one client running at once. Past it the client's input is not read until one finishes: enough
+/// for any agent's parallel calls, small enough that a flood costs a bounded amount of memory. A request held
+/// for approval counts too; approval waits are bounded, so the slot comes back.
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ClientEra {
@@ -75,6 +84,8 @@ pub struct Session {
     out: mpsc::Sender<Value>,
     pub(crate) state: Mutex<State>,
     next_relay: AtomicU64,
+    /// One permit per request in flight (`MAX_IN_FLIGHT`).
+    slots: Arc<Semaphore>,
 }
 
 impl Session {
@@ -93,6 +104,7 @@ impl Session {
                 closed: false,
             }),
             next_relay: AtomicU64::new(1),
+            slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         });
         gateway.register_session(&session);
         session
@@ -136,10 +148,19 @@ impl Session {
         self.send(notification(method, params)).await;
     }
 
-    /// Handles one decoded message from the client. Requests run as their own tasks.
+    /// Waits for a free request slot. The front end's reader waits here, which is what stops it reading.
+    async fn slot(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.slots).acquire_owned().await.ok()
+    }
+
+    /// Handles one decoded message from the client. Requests run as their own tasks, at most `MAX_IN_FLIGHT`
+    /// at once: a request beyond that waits here for a slot, and so does the reader that called this.
     pub(crate) async fn handle(self: &Arc<Self>, msg: Message) {
         match msg {
             Message::Request { id, method, params } => {
+                let Some(slot) = self.slot().await else {
+                    return;
+                };
                 let params = params.unwrap_or_else(|| json!({}));
                 let modern = match self.era_gate(&method, &params) {
                     Ok(m) => m,
@@ -172,6 +193,9 @@ impl Session {
                         Some(Err(error)) => session.send(error_response(Some(&id), error)).await,
                         None => {}
                     }
+                    // Released only once the answer is queued: a client that does not read its answers fills
+                    // the bounded outbox, then the slots, then stops being read.
+                    drop(slot);
                 });
             }
             Message::Notification { method, params } => self.on_notification(&method, params).await,

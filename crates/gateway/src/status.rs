@@ -1,7 +1,9 @@
-//! `toolgate_status`: a read-only tool that shows each upstream's state and whether the audit log is being
-//! written, so an agent (or its user) can see why a server's tools are missing or every call is refused without
-//! leaving the conversation. It reveals no environment values or arguments.
+//! `toolgate_status`: a read-only tool that shows each upstream's state, the lists it could not give, the
+//! items toolgate holds back (with why), and whether the audit log is being written, so an agent (or its user)
+//! can see why a server's tools are missing or every call is refused without leaving the conversation. It
+//! reveals no environment values or arguments.
 
+use crate::aggregate::Held;
 use serde_json::{json, Value};
 use upstream::Status;
 
@@ -47,7 +49,7 @@ impl AuditHealth {
     }
 }
 
-pub fn result(statuses: &[Status], audit: &AuditHealth) -> Value {
+pub fn result(statuses: &[Status], held: &[Held], audit: &AuditHealth) -> Value {
     let lines: Vec<String> = statuses
         .iter()
         .map(|s| {
@@ -57,6 +59,15 @@ pub fn result(statuses: &[Status], audit: &AuditHealth) -> Value {
             }
             if let Some(e) = &s.last_error {
                 line.push_str(&format!(" — {e}"));
+            }
+            for (list, why) in &s.list_errors {
+                line.push_str(&format!("\n  {list} served empty: {why}"));
+            }
+            for h in held.iter().filter(|h| h.server == s.server) {
+                line.push_str(&format!(
+                    "\n  {} {:?} held back: {}",
+                    h.kind, h.name, h.reason
+                ));
             }
             line
         })
@@ -73,6 +84,7 @@ pub fn result(statuses: &[Status], audit: &AuditHealth) -> Value {
         "structuredContent": {
             "servers": statuses.iter().map(Status::to_json).collect::<Vec<_>>(),
             "audit": audit.to_json(),
+            "held": held.iter().map(Held::to_json).collect::<Vec<_>>(),
         }
     })
 }

@@ -12,8 +12,10 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-/// Bounded so a client that stops reading slows the gateway down instead of growing its memory.
-const OUTBOX_CAPACITY: usize = 1024;
+/// Bounded so a client that stops reading slows the gateway down instead of growing its memory. With the
+/// requests in flight (`session::MAX_IN_FLIGHT`) this bounds what a client that never reads can make toolgate
+/// hold: this many queued messages plus one answer per request slot.
+const OUTBOX_CAPACITY: usize = 256;
 
 /// Serves one client until its input ends. Returns after pending output was flushed (bounded wait).
 pub async fn serve_stdio(
@@ -99,3 +101,7 @@ fn oversized_replacement(msg: &Value, len: usize, max: usize) -> Option<Vec<u8>>
     );
     encode_line(&error_response(id.as_ref(), err), max).ok()
 }
+
+#[cfg(test)]
+#[path = "stdio_tests.rs"]
+mod tests;

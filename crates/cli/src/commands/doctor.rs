@@ -182,13 +182,11 @@ async fn upstreams(
 ) -> bool {
     let opts = gateway::Options::from_config(config, false);
     let gw = gateway::Gateway::start_with(config, opts, guard, state, builtin);
-    let ready = Arc::clone(&gw).ready().await;
+    gw.ready().await;
     let statuses = gw.statuses();
     let pins = gw.pins();
+    let held = gw.aggregate().held.clone();
     gw.shutdown().await;
-    if let Err(e) = &ready {
-        println!("catalog: {e}");
-    }
     println!(
         "upstreams:{}",
         if statuses.is_empty() {
@@ -197,7 +195,7 @@ async fn upstreams(
             ""
         }
     );
-    let mut healthy = ready.is_ok();
+    let mut healthy = held.is_empty();
     for s in &statuses {
         let mut line = format!("  {:<16} {:<14}", s.server, s.state.as_str());
         if let Some(v) = &s.protocol_version {
@@ -210,6 +208,9 @@ async fn upstreams(
             line.push_str(&format!("  — {}", audit::redact(e)));
         }
         println!("{line}");
+        for (list, why) in &s.list_errors {
+            println!("      {list} served empty: {}", audit::redact(why));
+        }
         // Servers print tokens and URLs with keys on stderr more often than they should.
         for l in s.stderr_tail.iter().rev().take(3).rev() {
             println!("      stderr: {}", audit::redact(l));
@@ -218,6 +219,12 @@ async fn upstreams(
             s.state,
             upstream::State::Ready | upstream::State::NotConnected
         );
+    }
+    if !held.is_empty() {
+        println!("not served (fix the server or the names, then restart):");
+        for h in &held {
+            println!("  {} {} {:?}: {}", h.server, h.kind, h.name, h.reason);
+        }
     }
     let mut flagged: Vec<_> = pins
         .iter()

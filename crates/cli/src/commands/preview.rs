@@ -37,14 +37,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The state `serve` would run with: toolgate's own approval tools are listed only when it exists.
     let state = crate::runtime::serve_state(&config)?;
     let rt = crate::runtime::tokio()?;
-    let (rows, startup) = rt.block_on(async {
+    let rows = rt.block_on(async {
         let gw = gateway::Gateway::start(
             &config,
             gateway::Options::from_config(&config, false),
             Arc::clone(&guard),
             state,
         );
-        let ready = Arc::clone(&gw).ready().await;
+        gw.ready().await;
         let agg = gw.aggregate();
         let pins = gw.pins();
         let statuses = gw.statuses();
@@ -54,15 +54,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .filter(|s| s.state != upstream::State::Ready)
             .map(|s| s.server.clone())
             .collect();
-        (
-            surface(&guard, &agg, &pins, &statuses, &down, &config),
-            ready,
-        )
+        surface(&guard, &agg, &pins, &statuses, &down, &config)
     });
     let rows = rows?;
-    if let Err(e) = startup {
-        anyhow::bail!("the catalog could not be built: {e}");
-    }
     if args.json {
         let entries: Vec<Value> = rows.iter().map(to_json).collect();
         let out = json!({"profile": profile, "tools": entries});

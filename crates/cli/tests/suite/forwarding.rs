@@ -325,3 +325,90 @@ async fn wrap_looks_exactly_like_the_wrapped_server() {
         "wrapped"
     );
 }
+
+/// 9.15: 200 tools with 50 KB descriptions made a merged page over the message limit, and the client got no
+/// tools at all. Pages are sized in bytes too: here 100 such tools (5 MB) would be one page by count alone.
+#[tokio::test]
+async fn large_definitions_are_paged_under_the_message_limit() {
+    let setup = Setup::fixture(
+        &[
+            "--tools",
+            "100",
+            "--description-bytes",
+            "50000",
+            "--page-size",
+            "10",
+        ],
+        json!({}),
+    );
+    let client = legacy(&setup).await;
+    // 5 MB of definitions take the fixture a while; the first list does not wait for it beyond a few seconds.
+    wait_ready(&client, "fx").await;
+    for _ in 0..100 {
+        let mut pages = 0;
+        let mut names = HashSet::new();
+        let mut cursor: Option<Value> = None;
+        loop {
+            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+            // An oversized page would have become an error response here.
+            let page = client.request("tools/list", params).await.unwrap();
+            pages += 1;
+            for t in page["tools"].as_array().unwrap() {
+                names.insert(t["name"].as_str().unwrap().to_owned());
+            }
+            match page.get("nextCursor") {
+                Some(c) => cursor = Some(c.clone()),
+                None => break,
+            }
+        }
+        if (0..100).all(|i| names.contains(&format!("fx__tool_{i}"))) {
+            assert!(pages >= 2, "{pages} pages");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the catalog never listed completely");
+}
+
+/// 9.15: a single definition larger than any page is held back with a reason, and the rest are listed.
+#[tokio::test]
+async fn oversized_single_definition_is_held_with_a_reason() {
+    let setup = Setup::fixture(
+        &["--huge-tool", "60000", "--page-size", "1"],
+        json!({"limits": {"maxMessageBytes": 65536}}),
+    );
+    let client = legacy(&setup).await;
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    let names: HashSet<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(
+        names.contains("fx__echo") && !names.contains("fx__huge"),
+        "{names:?}"
+    );
+    let status = call(&client, "toolgate_status", json!({})).await.unwrap();
+    let held = &status["structuredContent"]["held"];
+    assert_eq!(held[0]["name"], "huge", "{held}");
+    assert!(
+        held[0]["reason"].as_str().unwrap().contains("bytes"),
+        "{held}"
+    );
+}
+
+/// Waits until `server` is ready (its catalog is merged by then: the status tool runs after the rebuild).
+async fn wait_ready(client: &StdioClient, server: &str) {
+    for _ in 0..600 {
+        let s = call(client, "toolgate_status", json!({})).await.unwrap();
+        let state = s["structuredContent"]["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["server"] == server)
+            .map(|s| s["state"].clone());
+        if state == Some(json!("ready")) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{server} did not become ready");
+}

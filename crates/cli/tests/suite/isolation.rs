@@ -218,3 +218,170 @@ async fn secrets_in_toolgate_environment_do_not_reach_upstreams() {
         "{keys:?}"
     );
 }
+
+async fn held(client: &StdioClient) -> Vec<Value> {
+    let s = call(client, "toolgate_status", json!({})).await.unwrap();
+    s["structuredContent"]["held"].as_array().unwrap().clone()
+}
+
+async fn tool_names(client: &StdioClient) -> Vec<String> {
+    test_support::list_all(client, "tools/list", "tools", None)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// 8.1: SDK servers answer −32601 for every list handler they were not given (`mcp-server-sqlite` does for
+/// resource templates); such a server used to be restarted forever and never served.
+#[tokio::test]
+async fn missing_resource_templates_list_is_empty_not_a_dead_server() {
+    let setup = Setup::fixture(&["--fail-list", "resources/templates/list"], json!({}));
+    let client = legacy(&setup).await;
+    assert_eq!(
+        text(
+            &call(&client, "fx__echo", json!({"text": "served"}))
+                .await
+                .unwrap()
+        ),
+        "served"
+    );
+    let fx = status(&client, "fx").await;
+    assert_eq!(
+        (fx["state"].as_str(), fx["restarts"].as_u64()),
+        (Some("ready"), Some(0))
+    );
+    assert_eq!(
+        fx["listErrors"][0]["list"], "resources/templates/list",
+        "{fx}"
+    );
+    let templates = client
+        .request("resources/templates/list", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(templates["resourceTemplates"], json!([]));
+    // The lists the server does give are still served.
+    let resources = client.request("resources/list", json!({})).await.unwrap();
+    assert!(!resources["resources"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn failing_prompts_and_resources_lists_leave_the_tools_served() {
+    let setup = Setup::fixture(
+        &[
+            "--fail-list",
+            "prompts/list",
+            "--fail-list",
+            "resources/list",
+        ],
+        json!({}),
+    );
+    let client = legacy(&setup).await;
+    assert!(tool_names(&client).await.contains(&"fx__echo".to_owned()));
+    let fx = status(&client, "fx").await;
+    let failed: Vec<&str> = fx["listErrors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["list"].as_str())
+        .collect();
+    assert_eq!(failed, ["prompts/list", "resources/list"], "{fx}");
+    assert_eq!(fx["state"], "ready");
+}
+
+/// 9.16: an upstream listing one name twice made the whole gateway exit at start-up.
+#[tokio::test]
+async fn duplicate_tool_name_at_start_holds_that_name_and_the_others_serve() {
+    let setup = Setup::new(json!({"permissions": {"default": "allow"}, "mcpServers": {
+        "fx": fixture(&["--duplicate-tool"]),
+        "fy": fixture(&[]),
+    }}));
+    let client = legacy(&setup).await;
+    let names = tool_names(&client).await;
+    assert!(!names.contains(&"fx__echo".to_owned()), "{names:?}");
+    assert!(names.contains(&"fx__add".to_owned()) && names.contains(&"fy__echo".to_owned()));
+    let err = call(&client, "fx__echo", json!({"text": "which one?"}))
+        .await
+        .unwrap_err();
+    assert!(err.get("code").is_some(), "{err}");
+    let held = held(&client).await;
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert!(held
+        .iter()
+        .all(|h| h["server"] == "fx" && h["name"] == "echo"));
+    assert!(held[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("lists 2 tools"));
+}
+
+/// 9.16: unprefixed names that two upstreams share are held (both of them, whichever started first) and reported.
+#[tokio::test]
+async fn colliding_exposed_names_between_upstreams_are_held_not_fatal() {
+    let setup = Setup::new(
+        json!({"permissions": {"default": "allow"}, "prefixTools": false, "mcpServers": {
+            "fx": fixture(&[]),
+            "fy": fixture(&["--tools", "1"]),
+        }}),
+    );
+    let client = legacy(&setup).await;
+    let names = tool_names(&client).await;
+    assert!(names.contains(&"tool_0".to_owned()), "{names:?}");
+    assert!(!names.contains(&"echo".to_owned()), "{names:?}");
+    let held = held(&client).await;
+    let echo: Vec<&Value> = held.iter().filter(|h| h["name"] == "echo").collect();
+    assert_eq!(echo.len(), 2, "{held:?}");
+    let reason = echo[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("of server fx") && reason.contains("of server fy"),
+        "{reason}"
+    );
+}
+
+/// 9.17: a silent upstream delayed `initialize` by the whole start-up timeout.
+#[tokio::test]
+async fn silent_upstream_delays_neither_initialize_nor_the_others_tools() {
+    let setup = Setup::new(json!({"permissions": {"default": "allow"}, "mcpServers": {
+        "fx": fixture(&[]),
+        "mute": fixture(&["--silent"]),
+    }}));
+    let client = setup.serve();
+    let started = std::time::Instant::now();
+    client.initialize("2025-11-25", json!({})).await.unwrap();
+    // Far below the 30 s start-up timeout the silent server has; generous for a loaded machine.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "initialize took {:?}",
+        started.elapsed()
+    );
+    let names = tool_names(&client).await;
+    assert!(names.contains(&"fx__echo".to_owned()), "{names:?}");
+    assert_eq!(status(&client, "mute").await["state"], "starting");
+}
+
+/// 9.17: the first list stops waiting for a slow upstream; its tools arrive later with `list_changed`.
+#[tokio::test]
+async fn slow_upstream_arrives_after_the_first_list_with_list_changed() {
+    let slow = json!({"command": "sh",
+        "args": ["-c", "sleep 7 && exec \"$0\" fixture-server", crate::support::toolgate()]});
+    let setup = Setup::new(json!({"permissions": {"default": "allow"}, "mcpServers": {
+        "fx": fixture(&[]),
+        "slow": slow,
+    }}));
+    let client = legacy(&setup).await;
+    client.notify("notifications/initialized", json!({})).await;
+    let first = tool_names(&client).await;
+    assert!(first.contains(&"fx__echo".to_owned()), "{first:?}");
+    assert!(!first.contains(&"slow__echo".to_owned()), "{first:?}");
+    let changed = client
+        .wait_notification(Duration::from_secs(30), |n| {
+            n["method"] == "notifications/tools/list_changed"
+        })
+        .await;
+    assert!(
+        changed.is_some(),
+        "no list_changed when the slow server arrived"
+    );
+    assert!(tool_names(&client).await.contains(&"slow__echo".to_owned()));
+}
