@@ -141,7 +141,10 @@ impl Gateway {
                 let mut waits = tokio::task::JoinSet::new();
                 for up in &self.upstreams {
                     let up = Arc::clone(up);
-                    let limit = self.opts.startup_timeout;
+                    let limit = up
+                        .config()
+                        .startup_timeout
+                        .unwrap_or(self.opts.startup_timeout);
                     waits.spawn(async move { up.wait_settled(limit).await });
                 }
                 while waits.join_next().await.is_some() {}
