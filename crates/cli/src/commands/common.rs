@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ConfigArgs {
-    /// Config file: TOML, or JSON in the mcpServers shape of Claude Desktop, Claude Code and Cursor.
-    /// Without it toolgate serves only its own tools.
+    /// Config file: TOML, or JSON as Claude Desktop, Claude Code, Cursor, VS Code and Codex write it.
+    /// Default: $XDG_CONFIG_HOME/toolgate/config.toml or .json (~/.config/…), then ./toolgate.toml or .json;
+    /// every command finds the same file `serve` does.
     #[arg(long, short, global = true)]
     pub config: Option<PathBuf>,
     /// The workspace toolgate guards (overrides "workspace" in the config).

@@ -6,6 +6,7 @@
 
 mod admin;
 mod approvals;
+mod clients;
 mod config_errors;
 mod demo;
 mod eras;
