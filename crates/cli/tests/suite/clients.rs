@@ -337,3 +337,32 @@ fn admin_help_for_config_names_the_default_location() {
     assert!(help.contains("toolgate/config.toml"), "{help}");
     assert!(!help.contains("serves only its own tools"), "{help}");
 }
+
+/// Codex's `startup_timeout_sec` bounds the wait for that server instead of the 30 s default.
+#[test]
+fn codex_startup_timeout_bounds_the_wait_for_a_silent_server() {
+    let setup = Setup::new(json!({"mcp_servers": {"silent": {
+        "command": "sleep", "args": ["60"], "startup_timeout_sec": 1
+    }}}));
+    let started = std::time::Instant::now();
+    let out = trimmed(setup.dir.path())
+        .args(["doctor", "--config"])
+        .arg(&setup.config)
+        .arg("--workspace")
+        .arg(setup.workspace())
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(took < std::time::Duration::from_secs(15), "took {took:?}");
+    assert!(
+        stdout(&out).contains("start-up timeout 1 s"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("doctor: starting 1 upstream"),
+        "{}",
+        stderr(&out)
+    );
+}
