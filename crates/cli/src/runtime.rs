@@ -146,13 +146,25 @@ pub fn config_source(flag: Option<&Path>) -> ConfigSource {
     .unwrap_or(ConfigSource::None)
 }
 
+/// What a command will do with the config, which decides how far a file found in the current directory is
+/// trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigUse {
+    /// Read or decide state, explain the policy: nothing is started.
+    Read,
+    /// Serve, or start the upstream commands the config names.
+    Start,
+}
+
 /// Loads the config `serve` would use (`--config`, else the default locations), then reports warnings and
 /// what each server's entry says that toolgate does not act on, on stderr.
 pub fn load_config(
     path: Option<&Path>,
     workspace: Option<PathBuf>,
     profile: Option<String>,
+    used: ConfigUse,
 ) -> anyhow::Result<Config> {
+    let flag_workspace = workspace.clone();
     let overrides = Overrides {
         workspace,
         self_exe: self_exe(),
@@ -177,8 +189,8 @@ pub fn load_config(
             c
         }
     };
-    if let ConfigSource::CurrentDir(p) = &source {
-        refuse_config_inside_workspace(p, &config)?;
+    if let (ConfigSource::CurrentDir(p), ConfigUse::Start) = (&source, used) {
+        refuse_config_inside_workspace(p, flag_workspace.as_deref())?;
     }
     for w in config.warnings.drain(..) {
         tracing::warn!("{w}");
@@ -191,18 +203,28 @@ pub fn load_config(
     Ok(config)
 }
 
-/// A config found only because it sits in the current directory must not lie inside the workspace: whoever can
-/// write there (a cloned repository, the agent through its file tools) would choose toolgate's rules and the
-/// commands it starts. An explicit `--config` is the user's own choice and is not second-guessed.
-fn refuse_config_inside_workspace(path: &Path, config: &Config) -> anyhow::Result<()> {
-    let workspace = workspace(config)?;
+/// A config found only because it sits in the current directory is not trusted to start anything from inside
+/// the workspace: whoever can write there (a cloned repository, the agent through its file tools) would choose
+/// toolgate's rules and the commands it runs. The workspace judged is `--workspace`, else the current directory —
+/// never the file's own `"workspace"`, which the same writer chose. An explicit `--config` is the user's own
+/// choice and is not second-guessed.
+fn refuse_config_inside_workspace(
+    path: &Path,
+    flag_workspace: Option<&Path>,
+) -> anyhow::Result<()> {
+    let workspace = match flag_workspace {
+        Some(w) => w.to_owned(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let workspace = std::fs::canonicalize(&workspace)
+        .with_context(|| format!("the workspace {} cannot be resolved", workspace.display()))?;
     let file = std::fs::canonicalize(path)
         .with_context(|| format!("cannot resolve {}", path.display()))?;
     if file.starts_with(&workspace) {
         anyhow::bail!(
-            "refusing {} found in the current directory: it lies inside the workspace toolgate guards ({}), \
-             where the agent could rewrite its own rules. Move it to ~/.config/toolgate/ or pass --config \
-             explicitly",
+            "refusing {} found in the current directory: it lies inside the workspace ({}), where a cloned \
+             repository or the agent could choose toolgate's rules and commands. Move it to \
+             ~/.config/toolgate/ or pass --config explicitly",
             file.display(),
             workspace.display()
         );

@@ -19,11 +19,22 @@ pub struct ConfigArgs {
 }
 
 impl ConfigArgs {
+    /// The config for a command that reads or decides state and starts nothing.
     pub fn load(&self) -> anyhow::Result<config::Config> {
+        self.load_for(crate::runtime::ConfigUse::Read)
+    }
+
+    /// The config for a command that serves or starts upstreams (`serve`, `wrap`, `doctor`).
+    pub fn load_to_start(&self) -> anyhow::Result<config::Config> {
+        self.load_for(crate::runtime::ConfigUse::Start)
+    }
+
+    fn load_for(&self, used: crate::runtime::ConfigUse) -> anyhow::Result<config::Config> {
         crate::runtime::load_config(
             self.config.as_deref(),
             self.workspace.clone(),
             self.profile.clone(),
+            used,
         )
     }
 }

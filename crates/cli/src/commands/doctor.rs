@@ -24,7 +24,11 @@ fn row(name: &str, value: impl Display, from: &config::Provenance) {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+    let config = if args.no_start {
+        args.config.load()?
+    } else {
+        args.config.load_to_start()?
+    };
     println!("toolgate {} doctor", env!("CARGO_PKG_VERSION"));
     settings(&config);
     server_entries(&config);

@@ -47,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         env.insert(k, v.into());
     }
-    let mut config = args.config.load()?;
+    let mut config = args.config.load_to_start()?;
     if !config.servers.is_empty() {
         bail!("the config given to wrap lists servers; wrap serves only the command after --");
     }

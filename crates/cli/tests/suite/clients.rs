@@ -164,11 +164,12 @@ fn approvals_list_names_where_it_looked_and_where_requests_wait() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let text = stdout(&out);
+    assert_eq!(stdout(&out), "no approval requests\n");
+    let text = stderr(&out);
     let elsewhere = std::fs::canonicalize(&elsewhere).unwrap();
     assert!(
         text.contains(&format!(
-            "no approval requests for workspace {}",
+            "looked in workspace {} (state ",
             elsewhere.display()
         )),
         "{text}"
@@ -211,33 +212,53 @@ fn default_config_location_is_found_by_every_command() {
         .output()
         .unwrap();
     assert!(
-        stdout(&list).contains(&format!("workspace {}", ws.display())),
+        stderr(&list).contains(&format!("looked in workspace {}", ws.display())),
         "{}",
-        stdout(&list)
+        stderr(&list)
     );
 }
 
 /// A repository (or the agent, through its file tools) could otherwise drop a `toolgate.json` that picks its own
-/// firewall rules and upstream commands.
+/// firewall rules and upstream commands; naming another workspace inside the file does not get it trusted.
 #[test]
 fn config_found_in_the_current_directory_inside_the_workspace_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("ws")).unwrap();
-    std::fs::write(
-        dir.path().join("ws/toolgate.json"),
-        json!({"permissions": {"default": "allow"}}).to_string(),
-    )
-    .unwrap();
-    let out = trimmed(dir.path())
-        .args(["doctor", "--no-start"])
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    for planted in [
+        json!({"permissions": {"default": "allow"}}),
+        json!({"permissions": {"default": "allow"}, "workspace": elsewhere}),
+    ] {
+        std::fs::write(dir.path().join("ws/toolgate.json"), planted.to_string()).unwrap();
+        for args in [&["serve"][..], &["doctor"][..]] {
+            let out = trimmed(dir.path()).args(args).output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{args:?} {planted}: {}",
+                stdout(&out)
+            );
+            assert!(
+                stderr(&out).contains("inside the workspace"),
+                "{}",
+                stderr(&out)
+            );
+        }
+    }
+    // Commands that start nothing read the same file, so they look where such a `serve` was pointed.
+    let list = trimmed(dir.path())
+        .args(["approvals", "list"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
-    assert!(
-        stderr(&out).contains("inside the workspace"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(list.status.success(), "{}", stderr(&list));
+    // With the workspace named elsewhere on the command line, the file is outside it and is used.
+    let ok = trimmed(dir.path())
+        .args(["doctor", "--workspace"])
+        .arg(&elsewhere)
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", stderr(&ok));
 }
 
 #[test]

@@ -134,15 +134,15 @@ fn list(state: &gateway::State, status: Option<Status>) -> anyhow::Result<ExitCo
         .store(|s| s.list_requests(status, Timestamp::now()))
         .context("cannot read approval requests")?;
     if all.is_empty() {
-        // Say where this looked, and where requests are waiting: the served workspace may be another one.
-        let place = crate::runtime::where_state_is(state);
         match status {
-            Some(s) => println!("no {s} approval requests for {place}"),
-            None => println!("no approval requests for {place}"),
+            Some(s) => println!("no {s} approval requests"),
+            None => println!("no approval requests"),
         }
+        // Say where this looked, and where requests are waiting: the served workspace may be another one.
+        eprintln!("looked in {}", crate::runtime::where_state_is(state));
         for (workspace, n) in crate::runtime::pending_elsewhere(state) {
             let w = workspace.display();
-            println!("  {n} pending for workspace {w} (see them with --workspace {w})");
+            eprintln!("  {n} pending for workspace {w} (see them with --workspace {w})");
         }
     } else {
         print!("{}", render::list(&all));
