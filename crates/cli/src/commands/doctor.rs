@@ -252,10 +252,19 @@ async fn with_progress(gw: &Arc<gateway::Gateway>, config: &config::Config) -> R
     if config.servers.is_empty() {
         return gw.ready().await;
     }
+    let longest = config
+        .servers
+        .iter()
+        .map(|s| {
+            s.startup_timeout
+                .unwrap_or(config.limits.startup_timeout.value)
+        })
+        .max()
+        .unwrap_or_default();
     eprintln!(
-        "doctor: starting {} upstream(s), waiting up to {} s for each…",
+        "doctor: starting {} upstream(s), waiting up to {} s…",
         config.servers.len(),
-        config.limits.startup_timeout.value.as_secs()
+        longest.as_secs_f64()
     );
     let ready = gw.ready();
     tokio::pin!(ready);
