@@ -11,6 +11,7 @@ mod env;
 mod envfile;
 mod error;
 mod expand;
+mod keys;
 mod load;
 mod model;
 mod raw;

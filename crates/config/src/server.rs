@@ -10,6 +10,7 @@
 use crate::envfile;
 use crate::error::{ConfigError, Result};
 use crate::expand::expand;
+use crate::keys::{near_miss, CLIENT_ONLY, READ};
 use crate::load::{check_range, section, Validator};
 use crate::model::{
     DisabledServer, Protocol, ServerConfig, ServerKind, ToolFilter, Transport, FIXTURE_SUBCOMMAND,
@@ -19,80 +20,6 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Keys clients document that toolgate accepts without acting on them, and what that means for the user.
-const CLIENT_ONLY: &[(&str, &str)] = &[
-    (
-        "autoApprove",
-        "the client's auto-approval list is not used: toolgate's policy decides every call",
-    ),
-    (
-        "alwaysAllow",
-        "the client's auto-approval list is not used: toolgate's policy decides every call",
-    ),
-    (
-        "timeout",
-        "not used: give tool_timeout_sec or requestTimeoutSeconds for a per-call timeout",
-    ),
-    (
-        "transportType",
-        "not used: \"type\" (or command/url) decides the transport",
-    ),
-    (
-        "oauth",
-        "OAuth for HTTP servers is not supported by this version",
-    ),
-    (
-        "headersHelper",
-        "not run: HTTP upstreams are not connected by this version",
-    ),
-    (
-        "dev",
-        "VS Code's development mode (watch, debug) does not apply",
-    ),
-    (
-        "sandboxEnabled",
-        "VS Code's sandbox is NOT applied: the server runs with the rights toolgate gives it",
-    ),
-    (
-        "sandbox",
-        "VS Code's sandbox is NOT applied: the server runs with the rights toolgate gives it",
-    ),
-    ("description", "informational"),
-    ("gallery", "informational"),
-    ("version", "informational"),
-];
-
-/// Every key `RawServer` reads, for telling a misspelling from another client's setting.
-const READ: &[&str] = &[
-    "command",
-    "args",
-    "env",
-    "env_vars",
-    "envFile",
-    "env_file",
-    "cwd",
-    "type",
-    "transport",
-    "url",
-    "headers",
-    "http_headers",
-    "env_http_headers",
-    "bearer_token_env_var",
-    "disabled",
-    "enabled",
-    "enabled_tools",
-    "enabledTools",
-    "disabled_tools",
-    "disabledTools",
-    "startup_timeout_sec",
-    "startup_timeout_ms",
-    "tool_timeout_sec",
-    "protocol",
-    "kind",
-    "requestTimeoutSeconds",
-    "request_timeout_seconds",
-];
 
 impl Validator<'_> {
     pub(crate) fn servers(&mut self, key: &str, value: Value) -> Result<()> {
@@ -451,27 +378,6 @@ fn seconds(key: &str, v: f64, max_secs: u64) -> Result<Duration> {
     }
     check_range(key, v, 0.001, max_secs as f64)?;
     Ok(Duration::from_secs_f64(v))
-}
-
-/// Same letters ignoring case, `_` and `-`, or one or two edits apart (for keys of four letters or more).
-fn near_miss(known: &str, key: &str) -> bool {
-    let squash = |s: &str| s.to_ascii_lowercase().replace(['_', '-'], "");
-    let (a, b) = (squash(known), squash(key));
-    a == b || (a.len() >= 4 && edit_distance(&a, &b) <= 2)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// Well-known servers are recognised by the package their command runs (`npx -y @modelcontextprotocol/server-filesystem

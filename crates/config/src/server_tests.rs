@@ -1,4 +1,5 @@
 use super::*;
+use crate::keys::near_miss;
 use crate::load::{load, Overrides};
 use crate::model::Config;
 use pretty_assertions::assert_eq;
