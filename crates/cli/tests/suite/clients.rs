@@ -216,6 +216,19 @@ fn default_config_location_is_found_by_every_command() {
         "{}",
         stderr(&list)
     );
+    let report = trimmed(setup.dir.path())
+        .env("XDG_CONFIG_HOME", setup.dir.path().join("xdg"))
+        .args(["report", "--group-by", "tool"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&report).contains(&format!(
+            "no reporting events for workspace {}",
+            ws.display()
+        )),
+        "{}",
+        stderr(&report)
+    );
 }
 
 /// A repository (or the agent, through its file tools) could otherwise drop a `toolgate.json` that picks its own
