@@ -1,10 +1,15 @@
 //! The `toolgate` binary: parses the command line and dispatches to one module per subcommand.
 //! Logs go to stderr (`TOOLGATE_LOG`, default `warn`); in `serve` and `wrap`, stdout carries protocol bytes only.
+//!
+//! Exit codes are the same for the same failure in every command (the README's table): 0 done, 1 the command ran
+//! and the answer is a failure (a check found errors, a request was refused, an upstream did not start), 2 the
+//! command could not run as asked (usage, configuration, policy, workspace or state). A closed stdout (`toolgate …
+//! | head`) ends the command quietly with 0, as other Unix tools do.
 
 mod commands;
 mod runtime;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// One binary between AI agents and their tools: an MCP gateway that aggregates upstream servers.
@@ -27,11 +32,13 @@ enum Command {
     Report(commands::report::Args),
     Policy(commands::policy::Args),
     Preview(commands::preview::Args),
+    Completions(commands::completions::Args),
     #[command(name = "fixture-server", hide = true)]
     FixtureServer(commands::fixture::Args),
 }
 
 fn main() -> ExitCode {
+    runtime::quiet_broken_pipe();
     runtime::init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -45,13 +52,15 @@ fn main() -> ExitCode {
         Command::Report(args) => commands::report::run(args),
         Command::Policy(args) => commands::policy::run(args),
         Command::Preview(args) => commands::preview::run(args),
+        Command::Completions(args) => commands::completions::run(args, &mut Cli::command()),
         Command::FixtureServer(args) => commands::fixture::run(args),
     };
     match result {
         Ok(code) => code,
+        Err(e) if runtime::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("toolgate: {e:#}");
-            ExitCode::from(2)
+            eprintln!("toolgate: {}", runtime::error_chain(&e));
+            ExitCode::from(runtime::EXIT_USAGE)
         }
     }
 }

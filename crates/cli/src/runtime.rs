@@ -1,21 +1,67 @@
-//! What every subcommand shares: logging to stderr, the tokio runtime, config loading, and the serve loop that
-//! `serve` and `wrap` both run.
+//! What every subcommand shares: logging to stderr, exit codes and error printing, the tokio runtime, config
+//! loading, the workspace and its state, and the serve loop that `serve` and `wrap` both run.
 
 use anyhow::Context;
 use config::{Config, Overrides};
 use gateway::{Gateway, Guard, Options};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// The command ran and its answer is a failure: a check found errors, a request was refused, an upstream did not
+/// start.
+pub const EXIT_FAILURE: u8 = 1;
+/// The command could not run as asked: usage, configuration, policy, workspace or state.
+pub const EXIT_USAGE: u8 = 2;
+
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colour codes only for a person at a terminal; a client's log file gets plain text.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_target(false)
         .init();
+}
+
+/// A reader that closed stdout (`toolgate audit tail | head`) ends the command quietly with 0, instead of the
+/// panic `println!` raises on a broken pipe. The standard library's message for that panic is fixed, so this
+/// hook knows it; every other panic goes to the default hook.
+pub fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
+/// An error and its causes on one line, each cause once: a message that already quotes its cause does not get
+/// it printed again.
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// One thread: toolgate is an I/O-bound proxy, and hopping between worker threads for every message cost more
@@ -33,21 +79,104 @@ pub fn self_exe() -> Option<PathBuf> {
         .and_then(|p| std::fs::canonicalize(p).ok())
 }
 
-/// Loads `path` (or an empty config when `None`), then reports warnings on stderr.
+/// Whether an error is a closed stdout, which ends a command quietly (see `quiet_broken_pipe`).
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Where the config came from, when `--config` was not given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// `--config PATH`.
+    Flag(PathBuf),
+    /// `$XDG_CONFIG_HOME/toolgate/config.{toml,json}` (or `~/.config/…`): the user's own file.
+    User(PathBuf),
+    /// `./toolgate.{toml,json}` in the current directory.
+    CurrentDir(PathBuf),
+    /// None found: only toolgate's own tools.
+    None,
+}
+
+/// The files looked for without `--config`, in order: the user's config directory (XDG), then the current
+/// directory. Empty or relative `XDG_CONFIG_HOME` is ignored, as the XDG specification says.
+pub fn default_config_candidates(
+    xdg_config_home: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+    cwd: Option<&Path>,
+) -> Vec<ConfigSource> {
+    let absolute = |v: Option<&std::ffi::OsStr>| {
+        v.filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let user_dir = absolute(xdg_config_home).or_else(|| absolute(home).map(|h| h.join(".config")));
+    let mut out = Vec::new();
+    if let Some(dir) = user_dir {
+        for name in ["config.toml", "config.json"] {
+            out.push(ConfigSource::User(dir.join("toolgate").join(name)));
+        }
+    }
+    if let Some(cwd) = cwd {
+        for name in ["toolgate.toml", "toolgate.json"] {
+            out.push(ConfigSource::CurrentDir(cwd.join(name)));
+        }
+    }
+    out
+}
+
+/// `--config`, else the first default file that exists, else none.
+pub fn config_source(flag: Option<&Path>) -> ConfigSource {
+    if let Some(p) = flag {
+        return ConfigSource::Flag(p.to_owned());
+    }
+    let cwd = std::env::current_dir().ok();
+    default_config_candidates(
+        std::env::var_os("XDG_CONFIG_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+        cwd.as_deref(),
+    )
+    .into_iter()
+    .find(|c| match c {
+        ConfigSource::User(p) | ConfigSource::CurrentDir(p) => p.is_file(),
+        ConfigSource::Flag(_) | ConfigSource::None => false,
+    })
+    .unwrap_or(ConfigSource::None)
+}
+
+/// What a command will do with the config, which decides how far a file found in the current directory is
+/// trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigUse {
+    /// Read or decide state, explain the policy: nothing is started.
+    Read,
+    /// Serve, or start the upstream commands the config names.
+    Start,
+}
+
+/// Loads the config `serve` would use (`--config`, else the default locations), then reports warnings and
+/// what each server's entry says that toolgate does not act on, on stderr.
 pub fn load_config(
     path: Option<&Path>,
     workspace: Option<PathBuf>,
     profile: Option<String>,
+    used: ConfigUse,
 ) -> anyhow::Result<Config> {
+    let flag_workspace = workspace.clone();
     let overrides = Overrides {
         workspace,
         self_exe: self_exe(),
         profile,
     };
     let env = |k: &str| std::env::var(k).ok();
-    let mut config = match path {
-        Some(p) => config::load(p, &env, &overrides)?,
-        None => {
+    let source = config_source(path);
+    let mut config = match &source {
+        ConfigSource::Flag(p) | ConfigSource::User(p) | ConfigSource::CurrentDir(p) => {
+            config::load(p, &env, &overrides)?
+        }
+        ConfigSource::None => {
             let mut c = Config::empty();
             c.workspace = overrides.workspace.map(|w| config::Setting {
                 value: w,
@@ -60,18 +189,47 @@ pub fn load_config(
             c
         }
     };
+    if let (ConfigSource::CurrentDir(p), ConfigUse::Start) = (&source, used) {
+        refuse_config_inside_workspace(p, flag_workspace.as_deref())?;
+    }
     for w in config.warnings.drain(..) {
         tracing::warn!("{w}");
     }
     for s in &config.servers {
-        if let config::Transport::Http { url, .. } = &s.transport {
-            tracing::warn!(
-                "server {} ({url}) is an HTTP upstream: accepted and validated, but not connected by this version",
-                s.name
-            );
+        for note in &s.notes {
+            tracing::warn!("server {}: {note}", s.name);
         }
     }
     Ok(config)
+}
+
+/// A config found only because it sits in the current directory is not trusted to start anything from inside
+/// the workspace: whoever can write there (a cloned repository, the agent through its file tools) would choose
+/// toolgate's rules and the commands it runs. The workspace judged is `--workspace`, else the current directory —
+/// never the file's own `"workspace"`, which the same writer chose. An explicit `--config` is the user's own
+/// choice and is not second-guessed.
+fn refuse_config_inside_workspace(
+    path: &Path,
+    flag_workspace: Option<&Path>,
+) -> anyhow::Result<()> {
+    let workspace = match flag_workspace {
+        Some(w) => w.to_owned(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let workspace = std::fs::canonicalize(&workspace)
+        .with_context(|| format!("the workspace {} cannot be resolved", workspace.display()))?;
+    let file = std::fs::canonicalize(path)
+        .with_context(|| format!("cannot resolve {}", path.display()))?;
+    if file.starts_with(&workspace) {
+        anyhow::bail!(
+            "refusing {} found in the current directory: it lies inside the workspace ({}), where a cloned \
+             repository or the agent could choose toolgate's rules and commands. Move it to \
+             ~/.config/toolgate/ or pass --config explicitly",
+            file.display(),
+            workspace.display()
+        );
+    }
+    Ok(())
 }
 
 /// Serves MCP on stdin/stdout until stdin closes or a signal arrives; then ends every upstream process group.
@@ -127,10 +285,33 @@ pub fn workspace(config: &Config) -> anyhow::Result<PathBuf> {
     })
 }
 
-/// The compiled policy for `config`; a policy that does not load stops start-up.
+/// The compiled policy for `config`; a policy that does not load stops start-up. An unknown profile is named
+/// with the profiles that do exist.
 pub fn load_guard(config: &Config) -> anyhow::Result<Guard> {
     let workspace = workspace(config)?;
-    Guard::load(config, &workspace).map_err(anyhow::Error::msg)
+    Guard::load(config, &workspace).map_err(|e| {
+        let Some(profile) = &config.profile else {
+            return anyhow::Error::msg(e);
+        };
+        let mut without = config.clone();
+        without.profile = None;
+        match Guard::load(&without, &workspace) {
+            Ok(base) if base.policy().with_profile(&profile.value).is_err() => {
+                let names = base.policy().profile_names();
+                let known = if names.is_empty() {
+                    "none are defined (\"profiles\" in the config)".to_owned()
+                } else {
+                    format!("the config defines: {}", names.join(", "))
+                };
+                anyhow::anyhow!(
+                    "unknown profile {:?} ({}); {known}",
+                    profile.value,
+                    profile.from
+                )
+            }
+            _ => anyhow::Error::msg(e),
+        }
+    })
 }
 
 /// The trusted state root: the configured one, else `TOOLGATE_STATE_DIR` or the platform default.
@@ -148,20 +329,41 @@ pub fn state(config: &Config) -> anyhow::Result<gateway::State> {
     gateway::State::open_in(&root, &workspace).map_err(anyhow::Error::msg)
 }
 
-/// The state `serve` runs with. With an explicit workspace, state that cannot be opened stops start-up; with the
-/// current directory standing in for one, toolgate serves without approvals (every ask is refused) and says why.
+/// The state `serve` runs with. State that cannot be opened stops start-up: approvals are never quietly off.
+/// Without a configured workspace the current directory stands in, which is where a client that starts toolgate
+/// from `/` or the home directory ends up; the refusal then says how to name the workspace.
 pub fn serve_state(config: &Config) -> anyhow::Result<Option<Arc<gateway::State>>> {
     match state(config) {
         Ok(s) => Ok(Some(Arc::new(s))),
         Err(e) if config.workspace.is_none() => {
-            tracing::warn!(
-                "approvals are off: {e:#}. Give --workspace (with the state directory outside it, see \
-                 TOOLGATE_STATE_DIR) to enable them; until then every call the policy marks `ask` is refused"
-            );
-            Ok(None)
+            let cwd = std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|_| "an unreadable directory".to_owned());
+            Err(e.context(format!(
+                "no workspace: toolgate was started in {cwd} without --workspace or \"workspace\" in the config, \
+                 and cannot keep approvals for that directory. Clients start servers in a directory of their \
+                 choosing: add \"--workspace\", \"/path/to/project\" to toolgate's args in the client's config"
+            )))
         }
         Err(e) => Err(e),
     }
+}
+
+/// Other workspaces whose namespaces hold pending approval requests, for admin commands that found none in
+/// theirs (read-only; a failure to look is not an error of the command).
+pub fn pending_elsewhere(state: &gateway::State) -> Vec<(PathBuf, u64)> {
+    let ns = state.namespace();
+    store::pending_elsewhere(ns.state_root(), ns, store::Timestamp::now()).unwrap_or_default()
+}
+
+/// "workspace W (state D)", so an admin command says exactly where it looked.
+pub fn where_state_is(state: &gateway::State) -> String {
+    let ns = state.namespace();
+    format!(
+        "workspace {} (state {})",
+        ns.workspace().display(),
+        ns.dir().display()
+    )
 }
 
 /// toolgate's own workspace tools, served when a workspace is given explicitly (`--workspace` or "workspace"):

@@ -1,23 +1,27 @@
 //! toolgate's configuration: a raw file (TOML, or JSON in the `mcpServers` shape that Claude Desktop, Claude
-//! Code, Cursor and Codex use) is parsed, `${VAR}`s are expanded, and the result is validated into a `Config`
-//! whose settings remember where they came from (file, flag, default), so `toolgate doctor` can explain them.
+//! Code, Cursor and Codex use, or VS Code's `servers`) is parsed, `${VAR}`s are expanded, and the result is
+//! validated into a `Config` whose settings remember where they came from (file, flag, default), so `toolgate doctor` can explain them.
 //!
-//! This crate does no spawning and no network; it reads the config file and the environment given to it.
+//! This crate does no spawning and no network; it reads the config file, the env files it names, and the
+//! environment given to it.
 
 #![deny(clippy::print_stdout)]
 
 mod env;
+mod envfile;
 mod error;
 mod expand;
+mod keys;
 mod load;
 mod model;
 mod raw;
+mod server;
 
 pub use env::{upstream_env, UPSTREAM_ENV_ALLOWLIST};
 pub use error::{ConfigError, Result};
 pub use load::{load, parse_str, Format, Overrides};
 pub use model::{
-    Approvals, Config, HookCommand, HookStage, Hooks, Limits, PolicyConfig, Protocol, Provenance,
-    Sandbox, SandboxLimits, ServerConfig, ServerKind, Setting, Transport, DEFAULT_HOOK_TIMEOUT,
-    DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
+    Approvals, Config, DisabledServer, HookCommand, HookStage, Hooks, Limits, PolicyConfig,
+    Protocol, Provenance, Sandbox, SandboxLimits, ServerConfig, ServerKind, Setting, ToolFilter,
+    Transport, DEFAULT_HOOK_TIMEOUT, DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };

@@ -1,15 +1,16 @@
 //! Reading and validating a config file. Parse first (TOML or JSON into one JSON tree), then validate each known
 //! section into the typed `Config`, recording provenance. Top-level keys toolgate does not know are a client's
-//! own settings: they are ignored with a warning, unless they look like a misspelt toolgate key.
+//! own settings: they are ignored with a warning, unless they look like a misspelt toolgate key. Server entries
+//! are validated in `server`.
 
 use crate::error::{ConfigError, Result};
-use crate::expand::expand;
+use crate::expand::{expand, Vars};
 use crate::model::{
-    Config, HookCommand, HookStage, Protocol, Provenance, Sandbox, SandboxLimits, ServerConfig,
-    ServerKind, Setting, Transport, DEFAULT_HOOK_TIMEOUT, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
+    Config, HookCommand, HookStage, Provenance, Sandbox, SandboxLimits, Setting,
+    DEFAULT_HOOK_TIMEOUT, SANDBOX_LAYERS,
 };
 use crate::raw::{
-    RawApprovals, RawHook, RawHooks, RawLimits, RawPins, RawSandbox, RawSandboxLimits, RawServer,
+    RawApprovals, RawHook, RawHooks, RawLimits, RawPins, RawSandbox, RawSandboxLimits,
 };
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -47,6 +48,8 @@ const KNOWN: &[&str] = &[
     "profile",
     "mcpServers",
     "mcp_servers",
+    "servers",
+    "inputs",
     "separator",
     "prefixTools",
     "prefix_tools",
@@ -61,9 +64,9 @@ pub fn load(
     env: &dyn Fn(&str) -> Option<String>,
     overrides: &Overrides,
 ) -> Result<Config> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
         path: path.to_owned(),
-        source,
+        error,
     })?;
     let format = match path.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case("toml") => Format::Toml,
@@ -107,15 +110,33 @@ pub fn parse_str(
     .run(top)
 }
 
-struct Validator<'a> {
-    origin: &'a Path,
-    env: &'a dyn Fn(&str) -> Option<String>,
-    overrides: &'a Overrides,
-    config: Config,
+pub(crate) struct Validator<'a> {
+    pub(crate) origin: &'a Path,
+    pub(crate) env: &'a dyn Fn(&str) -> Option<String>,
+    pub(crate) overrides: &'a Overrides,
+    pub(crate) config: Config,
 }
 
 impl Validator<'_> {
-    fn provenance(&self, key: &str) -> Provenance {
+    /// What `${…}` references resolve against. `${workspaceFolder}` in `.vscode/mcp.json` is the folder holding
+    /// `.vscode`, as VS Code means it; elsewhere it is the workspace (flag first).
+    pub(crate) fn vars(&self) -> Vars<'_> {
+        let vscode_folder = self
+            .origin
+            .parent()
+            .filter(|p| p.file_name().is_some_and(|n| n == ".vscode"))
+            .and_then(Path::parent);
+        let workspace_folder = vscode_folder
+            .or(self.overrides.workspace.as_deref())
+            .or(self.config.workspace.as_ref().map(|w| w.value.as_path()));
+        Vars {
+            env: self.env,
+            workspace_folder,
+            origin: self.origin,
+        }
+    }
+
+    pub(crate) fn provenance(&self, key: &str) -> Provenance {
         Provenance::File {
             path: self.origin.to_owned(),
             key: key.to_owned(),
@@ -129,11 +150,11 @@ impl Validator<'_> {
                 return Err(ConfigError::NotYetSupported { key, why });
             }
             match key.as_str() {
-                "mcpServers" | "mcp_servers" => {
+                "mcpServers" | "mcp_servers" | "servers" => {
                     if servers.is_some() {
                         return Err(ConfigError::invalid(
                             key,
-                            "give either mcpServers or mcp_servers, not both",
+                            "give one of mcpServers, mcp_servers (Codex) or servers (VS Code), not several",
                         ));
                     }
                     servers = Some((key, value));
@@ -179,7 +200,7 @@ impl Validator<'_> {
                     let s = value
                         .as_str()
                         .ok_or_else(|| ConfigError::invalid(&key, "must be a path"))?;
-                    let s = expand(s, &key, self.env)?;
+                    let s = expand(s, &key, &self.vars())?;
                     if !Path::new(&s).is_absolute() {
                         return Err(ConfigError::invalid(&key, "must be an absolute path"));
                     }
@@ -189,6 +210,15 @@ impl Validator<'_> {
                     });
                 }
                 "permissions" | "policy" | "profiles" => self.policy_section(&key, value)?,
+                "inputs" => {
+                    if !value.is_array() {
+                        return Err(ConfigError::invalid(
+                            "inputs",
+                            "must be an array (VS Code's inputs)",
+                        ));
+                    }
+                    // VS Code prompts for these; a server that references one is reported as not started.
+                }
                 "profile" => {
                     let p = value
                         .as_str()
@@ -202,7 +232,7 @@ impl Validator<'_> {
                     let s = value
                         .as_str()
                         .ok_or_else(|| ConfigError::invalid("workspace", "must be a path"))?;
-                    let s = expand(s, "workspace", self.env)?;
+                    let s = expand(s, "workspace", &self.vars())?;
                     self.config.workspace = Some(Setting {
                         value: PathBuf::from(s),
                         from: self.provenance("workspace"),
@@ -365,7 +395,8 @@ impl Validator<'_> {
             .map(|(index, h)| {
                 let at = format!("hooks.{list}[{index}]");
                 let h: RawHook = section(h, &at)?;
-                let command = expand(&h.command, &format!("{at}.command"), self.env)?;
+                let vars = self.vars();
+                let command = expand(&h.command, &format!("{at}.command"), &vars)?;
                 if command.trim().is_empty() {
                     return Err(ConfigError::invalid(
                         format!("{at}.command"),
@@ -376,7 +407,7 @@ impl Validator<'_> {
                     .args
                     .iter()
                     .enumerate()
-                    .map(|(i, a)| expand(a, &format!("{at}.args[{i}]"), self.env))
+                    .map(|(i, a)| expand(a, &format!("{at}.args[{i}]"), &vars))
                     .collect::<Result<Vec<_>>>()?;
                 let timeout = match h.timeout_seconds {
                     Some(v) => {
@@ -453,208 +484,6 @@ impl Validator<'_> {
         }
         Ok(())
     }
-
-    fn servers(&mut self, key: &str, value: Value) -> Result<()> {
-        let Value::Object(entries) = value else {
-            return Err(ConfigError::invalid(
-                key,
-                "must be an object of server name to server entry",
-            ));
-        };
-        for (name, entry) in entries {
-            let at = format!("{key}.{name}");
-            check_server_name(&at, &name)?;
-            if name.eq_ignore_ascii_case("toolgate") {
-                return Err(ConfigError::invalid(
-                    at,
-                    "\"toolgate\" is reserved for toolgate's own tools in rules",
-                ));
-            }
-            let raw: RawServer = section(entry, &at)?;
-            if raw.disabled {
-                self.config
-                    .warnings
-                    .push(format!("{at} is disabled and will not be started"));
-                continue;
-            }
-            let server = self.server(&at, name, raw)?;
-            self.config.servers.push(server);
-        }
-        Ok(())
-    }
-
-    fn server(&self, at: &str, name: String, raw: RawServer) -> Result<ServerConfig> {
-        let env = self.env;
-        let protocol = match raw.protocol.as_deref() {
-            None | Some("auto") => Protocol::Auto,
-            Some("legacy") => Protocol::Legacy,
-            Some("modern") => Protocol::Modern,
-            Some(other) => {
-                return Err(ConfigError::invalid(
-                    format!("{at}.protocol"),
-                    format!("{other:?} is not one of \"auto\", \"legacy\", \"modern\""),
-                ))
-            }
-        };
-        let transport = match (raw.kind.as_deref(), &raw.command, &raw.url) {
-            (None | Some("stdio"), Some(command), None) => {
-                if !raw.headers.is_empty() {
-                    return Err(ConfigError::invalid(
-                        format!("{at}.headers"),
-                        "only HTTP servers take headers",
-                    ));
-                }
-                let args = raw
-                    .args
-                    .iter()
-                    .enumerate()
-                    .map(|(i, a)| expand(a, &format!("{at}.args[{i}]"), env))
-                    .collect::<Result<Vec<_>>>()?;
-                let vars = raw
-                    .env
-                    .iter()
-                    .map(|(k, v)| Ok((k.clone(), expand(v, &format!("{at}.env.{k}"), env)?)))
-                    .collect::<Result<_>>()?;
-                let command = expand(command, &format!("{at}.command"), env)?;
-                if command.trim().is_empty() {
-                    return Err(ConfigError::invalid(
-                        format!("{at}.command"),
-                        "must not be empty",
-                    ));
-                }
-                self.refuse_self(at, &command, &args)?;
-                let cwd = raw
-                    .cwd
-                    .as_deref()
-                    .map(|c| expand(c, &format!("{at}.cwd"), env))
-                    .transpose()?;
-                Transport::Stdio {
-                    command,
-                    args,
-                    env: vars,
-                    cwd: cwd.map(PathBuf::from),
-                }
-            }
-            (None | Some("http") | Some("streamable-http") | Some("sse"), None, Some(url)) => {
-                if raw.kind.as_deref() == Some("sse") {
-                    return Err(ConfigError::invalid(
-                        format!("{at}.type"),
-                        "the deprecated HTTP+SSE transport is not supported; use \"http\" (Streamable HTTP)",
-                    ));
-                }
-                if !raw.args.is_empty() || !raw.env.is_empty() || raw.cwd.is_some() {
-                    return Err(ConfigError::invalid(
-                        at,
-                        "an HTTP server takes url and headers, not args/env/cwd",
-                    ));
-                }
-                let url = expand(url, &format!("{at}.url"), env)?;
-                check_url(&format!("{at}.url"), &url)?;
-                let headers = raw
-                    .headers
-                    .iter()
-                    .map(|(k, v)| Ok((k.clone(), expand(v, &format!("{at}.headers.{k}"), env)?)))
-                    .collect::<Result<_>>()?;
-                Transport::Http { url, headers }
-            }
-            (Some(kind @ ("stdio" | "http" | "streamable-http")), _, _) => {
-                let need = if kind == "stdio" {
-                    "command (and no url)"
-                } else {
-                    "url (and no command)"
-                };
-                return Err(ConfigError::invalid(
-                    at,
-                    format!("a {kind:?} server needs {need}"),
-                ));
-            }
-            (Some(kind), _, _) => {
-                return Err(ConfigError::invalid(
-                    format!("{at}.type"),
-                    format!("{kind:?} is not one of \"stdio\", \"http\""),
-                ))
-            }
-            (None, Some(_), Some(_)) => {
-                return Err(ConfigError::invalid(
-                    at,
-                    "give either command (stdio) or url (http), not both",
-                ))
-            }
-            (None, None, None) => {
-                return Err(ConfigError::invalid(
-                    at,
-                    "needs command (stdio) or url (http)",
-                ))
-            }
-        };
-        let kind = match raw.kind_of_server.as_deref() {
-            None => recognise_kind(&transport),
-            Some("filesystem") => ServerKind::Filesystem,
-            Some("git") => ServerKind::Git,
-            Some("fetch") => ServerKind::Fetch,
-            Some("generic") => ServerKind::Generic,
-            Some(other) => {
-                return Err(ConfigError::invalid(
-                    format!("{at}.kind"),
-                    format!(
-                        "{other:?} is not one of \"filesystem\", \"git\", \"fetch\", \"generic\""
-                    ),
-                ))
-            }
-        };
-        let request_timeout = match raw.request_timeout_seconds {
-            Some(v) => {
-                check_range(&format!("{at}.requestTimeoutSeconds"), v, 1, 86_400)?;
-                Some(Duration::from_secs(v))
-            }
-            None => None,
-        };
-        Ok(ServerConfig {
-            name,
-            transport,
-            protocol,
-            kind,
-            request_timeout,
-        })
-    }
-
-    /// Refuses an upstream that would start toolgate itself: each copy would start the next.
-    fn refuse_self(&self, at: &str, command: &str, args: &[String]) -> Result<()> {
-        if args.first().map(String::as_str) == Some(FIXTURE_SUBCOMMAND) {
-            return Ok(());
-        }
-        let base = Path::new(command)
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or(command);
-        let same_binary = match (&self.overrides.self_exe, resolve_command(command, self.env)) {
-            (Some(me), Some(it)) => std::fs::canonicalize(it).is_ok_and(|it| &it == me),
-            _ => false,
-        };
-        if base == "toolgate" || same_binary {
-            return Err(ConfigError::invalid(
-                format!("{at}.command"),
-                "this upstream is toolgate itself; refusing to start it (each copy would start the next)",
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Well-known servers are recognised by the package their command runs (`npx -y @modelcontextprotocol/server-filesystem
-/// …`, `uvx mcp-server-git`), never by the names of the tools they list: a hostile server must not borrow a
-/// filesystem rule by naming its tool `read_file`.
-fn recognise_kind(transport: &Transport) -> ServerKind {
-    let Transport::Stdio { command, args, .. } = transport else {
-        return ServerKind::Generic;
-    };
-    let argv: Vec<String> = std::iter::once(command).chain(args).cloned().collect();
-    match policy::ServerKind::from_launch_command(&argv) {
-        Some(policy::ServerKind::Filesystem) => ServerKind::Filesystem,
-        Some(policy::ServerKind::Git) => ServerKind::Git,
-        Some(policy::ServerKind::Fetch) => ServerKind::Fetch,
-        Some(policy::ServerKind::Toolgate) | None => ServerKind::Generic,
-    }
 }
 
 /// `sandbox.limits` over the finite defaults. Zero is refused rather than read as "no limit": a limit may be
@@ -693,7 +522,7 @@ fn sandbox_limits(raw: Option<RawSandboxLimits>) -> Result<SandboxLimits> {
     Ok(limits)
 }
 
-fn section<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T> {
+pub(crate) fn section<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T> {
     serde_json::from_value(value).map_err(|e| {
         let msg = e.to_string();
         match msg
@@ -709,7 +538,12 @@ fn section<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T> 
     })
 }
 
-fn check_range<T: PartialOrd + std::fmt::Display>(key: &str, v: T, lo: T, hi: T) -> Result<()> {
+pub(crate) fn check_range<T: PartialOrd + std::fmt::Display>(
+    key: &str,
+    v: T,
+    lo: T,
+    hi: T,
+) -> Result<()> {
     if v < lo || v > hi {
         return Err(ConfigError::invalid(
             key,
@@ -717,49 +551,6 @@ fn check_range<T: PartialOrd + std::fmt::Display>(key: &str, v: T, lo: T, hi: T)
         ));
     }
     Ok(())
-}
-
-/// Letters and digits, with single `-` or `_` between them: `files`, `my-git`, `jira_cloud`.
-fn check_server_name(at: &str, name: &str) -> Result<()> {
-    let mut prev_sep = true;
-    let mut ok = !name.is_empty() && name.len() <= 48;
-    for c in name.chars() {
-        let sep = c == '-' || c == '_';
-        ok &= c.is_ascii_alphanumeric() || (sep && !prev_sep);
-        prev_sep = sep;
-    }
-    if !ok || prev_sep {
-        return Err(ConfigError::invalid(
-            at,
-            "a server name is 1-48 letters and digits with single '-' or '_' between them",
-        ));
-    }
-    Ok(())
-}
-
-fn check_url(at: &str, url: &str) -> Result<()> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
-    match host {
-        Some(h) if !h.is_empty() && !h.contains(char::is_whitespace) => Ok(()),
-        _ => Err(ConfigError::invalid(
-            at,
-            "must be an http:// or https:// URL with a host",
-        )),
-    }
-}
-
-/// Finds `command` the way `execvp` would, on the `PATH` toolgate sees.
-fn resolve_command(command: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    if command.contains('/') {
-        return Some(PathBuf::from(command));
-    }
-    let path = env("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(command))
-        .find(|p| p.is_file())
 }
 
 #[cfg(test)]

@@ -68,6 +68,8 @@ pub enum Transport {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
+        /// `"type": "sse"`: the deprecated HTTP+SSE transport, not Streamable HTTP.
+        sse: bool,
     },
 }
 
@@ -121,6 +123,42 @@ pub struct ServerConfig {
     pub kind: ServerKind,
     /// Per-request timeout for this upstream; `None` uses `Limits::request_timeout`.
     pub request_timeout: Option<Duration>,
+    /// How long its handshake and first catalog may take; `None` uses `Limits::startup_timeout`.
+    pub startup_timeout: Option<Duration>,
+    /// Which of its tools are offered at all (`enabled_tools` / `disabled_tools`).
+    pub tools: ToolFilter,
+    /// What the entry said that toolgate accepts but does not act on, for `doctor`.
+    pub notes: Vec<String>,
+}
+
+/// A client's per-server tool list (Codex `enabled_tools` / `disabled_tools`). A filtered-out tool is neither
+/// listed nor callable; this narrows what the policy sees, it never widens it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    /// Only these tools, when given.
+    pub enabled: Option<Vec<String>>,
+    /// Never these tools; wins over `enabled`.
+    pub disabled: Vec<String>,
+}
+
+impl ToolFilter {
+    pub fn allows(&self, tool: &str) -> bool {
+        self.enabled
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|t| t == tool))
+            && !self.disabled.iter().any(|t| t == tool)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.enabled.is_none() && self.disabled.is_empty()
+    }
+}
+
+/// A server the config lists but toolgate does not start, and why (for stderr and `doctor`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisabledServer {
+    pub name: String,
+    pub reason: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -266,6 +304,8 @@ pub const SANDBOX_LAYERS: &[&str] = &[
 pub struct Config {
     /// Enabled upstreams, in file order.
     pub servers: Vec<ServerConfig>,
+    /// Listed but not started (`enabled = false`, `"disabled": true`, a reference only the client can answer).
+    pub disabled: Vec<DisabledServer>,
     pub policy: PolicyConfig,
     /// The profile `serve` applies (`--profile`, or `"profile"` in the file).
     pub profile: Option<Setting<String>>,
@@ -296,6 +336,7 @@ impl Config {
     pub fn empty() -> Self {
         Self {
             servers: Vec::new(),
+            disabled: Vec::new(),
             policy: PolicyConfig::default(),
             profile: None,
             separator: Setting::default(DEFAULT_SEPARATOR.to_owned()),

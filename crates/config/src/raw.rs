@@ -3,30 +3,55 @@
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-/// One entry of `mcpServers` as Claude Desktop, Claude Code, Cursor and Codex write it, plus toolgate's
-/// per-server settings.
+/// One entry of `mcpServers` (or VS Code's `servers`, or Codex's `[mcp_servers.NAME]`) with every key those
+/// clients document, plus toolgate's per-server settings. Keys outside this shape land in `other`, where the
+/// validator tells a client's own setting (accepted, reported) from a misspelling (refused).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawServer {
     pub command: Option<String>,
     #[serde(default)]
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Codex: names of variables passed through from toolgate's environment.
+    #[serde(default)]
+    pub env_vars: Vec<String>,
+    /// Cursor, VS Code: a `KEY=VALUE` file, relative to the config file.
+    #[serde(rename = "envFile", alias = "env_file")]
+    pub env_file: Option<String>,
     pub cwd: Option<String>,
-    #[serde(rename = "type")]
+    #[serde(rename = "type", alias = "transport")]
     pub kind: Option<String>,
     pub url: Option<String>,
-    #[serde(default)]
+    /// Claude Code, Cursor, VS Code `headers`; Codex `http_headers`.
+    #[serde(default, alias = "http_headers")]
     pub headers: BTreeMap<String, String>,
+    /// Codex: header name to the variable holding its value.
+    #[serde(default)]
+    pub env_http_headers: BTreeMap<String, String>,
+    /// Codex: the variable holding a bearer token for an HTTP server.
+    pub bearer_token_env_var: Option<String>,
     #[serde(default)]
     pub disabled: bool,
+    /// Codex: `enabled = false` keeps the entry but does not start it.
+    pub enabled: Option<bool>,
+    #[serde(alias = "enabledTools")]
+    pub enabled_tools: Option<Vec<String>>,
+    #[serde(default, alias = "disabledTools")]
+    pub disabled_tools: Vec<String>,
+    /// Codex: seconds for the handshake and first catalog (float in Codex's docs).
+    pub startup_timeout_sec: Option<f64>,
+    pub startup_timeout_ms: Option<u64>,
+    /// Codex: seconds one tool call may take.
+    pub tool_timeout_sec: Option<f64>,
     pub protocol: Option<String>,
     /// The server's kind for the policy's built-in adapters; `"type"` is already the transport's.
     #[serde(rename = "kind")]
     pub kind_of_server: Option<String>,
     #[serde(alias = "request_timeout_seconds", rename = "requestTimeoutSeconds")]
     pub request_timeout_seconds: Option<u64>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -163,7 +163,7 @@ impl Gateway {
     /// from what came up (for `doctor` and `preview`, which report on the whole start). Nothing here is fatal: an
     /// upstream that failed is reported by its status, an item that cannot be served by the aggregate's `held`.
     pub async fn ready(&self) {
-        self.wait_settled(self.opts.startup_timeout).await;
+        self.wait_settled(self.opts.startup_timeout, true).await;
         self.rebuild();
     }
 
@@ -173,16 +173,22 @@ impl Gateway {
     pub(crate) async fn first_list(&self) {
         self.first_list
             .get_or_init(|| async {
-                self.wait_settled(self.opts.first_list_wait).await;
+                self.wait_settled(self.opts.first_list_wait, false).await;
                 self.rebuild();
             })
             .await;
     }
 
-    async fn wait_settled(&self, limit: Duration) {
+    /// Waits until every upstream has settled (ready or failed), at most `limit`; with `own_timeouts`, a server's
+    /// own start-up timeout (Codex `startup_timeout_sec`) replaces `limit` for that server.
+    async fn wait_settled(&self, limit: Duration, own_timeouts: bool) {
         let mut waits = tokio::task::JoinSet::new();
         for up in &self.upstreams {
             let up = Arc::clone(up);
+            let limit = match up.config().startup_timeout {
+                Some(own) if own_timeouts => own,
+                _ => limit,
+            };
             waits.spawn(async move { up.wait_settled(limit).await });
         }
         while waits.join_next().await.is_some() {}

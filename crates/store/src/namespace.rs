@@ -157,6 +157,64 @@ impl Namespace {
     }
 }
 
+/// Other workspaces under `state_root` that hold pending (undecided, unexpired) approval requests, with their
+/// count, so an admin command that looked in one namespace can name the others. Read-only: each database is
+/// opened read-only and nothing is created or bound; a namespace that cannot be read is skipped, since this
+/// only advises.
+pub fn pending_elsewhere(
+    state_root: &Path,
+    except: &Namespace,
+    now: crate::Timestamp,
+) -> Result<Vec<(PathBuf, u64)>> {
+    let dir = state_root.join(WORKSPACES_DIR);
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let ns = entry.path();
+        if ns.file_name() == except.dir.file_name() {
+            continue;
+        }
+        let Some(workspace) = bound_workspace(&ns) else {
+            continue;
+        };
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let Ok(conn) = rusqlite::Connection::open_with_flags(ns.join("state.db"), flags) else {
+            continue;
+        };
+        let count: rusqlite::Result<i64> = conn.query_row(
+            "SELECT count(*) FROM approvals WHERE status = 'PENDING' AND expires_at > ?1",
+            [now.as_millis()],
+            |r| r.get(0),
+        );
+        if let Ok(n @ 1..) = count {
+            found.push((workspace, n.unsigned_abs()));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The workspace a namespace directory is bound to, from its binding file.
+fn bound_workspace(dir: &Path) -> Option<PathBuf> {
+    let bytes = fs::read(dir.join(BINDING_FILE)).ok()?;
+    let binding: Binding = serde_json::from_slice(&bytes).ok()?;
+    let raw = hex::decode(binding.workspace_hex).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        Some(PathBuf::from(OsString::from_vec(raw)))
+    }
+    #[cfg(not(unix))]
+    {
+        String::from_utf8(raw).ok().map(PathBuf::from)
+    }
+}
+
 /// True when `candidate` is `base` or below it. `Path::starts_with` compares whole
 /// components, so `/ws-evil` is not inside `/ws`.
 fn is_inside(candidate: &Path, base: &Path) -> bool {

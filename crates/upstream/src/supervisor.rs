@@ -397,7 +397,11 @@ impl Upstream {
     }
 
     async fn handshake(&self, conn: &Arc<Connection>) -> Result<Catalog, Handshake> {
-        let timeout = self.opts.handshake_timeout;
+        // A server's own start-up timeout (Codex `startup_timeout_sec`) wins over the default.
+        let timeout = self
+            .config
+            .startup_timeout
+            .unwrap_or(self.opts.handshake_timeout);
         let probe = self.lock().probe_modern;
         let modern = match (self.config.protocol, probe) {
             (Protocol::Legacy, _) | (Protocol::Auto, false) => None,
@@ -453,10 +457,25 @@ impl Upstream {
         handshake::load_lists(conn, &mut catalog, &all, timeout)
             .await
             .map_err(|e| Handshake::Failed(format!("loading the catalog failed: {e}")))?;
+        self.filter_tools(&mut catalog);
         if catalog.era == Some(Era::Modern) {
             listen_for_changes(conn, &catalog);
         }
         Ok(catalog)
+    }
+
+    /// Drops the tools the config turns off (`enabled_tools` / `disabled_tools`): they are neither listed nor
+    /// routable, so a call to one is refused as unknown. A tool without a string name is kept for the gateway to
+    /// judge.
+    fn filter_tools(&self, catalog: &mut Catalog) {
+        let filter = &self.config.tools;
+        if !filter.is_empty() {
+            catalog.tools.retain(|t| {
+                t.get("name")
+                    .and_then(Value::as_str)
+                    .is_none_or(|name| filter.allows(name))
+            });
+        }
     }
 
     async fn refresh(&self, conn: &Connection, kind: Refresh) {
@@ -464,6 +483,7 @@ impl Upstream {
         match handshake::load_lists(conn, &mut catalog, &[kind], self.opts.handshake_timeout).await
         {
             Ok(()) => {
+                self.filter_tools(&mut catalog);
                 self.lock().catalog = Arc::new(catalog);
                 let _ = self
                     .sinks

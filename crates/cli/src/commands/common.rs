@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ConfigArgs {
-    /// Config file: TOML, or JSON in the mcpServers shape of Claude Desktop, Claude Code and Cursor.
-    /// Without it toolgate serves only its own tools.
+    /// Config file: TOML, or JSON as Claude Desktop, Claude Code, Cursor, VS Code and Codex write it.
+    /// Default: $XDG_CONFIG_HOME/toolgate/config.toml or .json (~/.config/…), then ./toolgate.toml or .json;
+    /// every command finds the same file `serve` does.
     #[arg(long, short, global = true)]
     pub config: Option<PathBuf>,
     /// The workspace toolgate guards (overrides "workspace" in the config).
@@ -18,11 +19,22 @@ pub struct ConfigArgs {
 }
 
 impl ConfigArgs {
+    /// The config for a command that reads or decides state and starts nothing.
     pub fn load(&self) -> anyhow::Result<config::Config> {
+        self.load_for(crate::runtime::ConfigUse::Read)
+    }
+
+    /// The config for a command that serves or starts upstreams (`serve`, `wrap`, `doctor`).
+    pub fn load_to_start(&self) -> anyhow::Result<config::Config> {
+        self.load_for(crate::runtime::ConfigUse::Start)
+    }
+
+    fn load_for(&self, used: crate::runtime::ConfigUse) -> anyhow::Result<config::Config> {
         crate::runtime::load_config(
             self.config.as_deref(),
             self.workspace.clone(),
             self.profile.clone(),
+            used,
         )
     }
 }

@@ -1,6 +1,8 @@
 //! `toolgate doctor`: explains the effective configuration (each value and where it came from), the policy, the
 //! state directory, which containment layers this machine offers, and starts every upstream once to show
 //! whether it works — its protocol era, catalog size, last error, and any tool that is quarantined or flagged.
+//! For each server entry it says which of the client's settings toolgate honours and which it only accepts, and
+//! which servers it does not start and why. Progress while it waits for slow servers goes to stderr.
 
 use super::common::ConfigArgs;
 use std::fmt::Display;
@@ -12,6 +14,9 @@ use std::sync::Arc;
 pub struct Args {
     #[command(flatten)]
     config: ConfigArgs,
+    /// Explain the configuration only: start no upstream.
+    #[arg(long)]
+    no_start: bool,
 }
 
 fn row(name: &str, value: impl Display, from: &config::Provenance) {
@@ -19,9 +24,14 @@ fn row(name: &str, value: impl Display, from: &config::Provenance) {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+    let config = if args.no_start {
+        args.config.load()?
+    } else {
+        args.config.load_to_start()?
+    };
     println!("toolgate {} doctor", env!("CARGO_PKG_VERSION"));
     settings(&config);
+    server_entries(&config);
     let guard = Arc::new(crate::runtime::load_guard(&config)?);
     match (guard.profile(), config.policy.is_empty()) {
         (Some(p), _) => println!("policy: loaded, profile {p:?}"),
@@ -45,16 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             hook.from
         );
     }
-    let state = crate::runtime::serve_state(&config)?;
-    match &state {
-        Some(s) => println!(
-            "state: {} (approvals, pins, audit, reporting)",
-            s.namespace().dir().display()
-        ),
-        None => println!(
-            "state: none — approvals are off and every `ask` is refused (see the warning above)"
-        ),
-    }
+    let (state, state_ok) = state_line(&config);
     let audit_ok = state.as_ref().is_none_or(|s| audit_health(s));
     let builtin = crate::runtime::builtin_tools(&config)?;
     match &builtin {
@@ -70,13 +71,115 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for entry in sandbox::probe().entries {
         println!("  {:<16} {:?}", format!("{:?}", entry.layer), entry.state);
     }
+    if args.no_start {
+        println!("upstreams: not started (--no-start)");
+        return Ok(exit(state_ok && audit_ok));
+    }
     let rt = crate::runtime::tokio()?;
     let healthy = rt.block_on(upstreams(&config, guard, state, builtin)) && audit_ok;
-    Ok(if healthy {
+    Ok(exit(healthy && state_ok))
+}
+
+fn exit(healthy: bool) -> ExitCode {
+    if healthy {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
-    })
+        ExitCode::from(crate::runtime::EXIT_FAILURE)
+    }
+}
+
+/// The state `serve` would open, or why it would refuse to start.
+fn state_line(config: &config::Config) -> (Option<Arc<gateway::State>>, bool) {
+    match crate::runtime::serve_state(config) {
+        Ok(Some(s)) => {
+            println!(
+                "state: {} (approvals, pins, audit, reporting)",
+                s.namespace().dir().display()
+            );
+            (Some(s), true)
+        }
+        Ok(None) => (None, true),
+        Err(e) => {
+            println!(
+                "state: REFUSED — serve would not start: {}",
+                crate::runtime::error_chain(&e)
+            );
+            (None, false)
+        }
+    }
+}
+
+/// Each server entry: how it is started, which of its settings toolgate honours, which it only accepts, and the
+/// servers it does not start. Values of env and headers are never shown, only their names.
+fn server_entries(config: &config::Config) {
+    if config.servers.is_empty() && config.disabled.is_empty() {
+        return;
+    }
+    println!("servers in the config:");
+    for s in &config.servers {
+        let how = match &s.transport {
+            config::Transport::Stdio { command, args, .. } => {
+                let argv = std::iter::once(command).chain(args).cloned();
+                format!(
+                    "stdio  {}",
+                    audit::redact(&argv.collect::<Vec<_>>().join(" "))
+                )
+            }
+            config::Transport::Http { url, sse, .. } => {
+                format!(
+                    "{}  {}",
+                    if *sse { "sse" } else { "http" },
+                    audit::redact(url)
+                )
+            }
+        };
+        println!("  {:<16} {how}", s.name);
+        let honoured = honoured(s);
+        if !honoured.is_empty() {
+            println!("      honoured: {}", honoured.join("; "));
+        }
+        for note in &s.notes {
+            println!("      not honoured: {note}");
+        }
+    }
+    for d in &config.disabled {
+        println!("  {:<16} not started: {}", d.name, d.reason);
+    }
+}
+
+fn honoured(s: &config::ServerConfig) -> Vec<String> {
+    let secs = |d: std::time::Duration| format!("{} s", d.as_secs_f64());
+    let mut out = Vec::new();
+    if let Some(t) = s.startup_timeout {
+        out.push(format!("start-up timeout {}", secs(t)));
+    }
+    if let Some(t) = s.request_timeout {
+        out.push(format!("call timeout {}", secs(t)));
+    }
+    if let Some(only) = &s.tools.enabled {
+        out.push(format!("only tools {}", only.join(", ")));
+    }
+    if !s.tools.disabled.is_empty() {
+        out.push(format!("never tools {}", s.tools.disabled.join(", ")));
+    }
+    match &s.transport {
+        config::Transport::Stdio { env, cwd, .. } => {
+            if !env.is_empty() {
+                let names: Vec<&str> = env.keys().map(String::as_str).collect();
+                out.push(format!("env {}", names.join(", ")));
+            }
+            if let Some(cwd) = cwd {
+                out.push(format!("cwd {}", cwd.display()));
+            }
+        }
+        config::Transport::Http { headers, .. } => {
+            if !headers.is_empty() {
+                let names: Vec<&str> = headers.keys().map(String::as_str).collect();
+                out.push(format!("headers {}", names.join(", ")));
+            }
+        }
+    }
+    out
 }
 
 /// The audit line: the whole log verified against its witness, and whether records can be written now (calls are
@@ -173,6 +276,48 @@ fn settings(config: &config::Config) {
     );
 }
 
+/// Waits for the upstreams' first start, saying on stderr which ones it is still waiting for, so a slow `npx`
+/// download does not look like a hang.
+async fn with_progress(gw: &Arc<gateway::Gateway>, config: &config::Config) {
+    if config.servers.is_empty() {
+        return gw.ready().await;
+    }
+    let longest = config
+        .servers
+        .iter()
+        .map(|s| {
+            s.startup_timeout
+                .unwrap_or(config.limits.startup_timeout.value)
+        })
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "doctor: starting {} upstream(s), waiting up to {} s…",
+        config.servers.len(),
+        longest.as_secs_f64()
+    );
+    let ready = gw.ready();
+    tokio::pin!(ready);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(2));
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            r = &mut ready => return r,
+            _ = tick.tick() => {
+                let waiting: Vec<String> = gw
+                    .statuses()
+                    .into_iter()
+                    .filter(|s| matches!(s.state, upstream::State::Starting | upstream::State::Backoff))
+                    .map(|s| s.server)
+                    .collect();
+                if !waiting.is_empty() {
+                    eprintln!("doctor: still waiting for {}", waiting.join(", "));
+                }
+            }
+        }
+    }
+}
+
 /// Starts every upstream once, reports each, and says whether all stdio upstreams came up.
 async fn upstreams(
     config: &config::Config,
@@ -182,7 +327,7 @@ async fn upstreams(
 ) -> bool {
     let opts = gateway::Options::from_config(config, false);
     let gw = gateway::Gateway::start_with(config, opts, guard, state, builtin);
-    gw.ready().await;
+    with_progress(&gw, config).await;
     let statuses = gw.statuses();
     let pins = gw.pins();
     let held = gw.aggregate().held.clone();

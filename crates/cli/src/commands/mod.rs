@@ -3,6 +3,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod common;
+pub mod completions;
 pub mod demo;
 pub mod doctor;
 pub mod escape;

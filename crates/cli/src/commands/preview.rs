@@ -31,11 +31,19 @@ struct Row {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+    // It starts the upstreams to list their tools.
+    let config = args.config.load_to_start()?;
     let guard = Arc::new(crate::runtime::load_guard(&config)?);
     let profile = guard.profile().map(str::to_owned);
-    // The state `serve` would run with: toolgate's own approval tools are listed only when it exists.
-    let state = crate::runtime::serve_state(&config)?;
+    // The state `serve` would run with: toolgate's own approval tools are listed only when it exists. Without it
+    // `serve` would refuse to start; the preview still shows the surface and says so.
+    let state = crate::runtime::serve_state(&config).unwrap_or_else(|e| {
+        tracing::warn!(
+            "serve would refuse to start here: {}",
+            crate::runtime::error_chain(&e)
+        );
+        None
+    });
     let rt = crate::runtime::tokio()?;
     let rows = rt.block_on(async {
         let gw = gateway::Gateway::start(

@@ -92,13 +92,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         report.render(format).context("cannot render the report")?
     );
     if report.rows.is_empty() && matches!(args.format, Format::Table) {
+        // Say where this looked: the workspace `serve` reports for may be another one.
         eprintln!(
-            "no reporting events{}",
+            "no reporting events{} for {}",
             if since.is_some() {
                 " in that period"
             } else {
                 ""
-            }
+            },
+            crate::runtime::where_state_is(&state)
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -11,5 +11,5 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    crate::runtime::serve(args.config.load()?, false)
+    crate::runtime::serve(args.config.load_to_start()?, false)
 }

@@ -13,9 +13,10 @@ pub struct Args {
     /// Config (policy, profiles, limits). It must not list servers: the server is the command after --.
     #[command(flatten)]
     config: ConfigArgs,
-    /// Name for the wrapped server in rules, logs and status (default: the command's file name).
-    #[arg(long)]
-    server: Option<String>,
+    /// Name for the wrapped server in rules, logs and status. Default: the package a launcher runs
+    /// (`npx -y @modelcontextprotocol/server-filesystem` → server-filesystem), else the command's file name.
+    #[arg(long, alias = "server")]
+    name: Option<String>,
     /// Pass an environment variable to the server: NAME (from toolgate's environment) or NAME=VALUE. Repeatable.
     /// Nothing else from toolgate's environment reaches it beyond a short allowlist (PATH, HOME, LANG, …).
     #[arg(long = "env", short = 'e', value_name = "NAME[=VALUE]")]
@@ -30,7 +31,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .command
         .split_first()
         .context("wrap needs a command after --")?;
-    let name = args.server.clone().unwrap_or_else(|| default_name(program));
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| default_name(program, rest));
     let mut env = serde_json::Map::new();
     for item in &args.env {
         let (k, v) = match item.split_once('=') {
@@ -43,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         env.insert(k, v.into());
     }
-    let mut config = args.config.load()?;
+    let mut config = args.config.load_to_start()?;
     if !config.servers.is_empty() {
         bail!("the config given to wrap lists servers; wrap serves only the command after --");
     }
@@ -66,12 +70,57 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     crate::runtime::serve(config, true)
 }
 
-/// The command's file name, reduced to a valid server name (`mcp-server-git`, `node`).
-fn default_name(program: &str) -> String {
-    let base = Path::new(program)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("server");
+/// Package runners: the server is the package they run, not the runner.
+const LAUNCHERS: &[&str] = &[
+    "npx", "bunx", "pnpx", "uvx", "pipx", "pnpm", "yarn", "bun", "uv", "deno",
+];
+/// Words between a launcher and its package (`pnpm dlx`, `pipx run`, `uv tool run`).
+const LAUNCHER_VERBS: &[&str] = &["dlx", "exec", "run", "x", "tool"];
+/// Launcher options whose value is the next word (`uvx --python 3.12 pkg`).
+const OPTIONS_WITH_VALUE: &[&str] = &[
+    "--from",
+    "--with",
+    "--python",
+    "-p",
+    "--package",
+    "--registry",
+];
+
+/// The package a launcher runs, else the command's file name, reduced to a valid server name
+/// (`@modelcontextprotocol/server-filesystem@1.2` → `server-filesystem`, `mcp-server-git`, `node`).
+fn default_name(program: &str, args: &[String]) -> String {
+    let file_name = |p: &str| {
+        Path::new(p)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_owned)
+    };
+    let launcher = file_name(program).filter(|b| LAUNCHERS.contains(&b.as_str()));
+    // Options (and the values of those that take one) come before the package (`npx -y pkg`); the first
+    // other word that is not a verb is what runs.
+    let package = launcher.and_then(|_| {
+        let mut words = args.iter().map(String::as_str);
+        while let Some(a) = words.next() {
+            if OPTIONS_WITH_VALUE.contains(&a) {
+                words.next();
+            } else if !a.starts_with('-') && !LAUNCHER_VERBS.contains(&a) {
+                return Some(a.trim_start_matches("npm:").trim_start_matches("jsr:"));
+            }
+        }
+        None
+    });
+    let base = match package {
+        Some(pkg) => {
+            let unscoped = match pkg.strip_prefix('@') {
+                Some(scoped) => scoped.split_once('/').map_or(scoped, |(_, name)| name),
+                None => pkg,
+            };
+            // `name@version` (npm) and `name==version` (Python).
+            let bare = unscoped.split(['@', '=']).next().unwrap_or(unscoped);
+            file_name(bare).unwrap_or_else(|| "server".to_owned())
+        }
+        None => file_name(program).unwrap_or_else(|| "server".to_owned()),
+    };
     let cleaned: String = base
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
@@ -87,5 +136,48 @@ fn default_name(program: &str) -> String {
         "server".to_owned()
     } else {
         trimmed.chars().take(48).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_name;
+
+    fn name(argv: &[&str]) -> String {
+        let args: Vec<String> = argv[1..].iter().map(|a| (*a).to_owned()).collect();
+        default_name(argv[0], &args)
+    }
+
+    #[test]
+    fn wrapped_server_is_named_after_its_package_not_its_launcher() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &[
+                    "npx",
+                    "-y",
+                    "@modelcontextprotocol/server-filesystem",
+                    "/tmp",
+                ],
+                "server-filesystem",
+            ),
+            (&["/usr/bin/npx", "-y", "@playwright/mcp@latest"], "mcp"),
+            (
+                &["uvx", "mcp-server-git", "--repository", "."],
+                "mcp-server-git",
+            ),
+            (
+                &["uvx", "--python", "3.12", "mcp-server-fetch==1.0"],
+                "mcp-server-fetch",
+            ),
+            (&["pnpm", "dlx", "some-server"], "some-server"),
+            (&["pipx", "run", "weather-mcp"], "weather-mcp"),
+            (&["/opt/bin/mcp-server-git"], "mcp-server-git"),
+            (&["node", "build/index.js"], "node"),
+            (&["npx", "toolgate"], "server"),
+            (&["npx"], "npx"),
+        ];
+        for (argv, want) in cases {
+            assert_eq!(name(argv), *want, "{argv:?}");
+        }
     }
 }

@@ -9,6 +9,7 @@ mod admin;
 mod approvals;
 mod approvals_attacks;
 mod audit_health;
+mod client_configs;
 mod clients;
 mod config_errors;
 mod demo;

@@ -48,20 +48,24 @@ async fn denied_call_is_explained_and_never_reaches_the_upstream() {
     );
 }
 
-#[tokio::test]
-async fn ask_without_an_approval_channel_fails_closed() {
+/// Without a usable state directory there is no approval channel; toolgate refuses to start rather than serve
+/// with every `ask` quietly refused.
+#[test]
+fn unusable_state_stops_startup_instead_of_dropping_the_approval_channel() {
     let setup = Setup::fixture(&[], json!({"permissions": {"default": "ask"}}));
-    // A state directory that cannot be used (it must be absolute) leaves toolgate without an approval channel.
-    let client = setup.serve_with(
-        std::collections::HashMap::new(),
-        &[("TOOLGATE_STATE_DIR", "relative/state")],
-    );
-    client.initialize("2025-11-25", json!({})).await.unwrap();
-    let result = call(&client, "fx__echo", json!({"text": "x"}))
-        .await
+    let out = std::process::Command::new(crate::support::toolgate())
+        .args(["serve", "--config", setup.config.to_str().unwrap()])
+        .env("TOOLGATE_STATE_DIR", "relative/state")
+        .stdin(std::process::Stdio::null())
+        .output()
         .unwrap();
-    assert_eq!(refusal(&result).0, "APPROVAL_CHANNEL_MISSING");
-    assert_eq!(refusal(&result).1, "DEFAULT_ASK");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--workspace") && err.contains("absolute"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[tokio::test]

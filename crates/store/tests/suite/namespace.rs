@@ -181,3 +181,35 @@ fn state_root_below_symlinked_workspace_is_refused_before_creation() {
         "nothing created in the workspace"
     );
 }
+
+/// An admin command that looked in the wrong workspace must be able to name the one holding the requests.
+#[test]
+fn pending_elsewhere_names_other_workspaces_with_pending_requests() {
+    let env = Env::new();
+    let other_ws = env.workspace.with_file_name("served-ws");
+    fs::create_dir(&other_ws).unwrap();
+    let ns_other = Namespace::open(&env.state_root, &other_ws).unwrap();
+    let mut other = Store::open(&ns_other).unwrap();
+    for _ in 0..2 {
+        other
+            .create_request("t", &snapshot(), T0, T0.plus_millis(MINUTE))
+            .unwrap();
+    }
+    let decided = other
+        .create_request("t", &snapshot(), T0, T0.plus_millis(MINUTE))
+        .unwrap();
+    other.reject(&decided.id, "m", T0).unwrap();
+    let here = env.namespace();
+    let found = store::pending_elsewhere(here.state_root(), &here, T0).unwrap();
+    assert_eq!(found, vec![(ns_other.workspace().to_path_buf(), 2)]);
+    // Expired requests are not pending; the namespace itself is never listed.
+    let later = T0.plus_millis(2 * MINUTE);
+    assert!(store::pending_elsewhere(here.state_root(), &here, later)
+        .unwrap()
+        .is_empty());
+    assert!(
+        store::pending_elsewhere(ns_other.state_root(), &ns_other, T0)
+            .unwrap()
+            .is_empty()
+    );
+}

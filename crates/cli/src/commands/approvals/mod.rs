@@ -142,6 +142,12 @@ fn list(state: &gateway::State, status: Option<Status>) -> anyhow::Result<ExitCo
             Some(s) => println!("no {s} approval requests"),
             None => println!("no approval requests"),
         }
+        // Say where this looked, and where requests are waiting: the served workspace may be another one.
+        eprintln!("looked in {}", crate::runtime::where_state_is(state));
+        for (workspace, n) in crate::runtime::pending_elsewhere(state) {
+            let w = workspace.display();
+            eprintln!("  {n} pending for workspace {w} (see them with --workspace {w})");
+        }
     } else {
         print!("{}", render::list(&all, Timestamp::now()));
     }

@@ -1,0 +1,444 @@
+//! One server entry, as any client writes it: Claude Desktop and Claude Code (`mcpServers`), Cursor (`envFile`,
+//! `${env:…}`), VS Code (`servers`, `inputs`, `${workspaceFolder}`) and Codex (`[mcp_servers.NAME]` with its
+//! timeouts, tool lists and HTTP header variables).
+//!
+//! Each documented key is honoured where toolgate can (timeouts, enabled, tool filters, env files) and otherwise
+//! accepted and kept as a note for `doctor`, so a file that loads in its client loads here. A key no client
+//! documents is refused when it looks like a misspelling of one, and reported otherwise. This module does not
+//! start anything.
+
+use crate::envfile;
+use crate::error::{ConfigError, Result};
+use crate::expand::expand;
+use crate::keys::{near_miss, CLIENT_ONLY, READ};
+use crate::load::{check_range, section, Validator};
+use crate::model::{
+    DisabledServer, Protocol, ServerConfig, ServerKind, ToolFilter, Transport, FIXTURE_SUBCOMMAND,
+};
+use crate::raw::RawServer;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+impl Validator<'_> {
+    pub(crate) fn servers(&mut self, key: &str, value: Value) -> Result<()> {
+        let Value::Object(entries) = value else {
+            return Err(ConfigError::invalid(
+                key,
+                "must be an object of server name to server entry",
+            ));
+        };
+        for (name, entry) in entries {
+            let at = format!("{key}.{name}");
+            check_server_name(&at, &name)?;
+            if name.eq_ignore_ascii_case("toolgate") {
+                return Err(ConfigError::invalid(
+                    at,
+                    "\"toolgate\" is reserved for toolgate's own tools in rules",
+                ));
+            }
+            let raw: RawServer = section(entry, &at)?;
+            if raw.disabled || raw.enabled == Some(false) {
+                let key = if raw.disabled {
+                    "\"disabled\": true"
+                } else {
+                    "enabled = false"
+                };
+                self.not_started(&at, name, format!("disabled in the config ({key})"));
+                continue;
+            }
+            match self.server(&at, name.clone(), raw) {
+                Ok(server) => self.config.servers.push(server),
+                // Only the client could answer this reference: the server is left out, loudly, never started
+                // with a guessed value.
+                Err(e @ ConfigError::Unresolvable { .. }) => {
+                    self.not_started(&at, name, e.to_string())
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn not_started(&mut self, at: &str, name: String, reason: String) {
+        self.config
+            .warnings
+            .push(format!("{at} is not started: {reason}"));
+        self.config.disabled.push(DisabledServer { name, reason });
+    }
+
+    fn server(&mut self, at: &str, name: String, raw: RawServer) -> Result<ServerConfig> {
+        let protocol = match raw.protocol.as_deref() {
+            None | Some("auto") => Protocol::Auto,
+            Some("legacy") => Protocol::Legacy,
+            Some("modern") => Protocol::Modern,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    format!("{at}.protocol"),
+                    format!("{other:?} is not one of \"auto\", \"legacy\", \"modern\""),
+                ))
+            }
+        };
+        let mut notes = self.client_only_keys(at, &raw.other)?;
+        let transport = self.transport(at, &raw, &mut notes)?;
+        let kind = match raw.kind_of_server.as_deref() {
+            None => recognise_kind(&transport),
+            Some("filesystem") => ServerKind::Filesystem,
+            Some("git") => ServerKind::Git,
+            Some("fetch") => ServerKind::Fetch,
+            Some("generic") => ServerKind::Generic,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    format!("{at}.kind"),
+                    format!(
+                        "{other:?} is not one of \"filesystem\", \"git\", \"fetch\", \"generic\""
+                    ),
+                ))
+            }
+        };
+        let request_timeout = match (raw.request_timeout_seconds, raw.tool_timeout_sec) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::invalid(
+                    at,
+                    "give either requestTimeoutSeconds or tool_timeout_sec, not both",
+                ))
+            }
+            (Some(v), None) => Some(seconds(
+                &format!("{at}.requestTimeoutSeconds"),
+                v as f64,
+                86_400,
+            )?),
+            (None, Some(v)) => Some(seconds(&format!("{at}.tool_timeout_sec"), v, 86_400)?),
+            (None, None) => None,
+        };
+        let startup_timeout = match (raw.startup_timeout_sec, raw.startup_timeout_ms) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::invalid(
+                    at,
+                    "give either startup_timeout_sec or startup_timeout_ms, not both",
+                ))
+            }
+            (Some(v), None) => Some(seconds(&format!("{at}.startup_timeout_sec"), v, 3_600)?),
+            (None, Some(ms)) => Some(seconds(
+                &format!("{at}.startup_timeout_ms"),
+                ms as f64 / 1000.0,
+                3_600,
+            )?),
+            (None, None) => None,
+        };
+        let tools = ToolFilter {
+            enabled: raw.enabled_tools.clone(),
+            disabled: raw.disabled_tools.clone(),
+        };
+        let listed = tools.enabled.iter().flatten().chain(&tools.disabled);
+        if listed.into_iter().any(|t| t.trim().is_empty()) {
+            return Err(ConfigError::invalid(
+                at,
+                "enabled_tools and disabled_tools take tool names, not empty strings",
+            ));
+        }
+        Ok(ServerConfig {
+            name,
+            transport,
+            protocol,
+            kind,
+            request_timeout,
+            startup_timeout,
+            tools,
+            notes,
+        })
+    }
+
+    fn transport(&self, at: &str, raw: &RawServer, notes: &mut Vec<String>) -> Result<Transport> {
+        let vars = self.vars();
+        let kind = raw.kind.as_deref();
+        match (kind, &raw.command, &raw.url) {
+            (None | Some("stdio"), Some(command), None) => {
+                let http_only = [
+                    (!raw.headers.is_empty(), "headers"),
+                    (!raw.env_http_headers.is_empty(), "env_http_headers"),
+                    (raw.bearer_token_env_var.is_some(), "bearer_token_env_var"),
+                ];
+                if let Some((_, key)) = http_only.iter().find(|(given, _)| *given) {
+                    return Err(ConfigError::invalid(
+                        format!("{at}.{key}"),
+                        "only HTTP servers take this",
+                    ));
+                }
+                let args = raw
+                    .args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| expand(a, &format!("{at}.args[{i}]"), &vars))
+                    .collect::<Result<Vec<_>>>()?;
+                let env = self.stdio_env(at, raw, notes)?;
+                let command = expand(command, &format!("{at}.command"), &vars)?;
+                if command.trim().is_empty() {
+                    return Err(ConfigError::invalid(
+                        format!("{at}.command"),
+                        "must not be empty",
+                    ));
+                }
+                self.refuse_self(at, &command, &args)?;
+                let cwd = raw
+                    .cwd
+                    .as_deref()
+                    .map(|c| expand(c, &format!("{at}.cwd"), &vars))
+                    .transpose()?;
+                Ok(Transport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd: cwd.map(PathBuf::from),
+                })
+            }
+            (
+                None
+                | Some("http")
+                | Some("streamable-http")
+                | Some("streamableHttp")
+                | Some("sse"),
+                None,
+                Some(url),
+            ) => {
+                let given = [
+                    (!raw.args.is_empty(), "args"),
+                    (!raw.env.is_empty(), "env"),
+                    (raw.cwd.is_some(), "cwd"),
+                    (!raw.env_vars.is_empty(), "env_vars"),
+                    (raw.env_file.is_some(), "envFile"),
+                ];
+                if let Some((_, key)) = given.iter().find(|(given, _)| *given) {
+                    return Err(ConfigError::invalid(
+                        format!("{at}.{key}"),
+                        "an HTTP server takes url and headers, not args/env/cwd",
+                    ));
+                }
+                let url = expand(url, &format!("{at}.url"), &vars)?;
+                check_url(&format!("{at}.url"), &url)?;
+                let mut headers: BTreeMap<String, String> = raw
+                    .headers
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), expand(v, &format!("{at}.headers.{k}"), &vars)?)))
+                    .collect::<Result<_>>()?;
+                // Codex leaves a header out when its variable is unset; so does toolgate, and says so.
+                for (header, var) in &raw.env_http_headers {
+                    match (self.env)(var) {
+                        Some(v) => {
+                            headers.insert(header.clone(), v);
+                        }
+                        None => notes.push(format!(
+                            "env_http_headers.{header}: {var} is not set in toolgate's environment; header left out"
+                        )),
+                    }
+                }
+                if let Some(var) = &raw.bearer_token_env_var {
+                    match (self.env)(var) {
+                        Some(v) => {
+                            headers.insert("Authorization".to_owned(), format!("Bearer {v}"));
+                        }
+                        None => notes.push(format!(
+                            "bearer_token_env_var: {var} is not set in toolgate's environment; no token sent"
+                        )),
+                    }
+                }
+                let sse = kind == Some("sse");
+                notes.push(if sse {
+                    "HTTP+SSE upstream (deprecated transport): accepted, not connected by this version".to_owned()
+                } else {
+                    "HTTP upstream: accepted and validated, not connected by this version".to_owned()
+                });
+                Ok(Transport::Http { url, headers, sse })
+            }
+            (
+                Some(kind @ ("stdio" | "http" | "streamable-http" | "streamableHttp" | "sse")),
+                _,
+                _,
+            ) => {
+                let need = if kind == "stdio" {
+                    "command (and no url)"
+                } else {
+                    "url (and no command)"
+                };
+                Err(ConfigError::invalid(
+                    at,
+                    format!("a {kind:?} server needs {need}"),
+                ))
+            }
+            (Some(kind), _, _) => Err(ConfigError::invalid(
+                format!("{at}.type"),
+                format!("{kind:?} is not one of \"stdio\", \"http\", \"sse\""),
+            )),
+            (None, Some(_), Some(_)) => Err(ConfigError::invalid(
+                at,
+                "give either command (stdio) or url (http), not both",
+            )),
+            (None, None, None) => Err(ConfigError::invalid(
+                at,
+                "needs command (stdio) or url (http)",
+            )),
+        }
+    }
+
+    /// The env file first, then `env_vars` passed through, then `env`: the most explicit wins.
+    fn stdio_env(
+        &self,
+        at: &str,
+        raw: &RawServer,
+        notes: &mut Vec<String>,
+    ) -> Result<BTreeMap<String, String>> {
+        let vars = self.vars();
+        let mut env = match &raw.env_file {
+            Some(file) => {
+                let file = expand(file, &format!("{at}.envFile"), &vars)?;
+                envfile::read(&format!("{at}.envFile"), &file, self.origin)?
+            }
+            None => BTreeMap::new(),
+        };
+        for name in &raw.env_vars {
+            match (self.env)(name) {
+                Some(v) => {
+                    env.insert(name.clone(), v);
+                }
+                None => notes.push(format!(
+                    "env_vars: {name} is not set in toolgate's environment; not passed"
+                )),
+            }
+        }
+        for (k, v) in &raw.env {
+            env.insert(k.clone(), expand(v, &format!("{at}.env.{k}"), &vars)?);
+        }
+        Ok(env)
+    }
+
+    /// Other clients' keys become notes; a near miss of a key toolgate reads is refused, so a misspelt
+    /// `disabled_tool` cannot quietly leave a tool on.
+    fn client_only_keys(
+        &mut self,
+        at: &str,
+        other: &BTreeMap<String, Value>,
+    ) -> Result<Vec<String>> {
+        let mut notes = Vec::new();
+        for key in other.keys() {
+            if let Some((_, why)) = CLIENT_ONLY.iter().find(|(k, _)| k == key) {
+                notes.push(format!("{key}: {why}"));
+                continue;
+            }
+            if let Some(near) = READ
+                .iter()
+                .chain(CLIENT_ONLY.iter().map(|(k, _)| k))
+                .find(|k| near_miss(k, key))
+            {
+                return Err(ConfigError::UnknownKey {
+                    key: format!("{at}.{key}"),
+                    hint: format!(" (did you mean {near}?)"),
+                });
+            }
+            notes.push(format!(
+                "{key}: not a key toolgate or a known client reads; ignored"
+            ));
+            self.config.warnings.push(format!(
+                "ignoring {at}.{key}: not a key toolgate or a known client reads"
+            ));
+        }
+        Ok(notes)
+    }
+
+    /// Refuses an upstream that would start toolgate itself: each copy would start the next.
+    fn refuse_self(&self, at: &str, command: &str, args: &[String]) -> Result<()> {
+        if args.first().map(String::as_str) == Some(FIXTURE_SUBCOMMAND) {
+            return Ok(());
+        }
+        let base = Path::new(command)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(command);
+        let same_binary = match (&self.overrides.self_exe, resolve_command(command, self.env)) {
+            (Some(me), Some(it)) => std::fs::canonicalize(it).is_ok_and(|it| &it == me),
+            _ => false,
+        };
+        if base == "toolgate" || same_binary {
+            return Err(ConfigError::invalid(
+                format!("{at}.command"),
+                "this upstream is toolgate itself; refusing to start it (each copy would start the next)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A timeout in (possibly fractional) seconds, within 1 ms..=`max_secs`.
+fn seconds(key: &str, v: f64, max_secs: u64) -> Result<Duration> {
+    if !v.is_finite() || v < 0.001 {
+        return Err(ConfigError::invalid(
+            key,
+            "must be a positive number of seconds",
+        ));
+    }
+    check_range(key, v, 0.001, max_secs as f64)?;
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// Well-known servers are recognised by the package their command runs (`npx -y @modelcontextprotocol/server-filesystem
+/// …`, `uvx mcp-server-git`), never by the names of the tools they list: a hostile server must not borrow a
+/// filesystem rule by naming its tool `read_file`.
+fn recognise_kind(transport: &Transport) -> ServerKind {
+    let Transport::Stdio { command, args, .. } = transport else {
+        return ServerKind::Generic;
+    };
+    let argv: Vec<String> = std::iter::once(command).chain(args).cloned().collect();
+    match policy::ServerKind::from_launch_command(&argv) {
+        Some(policy::ServerKind::Filesystem) => ServerKind::Filesystem,
+        Some(policy::ServerKind::Git) => ServerKind::Git,
+        Some(policy::ServerKind::Fetch) => ServerKind::Fetch,
+        Some(policy::ServerKind::Toolgate) | None => ServerKind::Generic,
+    }
+}
+
+/// Letters and digits, with single `-` or `_` between them: `files`, `my-git`, `jira_cloud`.
+fn check_server_name(at: &str, name: &str) -> Result<()> {
+    let mut prev_sep = true;
+    let mut ok = !name.is_empty() && name.len() <= 48;
+    for c in name.chars() {
+        let sep = c == '-' || c == '_';
+        ok &= c.is_ascii_alphanumeric() || (sep && !prev_sep);
+        prev_sep = sep;
+    }
+    if !ok || prev_sep {
+        return Err(ConfigError::invalid(
+            at,
+            "a server name is 1-48 letters and digits with single '-' or '_' between them",
+        ));
+    }
+    Ok(())
+}
+
+fn check_url(at: &str, url: &str) -> Result<()> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
+    match host {
+        Some(h) if !h.is_empty() && !h.contains(char::is_whitespace) => Ok(()),
+        _ => Err(ConfigError::invalid(
+            at,
+            "must be an http:// or https:// URL with a host",
+        )),
+    }
+}
+
+/// Finds `command` the way `execvp` would, on the `PATH` toolgate sees.
+fn resolve_command(command: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if command.contains('/') {
+        return Some(PathBuf::from(command));
+    }
+    let path = env("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;
