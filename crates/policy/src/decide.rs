@@ -8,7 +8,8 @@
 //!    default applies but is raised to at least ask (`SHELL_OPERATORS`);
 //! 5. ask beats allow: any matching ask rule asks (`ASK_RULE`), regardless of where allow rules stand;
 //! 6. a matching allow rule allows (`ALLOW_RULE`);
-//! 7. otherwise the policy default (`DEFAULT_DENY` / `DEFAULT_ASK` / `DEFAULT_ALLOW`);
+//! 7. otherwise the policy default (`DEFAULT_DENY` / `DEFAULT_ASK` / `DEFAULT_ALLOW`), except that a default allow
+//!    becomes ask (`OPAQUE_COMMAND`) for a command that runs something toolgate cannot see (see `wrapper.rs`);
 //! 8. finally, an allow from step 6 or 7 becomes ask (`ASK_RULE`) when an ask rule matches SOME of the call's paths:
 //!    allow and ask rules need every path to match, and without this cap a path that needs a human could ride
 //!    along with allowed ones.
@@ -25,12 +26,12 @@ use serde::Serialize;
 
 use crate::action::{normalise, Action, Command, ToolCall, UnknownReason};
 use crate::adapter::adapt;
-use crate::glob::{split_path, PathCase};
+use crate::glob::PathCase;
 use crate::load::Policy;
 use crate::operation::{Effect, Operation};
 use crate::path::Canonicalise;
 use crate::profile::Visibility;
-use crate::rule::{Mismatch, Miss, PathMode, Rule};
+use crate::rule::{Mismatch, Miss, PathMode, Prepared, Rule};
 
 /// Stable reason codes carried by every decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -44,6 +45,9 @@ pub enum ReasonCode {
     DefaultAllow,
     UnknownOperation,
     ShellOperators,
+    /// A command runs code or programs toolgate cannot see (an `awk` program, `sh script`, a wrapper option it does
+    /// not know), so the default cannot allow it.
+    OpaqueCommand,
     ToolHidden,
     /// A call hook denied a call the policy let through (the gateway runs hooks; the policy never returns this).
     HookDeny,
@@ -62,6 +66,7 @@ impl ReasonCode {
             ReasonCode::DefaultAllow => "DEFAULT_ALLOW",
             ReasonCode::UnknownOperation => "UNKNOWN_OPERATION",
             ReasonCode::ShellOperators => "SHELL_OPERATORS",
+            ReasonCode::OpaqueCommand => "OPAQUE_COMMAND",
             ReasonCode::ToolHidden => "TOOL_HIDDEN",
             ReasonCode::HookDeny => "HOOK_DENY",
             ReasonCode::HookAsk => "HOOK_ASK",
@@ -207,26 +212,26 @@ impl Policy {
             return make(Effect::Deny, ReasonCode::ToolHidden, None);
         }
         let folded = prepare_paths(action, self.case);
-        let parts: Vec<Vec<&str>> = folded.iter().map(|p| split_path(p)).collect();
+        let prepared = Prepared::new(action, &folded);
         let (mut deny, mut ask, mut ask_partial, mut allow) = (None, None, None, None);
         // `explain` walks every rule so its trace is complete; `decide` walks only the index's candidates.
         let candidates: Vec<&Rule> = match trace {
             Some(_) => self.rules.iter().collect(),
             None => self
                 .index
-                .candidates(action, &parts)
+                .candidates(action, &prepared)
                 .into_iter()
                 .filter_map(|i| self.rules.get(i as usize))
                 .collect(),
         };
         for rule in candidates {
-            let result = rule.check(action, &parts, rule.path_mode());
+            let result = rule.check(action, &prepared, rule.path_mode());
             // An ask rule that covers only some of the call's paths still caps the call at ask, so an allowed path
             // cannot carry a path the policy wants a human to see.
             let partial = rule.effect == Effect::Ask
-                && parts.len() > 1
+                && prepared.paths.len() > 1
                 && matches!(result, Err(Miss::Path(_)))
-                && rule.check(action, &parts, PathMode::Any).is_ok();
+                && rule.check(action, &prepared, PathMode::Any).is_ok();
             if let Some(t) = trace.as_deref_mut() {
                 t.push(RuleTrace {
                     id: rule.id.clone(),
@@ -277,6 +282,10 @@ impl Policy {
         }
         let base = match allow {
             Some(id) => make(Effect::Allow, ReasonCode::AllowRule, Some(id)),
+            // A command that runs something toolgate cannot see is never allowed by default.
+            None if prepared.runs.opaque && self.default == Effect::Allow => {
+                make(Effect::Ask, ReasonCode::OpaqueCommand, None)
+            }
             None => make(self.default, ReasonCode::default_for(self.default), None),
         };
         match ask_partial {

@@ -9,9 +9,10 @@
 
 use std::collections::HashMap;
 
-use crate::action::{Action, Command};
+use crate::action::Action;
 use crate::operation::Operation;
-use crate::rule::Rule;
+use crate::rule::{Prepared, Rule};
+use crate::wrapper::basename;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RuleIndex {
@@ -29,10 +30,6 @@ pub(crate) struct RuleIndex {
 enum PathKey<'a> {
     Anchor(&'a str),
     Suffix(&'a str),
-}
-
-fn basename(s: &str) -> &str {
-    s.rsplit('/').next().unwrap_or(s)
 }
 
 impl RuleIndex {
@@ -92,8 +89,9 @@ impl RuleIndex {
         idx
     }
 
-    /// Rule indices, ascending, that could match `action` (`parts`: its split, folded paths).
-    pub(crate) fn candidates(&self, action: &Action, parts: &[Vec<&str>]) -> Vec<u32> {
+    /// Rule indices, ascending, that could match `action` (prepared once per decision).
+    pub(crate) fn candidates(&self, action: &Action, prepared: &Prepared<'_>) -> Vec<u32> {
+        let parts = &prepared.parts;
         let mut out: Vec<u32> = Vec::new();
         out.extend_from_slice(&self.by_op[action.operation as usize]);
         if action.via_shell {
@@ -139,12 +137,11 @@ impl RuleIndex {
                     }
                 }
             };
-            match &action.command {
-                Some(Command::Argv(argv)) => argv.iter().for_each(|t| look(t)),
-                Some(Command::Shell { segments, .. }) => {
-                    segments.iter().flatten().for_each(|t| look(t))
+            // Every command the call runs, wrappers seen through: deny rules match any of them.
+            for run in &prepared.runs.runs {
+                if let Some(program) = run.argv.first() {
+                    look(program);
                 }
-                None => {}
             }
         }
         out.sort_unstable();

@@ -46,6 +46,7 @@ mod profile;
 mod rule;
 mod shell;
 mod starter;
+mod wrapper;
 
 pub use action::{
     normalise, Action, Command, RawAction, RawCommand, ServerKind, ToolCall, UnknownReason,

@@ -370,9 +370,9 @@ fn check_examples(
             };
             let action = normalise(&raw, ctx, &Lexical);
             let folded = crate::decide::prepare_paths(&action, case);
-            let parts: Vec<Vec<&str>> = folded.iter().map(|p| crate::glob::split_path(p)).collect();
+            let prepared = crate::rule::Prepared::new(&action, &folded);
             let got = rule
-                .check(&action, &parts, rule.path_mode())
+                .check(&action, &prepared, rule.path_mode())
                 .map_err(|m| m.describe(&action));
             if got.is_ok() != want {
                 let message = match got {

@@ -7,14 +7,18 @@
 //! segment of a shell string, allow/ask patterns match structured argv only; a deny rule with `methods` fires when
 //! the call's method is unknown, an allow/ask rule does not.
 
+use std::borrow::Cow;
+
+use globset::Candidate;
 use serde::{Deserialize, Serialize};
 
 use crate::action::{Action, Command, ToolCall};
 use crate::error::{Error, Result};
-use crate::glob::{escape, NameGlob, PathCase, PathGlob};
+use crate::glob::{escape, split_path, NameGlob, PathCase, PathGlob};
 use crate::host::HostPattern;
 use crate::operation::{Effect, Operation};
 use crate::path::Context;
+use crate::wrapper::{basename, expand_argv, expand_segments, Run, Runs};
 
 /// A rule as written in the structured form. Claude Code permission strings are translated into this shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,14 +108,22 @@ pub enum Mismatch {
     Operation,
     Tool,
     NoPaths,
-    Path { path: String },
+    Path {
+        path: String,
+    },
     NoCommand,
     Command,
+    /// A prefix allow pattern matched, but the command runs other programs (or code toolgate cannot read).
+    NestedCommand,
     ShellString,
     NoHost,
-    Host { host: String },
+    Host {
+        host: String,
+    },
     NoMethod,
-    Method { method: String },
+    Method {
+        method: String,
+    },
 }
 
 /// An argv pattern: exact, or a token prefix.
@@ -130,43 +142,36 @@ impl CommandPattern {
         }
     }
 
-    /// Deny-side match: also against the program's basename and after stripping wrapper programs, so `rm`
-    /// catches `/usr/bin/rm` and `sudo env X=1 rm`.
-    fn matches_loosely(&self, argv: &[String]) -> bool {
-        let Some((program, args)) = argv.split_first() else {
+    /// Allow-side match: exact argv, and a prefix pattern only admits a command that runs nothing else, visibly
+    /// (`Bash(find:*)` must not admit `find . -exec rm {} ;`).
+    fn admits(&self, argv: &[String], runs: &Runs) -> bool {
+        self.matches(argv) && (!self.prefix || runs.is_leaf())
+    }
+
+    /// Deny/ask-side match against one command the call runs: also by the program's basename, so `rm` catches
+    /// `/usr/bin/rm`. In an open run (`xargs rm`), arguments supplied at run time could be anything, so missing
+    /// tokens and `{}` placeholders match.
+    fn matches_run(&self, run: &Run) -> bool {
+        let Some((program, args)) = run.argv.split_first() else {
             return false;
         };
-        if self.matches_basename(program, args) {
-            return true;
-        }
-        if !WRAPPERS.contains(&basename(program)) {
+        if !self
+            .tokens
+            .first()
+            .is_some_and(|t| t == program || t == basename(program))
+        {
             return false;
         }
-        // Wrapper options take arguments in wrapper-specific ways (`sudo -u root`, `timeout 5`), so every later
-        // position is tried as the start of the wrapped command. Over-matching only makes a deny stricter.
-        (0..args.len()).any(|k| self.matches_basename(&args[k], &args[k + 1..]))
-    }
-
-    fn matches_basename(&self, program: &str, args: &[String]) -> bool {
-        let base = basename(program);
-        self.tokens
-            .first()
-            .is_some_and(|t| t == program || t == base)
-            && self.tokens.len() <= args.len() + 1
-            && self.tokens[1..].iter().zip(args).all(|(t, a)| t == a)
-            && (self.prefix || self.tokens.len() == args.len() + 1)
+        for (i, t) in self.tokens[1..].iter().enumerate() {
+            match args.get(i) {
+                Some(a) if a == t || (run.open && a.contains("{}")) => {}
+                Some(_) => return false,
+                None => return run.open,
+            }
+        }
+        self.prefix || self.tokens.len() == args.len() + 1
     }
 }
-
-fn basename(program: &str) -> &str {
-    program.rsplit('/').next().unwrap_or(program)
-}
-
-/// Programs that run their arguments as another command; deny rules look through them.
-const WRAPPERS: [&str; 13] = [
-    "sudo", "doas", "env", "nice", "nohup", "time", "timeout", "command", "exec", "xargs",
-    "stdbuf", "ionice", "setsid",
-];
 
 /// How a rule's path patterns must cover the call's paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,6 +191,7 @@ pub(crate) enum Miss {
     Path(usize),
     NoCommand,
     Command,
+    NestedCommand,
     ShellString,
     NoHost,
     Host,
@@ -204,6 +210,7 @@ impl Miss {
             },
             Miss::NoCommand => Mismatch::NoCommand,
             Miss::Command => Mismatch::Command,
+            Miss::NestedCommand => Mismatch::NestedCommand,
             Miss::ShellString => Mismatch::ShellString,
             Miss::NoHost => Mismatch::NoHost,
             Miss::Host => Mismatch::Host {
@@ -217,6 +224,32 @@ impl Miss {
             Miss::Method => Mismatch::Method {
                 method: action.method.clone().unwrap_or_default(),
             },
+        }
+    }
+}
+
+/// What the matchers need from one action, computed once per decision rather than once per rule.
+pub(crate) struct Prepared<'a> {
+    /// The paths split into segments, for the index.
+    pub(crate) parts: Vec<Vec<&'a str>>,
+    /// The paths as glob candidates.
+    pub(crate) paths: Vec<Candidate<'a>>,
+    /// Every command the call runs, seen through wrappers.
+    pub(crate) runs: Runs,
+}
+
+impl<'a> Prepared<'a> {
+    /// `folded`: the action's paths, case-folded when the policy says so (see `decide::prepare_paths`).
+    pub(crate) fn new(action: &Action, folded: &'a [Cow<'a, str>]) -> Prepared<'a> {
+        let runs = match &action.command {
+            Some(Command::Argv(argv)) => expand_argv(argv),
+            Some(Command::Shell { segments, .. }) => expand_segments(segments),
+            None => Runs::default(),
+        };
+        Prepared {
+            parts: folded.iter().map(|p| split_path(p)).collect(),
+            paths: folded.iter().map(|p| Candidate::new(p.as_ref())).collect(),
+            runs,
         }
     }
 }
@@ -380,12 +413,11 @@ impl Rule {
         }
     }
 
-    /// Checks this rule against `action`. `parts` are the action's paths split into segments (case-folded when the
-    /// policy says so), in the same order as `action.paths`.
+    /// Checks this rule against `action`, prepared once per decision.
     pub(crate) fn check(
         &self,
         action: &Action,
-        parts: &[Vec<&str>],
+        prepared: &Prepared<'_>,
         mode: PathMode,
     ) -> Result<(), Miss> {
         if self.ops != 0 {
@@ -400,37 +432,57 @@ impl Rule {
         }
         let strict = self.effect != Effect::Deny;
         if !self.paths.is_empty() {
-            if parts.is_empty() {
+            let paths = &prepared.paths;
+            if paths.is_empty() {
                 return Err(Miss::NoPaths);
             }
-            let hit = |p: &Vec<&str>| self.paths.iter().any(|(_, g)| g.matches_parts(p));
+            let hit = |p: &Candidate<'_>| self.paths.iter().any(|(_, g)| g.matches_candidate(p));
             match mode {
                 PathMode::Every => {
-                    if let Some(miss) = parts.iter().position(|p| !hit(p)) {
+                    if let Some(miss) = paths.iter().position(|p| !hit(p)) {
                         return Err(Miss::Path(miss));
                     }
                 }
                 PathMode::Any => {
-                    if !parts.iter().any(hit) {
+                    if !paths.iter().any(hit) {
                         return Err(Miss::Path(0));
                     }
                 }
             }
         }
         if !self.commands.is_empty() {
-            let ok = match &action.command {
-                None => return Err(Miss::NoCommand),
-                Some(Command::Argv(argv)) if strict => {
-                    self.commands.iter().any(|c| c.matches(argv))
-                }
-                Some(Command::Argv(argv)) => self.commands.iter().any(|c| c.matches_loosely(argv)),
-                Some(Command::Shell { .. }) if strict => return Err(Miss::ShellString),
-                Some(Command::Shell { segments, .. }) => segments
+            let any_run = || {
+                prepared
+                    .runs
+                    .runs
                     .iter()
-                    .any(|seg| self.commands.iter().any(|c| c.matches_loosely(seg))),
+                    .any(|r| self.commands.iter().any(|c| c.matches_run(r)))
             };
-            if !ok {
-                return Err(Miss::Command);
+            match &action.command {
+                None => return Err(Miss::NoCommand),
+                Some(Command::Shell { .. }) if strict => return Err(Miss::ShellString),
+                Some(Command::Shell { .. }) => {
+                    if !any_run() {
+                        return Err(Miss::Command);
+                    }
+                }
+                // Allow admits only what it names; ask and deny are stricter the more they match, so they see
+                // through wrappers like deny always has.
+                Some(Command::Argv(argv)) if self.effect == Effect::Allow => {
+                    if !self.commands.iter().any(|c| c.admits(argv, &prepared.runs)) {
+                        let named = self.commands.iter().any(|c| c.matches(argv));
+                        return Err(if named {
+                            Miss::NestedCommand
+                        } else {
+                            Miss::Command
+                        });
+                    }
+                }
+                Some(Command::Argv(_)) => {
+                    if !any_run() {
+                        return Err(Miss::Command);
+                    }
+                }
             }
         }
         if !self.hosts.is_empty() {
@@ -527,15 +579,16 @@ mod tests {
             prefix: true,
         };
         let argv = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let loosely = |s: &str| expand_argv(&argv(s)).runs.iter().any(|r| p.matches_run(r));
         for hit in [
             "/bin/rm -rf /",
             "sudo rm -rf /",
             "sudo -u root env A=1 /usr/bin/rm -rf x",
             "timeout 5 nice -n 3 rm -rf y",
         ] {
-            assert!(p.matches_loosely(&argv(hit)), "{hit}");
+            assert!(loosely(hit), "{hit}");
             assert!(!p.matches(&argv(hit)) || hit.starts_with("rm"), "{hit}");
         }
-        assert!(!p.matches_loosely(&argv("echo rm -rf")));
+        assert!(!loosely("echo rm -rf"));
     }
 }

@@ -3,6 +3,7 @@
 
 mod cases;
 mod common;
+mod globs;
 mod golden;
 mod hostile;
 mod loading;
@@ -10,3 +11,4 @@ mod precedence;
 mod profiles;
 mod props;
 mod twins;
+mod wrappers;
