@@ -1,11 +1,17 @@
 //! Host names, host patterns and URL splitting for `net.request` matching.
 //!
-//! Hosts are normalised the same way on both sides (rule and call): lower-cased, a trailing dot dropped, and each
-//! non-ASCII label converted to its `xn--` Punycode form (RFC 3492). Unicode normalisation (NFC / UTS #46 mapping) is
-//! NOT applied; a host whose spelling would need it simply fails to match an ASCII rule, which errs towards the
-//! default. IPv4 addresses must be plain dotted decimal: the shorthand forms browsers accept (`0x7f.1`,
-//! `2130706433`) are rejected so that no two spellings of one address can diverge; IPv6 literals are printed in
-//! their canonical compressed form, and IPv4-mapped ones as the IPv4 address. This module does no DNS.
+//! A URL is read the way HTTP clients read it: by the WHATWG URL parser (the `url` crate), which maps host names
+//! with UTS #46 (`idna`: fullwidth letters, `。` and other dots, case), percent-decodes them, resolves IPv4 written
+//! in decimal, octal or hex (`http://0x7f.1/` is `127.0.0.1`) and takes userinfo up to the last `@`. Rule hosts go
+//! through the same host parser, so both sides compare in one canonical form: ASCII, lower case, no trailing dot,
+//! IPv4 dotted decimal, IPv6 compressed in brackets, IPv4-mapped IPv6 as the IPv4 address.
+//!
+//! Where clients are known to disagree with WHATWG, the URL is refused instead of resolved: `\` (a path separator
+//! to WHATWG, userinfo to others), control characters and spaces (which WHATWG silently strips), a missing `//`
+//! or extra slashes after the scheme, and empty labels. A host that fails UTS #46 is refused. This module does no
+//! DNS.
+
+use url::{Host, Url};
 
 /// A parsed `http(s)` URL target: everything a host rule looks at.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -22,56 +28,93 @@ pub(crate) enum UrlError {
     UnsupportedScheme,
 }
 
-/// Splits an absolute `http`/`https` URL. Anything that parsers are known to disagree on is refused.
+/// Splits an absolute `http`/`https` URL as a WHATWG parser would. Anything parsers are known to disagree on is
+/// refused.
 pub(crate) fn parse_url(url: &str) -> Result<NetTarget, UrlError> {
     if url
         .chars()
         .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
     {
-        // Browsers treat `\` as `/` in http URLs while naive parsers do not: refuse rather than guess.
         return Err(UrlError::Malformed("control, space or backslash in URL"));
     }
     let (scheme, rest) = url
         .split_once("://")
         .ok_or(UrlError::Malformed("missing scheme"))?;
-    let scheme = scheme.to_ascii_lowercase();
-    let default_port = match scheme.as_str() {
-        "http" => 80,
-        "https" => 443,
-        _ => return Err(UrlError::UnsupportedScheme),
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..end];
-    // Userinfo ends at the LAST `@`: `http://a@b@evil.com/` goes to evil.com.
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let (host, port) = split_port(hostport)?;
-    let host = normalise_host(host).map_err(UrlError::Malformed)?;
-    let port = match port {
-        None => default_port,
-        Some(p) => p,
-    };
-    Ok(NetTarget { scheme, host, port })
+    if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
+        return Err(UrlError::UnsupportedScheme);
+    }
+    if rest.starts_with('/') {
+        // WHATWG skips any number of slashes after a special scheme; other parsers see an empty authority.
+        return Err(UrlError::Malformed("extra slashes after the scheme"));
+    }
+    let parsed = Url::parse(url).map_err(|_| UrlError::Malformed("not a valid URL"))?;
+    let host = parsed.host().ok_or(UrlError::Malformed("empty host"))?;
+    let host = canonical_host(host).map_err(UrlError::Malformed)?;
+    let port = parsed
+        .port_or_known_default()
+        .ok_or(UrlError::Malformed("no port"))?;
+    Ok(NetTarget {
+        scheme: parsed.scheme().to_owned(),
+        host,
+        port,
+    })
 }
 
-fn split_port(hostport: &str) -> Result<(&str, Option<u16>), UrlError> {
+/// Normalises a host name or IP literal (as written in a rule) with the same host parser URLs go through.
+pub(crate) fn normalise_host(host: &str) -> Result<String, &'static str> {
+    if host.is_empty() {
+        return Err("empty host");
+    }
+    if host
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace() || matches!(c, '\\' | '/' | '@' | '?' | '#'))
+    {
+        return Err("invalid character in host");
+    }
+    let parsed = Host::parse(host).map_err(|_| "not a valid host (UTS #46 / WHATWG)")?;
+    canonical_host(parsed)
+}
+
+/// The one printed form both sides compare.
+fn canonical_host<S: AsRef<str>>(host: Host<S>) -> Result<String, &'static str> {
+    match host {
+        Host::Domain(d) => {
+            let d = d.as_ref();
+            // DNS treats `example.com.` and `example.com` alike; any other empty label is not a host name.
+            let d = d.strip_suffix('.').unwrap_or(d);
+            if d.is_empty() || d.split('.').any(str::is_empty) {
+                return Err("empty label in host");
+            }
+            if d.split('.').any(|l| l.len() > 63) {
+                return Err("over-long label in host");
+            }
+            Ok(d.to_owned())
+        }
+        Host::Ipv4(v4) => Ok(v4.to_string()),
+        // `[::ffff:169.254.169.254]` is the IPv4 address: compare it as one, or a deny on the IPv4 is bypassed.
+        Host::Ipv6(v6) => Ok(match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => format!("[{v6}]"),
+        }),
+    }
+}
+
+fn split_port(hostport: &str) -> Result<(&str, Option<u16>), &'static str> {
     if hostport.starts_with('[') {
-        let close = hostport
-            .find(']')
-            .ok_or(UrlError::Malformed("unclosed IPv6 literal"))?;
+        let close = hostport.find(']').ok_or("unclosed IPv6 literal")?;
         let (host, tail) = hostport.split_at(close + 1);
         return match tail {
-            "" | ":" => Ok((host, None)),
+            "" => Ok((host, None)),
             t => t
                 .strip_prefix(':')
                 .and_then(|p| parse_port(p).ok())
                 .map(|p| (host, Some(p)))
-                .ok_or(UrlError::Malformed("bad port")),
+                .ok_or("bad port"),
         };
     }
     match hostport.rsplit_once(':') {
         None => Ok((hostport, None)),
-        Some((h, "")) => Ok((h, None)),
-        Some((h, p)) => Ok((h, Some(parse_port(p).map_err(UrlError::Malformed)?))),
+        Some((h, p)) => Ok((h, Some(parse_port(p)?))),
     }
 }
 
@@ -80,143 +123,6 @@ fn parse_port(p: &str) -> Result<u16, &'static str> {
         return Err("bad port");
     }
     p.parse::<u16>().map_err(|_| "port out of range")
-}
-
-/// Normalises a host name or IP literal; the error says what was wrong.
-pub(crate) fn normalise_host(host: &str) -> Result<String, &'static str> {
-    if host.is_empty() {
-        return Err("empty host");
-    }
-    if let Some(inner) = host.strip_prefix('[') {
-        let inner = inner.strip_suffix(']').ok_or("unclosed IPv6 literal")?;
-        let addr: std::net::Ipv6Addr = inner.parse().map_err(|_| "bad IPv6 literal")?;
-        // `[::ffff:169.254.169.254]` is the IPv4 address: compare it as one, or a deny on the IPv4 is bypassed.
-        if let Some(v4) = addr.to_ipv4_mapped() {
-            return Ok(v4.to_string());
-        }
-        // std prints the canonical compressed form, so every spelling of one address compares equal.
-        return Ok(format!("[{addr}]"));
-    }
-    if host.contains('%') {
-        return Err("percent-encoded host");
-    }
-    let trimmed = host.strip_suffix('.').unwrap_or(host);
-    let mut labels = Vec::new();
-    for label in trimmed.split('.') {
-        let lower = label.to_lowercase();
-        let ascii = if lower.is_ascii() {
-            lower
-        } else {
-            format!("xn--{}", punycode(&lower)?)
-        };
-        if ascii.is_empty() || ascii.len() > 63 {
-            return Err("empty or over-long label");
-        }
-        if !ascii
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err("invalid character in host");
-        }
-        labels.push(ascii);
-    }
-    let last_numeric = labels
-        .last()
-        .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()) || l.starts_with("0x"));
-    if last_numeric && !is_dotted_quad(&labels) {
-        return Err("non-canonical IPv4 address");
-    }
-    Ok(labels.join("."))
-}
-
-fn is_dotted_quad(labels: &[String]) -> bool {
-    labels.len() == 4
-        && labels.iter().all(|l| {
-            !l.is_empty()
-                && l.len() <= 3
-                && l.bytes().all(|b| b.is_ascii_digit())
-                && (l == "0" || !l.starts_with('0'))
-                && l.parse::<u16>().is_ok_and(|n| n <= 255)
-        })
-}
-
-/// RFC 3492 Punycode encoder (the part after `xn--`).
-fn punycode(input: &str) -> Result<String, &'static str> {
-    const BASE: u32 = 36;
-    const TMIN: u32 = 1;
-    const TMAX: u32 = 26;
-    const SKEW: u32 = 38;
-    const DAMP: u32 = 700;
-    fn adapt(mut delta: u32, numpoints: u32, first: bool) -> u32 {
-        delta /= if first { DAMP } else { 2 };
-        delta += delta / numpoints;
-        let mut k = 0;
-        while delta > ((BASE - TMIN) * TMAX) / 2 {
-            delta /= BASE - TMIN;
-            k += BASE;
-        }
-        k + (BASE - TMIN + 1) * delta / (delta + SKEW)
-    }
-    fn digit(d: u32) -> char {
-        // 0..25 -> a..z, 26..35 -> 0..9
-        char::from_u32(if d < 26 { d + 97 } else { d + 22 }).unwrap_or('?')
-    }
-    let cps: Vec<u32> = input.chars().map(u32::from).collect();
-    let mut out: String = input.chars().filter(char::is_ascii).collect();
-    let basic = out.len() as u32;
-    let mut handled = basic;
-    if basic > 0 {
-        out.push('-');
-    }
-    let (mut n, mut delta, mut bias) = (128u32, 0u32, 72u32);
-    let total = cps.len() as u32;
-    while handled < total {
-        let m = cps
-            .iter()
-            .copied()
-            .filter(|&c| c >= n)
-            .min()
-            .ok_or("punycode")?;
-        delta = delta
-            .checked_add(
-                (m - n)
-                    .checked_mul(handled + 1)
-                    .ok_or("punycode overflow")?,
-            )
-            .ok_or("punycode overflow")?;
-        n = m;
-        for &c in &cps {
-            if c < n {
-                delta = delta.checked_add(1).ok_or("punycode overflow")?;
-            }
-            if c == n {
-                let mut q = delta;
-                let mut k = BASE;
-                loop {
-                    let t = if k <= bias {
-                        TMIN
-                    } else if k >= bias + TMAX {
-                        TMAX
-                    } else {
-                        k - bias
-                    };
-                    if q < t {
-                        break;
-                    }
-                    out.push(digit(t + (q - t) % (BASE - t)));
-                    q = (q - t) / (BASE - t);
-                    k += BASE;
-                }
-                out.push(digit(q));
-                bias = adapt(delta, handled + 1, handled == basic);
-                delta = 0;
-                handled += 1;
-            }
-        }
-        delta += 1;
-        n += 1;
-    }
-    Ok(out)
 }
 
 /// A host rule: exact, or `*.suffix` (strict subdomains only, label-aware), with an optional port.
@@ -240,8 +146,13 @@ impl HostPattern {
             ));
         }
         let (host, port) =
-            split_port(rest).map_err(|_| format!("host pattern `{pattern}`: bad port"))?;
+            split_port(rest).map_err(|e| format!("host pattern `{pattern}`: {e}"))?;
         let host = normalise_host(host).map_err(|e| format!("host pattern `{pattern}`: {e}"))?;
+        if wildcard && (host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok()) {
+            return Err(format!(
+                "host pattern `{pattern}`: `*.` needs a domain name, not an IP address"
+            ));
+        }
         let host = if wildcard { format!(".{host}") } else { host };
         Ok(HostPattern {
             host,
@@ -275,69 +186,5 @@ impl HostPattern {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn t(url: &str) -> NetTarget {
-        parse_url(url).unwrap()
-    }
-
-    #[test]
-    fn urls_split_into_scheme_host_port() {
-        assert_eq!(
-            t("https://API.Example.com./x?y"),
-            NetTarget {
-                scheme: "https".into(),
-                host: "api.example.com".into(),
-                port: 443
-            }
-        );
-        assert_eq!(t("http://u:p@h.com:8080").port, 8080);
-        assert_eq!(t("http://a@b@evil.com/").host, "evil.com");
-        assert_eq!(t("http://[::1]:9/").host, "[::1]");
-        assert_eq!(t("http://[0:0:0:0:0:0:0:1]/").host, "[::1]");
-        assert_eq!(t("http://[::ffff:a9fe:a9fe]/").host, "169.254.169.254");
-        assert!(parse_url("http://[fe80::1%25eth0]/").is_err());
-    }
-
-    #[test]
-    fn ambiguous_urls_are_refused() {
-        for bad in [
-            "http://evil.com\\@good.com/",
-            "ftp://x.com",
-            "http://",
-            "http://2130706433/",
-            "http://0x7f.0.0.1/",
-            "http://a b/",
-            "http://h:99999/",
-            "example.com",
-        ] {
-            assert!(parse_url(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn punycode_matches_rfc_examples() {
-        assert_eq!(normalise_host("bücher.de").unwrap(), "xn--bcher-kva.de");
-        assert_eq!(normalise_host("MÜNCHEN.de").unwrap(), "xn--mnchen-3ya.de");
-    }
-
-    #[test]
-    fn wildcard_is_label_aware() {
-        let p = HostPattern::new("*.example.com").unwrap();
-        assert!(p.matches(&t("https://a.example.com")));
-        assert!(p.matches(&t("https://a.b.example.com")));
-        assert!(!p.matches(&t("https://example.com")));
-        assert!(!p.matches(&t("https://evilexample.com")));
-    }
-
-    #[test]
-    fn ports_are_optional_but_exact_when_given() {
-        let p = HostPattern::new("api.example.com:443").unwrap();
-        assert!(p.matches(&t("https://api.example.com/")));
-        assert!(!p.matches(&t("http://api.example.com/")));
-        assert!(HostPattern::new("api.example.com")
-            .unwrap()
-            .matches(&t("http://api.example.com:8080/")));
-    }
-}
+#[path = "host_tests.rs"]
+mod tests;

@@ -6,6 +6,7 @@ mod common;
 mod globs;
 mod golden;
 mod hostile;
+mod hosts;
 mod loading;
 mod precedence;
 mod profiles;
