@@ -1,11 +1,16 @@
-//! Git classification: the mcp-server-git tool table and a conservative classifier for `git` argv.
+//! Git classification: the mcp-server-git tool table and a classifier that reads a `git` argv as git itself does.
 //!
-//! The argv classifier accepts only global options that cannot run code or move the repository out from under the
-//! path rules (`--no-pager`, `-P`, `-C <dir>`, which becomes a path resource). `-c`, `--config-env`, `--exec-path`,
-//! `--git-dir`, `--work-tree` and any other global flag make the call `unknown`: `-c core.pager=…` or
-//! `-c core.fsmonitor=…` run arbitrary programs even for "read" subcommands. Subcommands not listed are `unknown`
-//! too, and so are options known to write files or run helpers (`--output`, `--ext-diff`, `--open-files-in-pager`,
-//! `--upload-pack`, `--exec`). It does not try to be a git parser; when unsure it answers `unknown`.
+//! Global options are git's exact spellings (git does not abbreviate them): only `--no-pager`, `-P`,
+//! `--no-optional-locks`, the pathspec switches, `--no-replace-objects`, `--no-advice` and one `-C <dir>` (a path
+//! resource) are accepted; `-c`, `--config-env`, `--exec-path`, `--git-dir`, `--work-tree`, `-p` and anything
+//! else make the call `unknown`, because `-c core.pager=…`, `-c alias.x=!…` or a foreign git dir run programs or
+//! leave the path rules behind. A subcommand is `git.read` only when it is in the read-only table AND every option
+//! it is given is in that subcommand's known-safe list, spelled as parse-options reads it (clusters such as `-Osh`
+//! are split letter by letter, `--opt=value` and `--opt value` alike, abbreviations are not on any list and so are
+//! refused). Every operand (revision or path: git tells them apart by looking at the filesystem, toolgate does not)
+//! is returned as a possible path, relative to the `-C` directory: `git diff /outside/file /dev/null` is a read of those
+//! files (git switches to `--no-index` by itself for paths outside the work tree). Writing and remote subcommands
+//! keep their operation, with options known to run programs refused in every spelling.
 
 use serde_json::Value;
 
@@ -13,24 +18,509 @@ use super::{required_str, str_list};
 use crate::action::{RawAction, UnknownReason};
 use crate::operation::Operation;
 
-/// Options that make otherwise read-only subcommands write files or run programs.
-const DANGEROUS_OPTIONS: [&str; 7] = [
-    "--output",
-    "--ext-diff",
-    "--open-files-in-pager",
-    "-O",
+/// What a git argv does and what it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct GitArgv {
+    pub(super) operation: Operation,
+    /// The `-C` directory, relative to the command's working directory when not absolute.
+    pub(super) dir: Option<String>,
+    /// Every operand, as written (relative ones are relative to `dir`): each one may be a path git reads.
+    pub(super) operands: Vec<String>,
+}
+
+/// Global options that change nothing about what runs or where.
+const SAFE_GLOBALS: [&str; 9] = [
+    "--no-pager",
+    "-P",
+    "--no-optional-locks",
+    "--literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+    "--no-replace-objects",
+    "--no-advice",
+];
+
+/// Long options of writing and remote subcommands that run a program or set configuration, refused in any
+/// spelling git accepts (exact, `=value`, or an abbreviation of at least `--x`).
+const RUNS_PROGRAMS: [&str; 9] = [
     "--upload-pack",
     "--receive-pack",
     "--exec",
+    "--config",
+    "--template",
+    "--ext-diff",
+    "--open-files-in-pager",
+    "--output",
+    "--textconv",
 ];
 
-/// Classifies the arguments after `git`: the operation plus the `-C` directory, if any.
-pub(super) fn classify_argv(args: &[String]) -> Result<(Operation, Option<String>), UnknownReason> {
-    let mut dir = None;
+/// Short options of writing and remote subcommands that run a program, by subcommand.
+const RUNS_PROGRAMS_SHORT: [(&str, &str); 4] = [
+    ("clone", "uc"),
+    ("rebase", "x"),
+    ("fetch", ""),
+    ("submodule", ""),
+];
+
+/// A read-only subcommand's known-safe options.
+struct ReadSub {
+    names: &'static [&'static str],
+    /// Short flags without a value (each letter of a cluster).
+    flags: &'static str,
+    /// Short options taking a value, attached (`-n5`) or as the next word (`-n 5`).
+    values: &'static str,
+    /// Short options whose value may only be attached (`-M50%`, `-U3`).
+    attached: &'static str,
+    long_flags: &'static [&'static str],
+    /// Long options taking a value (`--opt=v` or `--opt v`).
+    long_values: &'static [&'static str],
+    /// Long options whose value may only be attached (`--stat=80`).
+    long_optional: &'static [&'static str],
+    /// `-5` means `-n 5`.
+    numeric: bool,
+}
+
+/// Options shared by the commit-walking and diffing subcommands (revision.c and diff.c).
+const LOG_FLAGS: &[&str] = &[
+    "--patch",
+    "--no-patch",
+    "--raw",
+    "--numstat",
+    "--shortstat",
+    "--summary",
+    "--name-only",
+    "--name-status",
+    "--oneline",
+    "--graph",
+    "--no-decorate",
+    "--abbrev-commit",
+    "--no-abbrev-commit",
+    "--all",
+    "--reverse",
+    "--first-parent",
+    "--merges",
+    "--no-merges",
+    "--cached",
+    "--staged",
+    "--no-color",
+    "--ignore-all-space",
+    "--ignore-space-change",
+    "--ignore-blank-lines",
+    "--ignore-space-at-eol",
+    "--no-renames",
+    "--full-index",
+    "--binary",
+    "--exit-code",
+    "--quiet",
+    "--check",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--follow",
+    "--date-order",
+    "--topo-order",
+    "--author-date-order",
+    "--minimal",
+    "--patience",
+    "--histogram",
+    "--pickaxe-all",
+    "--left-right",
+    "--cherry-pick",
+    "--cherry-mark",
+    "--cherry",
+    "--boundary",
+    "--no-prefix",
+    "--full-history",
+    "--simplify-merges",
+    "--ancestry-path",
+    "--count",
+    "--objects",
+    "--no-walk",
+    "--do-walk",
+    "--source",
+    "--use-mailmap",
+    "--log-size",
+    "--show-signature",
+    "--no-notes",
+    "--parents",
+    "--children",
+    "--relative-date",
+    "--compact-summary",
+    "--function-context",
+    "--text",
+    "--no-merges",
+    "--remove-empty",
+    "--dense",
+    "--sparse",
+    "--show-pulls",
+    "--expand-tabs",
+    "--no-expand-tabs",
+    "--regexp-ignore-case",
+    "--extended-regexp",
+    "--fixed-strings",
+    "--perl-regexp",
+    "--invert-grep",
+    "--all-match",
+    "--indent-heuristic",
+    "--no-indent-heuristic",
+    "--irreversible-delete",
+    "--no-rename-empty",
+    "--ita-invisible-in-index",
+    "--ita-visible-in-index",
+    "--merge",
+    "--single-worktree",
+    "--in-commit-order",
+    "--combined-all-paths",
+    "--dd",
+    "--cc",
+    "--tags",
+    "--branches",
+    "--remotes",
+    "--not",
+    "--stdin",
+    "--mailmap",
+    "--no-mailmap",
+    "--no-use-mailmap",
+    "--name-status",
+];
+const LOG_VALUES: &[&str] = &[
+    "--format",
+    "--date",
+    "--since",
+    "--until",
+    "--after",
+    "--before",
+    "--author",
+    "--committer",
+    "--grep",
+    "--max-count",
+    "--skip",
+    "--min-parents",
+    "--max-parents",
+    "--diff-filter",
+    "--src-prefix",
+    "--dst-prefix",
+    "--unified",
+    "--inter-hunk-context",
+    "--diff-algorithm",
+    "--anchored",
+    "--find-object",
+    "--exclude",
+    "--since-as-filter",
+    "--line-prefix",
+    "--output-indicator-new",
+    "--output-indicator-old",
+    "--output-indicator-context",
+    "--ws-error-highlight",
+    "--submodule",
+    "--ignore-submodules",
+    "--encoding",
+    "--diff-merges",
+    "--notes",
+    "--show-linear-break",
+    "--ignore-matching-lines",
+];
+const LOG_OPTIONAL: &[&str] = &[
+    "--stat",
+    "--dirstat",
+    "--color",
+    "--color-words",
+    "--color-moved",
+    "--color-moved-ws",
+    "--word-diff",
+    "--word-diff-regex",
+    "--abbrev",
+    "--pretty",
+    "--decorate",
+    "--relative",
+    "--find-renames",
+    "--find-copies",
+    "--find-copies-harder",
+    "--break-rewrites",
+    "--glob",
+    "--branches",
+    "--tags",
+    "--remotes",
+    "--decorate-refs",
+    "--decorate-refs-exclude",
+    "--clear-decorations",
+    "--first-parent",
+];
+
+const READ_SUBS: &[ReadSub] = &[
+    ReadSub {
+        names: &["log", "show", "diff", "rev-list", "whatchanged", "shortlog"],
+        flags: "pusRwbzrtcmDWaiEFPeh",
+        values: "nSGlLI",
+        attached: "MCBU",
+        long_flags: LOG_FLAGS,
+        long_values: LOG_VALUES,
+        long_optional: LOG_OPTIONAL,
+        numeric: true,
+    },
+    ReadSub {
+        names: &["status"],
+        flags: "sbvz",
+        values: "",
+        attached: "uM",
+        long_flags: &[
+            "--short",
+            "--branch",
+            "--long",
+            "--verbose",
+            "--show-stash",
+            "--no-renames",
+            "--null",
+            "--ahead-behind",
+            "--no-ahead-behind",
+        ],
+        long_values: &[],
+        long_optional: &[
+            "--porcelain",
+            "--untracked-files",
+            "--ignored",
+            "--ignore-submodules",
+            "--column",
+            "--no-column",
+            "--find-renames",
+        ],
+        numeric: false,
+    },
+    ReadSub {
+        names: &["blame", "annotate"],
+        flags: "bltfnsewcp",
+        values: "L",
+        attached: "MC",
+        long_flags: &[
+            "--root",
+            "--show-stats",
+            "--porcelain",
+            "--line-porcelain",
+            "--incremental",
+            "--show-name",
+            "--show-number",
+            "--show-email",
+            "--reverse",
+            "--first-parent",
+            "--minimal",
+            "--progress",
+            "--no-progress",
+            "--color-lines",
+            "--color-by-age",
+            "--score-debug",
+        ],
+        long_values: &["--since", "--date", "--ignore-rev"],
+        long_optional: &["--abbrev", "--encoding"],
+        numeric: false,
+    },
+    ReadSub {
+        names: &["ls-files"],
+        flags: "cdmoiskutvfz",
+        values: "x",
+        attached: "",
+        long_flags: &[
+            "--cached",
+            "--deleted",
+            "--modified",
+            "--others",
+            "--ignored",
+            "--stage",
+            "--unmerged",
+            "--killed",
+            "--directory",
+            "--no-empty-directory",
+            "--exclude-standard",
+            "--error-unmatch",
+            "--full-name",
+            "--recurse-submodules",
+            "--debug",
+            "--eol",
+            "--sparse",
+            "--deduplicate",
+            "--resolve-undo",
+        ],
+        long_values: &["--exclude", "--format", "--with-tree"],
+        long_optional: &["--abbrev"],
+        numeric: false,
+    },
+    ReadSub {
+        names: &["ls-tree"],
+        flags: "drtlz",
+        values: "",
+        attached: "",
+        long_flags: &[
+            "--long",
+            "--name-only",
+            "--name-status",
+            "--object-only",
+            "--full-name",
+            "--full-tree",
+        ],
+        long_values: &["--format"],
+        long_optional: &["--abbrev"],
+        numeric: false,
+    },
+    ReadSub {
+        names: &["rev-parse"],
+        flags: "q",
+        values: "",
+        attached: "",
+        long_flags: &[
+            "--verify",
+            "--quiet",
+            "--short",
+            "--abbrev-ref",
+            "--symbolic",
+            "--symbolic-full-name",
+            "--show-toplevel",
+            "--show-prefix",
+            "--show-cdup",
+            "--git-dir",
+            "--git-common-dir",
+            "--absolute-git-dir",
+            "--is-inside-git-dir",
+            "--is-inside-work-tree",
+            "--is-bare-repository",
+            "--is-shallow-repository",
+            "--all",
+            "--branches",
+            "--tags",
+            "--remotes",
+            "--revs-only",
+            "--no-revs",
+            "--flags",
+            "--no-flags",
+            "--default",
+            "--show-object-format",
+            "--show-ref-format",
+            "--show-superproject-working-tree",
+            "--local-env-vars",
+            "--sq",
+            "--not",
+        ],
+        long_values: &["--since", "--until", "--after", "--before", "--prefix"],
+        long_optional: &[
+            "--short",
+            "--abbrev-ref",
+            "--glob",
+            "--exclude",
+            "--disambiguate",
+        ],
+        numeric: false,
+    },
+    ReadSub {
+        names: &["describe"],
+        flags: "",
+        values: "",
+        attached: "",
+        long_flags: &[
+            "--tags",
+            "--all",
+            "--long",
+            "--always",
+            "--contains",
+            "--first-parent",
+            "--exact-match",
+            "--debug",
+        ],
+        long_values: &["--match", "--exclude", "--candidates"],
+        long_optional: &["--abbrev", "--dirty", "--broken"],
+        numeric: false,
+    },
+    ReadSub {
+        names: &["cat-file"],
+        flags: "tspe",
+        values: "",
+        attached: "",
+        long_flags: &[
+            "--batch-all-objects",
+            "--buffer",
+            "--unordered",
+            "--follow-symlinks",
+            "--allow-unknown-type",
+            "--use-mailmap",
+            "--no-use-mailmap",
+        ],
+        long_values: &[],
+        long_optional: &["--batch", "--batch-check", "--batch-command"],
+        numeric: false,
+    },
+    ReadSub {
+        names: &["grep"],
+        flags: "ainvwlLcHhIrEFGPzqoW",
+        values: "eABCm",
+        attached: "",
+        long_flags: &[
+            "--cached",
+            "--untracked",
+            "--no-exclude-standard",
+            "--exclude-standard",
+            "--text",
+            "--ignore-case",
+            "--invert-match",
+            "--word-regexp",
+            "--files-with-matches",
+            "--name-only",
+            "--files-without-match",
+            "--count",
+            "--full-name",
+            "--line-number",
+            "--column",
+            "--null",
+            "--only-matching",
+            "--quiet",
+            "--all-match",
+            "--and",
+            "--or",
+            "--not",
+            "--break",
+            "--heading",
+            "--show-function",
+            "--function-context",
+            "--extended-regexp",
+            "--basic-regexp",
+            "--fixed-strings",
+            "--perl-regexp",
+            "--recurse-submodules",
+            "--no-recursive",
+            "--recursive",
+        ],
+        long_values: &[
+            "--max-depth",
+            "--after-context",
+            "--before-context",
+            "--context",
+            "--max-count",
+            "--threads",
+        ],
+        long_optional: &["--color"],
+        numeric: true,
+    },
+    ReadSub {
+        names: &["merge-base"],
+        flags: "a",
+        values: "",
+        attached: "",
+        long_flags: &[
+            "--all",
+            "--octopus",
+            "--independent",
+            "--is-ancestor",
+            "--fork-point",
+        ],
+        long_values: &[],
+        long_optional: &[],
+        numeric: false,
+    },
+];
+
+/// Parses the arguments after `git`.
+pub(super) fn parse_argv(args: &[String]) -> Result<GitArgv, UnknownReason> {
+    let mut dir: Option<String> = None;
     let mut i = 0;
     while let Some(arg) = args.get(i) {
         match arg.as_str() {
-            "--no-pager" | "-P" | "--no-optional-locks" | "--literal-pathspecs" => i += 1,
+            a if SAFE_GLOBALS.contains(&a) => i += 1,
             "-C" => {
                 let d = args.get(i + 1).ok_or(UnknownReason::AmbiguousGit)?;
                 if dir.is_some() {
@@ -46,19 +536,93 @@ pub(super) fn classify_argv(args: &[String]) -> Result<(Operation, Option<String
     }
     let sub = args.get(i).ok_or(UnknownReason::AmbiguousGit)?;
     let rest = &args[i + 1..];
-    if rest.iter().any(|a| {
-        DANGEROUS_OPTIONS
-            .iter()
-            .any(|d| a == d || a.starts_with(&format!("{d}=")))
-    }) {
-        return Err(UnknownReason::GitFlagInjection);
-    }
-    let only_listing = |flags: &[&str]| rest.iter().all(|a| flags.contains(&a.as_str()));
-    let op = match sub.as_str() {
-        "status" | "diff" | "log" | "show" | "blame" | "ls-files" | "ls-tree" | "rev-parse"
-        | "describe" | "shortlog" | "cat-file" | "grep" | "rev-list" | "merge-base" => {
-            Operation::GitRead
+    let (operation, operands) = match READ_SUBS.iter().find(|s| s.names.contains(&sub.as_str())) {
+        Some(spec) => (Operation::GitRead, read_operands(spec, rest)?),
+        None => listing_or_write(sub, rest)?,
+    };
+    Ok(GitArgv {
+        operation,
+        dir,
+        operands,
+    })
+}
+
+/// Checks every option of a read-only subcommand against its safe list and returns the operands.
+fn read_operands(spec: &ReadSub, rest: &[String]) -> Result<Vec<String>, UnknownReason> {
+    let refuse = Err(UnknownReason::GitFlagInjection);
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while let Some(arg) = rest.get(i) {
+        i += 1;
+        if arg == "--" {
+            operands.extend(rest[i..].iter().cloned());
+            break;
         }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, has_value) = match long.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (long, false),
+            };
+            let name = format!("--{name}");
+            let name = name.as_str();
+            if spec.long_values.contains(&name) {
+                if !has_value {
+                    // The value is the next word, never an operand.
+                    i += 1;
+                    if i > rest.len() {
+                        return refuse;
+                    }
+                }
+            } else if spec.long_optional.contains(&name)
+                || (spec.long_flags.contains(&name) && !has_value)
+            {
+            } else if let Some(positive) = name.strip_prefix("--no-").map(|n| format!("--{n}")) {
+                // `--no-X` negates a safe `X`: it can only turn something off.
+                let known = spec.long_flags.contains(&positive.as_str())
+                    || spec.long_optional.contains(&positive.as_str())
+                    || spec.long_values.contains(&positive.as_str());
+                if !known || has_value {
+                    return refuse;
+                }
+            } else {
+                return refuse;
+            }
+            continue;
+        }
+        let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            operands.push(arg.clone());
+            continue;
+        };
+        if spec.numeric && cluster.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        for (at, c) in cluster.char_indices() {
+            let attached = &cluster[at + c.len_utf8()..];
+            if spec.flags.contains(c) {
+                continue;
+            }
+            if spec.values.contains(c) {
+                if attached.is_empty() {
+                    if rest.get(i).is_none() {
+                        return refuse;
+                    }
+                    i += 1;
+                }
+                break;
+            }
+            if spec.attached.contains(c) {
+                break;
+            }
+            return refuse;
+        }
+    }
+    Ok(operands)
+}
+
+/// Listing forms of otherwise writing subcommands, then the writing and remote subcommands.
+fn listing_or_write(sub: &str, rest: &[String]) -> Result<(Operation, Vec<String>), UnknownReason> {
+    let only_listing = |flags: &[&str]| rest.iter().all(|a| flags.contains(&a.as_str()));
+    let op = match sub {
         "branch"
             if only_listing(&[
                 "--list",
@@ -72,18 +636,60 @@ pub(super) fn classify_argv(args: &[String]) -> Result<(Operation, Option<String
                 "--show-current",
             ]) =>
         {
-            Operation::GitRead
+            return Ok((Operation::GitRead, Vec::new()));
         }
-        "tag" if only_listing(&["--list", "-l"]) => Operation::GitRead,
-        "remote" if only_listing(&["-v", "--verbose"]) => Operation::GitRead,
-        "stash" if rest.first().is_some_and(|a| a == "list" || a == "show") => Operation::GitRead,
+        "tag" if only_listing(&["--list", "-l"]) => return Ok((Operation::GitRead, Vec::new())),
+        "remote" if only_listing(&["-v", "--verbose"]) => {
+            return Ok((Operation::GitRead, Vec::new()))
+        }
+        "stash"
+            if rest.iter().all(|a| matches!(a.as_str(), "list" | "show")) && !rest.is_empty() =>
+        {
+            return Ok((Operation::GitRead, Vec::new()))
+        }
         "add" | "commit" | "checkout" | "switch" | "restore" | "reset" | "rm" | "mv" | "merge"
         | "rebase" | "cherry-pick" | "revert" | "init" | "stash" | "apply" | "am" | "clean"
         | "branch" | "tag" => Operation::GitWrite,
         "push" | "pull" | "fetch" | "clone" | "ls-remote" | "submodule" => Operation::GitRemote,
         _ => return Err(UnknownReason::AmbiguousGit),
     };
-    Ok((op, dir))
+    let short_danger = RUNS_PROGRAMS_SHORT
+        .iter()
+        .find(|(s, _)| *s == sub)
+        .map_or("", |(_, letters)| letters);
+    let mut operands = Vec::new();
+    let mut options_done = false;
+    for arg in rest {
+        if options_done || !arg.starts_with('-') || arg == "-" {
+            operands.push(arg.clone());
+        } else if arg == "--" {
+            options_done = true;
+        } else if let Some(long) = arg.strip_prefix("--") {
+            let name = long.split_once('=').map_or(long, |(n, _)| n);
+            let name = format!("--{name}");
+            if name.len() > 3 && RUNS_PROGRAMS.iter().any(|d| d.starts_with(name.as_str())) {
+                return Err(UnknownReason::GitFlagInjection);
+            }
+        } else if arg.chars().skip(1).any(|c| short_danger.contains(c)) {
+            return Err(UnknownReason::GitFlagInjection);
+        }
+    }
+    Ok((op, operands))
+}
+
+/// Classifies the arguments after `git`: the operation plus the `-C` directory, if any.
+///
+/// The caller takes only the `-C` directory as a path resource, so an operand that could name something outside
+/// the command's directory (absolute, `~`, or with a `..` segment) is refused here rather than left unchecked.
+pub(super) fn classify_argv(args: &[String]) -> Result<(Operation, Option<String>), UnknownReason> {
+    let parsed = parse_argv(args)?;
+    let escapes = |o: &String| {
+        o.starts_with('/') || o.starts_with('~') || o.split(['/', ':']).any(|seg| seg == "..")
+    };
+    if parsed.operands.iter().any(escapes) {
+        return Err(UnknownReason::AmbiguousGit);
+    }
+    Ok((parsed.operation, parsed.dir))
 }
 
 /// mcp-server-git tools. Every one takes `repo_path`; arguments that would reach git as flags are refused, as
@@ -172,23 +778,102 @@ mod tests {
 
     #[test]
     fn code_running_options_are_unknown() {
-        assert_eq!(
-            classify_argv(&argv("-c core.pager=sh status")),
-            Err(UnknownReason::GitFlagInjection)
-        );
-        assert_eq!(
-            classify_argv(&argv("--git-dir=/x status")),
-            Err(UnknownReason::GitFlagInjection)
-        );
-        assert_eq!(
-            classify_argv(&argv("diff --output=/etc/x")),
-            Err(UnknownReason::GitFlagInjection)
-        );
+        for bad in [
+            "-c core.pager=sh status",
+            "--git-dir=/x status",
+            "--exec-path=/x status",
+            "-p log",
+            "--config-env=core.pager=X log",
+            "diff --output=/etc/x",
+            "diff --out=/etc/x",
+            "diff --ext-diff",
+            "diff --textconv",
+            "diff -O/etc/order",
+            "log --no-index",
+            "cat-file --textconv HEAD:a",
+            "cat-file --filters HEAD:a",
+            "blame --contents /etc/passwd a",
+            "ls-files --exclude-from=/etc/x",
+            "push --receive-pack=sh origin",
+            "push --rec=sh origin",
+            "fetch --upload-pack=sh origin",
+            "clone -u sh https://x/y",
+            "clone -c core.fsmonitor=sh https://x/y",
+            "rebase -x sh main",
+            "rebase --exec=sh main",
+        ] {
+            assert_eq!(
+                classify_argv(&argv(bad)),
+                Err(UnknownReason::GitFlagInjection),
+                "{bad}"
+            );
+        }
         assert_eq!(
             classify_argv(&argv("frobnicate")),
             Err(UnknownReason::AmbiguousGit)
         );
         assert_eq!(classify_argv(&[]), Err(UnknownReason::AmbiguousGit));
+    }
+
+    #[test]
+    fn git_grep_attached_pager_option_is_refused() {
+        for bad in [
+            "grep -Osh x",
+            "grep -O sh x",
+            "grep -iOsh x",
+            "grep --open-files-in-pager=sh x",
+            "grep --open=sh x",
+            "grep -f /etc/patterns",
+            "grep --no-index x /etc",
+        ] {
+            assert!(classify_argv(&argv(bad)).is_err(), "{bad}");
+        }
+        assert_eq!(
+            classify_argv(&argv("grep -in -e TODO -- src")),
+            Ok((Operation::GitRead, None))
+        );
+    }
+
+    #[test]
+    fn git_diff_no_index_outside_is_refused() {
+        for bad in [
+            "diff --no-index /outside/file /dev/null",
+            "diff /outside/file /dev/null",
+            "diff -- ../../etc/passwd",
+            "log -p -- ~/.ssh/id_rsa",
+            "show HEAD:../x",
+            "-C sub diff ../../x",
+        ] {
+            assert!(classify_argv(&argv(bad)).is_err(), "{bad}");
+        }
+        let parsed = parse_argv(&argv("-C sub diff --stat=80 -U3 HEAD~1 -- a.rs /etc/x")).unwrap();
+        assert_eq!(parsed.operation, Operation::GitRead);
+        assert_eq!(parsed.dir.as_deref(), Some("sub"));
+        assert_eq!(parsed.operands, vec!["HEAD~1", "a.rs", "/etc/x"]);
+    }
+
+    #[test]
+    fn safe_read_options_are_accepted_in_every_spelling() {
+        for ok in [
+            "log --oneline -n 5",
+            "log -n5 --format=%H --since 2.weeks",
+            "log -5 --graph --decorate=short",
+            "diff --cached --stat",
+            "diff -M50% -U3 --no-color",
+            "show --name-only HEAD",
+            "status -sb --porcelain=v2",
+            "status -uno",
+            "blame -L 1,5 src/a.rs",
+            "rev-parse --abbrev-ref HEAD",
+            "ls-files -z --others --exclude-standard",
+            "--no-pager log",
+        ] {
+            assert_eq!(
+                classify_argv(&argv(ok)).map(|(op, _)| op),
+                Ok(Operation::GitRead),
+                "{ok}"
+            );
+        }
     }
 
     #[test]
