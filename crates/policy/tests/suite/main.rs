@@ -3,6 +3,7 @@
 
 mod cases;
 mod common;
+mod fuzz_corpus;
 mod git_argv;
 mod globs;
 mod golden;
