@@ -776,11 +776,19 @@ fn git(args: &[String]) -> Inner {
         .iter()
         .any(|o| a.starts_with(o))
     }) || args.iter().any(|a| RUNNERS.contains(&a.as_str()));
-    if hidden {
-        Inner::Hidden(None)
-    } else {
-        Inner::Leaf
+    if !hidden {
+        return Inner::Leaf;
     }
+    // `-c alias.x='!rm -rf /'`, `-c core.pager='rm …'`: configuration values that are commands still feed deny
+    // rules, read as shell scripts.
+    let commands: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "-c")
+        .filter_map(|w| w[1].split_once('='))
+        .map(|(_, value)| value.trim_start_matches('!'))
+        .filter(|value| !value.is_empty())
+        .collect();
+    Inner::Hidden((!commands.is_empty()).then(|| commands.join(" ; ")))
 }
 
 fn interpreter(program: &str, args: &[String]) -> Inner {
