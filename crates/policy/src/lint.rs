@@ -148,6 +148,18 @@ fn covers(a: &Rule, b: &Rule) -> bool {
     ops && tools && paths && commands && hosts && methods
 }
 
+/// Characters that make a pattern more than a literal (see `glob.rs`); a prefix containing one is not compared.
+const GLOB_META: [char; 6] = ['*', '?', '\\', '[', '{', '!'];
+
+/// True when `source` matches only itself: no glob syntax outside `${workspace}` / `${home}` (whose substituted values
+/// are escaped).
+fn is_literal(source: &str) -> bool {
+    !source
+        .replace("${workspace}", "")
+        .replace("${home}", "")
+        .contains(GLOB_META)
+}
+
 fn strip_mcp(s: &str) -> &str {
     s.strip_prefix("mcp__").unwrap_or(s)
 }
@@ -159,7 +171,7 @@ fn name_within(b: &str, a: &str) -> bool {
         return true;
     }
     match a.strip_suffix('*') {
-        Some(prefix) if !prefix.contains(['*', '?', '\\']) => b.starts_with(prefix),
+        Some(prefix) if is_literal(prefix) => b.starts_with(prefix),
         _ => false,
     }
 }
@@ -171,9 +183,7 @@ fn path_within(b: &str, a: &str) -> bool {
         return true;
     }
     match a.strip_suffix("/**") {
-        Some(prefix) if !prefix.contains(['*', '?', '\\']) => {
-            b == prefix || b.starts_with(&format!("{prefix}/"))
-        }
+        Some(prefix) if is_literal(prefix) => b == prefix || b.starts_with(&format!("{prefix}/")),
         _ => false,
     }
 }
@@ -242,6 +252,8 @@ mod tests {
         assert!(path_within("${workspace}/src/**", "${workspace}/**"));
         assert!(!path_within("${workspace}-evil/**", "${workspace}/**"));
         assert!(name_within("mcp__files__read_file", "files__read_*"));
+        assert!(!path_within("${workspace}/a/**", "${workspace}/{a,b}/**"));
+        assert!(!name_within("files__x", "files__{x,y}*"));
         assert!(!name_within("files__*", "files__read_*"));
     }
 }

@@ -74,6 +74,11 @@ fn expand(argv: &[String], open: bool, depth: usize, out: &mut Runs) {
             }
         }
         Inner::Script(script) => script_runs(&script, open, depth, out),
+        Inner::Scripts(scripts) => {
+            for script in scripts {
+                script_runs(&script, open, depth, out);
+            }
+        }
         Inner::Hidden(script) => {
             out.opaque = true;
             if let Some(s) = script {
@@ -119,6 +124,8 @@ enum Inner {
     Many(Vec<Vec<String>>),
     /// A shell script string.
     Script(String),
+    /// Several readings of one script, every one of which deny rules should see.
+    Scripts(Vec<String>),
     /// Code toolgate cannot read; a script it can roughly split for deny rules, when there is one.
     Hidden(Option<String>),
     /// A wrapper with options toolgate does not understand.
@@ -729,6 +736,11 @@ fn shell_program(args: &[String]) -> Inner {
         i += 1;
     }
     match (script_mode, args.get(i)) {
+        // In a shell string split roughly (`sh -c 'rm -rf /'` → `sh -c rm -rf /`) the script's words are spread over
+        // the following operands, so deny rules also see them joined.
+        (true, Some(script)) if args.len() > i + 1 => {
+            Inner::Scripts(vec![script.clone(), args[i..].join(" ")])
+        }
         (true, Some(script)) => Inner::Script(script.clone()),
         // A script file, or commands read from stdin: nothing toolgate can read.
         _ => Inner::Hidden(None),
@@ -764,11 +776,19 @@ fn git(args: &[String]) -> Inner {
         .iter()
         .any(|o| a.starts_with(o))
     }) || args.iter().any(|a| RUNNERS.contains(&a.as_str()));
-    if hidden {
-        Inner::Hidden(None)
-    } else {
-        Inner::Leaf
+    if !hidden {
+        return Inner::Leaf;
     }
+    // `-c alias.x='!rm -rf /'`, `-c core.pager='rm …'`: configuration values that are commands still feed deny
+    // rules, read as shell scripts.
+    let commands: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "-c")
+        .filter_map(|w| w[1].split_once('='))
+        .map(|(_, value)| value.trim_start_matches('!'))
+        .filter(|value| !value.is_empty())
+        .collect();
+    Inner::Hidden((!commands.is_empty()).then(|| commands.join(" ; ")))
 }
 
 fn interpreter(program: &str, args: &[String]) -> Inner {

@@ -70,6 +70,8 @@ fn every_wrapper_in_the_table_is_seen_through() {
         ],
         vec!["strace", "-f", "-o", "/dev/null", "rm", "x"],
         vec!["sudo", "--frobnicate", "rm", "x"],
+        vec!["timeout", "5", "git", "-c", "alias.x=!rm -rf /", "x"],
+        vec!["git", "-c", "core.pager=rm -rf /", "log"],
     ] {
         assert!(runs_rm(&runs(&argv)), "{argv:?}");
     }

@@ -171,6 +171,7 @@ fn why(r: &RuleTrace) -> String {
         Mismatch::Path { path } => format!("path {path} not covered"),
         Mismatch::NoCommand => "the call runs no command".to_owned(),
         Mismatch::Command => "other command".to_owned(),
+        Mismatch::NestedCommand => "a prefix allow admits no command that runs another".to_owned(),
         Mismatch::ShellString => "a shell string (allow and ask match argv only)".to_owned(),
         Mismatch::NoHost => "the call has no host".to_owned(),
         Mismatch::Host { host } => format!("host {host} not covered"),
