@@ -171,7 +171,7 @@ async fn directory_tree_and_search_of_an_ancestor_of_denied_files_do_not_list_th
     let top = call(&client, "files__list_directory", json!({"path": ws}))
         .await
         .unwrap();
-    assert!(top.get("isError").is_none(), "{top}");
+    assert_ne!(top["isError"], true, "{top}");
     close(client).await;
 }
 
@@ -406,4 +406,52 @@ async fn own_tool_schemas_use_single_types() {
             tool["name"].as_str().unwrap_or_default(),
         );
     }
+}
+
+#[tokio::test]
+async fn git_diff_paths_meet_a_read_deny() {
+    let setup = Setup::with(|root| {
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join(".env"), "TOKEN=1").unwrap();
+        json!({"workspace": ws, "approvals": {"wait_seconds": 0, "elicitation": false},
+               "permissions": {"default": "allow", "deny": ["Read(**/.env)"]}})
+    });
+    let client = legacy(&setup).await;
+    let result = call(&client, "git_diff", json!({"paths": [".env"]}))
+        .await
+        .unwrap();
+    assert_eq!(refusal(&result).1, "DENY_RULE", "{result}");
+}
+
+#[tokio::test]
+async fn a_valid_patch_is_decided_on_its_files_not_refused_as_unknown() {
+    let setup = Setup::with(|root| {
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("a.txt"), "old\n").unwrap();
+        json!({"workspace": ws, "approvals": {"wait_seconds": 0, "elicitation": false},
+               "permissions": {"default": "deny", "allow": ["Read(./**)", "Edit(./a.txt)"]}})
+    });
+    let ws = setup.workspace();
+    let client = legacy(&setup).await;
+    let patch = |file: &str| format!("--- a/{file}\n+++ b/{file}\n@@ -1 +1 @@\n-old\n+new\n");
+    let applied = call(
+        &client,
+        "filesystem_apply_patch",
+        json!({"patch": patch("a.txt")}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(applied["isError"], true, "{applied}");
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "new\n");
+    std::fs::write(ws.join("b.txt"), "old\n").unwrap();
+    let other = call(
+        &client,
+        "filesystem_apply_patch",
+        json!({"patch": patch("b.txt")}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refusal(&other).1, "DEFAULT_DENY", "{other}");
 }
