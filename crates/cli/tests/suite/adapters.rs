@@ -455,3 +455,32 @@ async fn a_valid_patch_is_decided_on_its_files_not_refused_as_unknown() {
     .unwrap();
     assert_eq!(refusal(&other).1, "DEFAULT_DENY", "{other}");
 }
+
+#[tokio::test]
+async fn client_roots_do_not_replace_a_filesystem_servers_directories() {
+    let setup = with_files(
+        |root| vec![root.join("ws")],
+        json!({"permissions": {"default": "allow"}}),
+    );
+    let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let roots = json!({"roots": [{"uri": format!("file://{}", root.display())}]});
+    let answers = std::collections::HashMap::from([("roots/list".to_owned(), roots)]);
+    let client = setup.serve_with(answers, &[]);
+    client
+        .initialize("2025-11-25", json!({"roots": {"listChanged": true}}))
+        .await
+        .unwrap();
+    // The server asks for the client's roots when told they changed; toolgate must not hand them over.
+    client
+        .notify("notifications/roots/list_changed", json!({}))
+        .await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let dirs = call(&client, "files__list_allowed_directories", json!({}))
+        .await
+        .unwrap();
+    let listed = crate::support::text(&dirs);
+    let parent = root.display().to_string();
+    assert!(listed.lines().all(|l| l.trim_end() != parent), "{listed}");
+    assert!(listed.contains(&format!("{parent}/ws")), "{listed}");
+    close(client).await;
+}
