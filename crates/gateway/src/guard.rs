@@ -444,6 +444,12 @@ fn escape_glob(path: &str) -> String {
 
 fn resources(action: policy::Action) -> Vec<String> {
     let mut out = action.paths;
+    // Further operations of the call touch these too (a move's destination, a patch's files).
+    for path in action.also.into_iter().flat_map(|a| a.paths) {
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    }
     match action.command {
         Some(policy::Command::Argv(argv)) => out.extend(argv.into_iter().next()),
         Some(policy::Command::Shell { .. }) => out.push("(shell string)".to_owned()),

@@ -171,7 +171,7 @@ async fn directory_tree_and_search_of_an_ancestor_of_denied_files_do_not_list_th
     let top = call(&client, "files__list_directory", json!({"path": ws}))
         .await
         .unwrap();
-    assert!(top.get("isError").is_none(), "{top}");
+    assert_ne!(top["isError"], true, "{top}");
     close(client).await;
 }
 
@@ -406,4 +406,81 @@ async fn own_tool_schemas_use_single_types() {
             tool["name"].as_str().unwrap_or_default(),
         );
     }
+}
+
+#[tokio::test]
+async fn git_diff_paths_meet_a_read_deny() {
+    let setup = Setup::with(|root| {
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join(".env"), "TOKEN=1").unwrap();
+        json!({"workspace": ws, "approvals": {"wait_seconds": 0, "elicitation": false},
+               "permissions": {"default": "allow", "deny": ["Read(**/.env)"]}})
+    });
+    let client = legacy(&setup).await;
+    let result = call(&client, "git_diff", json!({"paths": [".env"]}))
+        .await
+        .unwrap();
+    assert_eq!(refusal(&result).1, "DENY_RULE", "{result}");
+}
+
+#[tokio::test]
+async fn a_valid_patch_is_decided_on_its_files_not_refused_as_unknown() {
+    let setup = Setup::with(|root| {
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("a.txt"), "old\n").unwrap();
+        json!({"workspace": ws, "approvals": {"wait_seconds": 0, "elicitation": false},
+               "permissions": {"default": "deny", "allow": ["Read(./**)", "Edit(./a.txt)"]}})
+    });
+    let ws = setup.workspace();
+    let client = legacy(&setup).await;
+    let patch = |file: &str| format!("--- a/{file}\n+++ b/{file}\n@@ -1 +1 @@\n-old\n+new\n");
+    let applied = call(
+        &client,
+        "filesystem_apply_patch",
+        json!({"patch": patch("a.txt")}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(applied["isError"], true, "{applied}");
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "new\n");
+    std::fs::write(ws.join("b.txt"), "old\n").unwrap();
+    let other = call(
+        &client,
+        "filesystem_apply_patch",
+        json!({"patch": patch("b.txt")}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refusal(&other).1, "DEFAULT_DENY", "{other}");
+}
+
+#[tokio::test]
+async fn client_roots_do_not_replace_a_filesystem_servers_directories() {
+    let setup = with_files(
+        |root| vec![root.join("ws")],
+        json!({"permissions": {"default": "allow"}}),
+    );
+    let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let roots = json!({"roots": [{"uri": format!("file://{}", root.display())}]});
+    let answers = std::collections::HashMap::from([("roots/list".to_owned(), roots)]);
+    let client = setup.serve_with(answers, &[]);
+    client
+        .initialize("2025-11-25", json!({"roots": {"listChanged": true}}))
+        .await
+        .unwrap();
+    // The server asks for the client's roots when told they changed; toolgate must not hand them over.
+    client
+        .notify("notifications/roots/list_changed", json!({}))
+        .await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let dirs = call(&client, "files__list_allowed_directories", json!({}))
+        .await
+        .unwrap();
+    let listed = crate::support::text(&dirs);
+    let parent = root.display().to_string();
+    assert!(listed.lines().all(|l| l.trim_end() != parent), "{listed}");
+    assert!(listed.contains(&format!("{parent}/ws")), "{listed}");
+    close(client).await;
 }
