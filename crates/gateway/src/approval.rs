@@ -66,8 +66,8 @@ fn now() -> Timestamp {
 }
 
 impl Session {
-    /// Handles an `ask`: a session grant for exactly these arguments lets it through; otherwise a request is
-    /// created and the call is held.
+    /// Handles an `ask`: a session grant for exactly these arguments (or, for a command, for a prefix of its args
+    /// the human chose) lets it through; otherwise a request is created and the call is held.
     pub(crate) async fn hold(
         self: &Arc<Self>,
         snapshot: Snapshot,
@@ -78,9 +78,22 @@ impl Session {
         let Some(state) = self.gateway.state.clone() else {
             return Held::Answer(contract::no_approval_channel(&decision));
         };
-        let (target, scope) = (snapshot.grant_target(), snapshot.grant_scope());
+        let target = snapshot.grant_target();
+        let scopes: Vec<String> = std::iter::once(snapshot.grant_scope())
+            .chain(snapshot.prefix_scopes())
+            .collect();
         let granted = state.store(|s| {
-            s.session_grant_valid(&self.id, &target, &snapshot.definition_sha256, &scope)
+            scopes.iter().try_fold(false, |found, scope| {
+                Ok::<_, store::Error>(
+                    found
+                        || s.session_grant_valid(
+                            &self.id,
+                            &target,
+                            &snapshot.definition_sha256,
+                            scope,
+                        )?,
+                )
+            })
         });
         if granted.unwrap_or(false) {
             return Held::Ran(self.execute(&snapshot, cancel).await);

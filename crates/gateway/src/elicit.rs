@@ -2,13 +2,14 @@
 //!
 //! The question names the tool and shows its arguments escaped (nothing invisible, nothing that reorders text).
 //! "Allow once" approves the request; "allow for this session" also grants, for the rest of the session, exactly
-//! this tool at this definition with exactly these arguments (for a command: this argv, cwd and environment) —
-//! any other call asks again. Commands, writes, deletions, git writes and network requests are not offered to
+//! this tool at this definition with exactly these arguments (for a command: this argv, cwd and environment, or —
+//! when the human fills in `prefix_args` — the same program, cwd and environment with args starting with the
+//! first `prefix_args` shown) — any other call asks again. Commands, writes, deletions, git writes and network requests are not offered to
 //! elicitation unless `approvals.elicitation_for_writes` is set: a client dialog is easy to click through, the
 //! admin CLI shows the full request. A declined or dismissed dialog leaves the request to the other channels.
 
 use crate::session::Session;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, MAX_PREFIX_ARGS};
 use policy::{Decision, Operation};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -47,15 +48,23 @@ impl Session {
             snapshot.exposed,
             snapshot.escaped_arguments()
         );
+        let mut properties = json!({"decision": {"type": "string", "title": "Decision",
+                                   "enum": ["allow_once", "allow_session", "reject"],
+                                   "enumNames": ["Allow once", "Allow these exact arguments for this session", "Reject"]}});
+        let arg_count = snapshot
+            .arguments
+            .get("args")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        if snapshot.command.is_some() {
+            properties["prefix_args"] = json!({
+                "type": "integer", "minimum": 0, "maximum": arg_count.min(MAX_PREFIX_ARGS),
+                "title": "For this session, also allow the same program with args starting with this many of them"
+            });
+        }
         let params = json!({
             "message": message,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"decision": {"type": "string", "title": "Decision",
-                                            "enum": ["allow_once", "allow_session", "reject"],
-                                            "enumNames": ["Allow once", "Allow these exact arguments for this session", "Reject"]}},
-                "required": ["decision"]
-            }
+            "requestedSchema": {"type": "object", "properties": properties, "required": ["decision"]}
         });
         let Ok(answer) = self.ask_client("elicitation/create", params).await else {
             return;
@@ -69,7 +78,15 @@ impl Session {
             _ => return,
         };
         let now = Timestamp::now();
-        let (target, scope) = (snapshot.grant_target(), snapshot.grant_scope());
+        let target = snapshot.grant_target();
+        // A prefix the human chose, when it is shorter than the args shown; otherwise exactly this call.
+        let scope = answer
+            .pointer("/content/prefix_args")
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| *n < arg_count)
+            .and_then(|n| snapshot.prefix_scope(n))
+            .unwrap_or_else(|| snapshot.grant_scope());
         let outcome = match choice {
             "allow_once" => state.store(|s| s.approve(id, DECIDED_BY, now).map(|_| ())),
             "allow_session" => state.store(|s| {

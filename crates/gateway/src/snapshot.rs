@@ -62,6 +62,9 @@ pub(crate) struct Snapshot {
 
 /// Longest argument summary put into an elicitation question; the full request is one command away.
 const MAX_SUMMARY_CHARS: usize = 1500;
+/// Longest args prefix a command grant may be given for (and so looked up for): enough for any real command
+/// line a human would bless, and a bound on the lookups each command costs.
+pub(crate) const MAX_PREFIX_ARGS: usize = 32;
 
 impl Snapshot {
     pub(crate) fn to_json(&self, decision: &Decision) -> Value {
@@ -124,6 +127,29 @@ impl Snapshot {
         )
     }
 
+    /// For a command: what a grant for "this program, these other arguments, and args starting with the first
+    /// `n` of these args" covers. Everything but `args` (program, cwd, environment, timeout) must stay the same;
+    /// `n` is part of the scope, so a grant for one prefix length never answers for another. `None` for anything
+    /// that is not a command, or for an `n` beyond the args.
+    pub(crate) fn prefix_scope(&self, n: usize) -> Option<String> {
+        self.command.as_ref()?;
+        let args = self.arguments.get("args")?.as_array()?;
+        if n > args.len() || n > MAX_PREFIX_ARGS {
+            return None;
+        }
+        let mut shape = self.arguments.clone();
+        shape["args"] = Value::Array(args[..n].to_vec());
+        let hash = jsonrpc::sha256_hex(jsonrpc::canonical_json(&shape).as_bytes());
+        Some(format!("args-prefix-{n}:{hash}"))
+    }
+
+    /// Every prefix scope that could cover this command, shortest first.
+    pub(crate) fn prefix_scopes(&self) -> Vec<String> {
+        (0..=MAX_PREFIX_ARGS)
+            .map_while(|n| self.prefix_scope(n))
+            .collect()
+    }
+
     /// The arguments as a human should see them in a one-line question: JSON with every non-ASCII or control
     /// character escaped (so nothing invisible or reordering hides in it), cut at a fixed length.
     pub(crate) fn escaped_arguments(&self) -> String {
@@ -184,6 +210,28 @@ mod tests {
         let other = snap(json!({"argv": ["rm", "-rf", "."], "cwd": "."}));
         assert_eq!(a.grant_scope(), reordered.grant_scope());
         assert_ne!(a.grant_scope(), other.grant_scope());
+    }
+
+    #[test]
+    fn command_prefix_grant_covers_longer_args_only_with_everything_else_equal() {
+        let command = |args: Value, cwd: &str| Snapshot {
+            command: Some(json!({"program": "cargo"})),
+            ..snap(json!({"program": "cargo", "args": args, "cwd": cwd}))
+        };
+        let granted = command(json!(["test", "--all"]), ".")
+            .prefix_scope(1)
+            .unwrap();
+        let covers = |s: &Snapshot| s.prefix_scopes().contains(&granted);
+        assert!(covers(&command(json!(["test", "--release"]), ".")));
+        assert!(covers(&command(json!(["test"]), ".")));
+        assert!(!covers(&command(json!(["build"]), ".")));
+        assert!(!covers(&command(json!([]), ".")));
+        assert!(!covers(&command(json!(["test"]), "sub")));
+        let mut other_program = command(json!(["test"]), ".");
+        other_program.arguments["program"] = json!("rm");
+        assert!(!covers(&other_program));
+        // Not a command: no prefix scopes at all.
+        assert!(snap(json!({"args": ["test"]})).prefix_scopes().is_empty());
     }
 
     #[test]

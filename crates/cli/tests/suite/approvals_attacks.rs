@@ -382,3 +382,51 @@ async fn resource_read_under_default_ask_names_its_request_and_runs_when_repeate
         "asks anew: {again}"
     );
 }
+
+#[tokio::test]
+async fn command_grant_for_a_chosen_prefix_covers_only_that_program_and_prefix() {
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({"workspace": dir.join("ws"),
+               "approvals": {"wait_seconds": 20, "elicitation_for_writes": true}})
+    });
+    // The human allows `echo granted …` for the session: the program and the first argument.
+    let answer =
+        json!({"action": "accept", "content": {"decision": "allow_session", "prefix_args": 1}});
+    let client = setup.serve_with(
+        HashMap::from([("elicitation/create".to_owned(), answer)]),
+        &[],
+    );
+    client
+        .initialize("2025-11-25", json!({"elicitation": {}}))
+        .await
+        .unwrap();
+    let run = |args: Value| {
+        let client = &client;
+        async move {
+            call(
+                client,
+                "shell_run",
+                json!({"program": "echo", "args": args}),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let first = run(json!(["granted", "one"])).await;
+    assert!(text(&first).contains("granted one"), "{first}");
+    let asks = client.requests_of("elicitation/create");
+    assert_eq!(asks.len(), 1);
+    let schema = &asks[0]["params"]["requestedSchema"]["properties"]["prefix_args"];
+    assert_eq!(schema["maximum"], 2, "{schema}");
+    let covered = run(json!(["granted", "two"])).await;
+    assert!(text(&covered).contains("granted two"), "{covered}");
+    assert_eq!(client.requests_of("elicitation/create").len(), 1);
+    let other = run(json!(["other"])).await;
+    assert!(text(&other).contains("other"), "{other}");
+    assert_eq!(
+        client.requests_of("elicitation/create").len(),
+        2,
+        "args outside the granted prefix ask again"
+    );
+}
