@@ -361,3 +361,22 @@ fn sandbox_section_names_layers_and_refuses_contradictions() {
     assert!(json(r#"{"sandbox": {"require": ["no_network"], "network": true}}"#).is_err());
     assert!(json(r#"{"sandbox": {"requires": []}}"#).is_err());
 }
+
+#[test]
+fn pins_new_tools_holds_by_default_and_accepts_only_known_words() {
+    assert!(!json(r#"{"mcpServers": {}}"#).unwrap().pins_accept_new_tools);
+    assert!(
+        !json(r#"{"pins": {"newTools": "hold"}}"#)
+            .unwrap()
+            .pins_accept_new_tools
+    );
+    assert!(
+        json(r#"{"pins": {"newTools": "accept"}}"#)
+            .unwrap()
+            .pins_accept_new_tools
+    );
+    let err = json(r#"{"pins": {"newTools": "allow"}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("pins.newTools"), "{err}");
+}
