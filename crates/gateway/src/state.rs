@@ -430,4 +430,30 @@ mod tests {
             "{report}"
         );
     }
+
+    /// The wait for room works on both runtime flavours, from inside a task.
+    async fn flood_from_a_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = Arc::new(open(&dir, 2));
+        let s = Arc::clone(&state);
+        tokio::spawn(async move {
+            for i in 0..300 {
+                s.audit(&event(i));
+            }
+        })
+        .await
+        .unwrap();
+        state.flush();
+        assert_eq!(lines(&state).len(), 300);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn audit_flood_waits_on_a_multi_threaded_runtime() {
+        flood_from_a_task().await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn audit_flood_waits_on_a_current_thread_runtime() {
+        flood_from_a_task().await;
+    }
 }
