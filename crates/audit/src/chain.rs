@@ -14,7 +14,7 @@ use jsonrpc::{canonical_json, sha256_hex};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::witness::{Against, Witness};
+use crate::witness::{Against, Anchor, Head, Witness};
 
 /// `prev` of the first event of a log that was never pruned.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -102,6 +102,13 @@ pub struct VerifyReport {
     pub anchored: bool,
     /// The first problem; `None` means the whole log verified.
     pub problem: Option<Problem>,
+    /// Where the verified chain ends (the last event, or what an anchor-only log continues
+    /// from); `None` for an empty log or when a problem was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<Head>,
+    /// The first-line anchor, if the log starts with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<Anchor>,
 }
 
 impl VerifyReport {
@@ -227,6 +234,8 @@ pub fn verify_text_with(text: &str, witness: &Witness) -> VerifyReport {
         events: 0,
         anchored: false,
         problem: None,
+        head: None,
+        anchor: None,
     };
     let mut head = ChainHead::genesis();
     let mut lines: Vec<&str> = text.split('\n').collect();
@@ -265,6 +274,11 @@ pub fn verify_text_with(text: &str, witness: &Witness) -> VerifyReport {
                 return report;
             }
             report.anchored = true;
+            report.anchor = Some(Anchor {
+                hash: p.hash.clone(),
+                next_seq: next.next_seq,
+                prev: next.prev.clone(),
+            });
             if let Some(kind) = diverged(witness, &next) {
                 report.problem = Some(fail(None, kind));
                 return report;
@@ -298,6 +312,12 @@ pub fn verify_text_with(text: &str, witness: &Witness) -> VerifyReport {
         }
         head = next;
         report.events += 1;
+    }
+    if head.next_seq > 1 {
+        report.head = Some(Head {
+            seq: head.next_seq - 1,
+            hash: head.prev.clone(),
+        });
     }
     if let Some(w) = &witness.head {
         if w.against(&head) == Against::Behind {

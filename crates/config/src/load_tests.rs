@@ -392,3 +392,22 @@ fn sandbox_limits_are_finite_by_default_and_cannot_be_switched_off() {
         assert!(json(off).is_err(), "{off}");
     }
 }
+
+#[test]
+fn pins_new_tools_holds_by_default_and_accepts_only_known_words() {
+    assert!(!json(r#"{"mcpServers": {}}"#).unwrap().pins_accept_new_tools);
+    assert!(
+        !json(r#"{"pins": {"newTools": "hold"}}"#)
+            .unwrap()
+            .pins_accept_new_tools
+    );
+    assert!(
+        json(r#"{"pins": {"newTools": "accept"}}"#)
+            .unwrap()
+            .pins_accept_new_tools
+    );
+    let err = json(r#"{"pins": {"newTools": "allow"}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("pins.newTools"), "{err}");
+}

@@ -40,7 +40,7 @@ pub use gateway::{Gateway, Options};
 pub use guard::{Guard, Verdict, OWN_SERVER};
 pub use hooks::{command_hooks, CallHook, CommandHook, HookCall, HookDecision, HookOutcome};
 pub use names::{expose, is_portable};
-pub use pins::{PinStatus, PinView};
+pub use pins::{Item as PinItem, PinStatus, PinView};
 pub use session::SUPPORTED_VERSIONS;
 pub use state::{state_root, State};
 pub use status::AuditHealth;

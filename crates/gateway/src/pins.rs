@@ -66,6 +66,13 @@ impl Item {
         }
     }
 
+    /// Whether a pin name is a tool's (the other kinds carry a `KIND:` prefix, which server names cannot).
+    pub fn is_tool_key(key: &str) -> bool {
+        !["prompt:", "resource:", "template:", "instructions:"]
+            .iter()
+            .any(|p| key.starts_with(p))
+    }
+
     /// The field that names one item of this kind in its list.
     fn name_field(self) -> &'static str {
         match self {

@@ -59,13 +59,16 @@ impl State {
             tracing::warn!("reporting retention failed: {e}");
         }
         let audit = Arc::new(AuditLog::new(namespace.dir()));
-        let expected = store
+        let expected = match store
             .audit_head()
             .map_err(|e| format!("cannot read the audit head: {e}"))?
-            .map(|h| Head {
+        {
+            Some(h) => Some(Head {
                 seq: h.seq,
                 hash: h.hash,
-            });
+            }),
+            None => adopt(&audit, &mut store),
+        };
         // Checked before any call can run: a log cut, emptied or torn since the last run refuses calls from the
         // first one, not from the first failed write.
         let health = Arc::new(Health::default());
@@ -243,6 +246,34 @@ impl Drop for State {
     }
 }
 
+/// The first time a state database meets a log (one written before the witness existed), the log is witnessed as
+/// it is if its chain verifies: its anchor and its end become the witness. One full read, once. A log that does
+/// not verify is left unwitnessed; the start check and `audit verify` report it.
+fn adopt(audit: &AuditLog, store: &mut Store) -> Option<Head> {
+    let report = audit.verify().ok().filter(VerifyReport::is_ok)?;
+    let head = report.head?;
+    let now = Timestamp::now();
+    let adopted = (|| {
+        if let Some(a) = &report.anchor {
+            store.record_audit_anchor(&a.hash, a.next_seq, &a.prev, now)?;
+        }
+        store.advance_audit_head(
+            &store::AuditHead {
+                seq: head.seq,
+                hash: head.hash.clone(),
+            },
+            now,
+        )
+    })();
+    match adopted {
+        Ok(()) => Some(head),
+        Err(e) => {
+            tracing::warn!("cannot record the audit log's witness: {e}");
+            None
+        }
+    }
+}
+
 /// The state root for this process's environment.
 pub fn state_root() -> Result<PathBuf, String> {
     store::resolve_state_root(&StateRootInputs::from_process_env())
@@ -371,5 +402,58 @@ mod tests {
         assert_eq!(all.len(), 2, "{all:?}");
         assert!(all[1].contains("\"trace_id\":\"t3\""), "{all:?}");
         assert!(state.verify_audit().unwrap().is_ok());
+    }
+
+    #[test]
+    fn log_pruned_before_the_witness_existed_is_adopted_not_reported_as_forged() {
+        let dir = tempfile::tempdir().unwrap();
+        let log_path = {
+            let state = open(&dir, 16);
+            state.audit_log().path().to_path_buf()
+        };
+        // Written and pruned by the library alone, as an older version did: no witness recorded.
+        let log = AuditLog::new(log_path.parent().unwrap());
+        for i in 0..4 {
+            log.record(&event(i)).unwrap();
+        }
+        log.prune_keep_last(2, PruneMode::Apply, 1).unwrap();
+        // A state database that never saw a head adopts the verified log, anchor included; without that, the
+        // first new record would make the old anchor look forged.
+        let state = open(&dir, 16);
+        let report = state.verify_audit().unwrap();
+        assert!(report.is_ok(), "{report}");
+        state.audit(&event(9));
+        state.flush();
+        let report = state.verify_audit().unwrap();
+        assert!(
+            report.is_ok() && report.anchored && report.events == 3,
+            "{report}"
+        );
+    }
+
+    /// The wait for room works on both runtime flavours, from inside a task.
+    async fn flood_from_a_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = Arc::new(open(&dir, 2));
+        let s = Arc::clone(&state);
+        tokio::spawn(async move {
+            for i in 0..300 {
+                s.audit(&event(i));
+            }
+        })
+        .await
+        .unwrap();
+        state.flush();
+        assert_eq!(lines(&state).len(), 300);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn audit_flood_waits_on_a_multi_threaded_runtime() {
+        flood_from_a_task().await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn audit_flood_waits_on_a_current_thread_runtime() {
+        flood_from_a_task().await;
     }
 }

@@ -371,16 +371,13 @@ async fn upstreams(
             println!("  {} {} {:?}: {}", h.server, h.kind, h.name, h.reason);
         }
     }
-    let mut flagged: Vec<_> = pins
-        .iter()
-        .filter(|(_, p)| p.quarantined || !p.flags.is_empty())
-        .collect();
+    let mut flagged: Vec<_> = pins.iter().filter(|(_, p)| p.withheld()).collect();
     flagged.sort_by(|a, b| a.0.cmp(b.0));
     if !flagged.is_empty() {
-        println!("tools held back (hidden and refused until reviewed with `toolgate pins`):");
+        println!("held back (hidden and refused until reviewed with `toolgate pins`):");
         for (name, pin) in flagged {
             if pin.quarantined {
-                println!("  {name}: QUARANTINED (its definition changed since it was pinned)");
+                println!("  {name}: QUARANTINED (changed since it was pinned, or new on a server already listed)");
             }
             for f in &pin.flags {
                 println!("  {name}: flagged — {f}");

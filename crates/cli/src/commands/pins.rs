@@ -165,7 +165,7 @@ fn accept(
 fn flags(pins: &[ToolPin], pin: &ToolPin) -> Vec<String> {
     let names: Vec<(String, String)> = pins
         .iter()
-        .filter(|p| !p.name.contains(':'))
+        .filter(|p| gateway::PinItem::is_tool_key(&p.name))
         .filter_map(|p| {
             p.name
                 .split_once("__")

@@ -46,8 +46,8 @@ async fn lines_at_least(setup: &Setup, n: usize) -> PathBuf {
                 .count()
                 >= n
             {
-                // The witness is updated right after the append.
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                // The witness is committed right after the append (one fsync); leave it ample time on a busy machine.
+                tokio::time::sleep(Duration::from_secs(1)).await;
                 return log;
             }
         }

@@ -129,7 +129,8 @@ async fn cancellation_reaches_the_upstream_and_suppresses_the_answer() {
 
 #[tokio::test]
 async fn list_changed_propagates_and_the_new_tool_is_callable() {
-    let setup = Setup::fixture(&[], json!({}));
+    // A tool new to a listed server is held by default (see the pins suite); here it is accepted as it comes.
+    let setup = Setup::fixture(&[], json!({"pins": {"newTools": "accept"}}));
     let client = legacy(&setup).await;
     call(&client, "fx__add_tool", json!({"name": "fresh"}))
         .await

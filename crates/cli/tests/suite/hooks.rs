@@ -31,6 +31,8 @@ fn setup(hooks: impl FnOnce(&Path) -> Value, settings: Value) -> Setup {
             "permissions": {"default": "allow"},
             "approvals": {"wait_seconds": 0, "elicitation": false},
             "hooks": hooks(dir),
+            // Tools added at run time are listed as they come, so "it never appears" means "it never ran".
+            "pins": {"newTools": "accept"},
         });
         if let Value::Object(extra) = settings {
             for (k, v) in extra {

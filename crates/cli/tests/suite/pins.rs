@@ -219,3 +219,31 @@ async fn new_tool_after_the_first_listing_is_held() {
     let ran = call(&client, "fx__tool_0", json!({})).await.unwrap();
     assert!(ran["structuredContent"]["error"].is_null(), "{ran}");
 }
+
+#[tokio::test]
+async fn tool_added_at_run_time_is_held_by_default() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    call(&client, "fx__add_tool", json!({"name": "fresh"}))
+        .await
+        .unwrap();
+    client
+        .wait_notification(Duration::from_secs(5), |n| {
+            n["method"] == "notifications/tools/list_changed"
+        })
+        .await
+        .expect("the change is announced");
+    let tools = list_all(&client, "tools/list", "tools", None)
+        .await
+        .unwrap();
+    assert!(
+        !names(&tools).contains(&"fx__fresh".to_owned()),
+        "held, so hidden"
+    );
+    assert!(names(&tools).contains(&"fx__echo".to_owned()));
+    let refused = call(&client, "fx__fresh", json!({})).await.unwrap();
+    assert_eq!(
+        refused["structuredContent"]["error"]["code"], "TOOL_QUARANTINED",
+        "{refused}"
+    );
+}

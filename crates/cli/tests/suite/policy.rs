@@ -21,7 +21,8 @@ fn refusal(result: &Value) -> (&Value, &Value, &Value) {
 async fn denied_call_is_explained_and_never_reaches_the_upstream() {
     let setup = Setup::fixture(
         &[],
-        json!({"permissions": {"default": "allow", "deny": ["mcp__fx__add_tool"]}}),
+        // New tools are listed as they come, so "absent from the list" means "never added".
+        json!({"permissions": {"default": "allow", "deny": ["mcp__fx__add_tool"]}, "pins": {"newTools": "accept"}}),
     );
     let client = legacy(&setup).await;
     let result = call(&client, "fx__add_tool", json!({"name": "smuggled"}))
