@@ -372,46 +372,28 @@ impl Upstream {
     async fn handshake(&self, conn: &Arc<Connection>) -> Result<Catalog, String> {
         let timeout = self.opts.handshake_timeout;
         let probe = self.lock().probe_modern;
-        let modern =
-            match (self.config.protocol, probe) {
-                (Protocol::Legacy, _) | (Protocol::Auto, false) => None,
-                (protocol, true) | (protocol @ Protocol::Modern, false) => {
-                    let wait = if protocol == Protocol::Modern {
-                        timeout
-                    } else {
-                        self.opts.probe_timeout
-                    };
-                    match handshake::discover(conn, wait).await {
-                        Ok(ProbeOutcome::Modern(result)) => Some(result),
-                        Ok(ProbeOutcome::NotModern) if protocol == Protocol::Modern => return Err(
-                            "the server does not speak protocol 2026-07-28 (configured \"modern\")"
-                                .into(),
-                        ),
-                        Ok(ProbeOutcome::NotModern) => None,
-                        Err(e) if protocol == Protocol::Modern => {
-                            return Err(format!("server/discover failed: {e}"))
-                        }
-                        Err(CallError::Timeout { .. }) => {
-                            self.lock().probe_modern = false;
-                            None
-                        }
-                        Err(e) => {
-                            // Some legacy servers exit on an unknown first request; do not probe them again.
-                            self.lock().probe_modern = false;
-                            return Err(format!(
-                                "the server exited when probed with server/discover: {e}"
-                            ));
-                        }
-                    }
+        let agreed = match (self.config.protocol, probe) {
+            (Protocol::Legacy, _) | (Protocol::Auto, false) => {
+                Agreed::Legacy(handshake::initialize(conn, timeout).await?)
+            }
+            (Protocol::Modern, _) => match handshake::discover(conn, timeout).await {
+                Ok(ProbeOutcome::Modern(result)) => Agreed::Modern(result),
+                Ok(ProbeOutcome::NotModern) => {
+                    return Err(
+                        "the server does not speak protocol 2026-07-28 (configured \"modern\")"
+                            .into(),
+                    )
                 }
-            };
-        let mut catalog = match modern {
-            Some(result) => {
+                Err(e) => return Err(format!("server/discover failed: {e}")),
+            },
+            (Protocol::Auto, true) => self.probe(conn, timeout).await?,
+        };
+        let mut catalog = match agreed {
+            Agreed::Modern(result) => {
                 conn.set_era(Era::Modern);
                 handshake::catalog_from(Era::Modern, &result)
             }
-            None => {
-                let (result, version) = handshake::initialize(conn, timeout).await?;
+            Agreed::Legacy((result, version)) => {
                 let era = Era::Legacy(version);
                 conn.set_era(era.clone());
                 handshake::catalog_from(era, &result)
@@ -425,6 +407,56 @@ impl Upstream {
             listen_for_changes(conn, &catalog);
         }
         Ok(catalog)
+    }
+
+    /// `server/discover` first; an error answer means legacy. A server silent past the probe timeout is either
+    /// slow to start or ignores unknown methods, so `initialize` is asked as well and whichever era answers first
+    /// wins: a dual-era server that started slowly answers the probe late and then ignores `initialize`, and a
+    /// legacy one never answers the probe.
+    async fn probe(&self, conn: &Arc<Connection>, timeout: Duration) -> Result<Agreed, String> {
+        let discover = handshake::discover(conn, timeout);
+        tokio::pin!(discover);
+        match tokio::time::timeout(self.opts.probe_timeout, &mut discover).await {
+            Ok(Ok(ProbeOutcome::Modern(result))) => return Ok(Agreed::Modern(result)),
+            Ok(Ok(ProbeOutcome::NotModern)) => {
+                return Ok(Agreed::Legacy(handshake::initialize(conn, timeout).await?))
+            }
+            Ok(Err(e)) => {
+                // Some legacy servers exit on an unknown first request; do not probe them again.
+                self.lock().probe_modern = false;
+                return Err(format!(
+                    "the server exited when probed with server/discover: {e}"
+                ));
+            }
+            Err(_) => {}
+        }
+        let initialize = handshake::initialize(conn, timeout);
+        tokio::pin!(initialize);
+        let mut probed = false;
+        loop {
+            tokio::select! {
+                // The probe's answer first: a dual-era server that answered it refuses `initialize` after.
+                biased;
+                answer = &mut discover, if !probed => {
+                    probed = true;
+                    if let Ok(ProbeOutcome::Modern(result)) = answer {
+                        return Ok(Agreed::Modern(result));
+                    }
+                }
+                legacy = &mut initialize => return match legacy {
+                    Ok(agreed) => {
+                        // It answers `initialize`: restarts need not wait for the probe again.
+                        self.lock().probe_modern = false;
+                        Ok(Agreed::Legacy(agreed))
+                    }
+                    Err(e) if probed => Err(e),
+                    Err(e) => match discover.await {
+                        Ok(ProbeOutcome::Modern(result)) => Ok(Agreed::Modern(result)),
+                        _ => Err(e),
+                    },
+                },
+            }
+        }
     }
 
     async fn refresh(&self, conn: &Connection, kind: Refresh) {
@@ -446,6 +478,12 @@ impl Upstream {
             }
         }
     }
+}
+
+/// The era a handshake agreed on, with the server's answer (and the legacy version).
+enum Agreed {
+    Modern(Value),
+    Legacy((Value, String)),
 }
 
 /// Modern servers deliver `list_changed` only on a `subscriptions/listen` stream; open one for what they offer.
