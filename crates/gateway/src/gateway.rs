@@ -26,8 +26,9 @@ use upstream::{Event, Status, Upstream};
 const EVENT_CAPACITY: usize = 1024;
 
 /// How long the first list waits for upstreams still starting before it lists what is ready; the rest arrive
-/// with `list_changed`. Short, because a silent upstream must not stall a client that has work to do.
-const FIRST_LIST_WAIT: Duration = Duration::from_secs(5);
+/// with `list_changed`. Long enough for a server launched through a package runner on a busy machine, short
+/// enough that a silent upstream does not stall a client that has work to do (the start-up timeout is 30 s).
+const FIRST_LIST_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -155,6 +156,8 @@ impl Gateway {
             visible: Mutex::new(None),
             shutdown: CancellationToken::new(),
         });
+        // What toolgate offers before any upstream has answered: its own tools, and every list kind to come.
+        gw.rebuild();
         tokio::spawn(Arc::clone(&gw).event_loop(rx));
         gw
     }

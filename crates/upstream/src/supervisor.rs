@@ -110,13 +110,6 @@ struct Inner {
     probe_modern: bool,
 }
 
-/// Why a start did not reach a ready catalog.
-enum Handshake {
-    /// The `server/discover` probe got no answer in time: start a fresh process with `initialize` first.
-    ProbeUnanswered,
-    Failed(String),
-}
-
 pub struct Upstream {
     config: ServerConfig,
     opts: Options,
@@ -300,26 +293,10 @@ impl Upstream {
     }
 
     /// One life of the process. `Ok` when it exited after a successful start, `Err` when it never became ready.
-    /// A server that did not answer the `server/discover` probe in time is started once more, at once, with
-    /// `initialize` first: the probe may still be queued in the first process (a slow start), and a server that
-    /// answers it late serves the modern era on that connection and rejects `initialize` there.
     async fn run_once(&self) -> Result<(), String> {
-        loop {
-            match self.run_process().await {
-                Err(Handshake::ProbeUnanswered) => continue,
-                Err(Handshake::Failed(e)) => return Err(e),
-                Ok(()) => return Ok(()),
-            }
-        }
-    }
-
-    async fn run_process(&self) -> Result<(), Handshake> {
-        let mut child = process::spawn(&self.config.transport)
-            .map_err(|e| Handshake::Failed(self.spawn_error(&e)))?;
+        let mut child = process::spawn(&self.config.transport).map_err(|e| self.spawn_error(&e))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(Handshake::Failed(
-                "the process has no stdio pipes".to_owned(),
-            ));
+            return Err("the process has no stdio pipes".to_owned());
         };
         let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
         let conn = Connection::start(
@@ -334,22 +311,18 @@ impl Upstream {
         self.lock().pid = child.id();
         let ready = tokio::select! {
             r = self.handshake(&conn) => r,
-            () = self.shutdown.cancelled() => Err(Handshake::Failed("shutting down".to_owned())),
+            () = self.shutdown.cancelled() => Err("shutting down".to_owned()),
         };
         let catalog = match ready {
             Ok(c) => c,
             Err(e) => {
                 conn.close();
                 process::terminate(&mut child, self.opts.grace).await;
-                let Handshake::Failed(e) = e else {
-                    tracing::info!(server = %self.config.name, "no answer to server/discover in time; starting it again with initialize");
-                    return Err(e);
-                };
                 let tail = conn.stderr_tail();
-                return Err(Handshake::Failed(match tail.last() {
+                return Err(match tail.last() {
                     Some(line) => format!("{e} (last stderr line: {line})"),
                     None => e,
-                }));
+                });
             }
         };
         {
@@ -396,58 +369,35 @@ impl Upstream {
         }
     }
 
-    async fn handshake(&self, conn: &Arc<Connection>) -> Result<Catalog, Handshake> {
+    async fn handshake(&self, conn: &Arc<Connection>) -> Result<Catalog, String> {
         // A server's own start-up timeout (Codex `startup_timeout_sec`) wins over the default.
         let timeout = self
             .config
             .startup_timeout
             .unwrap_or(self.opts.handshake_timeout);
         let probe = self.lock().probe_modern;
-        let modern = match (self.config.protocol, probe) {
-            (Protocol::Legacy, _) | (Protocol::Auto, false) => None,
-            (protocol, true) | (protocol @ Protocol::Modern, false) => {
-                let wait = if protocol == Protocol::Modern {
-                    timeout
-                } else {
-                    self.opts.probe_timeout
-                };
-                match handshake::discover(conn, wait).await {
-                    Ok(ProbeOutcome::Modern(result)) => Some(result),
-                    Ok(ProbeOutcome::NotModern) if protocol == Protocol::Modern => {
-                        return Err(Handshake::Failed(
-                            "the server does not speak protocol 2026-07-28 (configured \"modern\")"
-                                .into(),
-                        ))
-                    }
-                    Ok(ProbeOutcome::NotModern) => None,
-                    Err(e) if protocol == Protocol::Modern => {
-                        return Err(Handshake::Failed(format!("server/discover failed: {e}")))
-                    }
-                    Err(CallError::Timeout { .. }) => {
-                        // Slow to start, or a legacy server that ignores unknown methods: either way this
-                        // connection's era is unknown now, so a fresh process gets `initialize` first.
-                        self.lock().probe_modern = false;
-                        return Err(Handshake::ProbeUnanswered);
-                    }
-                    Err(e) => {
-                        // Some legacy servers exit on an unknown first request; do not probe them again.
-                        self.lock().probe_modern = false;
-                        return Err(Handshake::Failed(format!(
-                            "the server exited when probed with server/discover: {e}"
-                        )));
-                    }
-                }
+        let agreed = match (self.config.protocol, probe) {
+            (Protocol::Legacy, _) | (Protocol::Auto, false) => {
+                Agreed::Legacy(handshake::initialize(conn, timeout).await?)
             }
+            (Protocol::Modern, _) => match handshake::discover(conn, timeout).await {
+                Ok(ProbeOutcome::Modern(result)) => Agreed::Modern(result),
+                Ok(ProbeOutcome::NotModern) => {
+                    return Err(
+                        "the server does not speak protocol 2026-07-28 (configured \"modern\")"
+                            .into(),
+                    )
+                }
+                Err(e) => return Err(format!("server/discover failed: {e}")),
+            },
+            (Protocol::Auto, true) => self.probe(conn, timeout).await?,
         };
-        let mut catalog = match modern {
-            Some(result) => {
+        let mut catalog = match agreed {
+            Agreed::Modern(result) => {
                 conn.set_era(Era::Modern);
                 handshake::catalog_from(Era::Modern, &result)
             }
-            None => {
-                let (result, version) = handshake::initialize(conn, timeout)
-                    .await
-                    .map_err(Handshake::Failed)?;
+            Agreed::Legacy((result, version)) => {
                 let era = Era::Legacy(version);
                 conn.set_era(era.clone());
                 handshake::catalog_from(era, &result)
@@ -456,7 +406,7 @@ impl Upstream {
         let all = [Refresh::Tools, Refresh::Resources, Refresh::Prompts];
         handshake::load_lists(conn, &mut catalog, &all, timeout)
             .await
-            .map_err(|e| Handshake::Failed(format!("loading the catalog failed: {e}")))?;
+            .map_err(|e| format!("loading the catalog failed: {e}"))?;
         self.filter_tools(&mut catalog);
         if catalog.era == Some(Era::Modern) {
             listen_for_changes(conn, &catalog);
@@ -475,6 +425,56 @@ impl Upstream {
                     .and_then(Value::as_str)
                     .is_none_or(|name| filter.allows(name))
             });
+        }
+    }
+
+    /// `server/discover` first; an error answer means legacy. A server silent past the probe timeout is either
+    /// slow to start or ignores unknown methods, so `initialize` is asked as well and whichever era answers first
+    /// wins: a dual-era server that started slowly answers the probe late and then ignores `initialize`, and a
+    /// legacy one never answers the probe.
+    async fn probe(&self, conn: &Arc<Connection>, timeout: Duration) -> Result<Agreed, String> {
+        let discover = handshake::discover(conn, timeout);
+        tokio::pin!(discover);
+        match tokio::time::timeout(self.opts.probe_timeout, &mut discover).await {
+            Ok(Ok(ProbeOutcome::Modern(result))) => return Ok(Agreed::Modern(result)),
+            Ok(Ok(ProbeOutcome::NotModern)) => {
+                return Ok(Agreed::Legacy(handshake::initialize(conn, timeout).await?))
+            }
+            Ok(Err(e)) => {
+                // Some legacy servers exit on an unknown first request; do not probe them again.
+                self.lock().probe_modern = false;
+                return Err(format!(
+                    "the server exited when probed with server/discover: {e}"
+                ));
+            }
+            Err(_) => {}
+        }
+        let initialize = handshake::initialize(conn, timeout);
+        tokio::pin!(initialize);
+        let mut probed = false;
+        loop {
+            tokio::select! {
+                // The probe's answer first: a dual-era server that answered it refuses `initialize` after.
+                biased;
+                answer = &mut discover, if !probed => {
+                    probed = true;
+                    if let Ok(ProbeOutcome::Modern(result)) = answer {
+                        return Ok(Agreed::Modern(result));
+                    }
+                }
+                legacy = &mut initialize => return match legacy {
+                    Ok(agreed) => {
+                        // It answers `initialize`: restarts need not wait for the probe again.
+                        self.lock().probe_modern = false;
+                        Ok(Agreed::Legacy(agreed))
+                    }
+                    Err(e) if probed => Err(e),
+                    Err(e) => match discover.await {
+                        Ok(ProbeOutcome::Modern(result)) => Ok(Agreed::Modern(result)),
+                        _ => Err(e),
+                    },
+                },
+            }
         }
     }
 
@@ -498,6 +498,12 @@ impl Upstream {
             }
         }
     }
+}
+
+/// The era a handshake agreed on, with the server's answer (and the legacy version).
+enum Agreed {
+    Modern(Value),
+    Legacy((Value, String)),
 }
 
 /// Modern servers deliver `list_changed` only on a `subscriptions/listen` stream; open one for what they offer.

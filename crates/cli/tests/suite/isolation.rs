@@ -385,3 +385,47 @@ async fn slow_upstream_arrives_after_the_first_list_with_list_changed() {
     );
     assert!(tool_names(&client).await.contains(&"slow__echo".to_owned()));
 }
+
+/// The Python SDK's low-level server, given tools and resources but no resource-template handler, declares
+/// `resources` and answers −32601 to `resources/templates/list` (8.1): it must be served, not restarted forever.
+const PYTHON_LOW_LEVEL_SERVER: &str = r#"
+import anyio, mcp_types as types, mcp.server.stdio
+from mcp.server.lowlevel import Server
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[types.Tool(name="hello", description="Says hello.", input_schema={"type": "object"})])
+async def call_tool(ctx, params):
+    return types.CallToolResult(content=[types.TextContent(type="text", text="hello")])
+async def list_resources(ctx, params):
+    return types.ListResourcesResult(resources=[])
+server = Server("lowlevel-peer", on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources)
+async def main():
+    async with mcp.server.stdio.stdio_server() as (r, w):
+        await server.run(r, w, server.create_initialization_options())
+anyio.run(main)
+"#;
+
+#[tokio::test]
+async fn python_low_level_server_without_templates_handler_is_served() {
+    let python = crate::support::peers().join(".venv/bin/python");
+    let setup = Setup::new(json!({"permissions": {"default": "allow"}, "mcpServers": {
+        "py": {"command": python, "args": ["-c", PYTHON_LOW_LEVEL_SERVER]},
+    }}));
+    let client = legacy(&setup).await;
+    let mut py = status(&client, "py").await;
+    for _ in 0..1200 {
+        if py["state"] != "starting" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        py = status(&client, "py").await;
+    }
+    assert_eq!(py["state"], "ready", "{py}");
+    assert_eq!(
+        py["listErrors"][0]["list"], "resources/templates/list",
+        "{py}"
+    );
+    assert_eq!(
+        text(&call(&client, "py__hello", json!({})).await.unwrap()),
+        "hello"
+    );
+}
