@@ -8,7 +8,8 @@ use test_support::list_all;
 
 fn refusal(result: &Value) -> (&Value, &Value, &Value) {
     assert_eq!(result["isError"], true, "{result}");
-    let s = &result["structuredContent"];
+    // Always here; also in structuredContent only where the tool's outputSchema admits the V1 fields.
+    let s = &result["_meta"]["toolgate/contract"];
     assert_eq!(s["outcome"], "REFUSED", "{result}");
     (
         &s["error"]["code"],
