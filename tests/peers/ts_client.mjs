@@ -54,6 +54,13 @@ try {
   out.cancelled = true;
   out.cancelError = String(e);
 }
+// The abandoned call must be cancelled upstream too: the fixture counts the cancellations it received.
+out.upstreamCancelled = 0;
+for (let i = 0; i < 50 && !out.upstreamCancelled; i++) {
+  const counted = await client.callTool({ name: "fixture__cancelled", arguments: {} });
+  out.upstreamCancelled = counted.structuredContent?.cancelled ?? 0;
+  if (!out.upstreamCancelled) await new Promise((r) => setTimeout(r, 50));
+}
 out.afterCancel = await client.callTool({ name: "fixture__echo", arguments: { text: "still alive" } });
 
 await client.callTool({

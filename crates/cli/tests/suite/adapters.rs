@@ -10,10 +10,11 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use test_support::{list_all, StdioClient};
 
-/// `(error code, decision reason, rule id)` of a refused call.
+/// `(error code, decision reason, rule id)` of a refused call, from its Contract V1 fields (always in `_meta`;
+/// in `structuredContent` only where the tool's output schema admits them).
 fn refusal(result: &Value) -> (String, String, String) {
     assert_eq!(result["isError"], true, "{result}");
-    let s = &result["structuredContent"];
+    let s = &result["_meta"]["toolgate/contract"];
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     (
         text(&s["error"]["code"]),
@@ -143,7 +144,7 @@ async fn directory_tree_and_search_of_an_ancestor_of_denied_files_do_not_list_th
         .unwrap();
     assert!(!leaked(&tree), "{tree}");
     assert_eq!(
-        tree["structuredContent"]["outcome"], "APPROVAL_REQUIRED",
+        tree["_meta"]["toolgate/contract"]["outcome"], "APPROVAL_REQUIRED",
         "{tree}"
     );
     let search = call(
@@ -155,7 +156,7 @@ async fn directory_tree_and_search_of_an_ancestor_of_denied_files_do_not_list_th
     .unwrap();
     assert!(!leaked(&search), "{search}");
     assert_eq!(
-        search["structuredContent"]["outcome"], "APPROVAL_REQUIRED",
+        search["_meta"]["toolgate/contract"]["outcome"], "APPROVAL_REQUIRED",
         "{search}"
     );
     let inside = call(

@@ -85,7 +85,20 @@ fn typescript_sdk_client() {
         !progress.is_empty() && progress.windows(2).all(|w| w[0] < w[1]),
         "{progress:?}"
     );
+    // A cancellation, not any error: the rejection carries the client's own abort reason, and the upstream was
+    // told.
     assert_eq!(out["cancelled"], true, "{}", out["cancelError"]);
+    assert!(
+        out["cancelError"]
+            .as_str()
+            .is_some_and(|e| e.contains("the test cancels")),
+        "the call failed for another reason than the cancellation: {}",
+        out["cancelError"]
+    );
+    assert_eq!(
+        out["upstreamCancelled"], 1,
+        "an abandoned call is cancelled upstream"
+    );
     assert_eq!(text(&out["afterCancel"]), "still alive");
     assert_eq!(text(&out["read"]), "written through toolgate");
 }

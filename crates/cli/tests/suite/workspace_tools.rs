@@ -333,21 +333,26 @@ async fn allowed_command_cannot_approve_its_own_pending_request() {
 
 #[tokio::test]
 async fn allowed_command_cannot_read_the_config_nor_use_the_shared_tmp() {
-    let w = Ws::new(json!({"permissions": {"default": "ask", "allow": ["Bash(sh:*)"]}}));
+    // A script file run by an allowed interpreter: a prefix allow admits no `sh -c` (it runs other commands).
+    let w = Ws::new(json!({"permissions": {"default": "ask", "allow": ["Bash(python3:*)"]}}));
     let config = w.setup.config.clone();
     let shared = std::env::temp_dir();
-    let script = format!(
-        "cat '{}' && echo read-config; touch '{}/toolgate-shared-{}' && echo wrote-shared; \
-         touch \"$TMPDIR/mine\" && echo \"$TMPDIR\"",
-        config.display(),
-        shared.display(),
-        std::process::id()
+    let probe = format!(
+        "import os\n\
+         try:\n    open({config:?}).read(); print('read-config')\nexcept OSError:\n    pass\n\
+         try:\n    open({shared:?} + '/toolgate-shared-{pid}', 'w').close(); print('wrote-shared')\n\
+         except OSError:\n    pass\n\
+         open(os.environ['TMPDIR'] + '/mine', 'w').close(); print(os.environ['TMPDIR'])\n",
+        config = config.display().to_string(),
+        shared = shared.display().to_string(),
+        pid = std::process::id()
     );
+    std::fs::write(w.ws().join("probe.py"), probe).unwrap();
     let client = w.client().await;
     let ran = call(
         &client,
         "shell_run",
-        json!({"program": "sh", "args": ["-c", script]}),
+        json!({"program": "python3", "args": ["probe.py"]}),
     )
     .await
     .unwrap();
