@@ -10,7 +10,7 @@
 //! segment, extglob groups (`*(…)`, `!(…)`, `@(…)`, `+(…)`, `?(…)`), a leading `!` (gitignore negation), POSIX
 //! classes (`[[:alpha:]]`), `/` or `\` inside a class, empty path segments, and unbalanced `[`, `{`, `}`.
 
-use globset::{Candidate, GlobBuilder, GlobMatcher};
+use globset::{Candidate, Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 /// How path patterns compare letters. Part of the policy file (`path_case`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -144,14 +144,13 @@ fn scan(text: &str, path: bool) -> Result<Vec<Segment>, String> {
     Ok(segments)
 }
 
-fn build(source: &str, path: bool, case: PathCase) -> Result<GlobMatcher, String> {
+fn glob(source: &str, path: bool, case: PathCase) -> Result<Glob, String> {
     GlobBuilder::new(source)
         .literal_separator(path)
         .backslash_escape(true)
         .empty_alternates(true)
         .case_insensitive(case == PathCase::Insensitive)
         .build()
-        .map(|g| g.compile_matcher())
         .map_err(|e| format!("pattern `{source}`: {e}"))
 }
 
@@ -159,8 +158,9 @@ fn build(source: &str, path: bool, case: PathCase) -> Result<GlobMatcher, String
 #[derive(Debug, Clone)]
 pub(crate) struct PathGlob {
     /// The pattern and, when it ends in `/**`, the pattern without it: a rule naming a directory's contents names
-    /// the directory too, so a deny on `secrets/**` also stops listing or removing `secrets` itself.
-    matchers: Vec<GlobMatcher>,
+    /// the directory too, so a deny on `secrets/**` also stops listing or removing `secrets` itself. A set rather
+    /// than matchers because globset answers common shapes (`**/*.pem`, `/ws/**`) without running a regex.
+    matchers: GlobSet,
     anchor: Option<String>,
     suffix: Option<String>,
 }
@@ -191,11 +191,15 @@ impl PathGlob {
             text
         };
         let segments = scan(text, true).map_err(|e| format!("path pattern `{pattern}`: {e}"))?;
-        let mut matchers = vec![build(text, true, case)?];
+        let mut set = GlobSetBuilder::new();
+        set.add(glob(text, true, case)?);
         if segments.len() > 1 && segments.last().is_some_and(|s| s.any_depth) {
             let dir = &text[..text.len() - 3];
-            matchers.push(build(if dir.is_empty() { "/" } else { dir }, true, case)?);
+            set.add(glob(if dir.is_empty() { "/" } else { dir }, true, case)?);
         }
+        let matchers = set
+            .build()
+            .map_err(|e| format!("path pattern `{pattern}`: {e}"))?;
         let anchor = segments
             .iter()
             .rev()
@@ -221,7 +225,7 @@ impl PathGlob {
 
     /// Matches a canonical path prepared once per call (and folded when the case policy says so).
     pub(crate) fn matches_candidate(&self, path: &Candidate<'_>) -> bool {
-        self.matchers.iter().any(|m| m.is_match_candidate(path))
+        self.matchers.is_match_candidate(path)
     }
 
     /// Matches a canonical absolute path.
@@ -274,7 +278,7 @@ impl NameGlob {
             }
         }
         Ok(NameGlob {
-            matcher: build(pattern, false, PathCase::Sensitive)?,
+            matcher: glob(pattern, false, PathCase::Sensitive)?.compile_matcher(),
             literal,
             prefix,
         })
