@@ -71,6 +71,71 @@ pub(crate) async fn discover(
     }
 }
 
+/// The era a handshake agreed on, with the server's answer (and the legacy version).
+pub(crate) enum Agreed {
+    Modern(Value),
+    Legacy((Value, String)),
+}
+
+/// What probing found, and whether later starts should skip the probe and go straight to `initialize`.
+pub(crate) struct Probed {
+    pub agreed: Result<Agreed, String>,
+    pub stop_probing: bool,
+}
+
+/// `server/discover` first; an error answer means legacy. A server silent past `probe_timeout` is either slow
+/// to start or ignores unknown methods, so `initialize` is asked as well and whichever era answers first wins:
+/// a dual-era server that started slowly answers the probe late and then refuses `initialize`, and a legacy
+/// one never answers the probe.
+pub(crate) async fn probe(conn: &Connection, probe_timeout: Duration, timeout: Duration) -> Probed {
+    let done = |agreed, stop_probing| Probed {
+        agreed,
+        stop_probing,
+    };
+    let discover = self::discover(conn, timeout);
+    tokio::pin!(discover);
+    match tokio::time::timeout(probe_timeout, &mut discover).await {
+        Ok(Ok(ProbeOutcome::Modern(result))) => return done(Ok(Agreed::Modern(result)), false),
+        Ok(Ok(ProbeOutcome::NotModern)) => {
+            return done(initialize(conn, timeout).await.map(Agreed::Legacy), false)
+        }
+        // Some legacy servers exit on an unknown first request; do not probe them again.
+        Ok(Err(e)) => {
+            return done(
+                Err(format!(
+                    "the server exited when probed with server/discover: {e}"
+                )),
+                true,
+            )
+        }
+        Err(_) => {}
+    }
+    let legacy = initialize(conn, timeout);
+    tokio::pin!(legacy);
+    let mut probed = false;
+    loop {
+        tokio::select! {
+            // The probe's answer first: a dual-era server that answered it refuses `initialize` after.
+            biased;
+            answer = &mut discover, if !probed => {
+                probed = true;
+                if let Ok(ProbeOutcome::Modern(result)) = answer {
+                    return done(Ok(Agreed::Modern(result)), false);
+                }
+            }
+            answer = &mut legacy => return match answer {
+                // It answers `initialize`: restarts need not wait for the probe again.
+                Ok(agreed) => done(Ok(Agreed::Legacy(agreed)), true),
+                Err(e) if probed => done(Err(e), true),
+                Err(e) => match discover.await {
+                    Ok(ProbeOutcome::Modern(result)) => done(Ok(Agreed::Modern(result)), false),
+                    _ => done(Err(e), true),
+                },
+            },
+        }
+    }
+}
+
 /// Runs the legacy handshake; returns the `initialize` result and the agreed version.
 pub(crate) async fn initialize(
     conn: &Connection,

@@ -8,7 +8,7 @@ use crate::catalog::Catalog;
 use crate::connection::{Connection, Event, Refresh, Sinks};
 use crate::era::Era;
 use crate::error::CallError;
-use crate::handshake::{self, ProbeOutcome};
+use crate::handshake::{self, Agreed, ProbeOutcome};
 use crate::process;
 use config::{Protocol, ServerConfig, Transport};
 use serde_json::{json, Value};
@@ -390,7 +390,13 @@ impl Upstream {
                 }
                 Err(e) => return Err(format!("server/discover failed: {e}")),
             },
-            (Protocol::Auto, true) => self.probe(conn, timeout).await?,
+            (Protocol::Auto, true) => {
+                let probed = handshake::probe(conn, self.opts.probe_timeout, timeout).await;
+                if probed.stop_probing {
+                    self.lock().probe_modern = false;
+                }
+                probed.agreed?
+            }
         };
         let mut catalog = match agreed {
             Agreed::Modern(result) => {
@@ -428,56 +434,6 @@ impl Upstream {
         }
     }
 
-    /// `server/discover` first; an error answer means legacy. A server silent past the probe timeout is either
-    /// slow to start or ignores unknown methods, so `initialize` is asked as well and whichever era answers first
-    /// wins: a dual-era server that started slowly answers the probe late and then ignores `initialize`, and a
-    /// legacy one never answers the probe.
-    async fn probe(&self, conn: &Arc<Connection>, timeout: Duration) -> Result<Agreed, String> {
-        let discover = handshake::discover(conn, timeout);
-        tokio::pin!(discover);
-        match tokio::time::timeout(self.opts.probe_timeout, &mut discover).await {
-            Ok(Ok(ProbeOutcome::Modern(result))) => return Ok(Agreed::Modern(result)),
-            Ok(Ok(ProbeOutcome::NotModern)) => {
-                return Ok(Agreed::Legacy(handshake::initialize(conn, timeout).await?))
-            }
-            Ok(Err(e)) => {
-                // Some legacy servers exit on an unknown first request; do not probe them again.
-                self.lock().probe_modern = false;
-                return Err(format!(
-                    "the server exited when probed with server/discover: {e}"
-                ));
-            }
-            Err(_) => {}
-        }
-        let initialize = handshake::initialize(conn, timeout);
-        tokio::pin!(initialize);
-        let mut probed = false;
-        loop {
-            tokio::select! {
-                // The probe's answer first: a dual-era server that answered it refuses `initialize` after.
-                biased;
-                answer = &mut discover, if !probed => {
-                    probed = true;
-                    if let Ok(ProbeOutcome::Modern(result)) = answer {
-                        return Ok(Agreed::Modern(result));
-                    }
-                }
-                legacy = &mut initialize => return match legacy {
-                    Ok(agreed) => {
-                        // It answers `initialize`: restarts need not wait for the probe again.
-                        self.lock().probe_modern = false;
-                        Ok(Agreed::Legacy(agreed))
-                    }
-                    Err(e) if probed => Err(e),
-                    Err(e) => match discover.await {
-                        Ok(ProbeOutcome::Modern(result)) => Ok(Agreed::Modern(result)),
-                        _ => Err(e),
-                    },
-                },
-            }
-        }
-    }
-
     async fn refresh(&self, conn: &Connection, kind: Refresh) {
         let mut catalog = (*self.catalog()).clone();
         match handshake::load_lists(conn, &mut catalog, &[kind], self.opts.handshake_timeout).await
@@ -498,12 +454,6 @@ impl Upstream {
             }
         }
     }
-}
-
-/// The era a handshake agreed on, with the server's answer (and the legacy version).
-enum Agreed {
-    Modern(Value),
-    Legacy((Value, String)),
 }
 
 /// Modern servers deliver `list_changed` only on a `subscriptions/listen` stream; open one for what they offer.

@@ -364,11 +364,12 @@ async fn silent_upstream_delays_neither_initialize_nor_the_others_tools() {
 #[tokio::test]
 async fn slow_upstream_arrives_after_the_first_list_with_list_changed() {
     let slow = json!({"command": "sh",
-        "args": ["-c", "sleep 7 && exec \"$0\" fixture-server", crate::support::toolgate()]});
-    let setup = Setup::new(json!({"permissions": {"default": "allow"}, "mcpServers": {
-        "fx": fixture(&[]),
-        "slow": slow,
-    }}));
+        "args": ["-c", "sleep 5 && exec \"$0\" fixture-server", crate::support::toolgate()]});
+    // The first list waits at most the start-up timeout (here 2 s, below the 10 s default wait).
+    let setup = Setup::new(json!({"permissions": {"default": "allow"},
+        "limits": {"startupTimeoutSeconds": 2},
+        "mcpServers": {"fx": fixture(&[]), "slow": slow},
+    }));
     let client = legacy(&setup).await;
     client.notify("notifications/initialized", json!({})).await;
     let first = tool_names(&client).await;
