@@ -56,8 +56,14 @@ fn race_flipping_component_between_dir_and_symlink() {
     assert!(flips > 10, "the flipper did not run ({flips} flips)");
     // Both sides of the race were seen: reads through the real directory succeeded, and reads that met the
     // symlink (or the moment it was missing) were refused for that reason.
-    assert!(ok > 0, "no read succeeded: the race never let the real directory through");
-    assert!(refused > 0, "no read was refused: the symlink was never met");
+    assert!(
+        ok > 0,
+        "no read succeeded: the race never let the real directory through"
+    );
+    assert!(
+        refused > 0,
+        "no read was refused: the symlink was never met"
+    );
 }
 
 /// A read or write that lost the race is refused because it met the symlink or found the component missing,
@@ -66,7 +72,10 @@ fn assert_refused_for_the_race(r: &crate::ToolOutcome) {
     assert_eq!(r.outcome, "REFUSED", "{}", r.structured);
     let code = r.structured["error"]["code"].as_str().unwrap_or_default();
     assert!(
-        matches!(code, "SYMLINK_REFUSED" | "PATH_OUTSIDE_WORKSPACE" | "NOT_FOUND"),
+        matches!(
+            code,
+            "SYMLINK_REFUSED" | "PATH_OUTSIDE_WORKSPACE" | "NOT_FOUND"
+        ),
         "refused for another reason: {}",
         r.structured
     );
@@ -97,5 +106,8 @@ fn race_flipping_component_during_writes() {
     handle.join().unwrap();
     let escaped: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
     assert!(escaped.is_empty(), "writes escaped: {escaped:?}");
-    assert!(ok > 0 && refused > 0, "one side of the race was never seen: {ok} written, {refused} refused");
+    assert!(
+        ok > 0 && refused > 0,
+        "one side of the race was never seen: {ok} written, {refused} refused"
+    );
 }
