@@ -37,8 +37,8 @@ pub(crate) struct ChildPlan {
     /// Prepared ruleset, or -1 when Landlock is off or unavailable (then the parent already reported it).
     pub landlock_fd: RawFd,
     pub socket_filter: LayerMode,
-    /// Prepared seccomp program; empty when the filter is off or unavailable (then the parent reported it).
-    pub filter: Vec<seccomp::Insn>,
+    /// Compiled seccomp programs; empty when the filter is off or unavailable (then the parent reported it).
+    pub filter: seccomp::Programs,
     /// "<uid> <uid> 1\n" and the gid equivalent: map ourselves to ourselves in the new user namespace.
     pub uid_map: Vec<u8>,
     pub gid_map: Vec<u8>,

@@ -146,7 +146,7 @@ fn plan(
     request: &LayerRequest,
     report_fd: RawFd,
     landlock_fd: Option<&OwnedFd>,
-    filter: Vec<seccomp::Insn>,
+    filter: seccomp::Programs,
 ) -> ChildPlan {
     // SAFETY: geteuid/getegid cannot fail and touch no memory.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -169,14 +169,14 @@ fn plan(
     }
 }
 
-/// Builds the seccomp program when asked; records why not otherwise.
-fn prepare_filter(request: &LayerRequest, layers: &mut LayerReport) -> Vec<seccomp::Insn> {
+/// Compiles the seccomp programs when asked; records why not otherwise.
+fn prepare_filter(request: &LayerRequest, layers: &mut LayerReport) -> seccomp::Programs {
     if !request.socket_filter.wanted() {
-        return Vec::new();
+        return seccomp::Programs::default();
     }
     seccomp::socket_filter().unwrap_or_else(|why| {
         layers.set(Layer::SocketFilter, LayerState::Unavailable(why));
-        Vec::new()
+        seccomp::Programs::default()
     })
 }
 

@@ -115,3 +115,37 @@ fn io_uring_that_would_bypass_the_socket_filter_is_refused() {
     let r = contained(python(code, workspace.path()), workspace.path());
     assert_eq!(r.stdout.text, "-1 Function not implemented\n", "{r:?}");
 }
+
+#[test]
+fn socketpair_type_flags_neither_smuggle_a_datagram_pair_nor_break_a_stream_pair() {
+    let workspace = tempfile::tempdir().unwrap();
+    // SOCK_NONBLOCK and SOCK_CLOEXEC ride in the type argument; the filter looks at the type without them.
+    let code = "import socket\nflags = socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC\n\
+                for kind in [socket.SOCK_STREAM, socket.SOCK_SEQPACKET, socket.SOCK_DGRAM]:\n    \
+                try:\n        socket.socketpair(socket.AF_UNIX, kind | flags)\n        print('paired')\n    \
+                except PermissionError:\n        print('refused')";
+    let open = run(&python(code, workspace.path())).unwrap();
+    assert_eq!(open.stdout.text, "paired\npaired\npaired\n", "{open:?}");
+    let r = contained(python(code, workspace.path()), workspace.path());
+    assert_eq!(r.stdout.text, "paired\npaired\nrefused\n", "{r:?}");
+}
+
+#[test]
+fn unix_family_with_high_bits_set_in_the_argument_is_still_refused() {
+    let workspace = tempfile::tempdir().unwrap();
+    // The kernel reads the family and type as `int`, so bits above 32 must not turn a refused call into an
+    // allowed one: socket(AF_UNIX | 1 << 32, SOCK_STREAM) and socketpair(AF_UNIX, SOCK_DGRAM | 1 << 32).
+    let code = "import ctypes, os, platform\nlibc = ctypes.CDLL(None, use_errno=True)\n\
+                nr = {'x86_64': (41, 53), 'aarch64': (198, 199)}[platform.machine()]\n\
+                fds = (ctypes.c_int * 2)()\n\
+                for r in [libc.syscall(nr[0], ctypes.c_long(1 | 1 << 32), 1, 0), \
+                libc.syscall(nr[1], 1, ctypes.c_long(2 | 1 << 32), 0, fds)]:\n    \
+                print('opened' if r >= 0 else os.strerror(ctypes.get_errno()))";
+    let open = run(&python(code, workspace.path())).unwrap();
+    assert_eq!(open.stdout.text, "opened\nopened\n", "{open:?}");
+    let r = contained(python(code, workspace.path()), workspace.path());
+    assert_eq!(
+        r.stdout.text, "Permission denied\nPermission denied\n",
+        "{r:?}"
+    );
+}
