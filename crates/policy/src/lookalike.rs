@@ -63,6 +63,10 @@ struct Names<'a> {
     tools_of: Vec<Vec<usize>>,
     /// Tool index → name id.
     id_of: Vec<usize>,
+    /// The one server whose tools carry each name, `None` when several do. Two names on the same sole server
+    /// cannot be flagged for an edit, so those pairs are never compared (a catalog of `tool_00001`,
+    /// `tool_00002`, … from one server would otherwise compare every pair differing in one digit).
+    sole_server: Vec<Option<&'a str>>,
 }
 
 impl<'a> Names<'a> {
@@ -73,21 +77,35 @@ impl<'a> Names<'a> {
             skeletons: Vec::new(),
             tools_of: Vec::new(),
             id_of: Vec::with_capacity(tools.len()),
+            sole_server: Vec::new(),
         };
-        for (i, (_, tool)) in tools.iter().enumerate() {
+        for (i, (server, tool)) in tools.iter().enumerate() {
             let id = *ids.entry(tool.as_str()).or_insert_with(|| {
                 names.text.push(tool.as_str());
                 names.skeletons.push(skeleton(tool));
                 names.tools_of.push(Vec::new());
+                names.sole_server.push(Some(server.as_str()));
                 names.text.len() - 1
             });
+            if names.sole_server[id] != Some(server.as_str()) {
+                names.sole_server[id] = None;
+            }
             names.tools_of[id].push(i);
             names.id_of.push(id);
         }
         names
     }
 
-    /// For each distinct name, the other names that share its skeleton or are one edit away from it.
+    /// Whether names `a` and `b` may be flagged for being one edit apart: some of their tools are on
+    /// different servers, and they are.
+    fn edit_pair(&self, a: usize, b: usize) -> bool {
+        let same_server =
+            self.sole_server[a].is_some() && self.sole_server[a] == self.sole_server[b];
+        !same_server && within_one_edit(self.text[a], self.text[b])
+    }
+
+    /// For each distinct name, the other names that share its skeleton, and those one edit away from it that
+    /// some tool on another server carries.
     fn neighbours(&self) -> Vec<Vec<usize>> {
         let mut out: Vec<Vec<usize>> = vec![Vec::new(); self.text.len()];
         let mut link = |a: usize, b: usize| {
@@ -106,6 +124,11 @@ impl<'a> Names<'a> {
                     link(a, b);
                 }
             }
+        }
+        // Edits count only across servers: with every name on one server there is nothing more to find.
+        let first = self.sole_server.first().copied().flatten();
+        if first.is_some() && self.sole_server.iter().all(|s| *s == first) {
+            return finish(out);
         }
         // Keyed hashes: an upstream cannot choose names that collide into one bucket. A collision only costs a
         // comparison; every pair found is confirmed with `within_one_edit`.
@@ -137,7 +160,7 @@ impl<'a> Names<'a> {
                     .push(id);
                 // One character longer: losing one character gives the shorter name.
                 for &b in whole.get(&key).into_iter().flatten() {
-                    if within_one_edit(t, self.text[b]) {
+                    if self.edit_pair(id, b) {
                         link(id, b);
                     }
                 }
@@ -146,18 +169,23 @@ impl<'a> Names<'a> {
         for group in substituted.values() {
             for (k, &a) in group.iter().enumerate() {
                 for &b in &group[k + 1..] {
-                    if within_one_edit(self.text[a], self.text[b]) {
+                    if self.edit_pair(a, b) {
                         link(a, b);
                     }
                 }
             }
         }
-        for list in &mut out {
-            list.sort_unstable();
-            list.dedup();
-        }
-        out
+        finish(out)
     }
+}
+
+/// Each name's neighbours in order, once each.
+fn finish(mut lists: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
+    for list in &mut lists {
+        list.sort_unstable();
+        list.dedup();
+    }
+    lists
 }
 
 #[cfg(test)]
