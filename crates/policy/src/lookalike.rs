@@ -31,7 +31,7 @@ pub fn lookalike_flags(tools: &[(String, String)]) -> Vec<(String, PoisonFlag)> 
                     .map(|&j| (j, false))
             };
             if let Some(found) = found {
-                if best.map_or(true, |(j, _)| found.0 < j) {
+                if best.is_none_or(|(j, _)| found.0 < j) {
                     best = Some(found);
                 }
             }
