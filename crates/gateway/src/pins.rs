@@ -14,9 +14,10 @@
 use crate::state::State;
 use policy::PoisonFlag;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
-use store::{FirstUse, PinCheck, Timestamp};
+use store::{FirstUse, Observed, PinCheck, PinObservation, Timestamp};
 use upstream::Catalog;
 
 /// What the pins say about one item (keyed by `Item::key`).
@@ -90,7 +91,7 @@ impl Item {
 }
 
 /// The items of one catalog, by kind, with the name each is pinned under.
-fn items(catalog: &Catalog) -> Vec<(Item, String, Value)> {
+fn items(catalog: &Catalog) -> Vec<(Item, &str, Cow<'_, Value>)> {
     let mut out = Vec::new();
     for (kind, list) in [
         (Item::Tool, &catalog.tools),
@@ -100,7 +101,7 @@ fn items(catalog: &Catalog) -> Vec<(Item, String, Value)> {
     ] {
         for def in list {
             if let Some(name) = def.get(kind.name_field()).and_then(Value::as_str) {
-                out.push((kind, name.to_owned(), def.clone()));
+                out.push((kind, name, Cow::Borrowed(def)));
             }
         }
     }
@@ -108,14 +109,15 @@ fn items(catalog: &Catalog) -> Vec<(Item, String, Value)> {
     // is also the mark that this server's first listing is done.
     out.push((
         Item::Instructions,
-        String::new(),
-        json!({ "instructions": catalog.instructions }),
+        "",
+        Cow::Owned(json!({ "instructions": catalog.instructions })),
     ));
     out
 }
 
 /// Pins what is new, notices what changed, flags what looks poisoned. Without state nothing can be pinned, so
 /// only the flags are computed. `hold_new`: a tool or prompt new to an already-listed server is held.
+/// Every pin is checked in one store transaction, so a rebuild costs one commit, not one per item.
 pub fn observe(
     state: Option<&Arc<State>>,
     catalogs: &[(String, Arc<Catalog>)],
@@ -133,7 +135,7 @@ pub fn observe(
     for (key, flag) in policy::lookalike_flags(&names) {
         add_flag(&mut view, &key, &flag);
     }
-    let now = Timestamp::now();
+    let mut pending: Vec<(String, Cow<'_, Value>, FirstUse)> = Vec::new();
     for (server, catalog) in catalogs {
         // A server that has not answered yet has an empty catalog: pinning that would mark it as listed and hold
         // its whole real catalog later.
@@ -145,60 +147,94 @@ pub fn observe(
                 .map_or(true, |p| p.is_some())
         });
         for (kind, name, def) in items(catalog) {
-            let key = kind.key(server, &name);
+            let key = kind.key(server, name);
             let entry = view.entry(key.clone()).or_default();
             for flag in policy::inspect_definition(&def) {
                 push_flag(entry, &flag);
             }
-            let Some(state) = state else { continue };
-            let first_use = if listed_before && kind.held_when_new(hold_new) {
-                FirstUse::Quarantine
-            } else {
-                FirstUse::Accept
-            };
-            let check = state.store(|s| {
-                let check = s.observe_tool(&key, &def, first_use, now)?;
-                let overridden = s.get_pin(&key)?.is_some_and(|p| p.flags_overridden());
-                Ok::<_, store::Error>((check, overridden))
-            });
-            match check {
-                Ok((
-                    PinCheck::New(store::PinState::Accepted) | PinCheck::Unchanged,
-                    overridden,
-                )) => {
-                    entry.flags_overridden = overridden;
-                }
-                Ok((PinCheck::New(_), _)) => {
-                    tracing::warn!(
-                        item = %key,
-                        "new on a server that was already listed; held until `toolgate pins accept {key}`"
-                    );
-                    entry.quarantined = true;
-                }
-                Ok((
-                    PinCheck::Changed {
-                        accepted_sha256,
-                        observed_sha256,
-                    },
-                    _,
-                )) => {
-                    tracing::warn!(
-                        item = %key,
-                        "definition changed since it was pinned ({accepted_sha256:.12} → {observed_sha256:.12}); \
-                         quarantined until `toolgate pins accept {key}`"
-                    );
-                    entry.quarantined = true;
-                }
-                Ok((PinCheck::Quarantined, _)) => entry.quarantined = true,
-                Err(e) => {
-                    // A pin that cannot be checked is treated as changed: fail closed.
-                    tracing::warn!(item = %key, "pin check failed ({e}); quarantining");
-                    entry.quarantined = true;
-                }
+            if state.is_some() {
+                let first_use = if listed_before && kind.held_when_new(hold_new) {
+                    FirstUse::Quarantine
+                } else {
+                    FirstUse::Accept
+                };
+                pending.push((key, def, first_use));
             }
         }
     }
+    let Some(state) = state else { return view };
+    let observations: Vec<PinObservation<'_>> = pending
+        .iter()
+        .map(|(name, def, first_use)| PinObservation {
+            name,
+            definition: def,
+            first_use: *first_use,
+        })
+        .collect();
+    let checks = state.store(|s| s.observe_pins(&observations, Timestamp::now()));
+    let checks: Vec<Result<Observed, store::Error>> = match checks {
+        Ok(checks) => checks,
+        // The transaction itself failed: nothing was checked, so everything counts as changed.
+        Err(e) => pending
+            .iter()
+            .map(|_| {
+                Err(store::Error::Corrupt(format!(
+                    "pin transaction failed: {e}"
+                )))
+            })
+            .collect(),
+    };
+    for ((key, _, _), check) in pending.iter().zip(checks) {
+        let entry = view.entry(key.clone()).or_default();
+        record(entry, key, check);
+    }
     view
+}
+
+/// Writes what the pin check of one item found into its status.
+fn record(entry: &mut PinStatus, key: &str, check: Result<Observed, store::Error>) {
+    match check {
+        Ok(Observed {
+            check: PinCheck::New(store::PinState::Accepted) | PinCheck::Unchanged,
+            flags_overridden,
+        }) => {
+            entry.flags_overridden = flags_overridden;
+        }
+        Ok(Observed {
+            check: PinCheck::New(_),
+            ..
+        }) => {
+            tracing::warn!(
+                item = %key,
+                "new on a server that was already listed; held until `toolgate pins accept {key}`"
+            );
+            entry.quarantined = true;
+        }
+        Ok(Observed {
+            check:
+                PinCheck::Changed {
+                    accepted_sha256,
+                    observed_sha256,
+                },
+            ..
+        }) => {
+            tracing::warn!(
+                item = %key,
+                "definition changed since it was pinned ({accepted_sha256:.12} → {observed_sha256:.12}); \
+                 quarantined until `toolgate pins accept {key}`"
+            );
+            entry.quarantined = true;
+        }
+        Ok(Observed {
+            check: PinCheck::Quarantined,
+            ..
+        }) => entry.quarantined = true,
+        Err(e) => {
+            // A pin that cannot be checked is treated as changed: fail closed.
+            tracing::warn!(item = %key, "pin check failed ({e}); quarantining");
+            entry.quarantined = true;
+        }
+    }
 }
 
 /// The catalogs as the model may see them: held or flagged prompts, resources, templates and instructions taken

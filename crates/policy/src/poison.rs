@@ -187,7 +187,7 @@ fn script_problem(name: &str) -> Option<String> {
 }
 
 /// Folds common homoglyphs to ASCII so `rеad_file` (Cyrillic е) and `read_file` share a skeleton.
-fn skeleton(name: &str) -> String {
+pub(crate) fn skeleton(name: &str) -> String {
     name.chars()
         .filter(|c| !is_invisible(*c))
         .map(|c| match c {
@@ -214,7 +214,8 @@ fn skeleton(name: &str) -> String {
         .collect()
 }
 
-fn within_one_edit(a: &str, b: &str) -> bool {
+/// Whether `a` and `b` differ by exactly one substitution, insertion or deletion (of a character).
+pub(crate) fn within_one_edit(a: &str, b: &str) -> bool {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
     let (short, long) = if a.len() <= b.len() {
         (&a, &b)
@@ -239,38 +240,6 @@ fn within_one_edit(a: &str, b: &str) -> bool {
             .count();
         short[prefix..] == long[prefix + 1..]
     }
-}
-
-/// Flags tools whose names are confusable with another installed tool. `tools` is `(server, tool)` pairs; the
-/// answer names the flagged tool as `server__tool`. Identical names on different servers are not flagged (the
-/// server prefix tells them apart); near-identical ones are, because a model reading descriptions cannot.
-pub fn lookalike_flags(tools: &[(String, String)]) -> Vec<(String, PoisonFlag)> {
-    let mut out = Vec::new();
-    let skeletons: Vec<String> = tools.iter().map(|(_, t)| skeleton(t)).collect();
-    for (i, (server, tool)) in tools.iter().enumerate() {
-        let sk = &skeletons[i];
-        let other = tools.iter().enumerate().find_map(|(j, (s2, t2))| {
-            if i == j || t2 == tool {
-                return None;
-            }
-            if &skeletons[j] == sk {
-                return Some(format!("homoglyph of `{s2}__{t2}`"));
-            }
-            (s2 != server && within_one_edit(tool, t2))
-                .then(|| format!("one edit away from `{s2}__{t2}`"))
-        });
-        if let Some(detail) = other {
-            out.push((
-                format!("{server}__{tool}"),
-                PoisonFlag {
-                    code: PoisonCode::LookalikeName,
-                    field: "name".to_owned(),
-                    detail,
-                },
-            ));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

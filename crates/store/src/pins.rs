@@ -111,56 +111,34 @@ impl Store {
         first_use: FirstUse,
         now: Timestamp,
     ) -> Result<PinCheck> {
-        let json = canonical_json(definition);
-        let hash = definition_hash(definition);
+        let item = PinObservation {
+            name,
+            definition,
+            first_use,
+        };
+        let mut checks = self.observe_pins(std::slice::from_ref(&item), now)?;
+        Ok(checks
+            .pop()
+            .ok_or_else(|| Error::Corrupt("no pin check".to_owned()))??
+            .check)
+    }
+
+    /// Checks every item against its pin in one transaction (one commit for a whole catalog, not one per item).
+    /// The answer has one result per item, in order: an item whose check fails does not fail the others.
+    pub fn observe_pins(
+        &mut self,
+        items: &[PinObservation<'_>],
+        now: Timestamp,
+    ) -> Result<Vec<Result<Observed>>> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let sql = format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1");
-        let existing = tx
-            .query_row(&sql, [name], pin_from_row)
-            .optional()?
-            .transpose()?;
-        let check = match existing {
-            None => {
-                let state = match first_use {
-                    FirstUse::Accept => PinState::Accepted,
-                    FirstUse::Quarantine => PinState::Quarantined,
-                };
-                tx.execute(
-                    "INSERT INTO tool_pins (name, state, definition_sha256, definition_json,
-                                            first_seen, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-                    params![name, state.as_str(), hash, json, now.as_millis()],
-                )?;
-                PinCheck::New(state)
-            }
-            Some(pin) if pin.state == PinState::Quarantined => {
-                if pin.definition_sha256 != hash && pin.candidate_sha256.as_deref() != Some(&hash) {
-                    // Keep the newest candidate so the human reviews what is served now.
-                    tx.execute(
-                        "UPDATE tool_pins SET candidate_sha256 = ?2, candidate_json = ?3,
-                                              updated_at = ?4 WHERE name = ?1",
-                        params![name, hash, json, now.as_millis()],
-                    )?;
-                }
-                PinCheck::Quarantined
-            }
-            Some(pin) if pin.definition_sha256 == hash => PinCheck::Unchanged,
-            Some(pin) => {
-                tx.execute(
-                    "UPDATE tool_pins SET state = 'QUARANTINED', candidate_sha256 = ?2,
-                                          candidate_json = ?3, updated_at = ?4 WHERE name = ?1",
-                    params![name, hash, json, now.as_millis()],
-                )?;
-                PinCheck::Changed {
-                    accepted_sha256: pin.definition_sha256,
-                    observed_sha256: hash,
-                }
-            }
-        };
+        let checks = items
+            .iter()
+            .map(|item| observe_one(&tx, item, now))
+            .collect();
         tx.commit()?;
-        Ok(check)
+        Ok(checks)
     }
 
     /// Accepts a quarantined pin: the candidate (if any) becomes the accepted definition.
@@ -238,6 +216,88 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// One definition to check against its pin (`Store::observe_pins`).
+#[derive(Debug, Clone, Copy)]
+pub struct PinObservation<'a> {
+    /// The pin's name.
+    pub name: &'a str,
+    /// The definition observed now.
+    pub definition: &'a Value,
+    /// What a first sighting becomes.
+    pub first_use: FirstUse,
+}
+
+/// What observing one item found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    /// How the definition compares with its pin.
+    pub check: PinCheck,
+    /// The pin is accepted as observed and a human overrode that definition's flags.
+    pub flags_overridden: bool,
+}
+
+fn observe_one(
+    tx: &rusqlite::Transaction<'_>,
+    item: &PinObservation<'_>,
+    now: Timestamp,
+) -> Result<Observed> {
+    let name = item.name;
+    let json = canonical_json(item.definition);
+    let hash = definition_hash(item.definition);
+    let mut select =
+        tx.prepare_cached(&format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1"))?;
+    let existing = select
+        .query_row([name], pin_from_row)
+        .optional()?
+        .transpose()?;
+    let mut flags_overridden = false;
+    let check = match existing {
+        None => {
+            let state = match item.first_use {
+                FirstUse::Accept => PinState::Accepted,
+                FirstUse::Quarantine => PinState::Quarantined,
+            };
+            tx.prepare_cached(
+                "INSERT INTO tool_pins (name, state, definition_sha256, definition_json,
+                                        first_seen, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            )?
+            .execute(params![name, state.as_str(), hash, json, now.as_millis()])?;
+            PinCheck::New(state)
+        }
+        Some(pin) if pin.state == PinState::Quarantined => {
+            if pin.definition_sha256 != hash && pin.candidate_sha256.as_deref() != Some(&hash) {
+                // Keep the newest candidate so the human reviews what is served now.
+                tx.prepare_cached(
+                    "UPDATE tool_pins SET candidate_sha256 = ?2, candidate_json = ?3,
+                                          updated_at = ?4 WHERE name = ?1",
+                )?
+                .execute(params![name, hash, json, now.as_millis()])?;
+            }
+            PinCheck::Quarantined
+        }
+        Some(pin) if pin.definition_sha256 == hash => {
+            flags_overridden = pin.flags_overridden();
+            PinCheck::Unchanged
+        }
+        Some(pin) => {
+            tx.prepare_cached(
+                "UPDATE tool_pins SET state = 'QUARANTINED', candidate_sha256 = ?2,
+                                      candidate_json = ?3, updated_at = ?4 WHERE name = ?1",
+            )?
+            .execute(params![name, hash, json, now.as_millis()])?;
+            PinCheck::Changed {
+                accepted_sha256: pin.definition_sha256,
+                observed_sha256: hash,
+            }
+        }
+    };
+    Ok(Observed {
+        check,
+        flags_overridden,
+    })
 }
 
 fn pin_from_row(r: &Row<'_>) -> rusqlite::Result<Result<ToolPin>> {
