@@ -106,8 +106,10 @@ fn race_flipping_component_during_writes() {
     handle.join().unwrap();
     let escaped: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
     assert!(escaped.is_empty(), "writes escaped: {escaped:?}");
+    // A write that finds `flip` missing may create it as a real directory, which ends the flipping: refusals
+    // are then legitimately absent, so only successes are required (and every refusal had the right reason).
     assert!(
-        ok > 0 && refused > 0,
-        "one side of the race was never seen: {ok} written, {refused} refused"
+        ok > 0,
+        "no write succeeded ({refused} refused): the race never let the real directory through"
     );
 }
