@@ -442,7 +442,7 @@ async fn config_inside_the_workspace_refuses_commands_rather_than_exposing_it() 
 /// A policy that lets git read the workspace except `secret/`, and a real repository with one commit.
 fn git_reader() -> Ws {
     let w = Ws::new(json!({"policy": {"default": "deny", "rules": [
-        {"id": "git-ws", "effect": "allow", "operations": ["git.read"], "paths": ["${workspace}/**"]},
+        {"id": "git-ws", "effect": "allow", "operations": ["git.read", "fs.read"], "paths": ["${workspace}/**"]},
         {"id": "deny-secret", "effect": "deny", "paths": ["${workspace}/secret/**"]}]}}));
     let ws = w.ws();
     std::fs::create_dir_all(ws.join("secret")).unwrap();

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::action::{RawAction, RawCommand, ToolCall, UnknownReason};
+use crate::action::{Access, RawAction, RawCommand, Scope, ToolCall, UnknownReason};
 use crate::operation::Operation;
 
 pub use mapping::ToolMapping;
@@ -116,8 +116,17 @@ pub fn command_action(name: String, argv: Vec<String>, cwd: Option<String>) -> R
                 let dir = git.dir.map(|d| anchor(cwd.as_deref(), d));
                 let base = dir.clone().or_else(|| cwd.clone());
                 raw.paths.extend(dir);
-                raw.paths
-                    .extend(git.paths.into_iter().map(|p| anchor(base.as_deref(), p)));
+                let operands: Vec<String> = git
+                    .paths
+                    .into_iter()
+                    .map(|p| anchor(base.as_deref(), p))
+                    .collect();
+                raw.paths.extend(operands.iter().cloned());
+                if git.operation == Operation::GitRead && !operands.is_empty() {
+                    // git prints what its operands name: the file rules (`Read(...)`) apply to them as to a read.
+                    raw.also
+                        .push(Access::new(Operation::FsRead, operands, Scope::Exact));
+                }
             }
             Err(reason) => {
                 raw.command = Some(RawCommand::Argv(argv));

@@ -34,7 +34,7 @@ fn git_grep_attached_pager_option_is_refused() {
 /// git may read the workspace except `secret/`; `shell_run` runs in the workspace root unless told otherwise.
 fn git_in_workspace() -> policy::Policy {
     load(&json!({"policy": {"default": "deny", "rules": [
-        {"id": "git-ws", "effect": "allow", "operations": ["git.read"], "paths": ["${workspace}/**"]},
+        {"id": "git-ws", "effect": "allow", "operations": ["git.read", "fs.read"], "paths": ["${workspace}/**"]},
         {"id": "deny-secret", "effect": "deny", "paths": ["${workspace}/secret/**"]},
     ]}}))
 }
@@ -78,6 +78,25 @@ fn git_diff_of_a_denied_path_is_denied() {
             "{args:?}"
         );
     }
+}
+
+#[test]
+fn git_diff_of_a_path_denied_by_read_is_denied() {
+    // `Read(...)` rules are file rules: they reach git's operands, which git prints.
+    let p = load(&json!({
+        "policy": {"default": "deny", "rules": [
+            {"id": "git-ws", "effect": "allow", "operations": ["git.read"], "paths": ["${workspace}/**"]}]},
+        "permissions": {"allow": ["Read(./**)"], "deny": ["Read(./secret/**)"]}}));
+    for args in [
+        vec!["diff", "secret/key.txt"],
+        vec!["log", "-p", "--", "secret/key.txt"],
+        vec!["-C", "src", "blame", "../secret/key.txt"],
+    ] {
+        let d = decide(&p, &shell("git", &args));
+        assert_eq!(d.effect, Effect::Deny, "{args:?}");
+    }
+    let d = decide(&p, &shell("git", &["diff", "--", "src/a.rs"]));
+    assert_eq!(d.effect, Effect::Allow);
 }
 
 #[test]
