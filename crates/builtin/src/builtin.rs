@@ -15,7 +15,7 @@ use crate::confine::Workspace;
 use crate::definitions as names;
 use crate::error::{Error, Result};
 use crate::fsops;
-use crate::git::{parse_status, Git, GitDiffArgs, GitStatusArgs};
+use crate::git::{self, parse_status, Git, GitDiffArgs, GitStatusArgs};
 use crate::patch;
 use crate::shell::{self, CommandSnapshot, ShellRequest, ShellSettings};
 
@@ -321,7 +321,16 @@ impl Builtin {
     /// Step one of `shell_run`: resolve and fingerprint the executable into the snapshot an approval binds.
     pub fn prepare_command(&self, args: Value) -> Result<CommandSnapshot> {
         let request: ShellRequest = parse(args)?;
-        shell::prepare(&self.inner.ws, &self.inner.config.shell, request)
+        let ws = &self.inner.ws;
+        let mut snapshot = shell::prepare(ws, &self.inner.config.shell, request)?;
+        // A read-only git still runs what the repository's config names (fsmonitor, diff and filter drivers):
+        // it gets the built-in git tools' hardening through its environment, which the approval binds.
+        if let Some(globals) = git::read_only_globals(&snapshot) {
+            let cwd = ws.absolute(&ws.relative(&snapshot.cwd)?);
+            let overrides = self.inner.git.driver_overrides(ws, &cwd, &globals)?;
+            git::harden_env(ws, &mut snapshot.env, &overrides);
+        }
+        Ok(snapshot)
     }
 
     /// Step two: re-validate the executable and run the approved snapshot in the sandbox.

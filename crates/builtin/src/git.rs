@@ -6,8 +6,10 @@
 //! invocation that only reads config) and each one is neutralised by name. System and global config are not
 //! read, nothing is inherited from this process's environment, discovery cannot climb above the workspace,
 //! user values start after `--end-of-options` and may not begin with `-`, and git runs inside the same sandbox
-//! as shell commands (with Landlock it may write nowhere). This module does not offer any git command that
-//! writes, fetches or pushes.
+//! as shell commands (with Landlock it may write nowhere). The same hardening reaches a `git` that `shell_run`
+//! runs and the policy reads as `git.read`, through its environment (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`) so
+//! that the approved argument vector is unchanged. This module does not offer any git command that writes,
+//! fetches or pushes, and does not harden a writing or remote git run through `shell_run`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,30 +19,124 @@ use serde::{Deserialize, Serialize};
 
 use crate::confine::Workspace;
 use crate::error::{Error, Result};
-use crate::shell::resolve_program;
+use crate::shell::{resolve_program, CommandSnapshot};
 
 /// Where git is looked for; fixed so that a workspace or an agent cannot choose the git binary.
 const GIT_SEARCH_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 const GIT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Settings that stop a repository from making git run programs.
-const HARDENING: &[&str] = &[
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "diff.external=",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.pager=cat",
-    "-c",
-    "color.ui=false",
-    "-c",
-    "core.untrackedCache=false",
-    "-c",
-    "protocol.allow=never",
-    "--no-pager",
+/// Settings that stop a repository from making git run programs, as `(key, value)`. Command-line `-c` and
+/// `GIT_CONFIG_KEY_n` settings both override every config file; the built-in tools pass them as `-c`, a `git` run
+/// through `shell_run` gets them through its environment so that its argument vector stays the approved one.
+const HARDENING: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    ("diff.external", ""),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("color.ui", "false"),
+    ("core.untrackedCache", "false"),
+    ("protocol.allow", "never"),
+    ("gpg.program", "gpg"),
+    ("gpg.ssh.program", "ssh-keygen"),
+    ("gpg.x509.program", "gpgsm"),
 ];
+
+/// A config section, whether every one of its settings is overridden, and the settings that switch it off.
+type DriverSection = (&'static str, bool, &'static [(&'static str, &'static str)]);
+
+/// Driver sections whose free-form names a repository may give programs, with the settings that switch a
+/// driver off. A filter gets all of them as soon as its name appears (`required=false` lets a file pass
+/// unfiltered); a diff driver only the ones the repository sets, since an emptied `command` or `textconv` makes
+/// git stop with an error rather than run anything, and most diff drivers only name a hunk-header pattern.
+const DRIVER_KEYS: &[DriverSection] = &[
+    (
+        "filter",
+        true,
+        &[
+            ("clean", ""),
+            ("smudge", ""),
+            ("process", ""),
+            ("required", "false"),
+        ],
+    ),
+    ("diff", false, &[("command", ""), ("textconv", "")]),
+];
+
+/// [`HARDENING`] plus `overrides` as `-c key=value` arguments, then `--no-pager`.
+fn hardening_args(overrides: &[(String, String)]) -> Vec<String> {
+    let fixed = HARDENING
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+    let mut args: Vec<String> = fixed
+        .chain(overrides.iter().cloned())
+        .flat_map(|(k, v)| ["-c".to_string(), format!("{k}={v}")])
+        .collect();
+    args.push("--no-pager".into());
+    args
+}
+
+/// The environment every hardened git gets: no system or global config, no prompts, no lazy fetches, and
+/// repository discovery that cannot climb above the workspace.
+fn base_env(ws: &Workspace) -> BTreeMap<String, String> {
+    let ceiling = ws
+        .root()
+        .parent()
+        .unwrap_or(ws.root())
+        .to_string_lossy()
+        .into_owned();
+    [
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+        ("GIT_OPTIONAL_LOCKS", "0"),
+        ("GIT_NO_LAZY_FETCH", "1"),
+        ("GIT_CEILING_DIRECTORIES", ceiling.as_str()),
+        ("LC_ALL", "C"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Variables through which the configured environment could undo the hardening or choose programs.
+const OVERRIDING_VARIABLES: &[&str] = &[
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "PAGER",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_EXEC_PATH",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "GIT_PROXY_COMMAND",
+];
+
+/// Hardens `env`, the environment of a read-only `git` run through `shell_run`: [`HARDENING`] and `overrides`
+/// become `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, and [`base_env`] is laid over it.
+pub(crate) fn harden_env(
+    ws: &Workspace,
+    env: &mut BTreeMap<String, String>,
+    overrides: &[(String, String)],
+) {
+    env.retain(|k, _| !k.starts_with("GIT_CONFIG_") && !OVERRIDING_VARIABLES.contains(&k.as_str()));
+    let settings = HARDENING
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .chain(overrides.iter().cloned());
+    let mut count = 0;
+    for (n, (k, v)) in settings.enumerate() {
+        env.insert(format!("GIT_CONFIG_KEY_{n}"), k);
+        env.insert(format!("GIT_CONFIG_VALUE_{n}"), v);
+        count = n + 1;
+    }
+    env.insert("GIT_CONFIG_COUNT".into(), count.to_string());
+    env.insert("GIT_PAGER".into(), "cat".into());
+    env.extend(base_env(ws));
+}
 
 /// Arguments of `git_status`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,83 +218,71 @@ impl Git {
             .map_err(|_| Error::GitUnavailable(format!("no git executable in {path}")))
     }
 
-    fn env(ws: &Workspace) -> BTreeMap<String, String> {
-        let ceiling = ws
-            .root()
-            .parent()
-            .unwrap_or(ws.root())
-            .to_string_lossy()
-            .into_owned();
-        [
-            ("GIT_CONFIG_NOSYSTEM", "1"),
-            ("GIT_CONFIG_GLOBAL", "/dev/null"),
-            ("GIT_TERMINAL_PROMPT", "0"),
-            ("GIT_OPTIONAL_LOCKS", "0"),
-            ("GIT_CEILING_DIRECTORIES", ceiling.as_str()),
-            ("LC_ALL", "C"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-    }
-
-    fn run(&self, ws: &Workspace, git: &Path, args: Vec<String>) -> Result<sandbox::RunResult> {
-        let mut spec = sandbox::CommandSpec::new(git.to_path_buf(), ws.root().to_path_buf());
+    fn run(
+        &self,
+        ws: &Workspace,
+        cwd: &Path,
+        git: &Path,
+        args: Vec<String>,
+    ) -> Result<sandbox::RunResult> {
+        let mut spec = sandbox::CommandSpec::new(git.to_path_buf(), cwd.to_path_buf());
         spec.args = args;
-        spec.env = Self::env(ws);
+        spec.env = base_env(ws);
         spec.timeout = GIT_TIMEOUT;
         spec.layers = self.layers.clone();
         Ok(sandbox::run(&spec)?)
     }
 
-    /// The `-c` overrides for every filter driver the repository configures.
-    fn filter_overrides(&self, ws: &Workspace, git: &Path) -> Result<Vec<String>> {
-        let mut args: Vec<String> = HARDENING.iter().map(|s| s.to_string()).collect();
+    /// Settings that switch off every filter and diff driver the repository configures, by name. `cwd` and
+    /// `globals` (git options before the subcommand, such as `-C dir`) find the repository as the command will.
+    pub(crate) fn driver_overrides(
+        &self,
+        ws: &Workspace,
+        cwd: &Path,
+        globals: &[String],
+    ) -> Result<Vec<(String, String)>> {
+        let git = self.executable()?;
+        let mut args = hardening_args(&[]);
+        args.extend(globals.iter().cloned());
         args.extend(
             [
                 "config",
                 "--null",
                 "--name-only",
                 "--get-regexp",
-                r"^filter\.",
+                r"^(filter|diff)\.",
             ]
             .map(String::from),
         );
-        let result = self.run(ws, git, args)?;
-        let mut names = BTreeSet::new();
-        for key in result
-            .stdout
-            .text
-            .split(['\0', '\n'])
-            .filter(|k| !k.is_empty())
-        {
-            let Some(rest) = key.strip_prefix("filter.") else {
-                continue;
-            };
-            if let Some((name, _)) = rest.rsplit_once('.') {
-                names.insert(name.to_string());
-            }
-        }
+        let result = self.run(ws, cwd, &git, args)?;
         if result.stdout.truncated() {
             return Err(Error::InvalidArguments(
-                "repository config lists too many filters".into(),
+                "repository config lists too many drivers".into(),
             ));
         }
-        let mut overrides = Vec::new();
-        for name in names {
-            if name.contains('=') {
-                // `-c` splits at the first '=', so such a driver cannot be switched off: refuse to run.
-                return Err(Error::PathRefused(format!(
-                    "repository defines unusable filter name {name:?}"
-                )));
+        let mut overrides = BTreeSet::new();
+        for key in result.stdout.text.split('\0').filter(|k| !k.is_empty()) {
+            for (section, every_key, keys) in DRIVER_KEYS {
+                let Some(rest) = key.strip_prefix(section).and_then(|r| r.strip_prefix('.')) else {
+                    continue;
+                };
+                let Some((name, set)) = rest.rsplit_once('.') else {
+                    continue;
+                };
+                if name.contains('=') {
+                    // A `-c` setting splits at the first '=', so such a driver cannot be switched off.
+                    return Err(Error::PathRefused(format!(
+                        "repository defines unusable {section} driver name {name:?}"
+                    )));
+                }
+                for (k, v) in keys.iter() {
+                    if *every_key || k.eq_ignore_ascii_case(set) {
+                        overrides.insert((format!("{section}.{name}.{k}"), v.to_string()));
+                    }
+                }
             }
-            for key in ["clean", "smudge", "process"] {
-                overrides.push("-c".into());
-                overrides.push(format!("filter.{name}.{key}="));
-            }
-            overrides.push("-c".into());
-            overrides.push(format!("filter.{name}.required=false"));
         }
+        let overrides = overrides.into_iter().collect();
         Ok(overrides)
     }
 
@@ -223,10 +307,10 @@ impl Git {
 
     fn command(&self, ws: &Workspace, tail: Vec<String>) -> Result<sandbox::RunResult> {
         let git = self.executable()?;
-        let mut args: Vec<String> = HARDENING.iter().map(|s| s.to_string()).collect();
-        args.extend(self.filter_overrides(ws, &git)?);
+        let overrides = self.driver_overrides(ws, ws.root(), &[])?;
+        let mut args = hardening_args(&overrides);
         args.extend(tail);
-        self.run(ws, &git, args)
+        self.run(ws, ws.root(), &git, args)
     }
 
     /// `git status --porcelain=v1 --branch`.
@@ -271,6 +355,36 @@ impl Git {
         tail.extend(paths);
         self.command(ws, tail)
     }
+}
+
+/// For a `shell_run` snapshot that runs git (by the requested name or the resolved executable) and that the
+/// policy's own classifier reads as `git.read`, the git options before its subcommand (only the harmless ones and
+/// `-C dir` pass that classifier); `None` for anything else, which keeps its environment untouched.
+pub(crate) fn read_only_globals(snapshot: &CommandSnapshot) -> Option<Vec<String>> {
+    let named_git = |p: &Path| p.file_name().is_some_and(|n| n == "git");
+    if !named_git(Path::new(&snapshot.program)) && !named_git(&snapshot.executable) {
+        return None;
+    }
+    // Classified as the policy would see it when called as `git`, whatever name found the executable.
+    let argv: Vec<String> = std::iter::once("git".to_string())
+        .chain(snapshot.args.iter().cloned())
+        .collect();
+    let raw = policy::command_action(String::new(), argv, Some(snapshot.cwd.clone()));
+    if raw.operation != policy::Operation::GitRead || raw.unknown.is_some() {
+        return None;
+    }
+    let mut globals = Vec::new();
+    let mut args = snapshot.args.iter();
+    while let Some(arg) = args.next() {
+        if !arg.starts_with('-') {
+            break;
+        }
+        globals.push(arg.clone());
+        if arg == "-C" {
+            globals.extend(args.next().cloned());
+        }
+    }
+    Some(globals)
 }
 
 /// One line of porcelain v1 status.
@@ -319,6 +433,82 @@ mod tests {
         let err = git.status(&ws, &GitStatusArgs::default()).unwrap_err();
         assert!(matches!(err, Error::GitUnavailable(_)), "{err}");
         assert_eq!(err.classify().map(|c| c.code), Some("GIT_UNAVAILABLE"));
+    }
+
+    fn snapshot(program: &str, executable: &str, args: &[&str]) -> CommandSnapshot {
+        CommandSnapshot {
+            version: crate::shell::SNAPSHOT_VERSION,
+            workspace: "/ws".into(),
+            program: program.into(),
+            executable: executable.into(),
+            executable_size: 0,
+            executable_sha256: String::new(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            cwd: ".".into(),
+            timeout_seconds: 1,
+            env: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn only_read_only_git_is_hardened() {
+        let globals = |program: &str, exe: &str, args: &[&str]| {
+            read_only_globals(&snapshot(program, exe, args))
+        };
+        assert_eq!(globals("git", "/usr/bin/git", &["status"]), Some(vec![]));
+        assert_eq!(
+            globals(
+                "/usr/bin/git",
+                "/usr/bin/git",
+                &["--no-pager", "-C", "sub", "diff", "x"]
+            ),
+            Some(vec!["--no-pager".into(), "-C".into(), "sub".into()])
+        );
+        // Found under another name, git is still git.
+        assert_eq!(globals("g", "/usr/bin/git", &["log"]), Some(vec![]));
+        assert_eq!(globals("git", "/usr/bin/git", &["commit", "-m", "x"]), None);
+        assert_eq!(
+            globals("git", "/usr/bin/git", &["-c", "a=b", "status"]),
+            None
+        );
+        assert_eq!(globals("true", "/usr/bin/true", &["status"]), None);
+    }
+
+    #[test]
+    fn hardening_reaches_git_through_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let mut env: BTreeMap<String, String> = [
+            ("PATH", "/bin"),
+            ("GIT_CONFIG_PARAMETERS", "'core.fsmonitor=x'"),
+            ("GIT_EXTERNAL_DIFF", "x"),
+            ("GIT_CONFIG_KEY_40", "core.pager"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+        let driver = ("diff.evil.textconv".to_string(), String::new());
+        harden_env(&ws, &mut env, std::slice::from_ref(&driver));
+        let count: usize = env["GIT_CONFIG_COUNT"].parse().unwrap();
+        assert_eq!(count, HARDENING.len() + 1);
+        let settings: Vec<(&str, &str)> = (0..count)
+            .map(|n| {
+                (
+                    env[&format!("GIT_CONFIG_KEY_{n}")].as_str(),
+                    env[&format!("GIT_CONFIG_VALUE_{n}")].as_str(),
+                )
+            })
+            .collect();
+        assert!(settings.contains(&("core.fsmonitor", "false")));
+        assert!(settings.contains(&("diff.evil.textconv", "")));
+        assert_eq!(env["GIT_CONFIG_NOSYSTEM"], "1");
+        assert_eq!(env["PATH"], "/bin");
+        for gone in [
+            "GIT_CONFIG_PARAMETERS",
+            "GIT_EXTERNAL_DIFF",
+            "GIT_CONFIG_KEY_40",
+        ] {
+            assert!(!env.contains_key(gone), "{gone}");
+        }
     }
 
     #[test]

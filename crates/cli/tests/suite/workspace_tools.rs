@@ -438,3 +438,120 @@ async fn config_inside_the_workspace_refuses_commands_rather_than_exposing_it() 
         "{ran}"
     );
 }
+
+/// A policy that lets git read the workspace except `secret/`, and a real repository with one commit.
+fn git_reader() -> Ws {
+    let w = Ws::new(json!({"policy": {"default": "deny", "rules": [
+        {"id": "git-ws", "effect": "allow", "operations": ["git.read", "fs.read"], "paths": ["${workspace}/**"]},
+        {"id": "deny-secret", "effect": "deny", "paths": ["${workspace}/secret/**"]}]}}));
+    let ws = w.ws();
+    std::fs::create_dir_all(ws.join("secret")).unwrap();
+    std::fs::write(ws.join("secret/key.txt"), "hunter2\n").unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "core.hooksPath=/dev/null",
+            ])
+            .args(args)
+            .current_dir(&ws)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "."]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "start"]);
+    w
+}
+
+#[tokio::test]
+async fn git_diff_of_a_denied_path_is_denied_through_shell_run() {
+    let w = git_reader();
+    std::fs::write(w.ws().join("secret/key.txt"), "changed\n").unwrap();
+    let client = w.client().await;
+    for args in [
+        json!(["diff", "--", "secret/key.txt"]),
+        json!(["-C", "secret", "diff", "key.txt"]),
+    ] {
+        let denied = call(
+            &client,
+            "shell_run",
+            json!({"program": "git", "args": args}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            denied["structuredContent"]["decision"]["rule_id"], "deny-secret",
+            "{denied}"
+        );
+        assert!(!denied.to_string().contains("changed"), "{denied}");
+    }
+    let magic = call(
+        &client,
+        "shell_run",
+        json!({"program": "git", "args": ["show", "HEAD:secret/key.txt"]}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(outcome(&magic), "SUCCEEDED", "{magic}");
+    assert!(!magic.to_string().contains("hunter2"), "{magic}");
+    let other = call(
+        &client,
+        "shell_run",
+        json!({"program": "git", "args": ["diff", "--stat", "--", "notes.txt"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome(&other), "SUCCEEDED", "{other}");
+}
+
+#[tokio::test]
+async fn repository_config_cannot_make_a_read_only_git_run_programs() {
+    let w = git_reader();
+    let ws = w.ws();
+    let marker = ws.join("marker");
+    let script = ws.join("evil.sh");
+    std::fs::write(&script, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut config = std::fs::read_to_string(ws.join(".git/config")).unwrap();
+    let evil = script.display();
+    config.push_str(&format!(
+        "[core]\n\tfsmonitor = {evil}\n[diff \"evil\"]\n\ttextconv = {evil}\n\tcommand = {evil}\n\
+         [filter \"evil\"]\n\tclean = {evil}\n\tprocess = {evil}\n"
+    ));
+    std::fs::write(ws.join(".git/config"), config).unwrap();
+    std::fs::write(ws.join(".gitattributes"), "*.txt diff=evil filter=evil\n").unwrap();
+    std::fs::write(ws.join("notes.txt"), "edited\n").unwrap();
+    let client = w.client().await;
+    for args in [
+        json!(["status"]),
+        json!(["diff"]),
+        json!(["log", "-p"]),
+        json!(["-C", ".", "status", "--porcelain"]),
+    ] {
+        let ran = call(
+            &client,
+            "shell_run",
+            json!({"program": "git", "args": args}),
+        )
+        .await
+        .unwrap();
+        // It ran (a diff driver switched off makes git stop with an error instead of running it).
+        assert!(
+            matches!(outcome(&ran), "SUCCEEDED" | "COMMAND_FAILED"),
+            "{ran}"
+        );
+        assert!(
+            !marker.exists(),
+            "git {args} ran the repository's program: {ran}"
+        );
+    }
+}

@@ -22,6 +22,8 @@ use crate::operation::Operation;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct GitArgv {
     pub(super) operation: Operation,
+    /// The subcommand.
+    pub(super) sub: String,
     /// The `-C` directory, relative to the command's working directory when not absolute.
     pub(super) dir: Option<String>,
     /// Every operand, as written (relative ones are relative to `dir`): each one may be a path git reads.
@@ -542,6 +544,7 @@ pub(super) fn parse_argv(args: &[String]) -> Result<GitArgv, UnknownReason> {
     };
     Ok(GitArgv {
         operation,
+        sub: sub.clone(),
         dir,
         operands,
     })
@@ -677,19 +680,55 @@ fn listing_or_write(sub: &str, rest: &[String]) -> Result<(Operation, Vec<String
     Ok((op, operands))
 }
 
-/// Classifies the arguments after `git`: the operation plus the `-C` directory, if any.
+/// What the caller takes as path resources of a git argv: the `-C` directory and every operand that may be a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct GitResources {
+    pub(super) operation: Operation,
+    pub(super) dir: Option<String>,
+    /// Operands relative to `dir` (when not absolute); revisions such as `HEAD~1` are among them, harmlessly:
+    /// as paths they name something inside the command's directory.
+    pub(super) paths: Vec<String>,
+}
+
+/// Classifies the arguments after `git`: the operation, the `-C` directory and the operands read as paths.
 ///
-/// The caller takes only the `-C` directory as a path resource, so an operand that could name something outside
-/// the command's directory (absolute, `~`, or with a `..` segment) is refused here rather than left unchecked.
-pub(super) fn classify_argv(args: &[String]) -> Result<(Operation, Option<String>), UnknownReason> {
+/// An operand is a path resource only when git reads it as exactly that path. Forms git reads differently are
+/// `unknown`: `rev:path` and `:path` (relative to the repository's top, which toolgate does not know), pathspec
+/// magic (`:(top)`, `:/`, `:!`, `:^`), glob characters (`*?[\` match other files, `--icase-pathspecs` other
+/// spellings). Operands of remote subcommands are URLs and refspecs: there a `:` is allowed, but an operand that
+/// could leave the command's directory (absolute, `~`, a `..` segment, `file:`) or pick a remote helper
+/// (`transport::address`) is still refused.
+pub(super) fn classify_argv(args: &[String]) -> Result<GitResources, UnknownReason> {
     let parsed = parse_argv(args)?;
-    let escapes = |o: &String| {
-        o.starts_with('/') || o.starts_with('~') || o.split(['/', ':']).any(|seg| seg == "..")
-    };
-    if parsed.operands.iter().any(escapes) {
+    if args.iter().any(|a| a == "--icase-pathspecs") && !parsed.operands.is_empty() {
         return Err(UnknownReason::AmbiguousGit);
     }
-    Ok((parsed.operation, parsed.dir))
+    // Remote subcommands' operands are URLs, remote names and refspecs rather than files of the work tree.
+    let remote = parsed.operation == Operation::GitRemote;
+    let mut paths = Vec::new();
+    for operand in parsed.operands {
+        if remote && operand.contains(':') {
+            // `file:` reaches a local repository anywhere; `transport::address` picks a remote helper program.
+            let escapes = operand.starts_with('/')
+                || operand.starts_with('~')
+                || operand.to_ascii_lowercase().starts_with("file:")
+                || operand.contains("::")
+                || operand.split(['/', ':']).any(|seg| seg == "..");
+            if escapes {
+                return Err(UnknownReason::AmbiguousGit);
+            }
+            continue;
+        }
+        if operand.contains(':') || operand.contains(['*', '?', '[', '\\']) || operand.is_empty() {
+            return Err(UnknownReason::AmbiguousGit);
+        }
+        paths.push(operand);
+    }
+    Ok(GitResources {
+        operation: parsed.operation,
+        dir: parsed.dir,
+        paths,
+    })
 }
 
 /// mcp-server-git tools. Every one takes `repo_path`; arguments that would reach git as flags are refused, as
@@ -748,30 +787,20 @@ mod tests {
         s.split(' ').map(str::to_owned).collect()
     }
 
+    /// The operation and `-C` directory of a classified argv.
+    fn op_dir(s: &str) -> Result<(Operation, Option<String>), UnknownReason> {
+        classify_argv(&argv(s)).map(|g| (g.operation, g.dir))
+    }
+
     #[test]
     fn plain_subcommands_are_classified() {
+        assert_eq!(op_dir("status"), Ok((Operation::GitRead, None)));
+        assert_eq!(op_dir("commit -m x"), Ok((Operation::GitWrite, None)));
+        assert_eq!(op_dir("push origin main"), Ok((Operation::GitRemote, None)));
+        assert_eq!(op_dir("branch"), Ok((Operation::GitRead, None)));
+        assert_eq!(op_dir("branch -D main"), Ok((Operation::GitWrite, None)));
         assert_eq!(
-            classify_argv(&argv("status")),
-            Ok((Operation::GitRead, None))
-        );
-        assert_eq!(
-            classify_argv(&argv("commit -m x")),
-            Ok((Operation::GitWrite, None))
-        );
-        assert_eq!(
-            classify_argv(&argv("push origin main")),
-            Ok((Operation::GitRemote, None))
-        );
-        assert_eq!(
-            classify_argv(&argv("branch")),
-            Ok((Operation::GitRead, None))
-        );
-        assert_eq!(
-            classify_argv(&argv("branch -D main")),
-            Ok((Operation::GitWrite, None))
-        );
-        assert_eq!(
-            classify_argv(&argv("-C sub status")),
+            op_dir("-C sub status"),
             Ok((Operation::GitRead, Some("sub".into())))
         );
     }
@@ -829,27 +858,68 @@ mod tests {
             assert!(classify_argv(&argv(bad)).is_err(), "{bad}");
         }
         assert_eq!(
-            classify_argv(&argv("grep -in -e TODO -- src")),
+            op_dir("grep -in -e TODO -- src"),
             Ok((Operation::GitRead, None))
         );
     }
 
     #[test]
-    fn git_diff_no_index_outside_is_refused() {
-        for bad in [
-            "diff --no-index /outside/file /dev/null",
-            "diff /outside/file /dev/null",
-            "diff -- ../../etc/passwd",
-            "log -p -- ~/.ssh/id_rsa",
-            "show HEAD:../x",
-            "-C sub diff ../../x",
+    fn git_operands_outside_are_path_resources() {
+        // The caller decides on these paths: outside the workspace they fall outside its allows.
+        for (cmd, paths) in [
+            (
+                "diff /outside/file /dev/null",
+                vec!["/outside/file", "/dev/null"],
+            ),
+            ("diff -- ../../etc/passwd", vec!["../../etc/passwd"]),
+            ("log -p -- ~/.ssh/id_rsa", vec!["~/.ssh/id_rsa"]),
+            ("-C sub diff ../../x", vec!["../../x"]),
         ] {
-            assert!(classify_argv(&argv(bad)).is_err(), "{bad}");
+            assert_eq!(
+                classify_argv(&argv(cmd)).map(|g| g.paths),
+                Ok(paths.into_iter().map(String::from).collect()),
+                "{cmd}"
+            );
         }
         let parsed = parse_argv(&argv("-C sub diff --stat=80 -U3 HEAD~1 -- a.rs /etc/x")).unwrap();
         assert_eq!(parsed.operation, Operation::GitRead);
         assert_eq!(parsed.dir.as_deref(), Some("sub"));
         assert_eq!(parsed.operands, vec!["HEAD~1", "a.rs", "/etc/x"]);
+    }
+
+    #[test]
+    fn git_pathspec_magic_is_unknown() {
+        for bad in [
+            "show HEAD:secret/key.txt",
+            "show HEAD:../x",
+            "show :secret/key.txt",
+            "show :0:secret/key.txt",
+            "diff -- :/secret",
+            "diff -- :(top)secret",
+            "diff -- :(glob)**/key.txt",
+            "diff -- :!src",
+            "diff -- :^src",
+            "log -- s*/key.txt",
+            "log -- secre?/key.txt",
+            "log -- [s]ecret/key.txt",
+            "log -- secret\\key.txt",
+            "--icase-pathspecs log -- SECRET/key.txt",
+            "add :/secret",
+            "checkout HEAD -- :(top)secret",
+            "push origin ../x:main",
+            "clone file:///etc/x",
+            "clone ext::sh%20pwn dest",
+        ] {
+            assert_eq!(
+                classify_argv(&argv(bad)).map(|g| g.paths),
+                Err(UnknownReason::AmbiguousGit),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            classify_argv(&argv("push origin main:main")).map(|g| g.paths),
+            Ok(vec!["origin".to_owned()])
+        );
     }
 
     #[test]
@@ -869,7 +939,7 @@ mod tests {
             "--no-pager log",
         ] {
             assert_eq!(
-                classify_argv(&argv(ok)).map(|(op, _)| op),
+                classify_argv(&argv(ok)).map(|g| g.operation),
                 Ok(Operation::GitRead),
                 "{ok}"
             );

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::action::{RawAction, RawCommand, ToolCall, UnknownReason};
+use crate::action::{Access, RawAction, RawCommand, Scope, ToolCall, UnknownReason};
 use crate::operation::Operation;
 
 pub use mapping::ToolMapping;
@@ -109,16 +109,24 @@ pub fn command_action(name: String, argv: Vec<String>, cwd: Option<String>) -> R
         .is_some_and(|p| p.rsplit('/').next() == Some("git"));
     if program_is_git {
         match git::classify_argv(&argv[1..]) {
-            Ok((op, dir)) => {
-                raw.operation = op;
+            Ok(git) => {
+                raw.operation = git.operation;
                 raw.via_shell = true;
-                // `-C dir` is relative to the command's working directory, not to the workspace.
-                raw.paths.extend(dir.map(|d| match &cwd {
-                    Some(c) if !d.starts_with('/') && !d.starts_with('~') => {
-                        format!("{}/{d}", c.trim_end_matches('/'))
-                    }
-                    _ => d,
-                }));
+                // `-C dir` is relative to the command's working directory, and operands are relative to `-C dir`.
+                let dir = git.dir.map(|d| anchor(cwd.as_deref(), d));
+                let base = dir.clone().or_else(|| cwd.clone());
+                raw.paths.extend(dir);
+                let operands: Vec<String> = git
+                    .paths
+                    .into_iter()
+                    .map(|p| anchor(base.as_deref(), p))
+                    .collect();
+                raw.paths.extend(operands.iter().cloned());
+                if git.operation == Operation::GitRead && !operands.is_empty() {
+                    // git prints what its operands name: the file rules (`Read(...)`) apply to them as to a read.
+                    raw.also
+                        .push(Access::new(Operation::FsRead, operands, Scope::Exact));
+                }
             }
             Err(reason) => {
                 raw.command = Some(RawCommand::Argv(argv));
@@ -128,6 +136,16 @@ pub fn command_action(name: String, argv: Vec<String>, cwd: Option<String>) -> R
     }
     raw.command = Some(RawCommand::Argv(argv));
     raw
+}
+
+/// `path` as seen from `base`: absolute and `~` paths stay as they are, relative ones are joined onto `base`.
+fn anchor(base: Option<&str>, path: String) -> String {
+    match base {
+        Some(b) if !path.starts_with('/') && !path.starts_with('~') => {
+            format!("{}/{path}", b.trim_end_matches('/'))
+        }
+        _ => path,
+    }
 }
 
 #[cfg(test)]
@@ -142,5 +160,20 @@ mod tests {
         let r = command_action("tg__shell_run".into(), argv, Some("sub".into()));
         assert_eq!((r.operation, r.via_shell), (Operation::GitRead, true));
         assert_eq!(r.paths, vec!["sub".to_owned(), "sub/../other".to_owned()]);
+    }
+
+    #[test]
+    fn git_operands_are_anchored_at_dash_c_then_cwd() {
+        let argv = ["git", "-C", "a", "diff", "x.rs", "/etc/passwd", "../b"]
+            .map(str::to_owned)
+            .to_vec();
+        let r = command_action("tg__shell_run".into(), argv, Some("sub".into()));
+        assert_eq!(
+            r.paths,
+            ["sub", "sub/a", "sub/a/x.rs", "/etc/passwd", "sub/a/../b"].map(str::to_owned)
+        );
+        let argv = ["git", "log", "--", "x.rs"].map(str::to_owned).to_vec();
+        let r = command_action("tg__shell_run".into(), argv, Some("sub".into()));
+        assert_eq!(r.paths, ["sub", "sub/x.rs"].map(str::to_owned));
     }
 }
