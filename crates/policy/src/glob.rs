@@ -194,7 +194,11 @@ impl PathGlob {
         let mut set = GlobSetBuilder::new();
         set.add(glob(text, true, case)?);
         if segments.len() > 1 && segments.last().is_some_and(|s| s.any_depth) {
-            let dir = &text[..text.len() - 3];
+            // `a/**/**` names `a` as much as `a/**` does: strip every trailing `/**`.
+            let mut dir = &text[..text.len() - 3];
+            while let Some(shorter) = dir.strip_suffix("/**") {
+                dir = shorter;
+            }
             set.add(glob(if dir.is_empty() { "/" } else { dir }, true, case)?);
         }
         let matchers = set

@@ -32,6 +32,16 @@ fn double_star_spans_zero_or_more_segments() {
     assert!(m("/**", "/etc/passwd"));
 }
 
+/// Found by the reference property test: repeated trailing `**` segments must name the directory itself, as one
+/// `**` does, or a deny on `secrets/**/**` would not stop listing `secrets`.
+#[test]
+fn repeated_trailing_double_star_names_the_directory_itself() {
+    assert!(m("**/?/**/**", "/a"));
+    assert!(m("/ws/secrets/**/**", "/ws/secrets"));
+    assert!(m("/**/**", "/"));
+    assert!(!m("/ws/secrets/**/**", "/ws/secret"));
+}
+
 #[test]
 fn brace_glob_deny_blocks_pem_files() {
     assert!(m("**/*.{pem,key}", "/ws/server.pem"));
