@@ -150,10 +150,8 @@ impl Store {
         expected_sha256: &str,
         now: Timestamp,
     ) -> Result<ToolPin> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
+        self.update_one_pin(
+            name,
             "UPDATE tool_pins
              SET state = 'ACCEPTED',
                  definition_sha256 = COALESCE(candidate_sha256, definition_sha256),
@@ -161,14 +159,7 @@ impl Store {
                  candidate_sha256 = NULL, candidate_json = NULL, updated_at = ?3
              WHERE name = ?1 AND COALESCE(candidate_sha256, definition_sha256) = ?2",
             params![name, expected_sha256, now.as_millis()],
-        )?;
-        if changed != 1 {
-            return Err(Error::PinMismatch);
-        }
-        let sql = format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1");
-        let pin = tx.query_row(&sql, [name], pin_from_row)??;
-        tx.commit()?;
-        Ok(pin)
+        )
     }
 
     /// Records that a human accepted the flagged definition `sha256` of `name` despite its flags. Only the
@@ -179,15 +170,26 @@ impl Store {
         sha256: &str,
         now: Timestamp,
     ) -> Result<ToolPin> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
+        self.update_one_pin(
+            name,
             "UPDATE tool_pins SET flags_override_sha256 = ?2, updated_at = ?3
              WHERE name = ?1 AND state = 'ACCEPTED' AND definition_sha256 = ?2",
             params![name, sha256, now.as_millis()],
-        )?;
-        if changed != 1 {
+        )
+    }
+
+    /// Runs `update` on the pin `name` and returns the pin as it then stands, in one transaction. An update that
+    /// does not change exactly that one row (the definition moved on, or the pin is absent) is a mismatch.
+    fn update_one_pin(
+        &mut self,
+        name: &str,
+        update: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<ToolPin> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        if tx.execute(update, params)? != 1 {
             return Err(Error::PinMismatch);
         }
         let sql = format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1");
