@@ -34,6 +34,10 @@ pub struct Capture {
     pub retained_bytes: u64,
     /// Bytes drained and discarded.
     pub dropped_bytes: u64,
+    /// Whether the retained bytes were not valid UTF-8, so `text` replaced some: a caller that parses the
+    /// output (a hook's answer) must then refuse it rather than read what the replacement made of it.
+    #[serde(default)]
+    pub lossy: bool,
 }
 
 impl Capture {
@@ -45,7 +49,9 @@ impl Capture {
     pub(crate) fn from_parts(retained: &[u8], total: u64) -> Self {
         let retained_bytes = retained.len() as u64;
         let dropped_bytes = total.saturating_sub(retained_bytes);
-        let mut text = String::from_utf8_lossy(retained).into_owned();
+        let decoded = String::from_utf8_lossy(retained);
+        let lossy = matches!(decoded, std::borrow::Cow::Owned(_));
+        let mut text = decoded.into_owned();
         if dropped_bytes > 0 {
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
@@ -59,6 +65,7 @@ impl Capture {
             total_bytes: total,
             retained_bytes,
             dropped_bytes,
+            lossy,
         }
     }
 }
@@ -172,7 +179,14 @@ mod tests {
     fn no_marker_without_drops() {
         let c = Capture::from_parts(b"ok\n", 3);
         assert_eq!(c.text, "ok\n");
-        assert!(!c.truncated());
+        assert!(!c.truncated() && !c.lossy);
+    }
+
+    #[test]
+    fn invalid_utf8_is_marked_lossy() {
+        let c = Capture::from_parts(b"{\"a\": \"\xff\"}", 10);
+        assert!(c.lossy);
+        assert!(c.text.contains('\u{FFFD}'));
     }
 
     #[test]

@@ -96,7 +96,11 @@ pub(crate) fn prepare(
         }
     }
     let protected: Vec<PathBuf> = request.protected_paths.iter().map(|p| resolve(p)).collect();
-    let hidden: Vec<PathBuf> = private_tmp.iter().map(|_| shared_tmp.clone()).collect();
+    let hidden: Vec<PathBuf> = private_tmp
+        .iter()
+        .filter(|_| !request.shared_tmp_readable)
+        .map(|_| shared_tmp.clone())
+        .collect();
     let readable: Vec<PathBuf> = std::fs::canonicalize(cwd).into_iter().collect();
     let rules = Grants {
         writable: &writable,

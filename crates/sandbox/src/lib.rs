@@ -17,10 +17,11 @@ mod layers;
 mod run;
 mod seccomp;
 mod spec;
+mod stdin;
 mod watch;
 
 pub use capture::{Capture, MAX_CAPTURE_BYTES_PER_STREAM};
 pub use error::{Error, Result};
 pub use layers::{probe, Layer, LayerEntry, LayerReport, LayerState};
 pub use run::{run, ExitInfo, Outcome, RunResult};
-pub use spec::{CommandSpec, LayerMode, LayerRequest, Rlimits};
+pub use spec::{CommandSpec, LayerMode, LayerRequest, Rlimits, Stdin};

@@ -3,7 +3,8 @@
 //! The deadline is enforced from the parent by signalling the child's process group (SIGTERM, grace, SIGKILL);
 //! with a PID namespace, the namespace's init then takes every remaining descendant down. Exit is observed
 //! through a pidfd without reaping, so leftover group members are killed while the group id is still ours.
-//! This module does not build the child-side setup (see `child`) or parse output.
+//! Standard input, when given, is written by its own thread (`stdin`) that stops once the tree is gone. This
+//! module does not build the child-side setup (see `child`) or parse output.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -20,7 +21,8 @@ use crate::error::{Error, Result};
 use crate::filesystem;
 use crate::layers::{decode, Layer, LayerReport, LayerState};
 use crate::seccomp;
-use crate::spec::{CommandSpec, LayerMode, LayerRequest};
+use crate::spec::{CommandSpec, LayerMode, LayerRequest, Stdin};
+use crate::stdin::Feeder;
 use crate::watch::{wait_readable, ExitWatch};
 
 /// How long readers may keep draining after the tree is gone before they are told to stop. Only matters when
@@ -275,7 +277,10 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
         .env_clear()
         .envs(&env)
         .current_dir(&spec.cwd)
-        .stdin(Stdio::null())
+        .stdin(match spec.stdin {
+            Stdin::Null => Stdio::null(),
+            Stdin::Bytes(_) => Stdio::piped(),
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: `child::setup` only performs async-signal-safe syscalls on data prepared in `child_plan`.
@@ -307,6 +312,10 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
         }
     };
 
+    let feeder = match &spec.stdin {
+        Stdin::Null => Feeder::start(None, Vec::new()),
+        Stdin::Bytes(bytes) => Feeder::start(child.stdin.take().map(OwnedFd::from), bytes.clone()),
+    };
     let readers = Readers::start(
         child.stdout.take().map(OwnedFd::from),
         child.stderr.take().map(OwnedFd::from),
@@ -327,7 +336,9 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
     }
     // The leader has exited but is not reaped, so the group id cannot have been reused: end any stragglers.
     let _ = killpg(group, Signal::SIGKILL);
-    let status = child.wait()?;
+    let status = child.wait();
+    feeder.finish();
+    let status = status?;
     let report = decode(&read_report(report_read));
     merge(&mut layers, &report);
 
@@ -365,6 +376,7 @@ pub(crate) fn probe_layers() -> LayerReport {
         writable_paths: Vec::new(),
         protected_paths: Vec::new(),
         private_tmp: false,
+        shared_tmp_readable: false,
         socket_filter: LayerMode::BestEffort,
         rlimits: LayerMode::BestEffort,
         limits: Default::default(),

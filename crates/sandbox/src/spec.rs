@@ -49,7 +49,7 @@ pub struct LayerRequest {
     /// New (empty) network namespace: no interface but a down loopback.
     pub no_network: LayerMode,
     /// Landlock: writes allowed only beneath `writable_paths`; reads and execution everywhere but beneath
-    /// `protected_paths` and, with `private_tmp`, the shared temporary directory.
+    /// `protected_paths` and, with `private_tmp` (unless `shared_tmp_readable`), the shared temporary directory.
     pub landlock: LayerMode,
     /// Directories (or files) the command may write beneath when Landlock is active.
     pub writable_paths: Vec<PathBuf>,
@@ -58,8 +58,13 @@ pub struct LayerRequest {
     /// one refuses the run.
     pub protected_paths: Vec<PathBuf>,
     /// Give the command a fresh temporary directory of its own (`TMPDIR`, `TMP`, `TEMP`), writable, removed
-    /// after the run; the shared temporary directory is then neither writable nor readable.
+    /// after the run; the shared temporary directory is then neither writable nor readable (unless
+    /// `shared_tmp_readable`).
     pub private_tmp: bool,
+    /// With `private_tmp`, leave the shared temporary directory readable (never writable, protected paths in it
+    /// still excluded). For the operator's own programs (hooks), which may live there; off for commands the
+    /// agent chose, since the shared directory holds other programs' files.
+    pub shared_tmp_readable: bool,
     /// Seccomp filter for a command without network: no socket but IPv4/IPv6 ones (which the network namespace
     /// confines), no unix socket but connected stream pairs, no io_uring. Keeps commands away from host services
     /// on unix sockets (a container daemon, an SSH agent, D-Bus) and netlink.
@@ -82,12 +87,24 @@ impl Default for LayerRequest {
             writable_paths: Vec::new(),
             protected_paths: Vec::new(),
             private_tmp: false,
+            shared_tmp_readable: false,
             socket_filter: LayerMode::Off,
             rlimits: LayerMode::Off,
             limits: Rlimits::default(),
             no_new_privs: LayerMode::BestEffort,
         }
     }
+}
+
+/// What the command reads on standard input.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Stdin {
+    /// Nothing: end of file at once.
+    #[default]
+    Null,
+    /// These bytes, then end of file. Written while the command runs, never past its deadline; a command that
+    /// does not read them is not waited for.
+    Bytes(Vec<u8>),
 }
 
 /// One command to run. The child inherits no environment: `env` is all it gets.
@@ -107,6 +124,8 @@ pub struct CommandSpec {
     pub kill_grace: Duration,
     /// Isolation layers.
     pub layers: LayerRequest,
+    /// Standard input.
+    pub stdin: Stdin,
 }
 
 impl CommandSpec {
@@ -120,6 +139,7 @@ impl CommandSpec {
             timeout: Duration::from_secs(30),
             kill_grace: Duration::from_secs(2),
             layers: LayerRequest::default(),
+            stdin: Stdin::Null,
         }
     }
 
@@ -136,6 +156,12 @@ impl CommandSpec {
     /// Builder-style single environment variable.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Builder-style standard input: `bytes`, then end of file.
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Stdin::Bytes(bytes.into());
         self
     }
 

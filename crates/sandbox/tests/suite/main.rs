@@ -9,6 +9,7 @@ mod containment;
 mod layers;
 mod protected;
 mod sockets;
+mod stdin;
 
 use std::path::Path;
 use std::time::Duration;

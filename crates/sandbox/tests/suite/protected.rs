@@ -159,6 +159,29 @@ fn shared_tmp_is_out_of_reach_and_each_run_gets_a_fresh_private_one() {
 }
 
 #[test]
+fn operator_program_in_shared_tmp_runs_but_writes_only_its_private_tmp() {
+    let s = Scene::new();
+    // A hook the operator keeps beside the scene, in the shared temporary directory.
+    let parent = s.workspace.parent().unwrap().to_path_buf();
+    let tool = parent.join("tool.sh");
+    std::fs::write(&tool, "echo tool ran").unwrap();
+    let script = format!(
+        "sh {tool}; cat {state}/ns/approvals.db; echo x > {parent}/dropped; echo kept > \"$TMPDIR/own\" && \
+         cat \"$TMPDIR/own\"",
+        tool = q(&tool),
+        state = q(&s.state),
+        parent = q(&parent),
+    );
+    let mut spec = s.spec(&script);
+    spec.layers.writable_paths.clear();
+    spec.layers.shared_tmp_readable = true;
+    let r = run(&spec).unwrap();
+    assert_eq!(r.layers.state(Layer::Landlock), &LayerState::Active);
+    assert_eq!(r.stdout.text, "tool ran\nkept\n", "{r:?}");
+    assert!(!parent.join("dropped").exists());
+}
+
+#[test]
 fn landlock_scoping_stops_signals_to_processes_outside_the_sandbox() {
     let s = Scene::new();
     let script = format!("kill -0 {} && echo reached", std::process::id());
