@@ -246,7 +246,10 @@ pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
             state,
             builtin,
         );
-        gw.set_hooks(gateway::command_hooks(&config.hooks));
+        gw.set_hooks(gateway::command_hooks(
+            &config.hooks,
+            &protected_paths(&config),
+        ));
         // No start-up step can stop serving: an upstream that fails, or lists what cannot be served, is reported
         // by `toolgate_status` and `doctor` while the others serve.
         let (input, output) = jsonrpc::stdio_streams();
@@ -320,6 +323,18 @@ fn state_root(config: &Config) -> anyhow::Result<PathBuf> {
         Some(dir) => Ok(dir.value.clone()),
         None => gateway::state_root().map_err(anyhow::Error::msg),
     }
+}
+
+/// What no command toolgate runs (workspace tools, git, hooks) may read or write: the approvals it may be
+/// waiting for and the policy that governs it. Without a state root there are no approvals to protect, only the
+/// config.
+fn protected_paths(config: &Config) -> Vec<PathBuf> {
+    state_root(config)
+        .ok()
+        .into_iter()
+        .chain(config.source.clone())
+        .map(|p| std::path::absolute(&p).unwrap_or(p))
+        .collect()
 }
 
 /// The workspace's durable state (approvals, pins, reporting, audit), as `serve` and the admin commands see it.
@@ -404,14 +419,7 @@ pub fn builtin_tools(config: &Config) -> anyhow::Result<Option<Arc<builtin::Buil
         processes: Some(l.processes),
     };
     layers.private_tmp = true;
-    // Commands must neither read nor write the approvals they are waiting for, nor the policy that governs
-    // them. Without a state root there are no approvals to protect, only the config.
-    layers.protected_paths = state_root(config)
-        .ok()
-        .into_iter()
-        .chain(config.source.clone())
-        .map(|p| std::path::absolute(&p).unwrap_or(p))
-        .collect();
+    layers.protected_paths = protected_paths(config);
     let tools = builtin::Builtin::new(settings)
         .with_context(|| format!("workspace tools for {}", root.display()))?;
     Ok(Some(Arc::new(tools)))

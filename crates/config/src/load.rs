@@ -426,6 +426,19 @@ impl Validator<'_> {
                     }
                     t => t.unwrap_or_default(),
                 };
+                let writable = h
+                    .writable
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| {
+                        let key = format!("{at}.writable[{i}]");
+                        let w = expand(w, &key, &vars)?;
+                        if !Path::new(&w).is_absolute() {
+                            return Err(ConfigError::invalid(&key, "must be an absolute path"));
+                        }
+                        Ok(PathBuf::from(w))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
                 Ok(HookCommand {
                     stage,
                     index,
@@ -434,6 +447,8 @@ impl Validator<'_> {
                     timeout,
                     tools,
                     arguments: h.arguments,
+                    writable,
+                    network: h.network.unwrap_or(true),
                     from: self.provenance(&at),
                 })
             })

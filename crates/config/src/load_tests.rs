@@ -100,7 +100,8 @@ fn hooks_keep_their_order_expand_variables_and_remember_where_they_came_from() {
         r#"{"hooks": {
               "pre": [{"command": "${NOTES_DIR}/check", "args": ["--tool", "${NOTES_DIR}"], "timeout_seconds": 2,
                        "tools": ["fx__*"]},
-                      {"command": "second", "arguments": true}],
+                      {"command": "second", "arguments": true, "writable": ["${NOTES_DIR}/out"],
+                       "network": false}],
               "post": [{"command": "log"}]}}"#,
     )
     .unwrap();
@@ -118,12 +119,18 @@ fn hooks_keep_their_order_expand_variables_and_remember_where_they_came_from() {
             timeout: Duration::from_secs(2),
             tools: vec!["fx__*".into()],
             arguments: false,
+            writable: Vec::new(),
+            network: true,
             from: from("hooks.pre[0]"),
         }
     );
     assert_eq!(
         (cfg.hooks.pre[1].index, cfg.hooks.pre[1].arguments),
         (1, true)
+    );
+    assert_eq!(
+        (&cfg.hooks.pre[1].writable, cfg.hooks.pre[1].network),
+        (&vec![PathBuf::from("/home/u/notes/out")], false)
     );
     assert_eq!(cfg.hooks.pre[1].timeout, crate::model::DEFAULT_HOOK_TIMEOUT);
     assert_eq!(
@@ -157,6 +164,10 @@ fn hook_mistakes_are_errors_that_name_the_key() {
             .starts_with("unknown key hooks.pre[0].timeout")
     );
     assert!(message(r#"{"hooks": {"during": []}}"#).starts_with("unknown key hooks.during"));
+    assert!(
+        message(r#"{"hooks": {"pre": [{"command": "c", "writable": ["out"]}]}}"#)
+            .starts_with("hooks.pre[0].writable[0]: must be an absolute path")
+    );
     assert!(message(r#"{"hooks": {"pre": [{"command": " "}]}}"#)
         .starts_with("hooks.pre[0].command: must not be empty"));
     assert!(

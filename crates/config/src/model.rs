@@ -238,6 +238,11 @@ pub struct HookCommand {
     pub tools: Vec<String>,
     /// Whether the hook is shown the call's arguments (redacted); off by default.
     pub arguments: bool,
+    /// Absolute directories the hook may write beneath. Without any it writes only its private temporary
+    /// directory (`TMPDIR`); the state root and the config file are never writable.
+    pub writable: Vec<PathBuf>,
+    /// Whether the hook may reach the network (default true); false runs it without network or refuses it.
+    pub network: bool,
     pub from: Provenance,
 }
 

@@ -139,4 +139,9 @@ pub(crate) struct RawHook {
     /// Whether the hook is shown the call's arguments (redacted); off by default.
     #[serde(default)]
     pub arguments: bool,
+    /// Directories the hook may write beneath, besides its private temporary directory.
+    #[serde(default)]
+    pub writable: Vec<String>,
+    /// Whether the hook may reach the network; on by default (a hook may ask a policy service).
+    pub network: Option<bool>,
 }

@@ -3,37 +3,45 @@
 //! nothing on stdout is no objection; anything else unexpected (non-zero exit, timeout, unreadable answer) denies,
 //! naming the hook. A post-hook's stdout is ignored; its failures are reported, never acted on.
 //!
-//! Each run gets the environment upstreams get (the short allowlist, no secrets of toolgate's), its own process
-//! group, and a deadline after which the group is killed. This module does not decide what a hook's answer does
-//! to the call; `hooks.rs` does.
+//! Each run goes through the sandbox runner (`sandbox::run`, the one deadline-bound runner toolgate has) with
+//! the environment upstreams get (the short allowlist, no secrets of toolgate's), its own PID namespace where
+//! the kernel allows (so a `setsid` descendant still dies at the deadline; elsewhere its process group is
+//! killed), no_new_privs, and Landlock: the whole filesystem readable but the protected paths (the state root
+//! and the config file, neither readable nor writable), writes only in a private temporary directory and the
+//! directories the hook's `writable` lists. The network is reachable unless the hook says `"network": false`.
+//! These layers are best effort, since hooks are the operator's own programs; a hook that asks for no network
+//! is refused where that cannot be enforced. This module does not decide what a hook's answer does to the call;
+//! `hooks.rs` does.
 
 use super::{CallHook, HookCall, HookDecision, HookOutcome};
 use config::{HookCommand, HookStage};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use sandbox::{
+    Capture, CommandSpec, Layer, LayerMode, LayerReport, LayerRequest, LayerState, Outcome,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{mpsc, Arc};
-use std::thread;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 /// The most a hook may write on stdout: an answer is one small object.
-const MAX_ANSWER_BYTES: usize = 64 * 1024;
+const MAX_ANSWER_BYTES: u64 = 64 * 1024;
 /// How much of a failing hook's stderr is kept for its log line.
-const MAX_STDERR_BYTES: usize = 2 * 1024;
-/// How long output may keep arriving once the hook's group is gone.
-const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+const MAX_STDERR_CHARS: usize = 2 * 1024;
+/// Between SIGTERM and SIGKILL at the deadline: the call is refused either way, so a hook gets only a moment
+/// to clean up.
+const KILL_GRACE: Duration = Duration::from_millis(500);
 
 /// The configured hooks as the gateway runs them: every pre-hook, then every post-hook, so a pre-hook's
-/// position in the list (its rule id, `hook:<index>`) is its index in `hooks.pre`.
-pub fn command_hooks(hooks: &config::Hooks) -> Vec<Arc<dyn CallHook>> {
+/// position in the list (its rule id, `hook:<index>`) is its index in `hooks.pre`. `protected` are the paths
+/// no hook may read or write: the state root (approvals and their key) and the config file.
+pub fn command_hooks(hooks: &config::Hooks, protected: &[PathBuf]) -> Vec<Arc<dyn CallHook>> {
     hooks
         .pre
         .iter()
         .chain(&hooks.post)
-        .map(|h| Arc::new(CommandHook::new(h.clone())) as Arc<dyn CallHook>)
+        .map(|h| Arc::new(CommandHook::new(h.clone(), protected.to_vec())) as Arc<dyn CallHook>)
         .collect()
 }
 
@@ -41,10 +49,12 @@ pub fn command_hooks(hooks: &config::Hooks) -> Vec<Arc<dyn CallHook>> {
 pub struct CommandHook {
     config: HookCommand,
     label: String,
+    protected: Vec<PathBuf>,
 }
 
 impl CommandHook {
-    pub fn new(config: HookCommand) -> Self {
+    /// A hook that may neither read nor write `protected` (where Landlock is available).
+    pub fn new(config: HookCommand, protected: Vec<PathBuf>) -> Self {
         let list = match config.stage {
             HookStage::Pre => "pre",
             HookStage::Post => "post",
@@ -54,7 +64,11 @@ impl CommandHook {
             .file_name()
             .map_or(config.command.clone(), |f| f.to_string_lossy().into_owned());
         let label = format!("hooks.{list}[{}] {file}", config.index);
-        Self { config, label }
+        Self {
+            config,
+            label,
+            protected,
+        }
     }
 
     fn applies(&self, stage: HookStage, call: &HookCall) -> bool {
@@ -71,6 +85,91 @@ impl CommandHook {
         }
         v.to_string().into_bytes()
     }
+
+    /// The containment of every run of this hook.
+    fn layers(&self) -> LayerRequest {
+        let (no_network, socket_filter) = if self.config.network {
+            (LayerMode::Off, LayerMode::Off)
+        } else {
+            // Asked for in so many words: a hook that would still reach the network does not run.
+            (LayerMode::Required, LayerMode::Required)
+        };
+        // Protected paths make Landlock mandatory in the sandbox; for hooks it is best effort, so they are
+        // handed over only where Landlock can keep the hook out of them.
+        let protected = if landlock_available() {
+            self.protected.clone()
+        } else {
+            Vec::new()
+        };
+        LayerRequest {
+            pid_namespace: LayerMode::BestEffort,
+            no_network,
+            landlock: LayerMode::BestEffort,
+            writable_paths: self.config.writable.clone(),
+            protected_paths: protected,
+            private_tmp: true,
+            // The operator's scripts may live there, and every other path is readable too.
+            shared_tmp_readable: true,
+            socket_filter,
+            rlimits: LayerMode::Off,
+            limits: Default::default(),
+            no_new_privs: LayerMode::BestEffort,
+        }
+    }
+
+    /// Runs the command with `input` on stdin; its stdout when it exits 0 in time.
+    fn run(&self, input: Vec<u8>) -> Result<Capture, String> {
+        let config = &self.config;
+        let env = config::upstream_env(&BTreeMap::new(), |k| std::env::var(k).ok());
+        let cannot_start =
+            |why: &dyn std::fmt::Display| format!("cannot start {}: {why}", config.command);
+        let program = program(&config.command, env.get("PATH").map(String::as_str))
+            .map_err(|why| cannot_start(&why))?;
+        let cwd = std::env::current_dir().map_err(|e| cannot_start(&e))?;
+        let mut spec = CommandSpec::new(program, cwd)
+            .args(config.args.iter().cloned())
+            .timeout(config.timeout)
+            .stdin(input);
+        spec.env = env;
+        spec.kill_grace = KILL_GRACE;
+        spec.layers = self.layers();
+        let ran = sandbox::run(&spec).map_err(|e| cannot_start(&e))?;
+        tracing::debug!(hook = %self.label, layers = %summary(&ran.layers), outcome = ?ran.outcome,
+            "a command hook ran");
+        match ran.outcome {
+            Outcome::Succeeded if ran.stdout.total_bytes > MAX_ANSWER_BYTES => Err(format!(
+                "it wrote more than {MAX_ANSWER_BYTES} bytes on stdout"
+            )),
+            Outcome::Succeeded => Ok(ran.stdout),
+            Outcome::TimedOut => Err(format!(
+                "timed out after {} s",
+                config.timeout.as_secs_f64()
+            )),
+            Outcome::Failed => Err(cannot_start(
+                &ran.failure.unwrap_or_else(|| "unknown failure".to_owned()),
+            )),
+            Outcome::CommandFailed => {
+                let status = match (ran.exit.code, ran.exit.signal) {
+                    (Some(code), _) => format!("exit status: {code}"),
+                    (None, Some(signal)) => format!("signal: {signal}"),
+                    (None, None) => "an unknown status".to_owned(),
+                };
+                let said: String = ran
+                    .stderr
+                    .text
+                    .trim()
+                    .chars()
+                    .take(MAX_STDERR_CHARS)
+                    .collect();
+                let said = if said.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {said}")
+                };
+                Err(format!("it ended with {status}{said}"))
+            }
+        }
+    }
 }
 
 impl CallHook for CommandHook {
@@ -86,8 +185,8 @@ impl CallHook for CommandHook {
         if !self.applies(HookStage::Pre, call) {
             return HookDecision::Allow;
         }
-        match run(&self.config, &self.input("pre", call, None)) {
-            Ok(stdout) => answer(&stdout),
+        match self.run(self.input("pre", call, None)) {
+            Ok(stdout) => read_answer(&stdout),
             Err(why) => HookDecision::Deny {
                 reason: format!("the hook failed ({why}), so the call is refused"),
             },
@@ -98,17 +197,82 @@ impl CallHook for CommandHook {
         if !self.applies(HookStage::Post, call) {
             return Ok(());
         }
-        run(&self.config, &self.input("post", call, Some(outcome))).map(|_| ())
+        self.run(self.input("post", call, Some(outcome)))
+            .map(|_| ())
     }
 }
 
+/// Whether this machine can put Landlock in force, found once by trying. Without it hooks run unconfined by
+/// Landlock (as upstreams do), which the log says once.
+fn landlock_available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| match sandbox::probe().state(Layer::Landlock) {
+        LayerState::Active => true,
+        other => {
+            tracing::warn!(
+                "Landlock is not available ({other:?}): command hooks can read and write toolgate's state \
+                 root and config file"
+            );
+            false
+        }
+    })
+}
+
+/// One line naming each layer's state, for the debug log.
+fn summary(layers: &LayerReport) -> String {
+    layers
+        .entries
+        .iter()
+        .map(|e| {
+            let state = match &e.state {
+                LayerState::Active => "active".to_owned(),
+                LayerState::NotRequested => "off".to_owned(),
+                LayerState::Unavailable(why) => format!("unavailable ({why})"),
+                LayerState::Failed(why) => format!("failed ({why})"),
+            };
+            format!("{}={state}", e.layer)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The program to run, found as `execvp` would find it: a name with a slash is a path (relative to toolgate's
+/// working directory), any other name is looked up on the hook's PATH (absolute entries only).
+fn program(command: &str, path: Option<&str>) -> Result<PathBuf, String> {
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if command.contains('/') {
+        let p = std::path::absolute(command).map_err(|e| e.to_string())?;
+        return if executable(&p) {
+            Ok(p)
+        } else {
+            Err("no executable file there".to_owned())
+        };
+    }
+    path.unwrap_or_default()
+        .split(':')
+        .map(Path::new)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(command))
+        .find(|p| executable(p))
+        .ok_or_else(|| "not found on the hook's PATH".to_owned())
+}
+
+/// A pre-hook's stdout as captured: output that was not valid UTF-8 is refused, not read as replaced.
+fn read_answer(stdout: &Capture) -> HookDecision {
+    if stdout.lossy {
+        return HookDecision::Deny {
+            reason: "the hook's answer is not UTF-8, so the call is refused".to_owned(),
+        };
+    }
+    answer(&stdout.text)
+}
+
 /// Reads a pre-hook's stdout. Fails closed: whatever is not a clear allow is a deny that says why.
-fn answer(stdout: &[u8]) -> HookDecision {
+fn answer(text: &str) -> HookDecision {
     let deny = |why: &str| HookDecision::Deny {
         reason: format!("the hook's answer {why}, so the call is refused"),
-    };
-    let Ok(text) = std::str::from_utf8(stdout) else {
-        return deny("is not UTF-8");
     };
     if text.trim().is_empty() {
         return HookDecision::Allow;
@@ -127,95 +291,6 @@ fn answer(stdout: &[u8]) -> HookDecision {
         Some("ask") => HookDecision::Ask { reason },
         Some(other) => deny(&format!("has an unknown decision {other:?}")),
         None => deny("has no \"decision\""),
-    }
-}
-
-/// Runs the command with `input` on stdin; its stdout when it exits 0 in time.
-fn run(config: &HookCommand, input: &[u8]) -> Result<Vec<u8>, String> {
-    let env = config::upstream_env(&BTreeMap::new(), |k| std::env::var(k).ok());
-    let mut child = Command::new(&config.command)
-        .args(&config.args)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group, so the deadline ends whatever the hook started too.
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", config.command))?;
-    let group = Pid::from_raw(child.id() as i32);
-    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-    let input = input.to_vec();
-    // Not joined: a hook need not read its input, and a closed pipe ends the write.
-    thread::spawn(move || stdin.map(|mut s| s.write_all(&input)));
-    let out = drain(stdout, MAX_ANSWER_BYTES);
-    let err = drain(stderr, MAX_STDERR_BYTES);
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || tx.send(child.wait()));
-    let status = rx.recv_timeout(config.timeout);
-    // The leader is done or out of time; whatever is left in its group would hold the pipes open.
-    let _ = killpg(group, Signal::SIGKILL);
-    let status: Option<std::io::Result<ExitStatus>> = match status {
-        Ok(s) => Some(s),
-        Err(_) => {
-            let _ = rx.recv();
-            None
-        }
-    };
-    // Bounded: a descendant that left the group could keep a pipe open for ever.
-    let stdout = out.recv_timeout(DRAIN_GRACE).ok();
-    let stderr = err.recv_timeout(DRAIN_GRACE).unwrap_or_default();
-    let Some(status) = status else {
-        return Err(format!(
-            "timed out after {} s",
-            config.timeout.as_secs_f64()
-        ));
-    };
-    let status = status.map_err(|e| format!("cannot wait for it: {e}"))?;
-    if !status.success() {
-        let said = String::from_utf8_lossy(&stderr.0);
-        let said = said.trim();
-        let said = if said.is_empty() {
-            String::new()
-        } else {
-            format!(": {said}")
-        };
-        return Err(format!("it ended with {status}{said}"));
-    }
-    match stdout {
-        None => Err("its stdout stayed open after it exited".to_owned()),
-        Some((_, true)) => Err(format!(
-            "it wrote more than {MAX_ANSWER_BYTES} bytes on stdout"
-        )),
-        Some((answer, false)) => Ok(answer),
-    }
-}
-
-/// Reads a pipe on its own thread; the bytes (and whether there were more) arrive on the channel at EOF.
-fn drain(pipe: Option<impl Read + Send + 'static>, cap: usize) -> mpsc::Receiver<(Vec<u8>, bool)> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = tx.send(pipe.map(|p| bounded(p, cap)).unwrap_or_default());
-    });
-    rx
-}
-
-/// Reads everything, keeping the first `cap` bytes; whether more came. Draining the rest keeps a chatty hook
-/// from blocking on a full pipe.
-fn bounded(mut source: impl Read, cap: usize) -> (Vec<u8>, bool) {
-    let mut kept = Vec::new();
-    let mut over = false;
-    let mut buf = [0u8; 8192];
-    loop {
-        match source.read(&mut buf) {
-            Ok(0) | Err(_) => return (kept, over),
-            Ok(n) => {
-                let room = cap.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-                over |= n > room;
-            }
-        }
     }
 }
 
@@ -266,14 +341,14 @@ pub(super) mod tests {
 
     #[test]
     fn answers_fail_closed() {
-        let reason = |s: &str| match answer(s.as_bytes()) {
+        let reason = |s: &str| match answer(s) {
             HookDecision::Deny { reason } => reason,
             other => panic!("{other:?}"),
         };
-        assert_eq!(answer(b" \n"), HookDecision::Allow);
-        assert_eq!(answer(br#"{"decision": "allow"}"#), HookDecision::Allow);
+        assert_eq!(answer(" \n"), HookDecision::Allow);
+        assert_eq!(answer(r#"{"decision": "allow"}"#), HookDecision::Allow);
         assert_eq!(
-            answer(br#"{"decision": "ask", "reason": "big"}"#),
+            answer(r#"{"decision": "ask", "reason": "big"}"#),
             HookDecision::Ask {
                 reason: "big".into()
             }
@@ -283,5 +358,37 @@ pub(super) mod tests {
         assert!(reason(r#"{"decision": "maybe"}"#).contains("unknown decision \"maybe\""));
         assert!(reason(r#"{"reason": "x"}"#).contains("no \"decision\""));
         assert!(reason(r#"["allow"]"#).contains("not a JSON object"));
+    }
+
+    #[test]
+    fn an_answer_that_is_not_utf8_denies_even_if_its_replacement_would_allow() {
+        let text = "{\"decision\": \"allow\", \"reason\": \"\u{FFFD}\"}".to_owned();
+        let lossy = Capture {
+            total_bytes: text.len() as u64,
+            retained_bytes: text.len() as u64,
+            text,
+            dropped_bytes: 0,
+            lossy: true,
+        };
+        assert!(
+            matches!(read_answer(&lossy), HookDecision::Deny { reason } if reason.contains("not UTF-8"))
+        );
+        let exact = Capture {
+            lossy: false,
+            ..lossy
+        };
+        assert_eq!(read_answer(&exact), HookDecision::Allow);
+    }
+
+    #[test]
+    fn programs_resolve_like_execvp_on_the_hooks_path() {
+        assert_eq!(
+            program("sh", Some("relative/bin:/bin")),
+            Ok(PathBuf::from("/bin/sh"))
+        );
+        assert!(program("sh", None).is_err());
+        assert!(program("/nonexistent/hook", Some("/bin")).is_err());
+        // A directory is not a program.
+        assert!(program("/bin", Some("/bin")).is_err());
     }
 }

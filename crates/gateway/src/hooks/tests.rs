@@ -131,8 +131,8 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn hook(stage: HookStage, command: String, timeout: u64, tools: &[&str]) -> CommandHook {
-    CommandHook::new(HookCommand {
+fn config(stage: HookStage, command: String, timeout: u64, tools: &[&str]) -> HookCommand {
+    HookCommand {
         stage,
         index: 0,
         command,
@@ -140,8 +140,21 @@ fn hook(stage: HookStage, command: String, timeout: u64, tools: &[&str]) -> Comm
         timeout: Duration::from_secs(timeout),
         tools: tools.iter().map(|t| (*t).to_owned()).collect(),
         arguments: false,
+        writable: Vec::new(),
+        network: true,
         from: Provenance::Default,
-    })
+    }
+}
+
+fn hook(stage: HookStage, command: String, timeout: u64, tools: &[&str]) -> CommandHook {
+    CommandHook::new(config(stage, command, timeout, tools), Vec::new())
+}
+
+/// A pre-hook that may write beneath `dir`, where the test reads what it did.
+fn writing_hook(dir: &Path, command: String, timeout: u64) -> CommandHook {
+    let mut c = config(HookStage::Pre, command, timeout, &[]);
+    c.writable = vec![dir.to_path_buf()];
+    CommandHook::new(c, Vec::new())
 }
 
 fn denial(d: HookDecision) -> String {
@@ -159,7 +172,7 @@ fn a_command_reads_the_call_and_answers() {
         "cat > {}\necho '{{\"decision\": \"deny\", \"reason\": \"not today\"}}'",
         seen.display()
     );
-    let h = hook(HookStage::Pre, script(dir.path(), "deny.sh", &body), 5, &[]);
+    let h = writing_hook(dir.path(), script(dir.path(), "deny.sh", &body), 5);
     assert_eq!(denial(h.before(&call())), "not today");
     let read: Value = serde_json::from_slice(&std::fs::read(&seen).unwrap()).unwrap();
     assert_eq!(
@@ -198,32 +211,95 @@ fn a_failing_or_missing_command_denies_and_says_why() {
     assert!(denial(missing.before(&call())).contains("cannot start"));
 }
 
+/// Whether a process whose command line contains `needle` is still running (a zombie has stopped). Found by
+/// name, not pid: inside the hook's PID namespace `$!` is not the pid this process sees.
+fn running(needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let dir = e.path();
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).contains(needle)
+            && stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// Waits up to five seconds for every process named by `needle` to stop; whether they did.
+fn all_stopped(needle: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running(needle) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !running(needle)
+}
+
+/// A name no other process on the machine has.
+fn unique(dir: &Path) -> String {
+    format!("sleeper-{}", dir.file_name().unwrap().to_string_lossy())
+}
+
 #[test]
 fn a_hook_past_its_deadline_is_killed_with_its_group_and_denies() {
     let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("child.pid");
-    let body = format!("sleep 30 &\necho $! > {}\nwait", pid_file.display());
-    let h = hook(HookStage::Pre, script(dir.path(), "slow.sh", &body), 1, &[]);
-    let started = Instant::now();
+    let name = unique(dir.path());
+    let started = dir.path().join("started");
+    let body = format!(
+        "sh -c 'echo up > {s}; sleep 30; :' {name} &\nuntil [ -s {s} ]; do sleep 0.01; done\nwait",
+        s = started.display()
+    );
+    let h = writing_hook(dir.path(), script(dir.path(), "slow.sh", &body), 1);
+    let clock = Instant::now();
     assert!(denial(h.before(&call())).contains("timed out"));
-    assert!(started.elapsed() < Duration::from_secs(10));
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    // SIGKILL lands when the process is next scheduled; then it is gone, or a zombie until init reaps it.
-    let running = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while running() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!running(), "the hook's child survived the deadline");
+    assert!(clock.elapsed() < Duration::from_secs(10));
+    assert!(started.exists(), "the hook's child never started");
+    assert!(all_stopped(&name), "the hook's child survived the deadline");
+}
+
+#[test]
+fn hook_setsid_grandchild_does_not_outlive_the_deadline() {
+    assert_eq!(
+        sandbox::probe().state(sandbox::Layer::PidNamespace),
+        &sandbox::LayerState::Active,
+        "this machine has no PID namespace for hooks, so a setsid descendant escapes their deadline"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let name = unique(dir.path());
+    let (started, late) = (dir.path().join("started"), dir.path().join("late"));
+    // Its own session and process group, and not the hook's child any more once the hook's shell is gone.
+    let body = format!(
+        "setsid sh -c 'echo up > {s}; sleep 3; echo late > {l}' {name} &\n\
+         until [ -s {s} ]; do sleep 0.01; done\nsleep 30",
+        s = started.display(),
+        l = late.display()
+    );
+    let mut c = config(
+        HookStage::Pre,
+        script(dir.path(), "escape.sh", &body),
+        1,
+        &[],
+    );
+    c.timeout = Duration::from_millis(500);
+    c.writable = vec![dir.path().to_path_buf()];
+    let h = CommandHook::new(c, Vec::new());
+    let clock = Instant::now();
+    assert!(denial(h.before(&call())).contains("timed out"));
+    assert!(
+        started.exists(),
+        "the grandchild never started, so this run proves nothing"
+    );
+    assert!(
+        all_stopped(&name),
+        "the setsid grandchild outlived the deadline"
+    );
+    std::thread::sleep(Duration::from_secs(4).saturating_sub(clock.elapsed()));
+    assert!(
+        !late.exists(),
+        "the setsid grandchild wrote after the deadline"
+    );
 }
 
 #[test]
@@ -231,17 +307,27 @@ fn hooks_get_the_upstream_allowlist_and_nothing_else_of_toolgates_environment() 
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("env.txt");
     let body = format!("env > {}", out.display());
-    let h = hook(HookStage::Pre, script(dir.path(), "env.sh", &body), 5, &[]);
+    let h = writing_hook(dir.path(), script(dir.path(), "env.sh", &body), 5);
     assert_eq!(h.before(&call()), HookDecision::Allow);
     let env = std::fs::read_to_string(&out).unwrap();
-    // The shell adds a few of its own; everything else must come from the allowlist.
-    let shell_made = ["PWD", "OLDPWD", "SHLVL", "_"];
-    let stray: Vec<&str> = env
-        .lines()
-        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
-        .filter(|k| !config::UPSTREAM_ENV_ALLOWLIST.contains(k) && !shell_made.contains(k))
+    // The shell adds a few of its own, and the sandbox names the hook's private temporary directory;
+    // everything else must come from the allowlist.
+    let made = ["PWD", "OLDPWD", "SHLVL", "_", "TMPDIR", "TMP", "TEMP"];
+    let vars: Vec<(&str, &str)> = env.lines().filter_map(|l| l.split_once('=')).collect();
+    let stray: Vec<&str> = vars
+        .iter()
+        .map(|(k, _)| *k)
+        .filter(|k| !config::UPSTREAM_ENV_ALLOWLIST.contains(k) && !made.contains(k))
         .collect();
     assert_eq!(stray, Vec::<&str>::new());
+    let shared = std::env::temp_dir();
+    for (k, v) in vars.iter().filter(|(k, _)| made[4..].contains(k)) {
+        assert_ne!(
+            Path::new(v),
+            shared,
+            "{k} is the shared temporary directory"
+        );
+    }
 }
 
 #[test]
