@@ -96,10 +96,10 @@ impl CommandHook {
         };
         // Protected paths make Landlock mandatory in the sandbox; for hooks it is best effort, so they are
         // handed over only where Landlock can keep the hook out of them.
-        let protected = if landlock_available() {
-            self.protected.clone()
-        } else {
+        let protected = if self.protected.is_empty() || !landlock_available() {
             Vec::new()
+        } else {
+            self.protected.clone()
         };
         LayerRequest {
             pid_namespace: LayerMode::BestEffort,

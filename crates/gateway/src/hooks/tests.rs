@@ -363,3 +363,22 @@ fn a_post_hook_reports_its_failure() {
         Ok(())
     );
 }
+
+#[test]
+fn a_hook_that_says_no_network_cannot_reach_a_listener_on_this_machine() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "if /bin/bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' 2>/dev/null; then\n  \
+         echo '{{\"decision\": \"deny\", \"reason\": \"reached\"}}'\nfi"
+    );
+    let path = script(dir.path(), "net.sh", &body);
+    // The control: by default a hook reaches the network (it may ask a policy service).
+    let open = hook(HookStage::Pre, path.clone(), 5, &[]);
+    assert_eq!(denial(open.before(&call())), "reached");
+    let mut c = config(HookStage::Pre, path, 5, &[]);
+    c.network = false;
+    let closed = CommandHook::new(c, Vec::new());
+    assert_eq!(closed.before(&call()), HookDecision::Allow);
+}
