@@ -1,9 +1,10 @@
-//! Process containment and bounded output capture for commands and git runs.
+//! Process containment and bounded output capture for commands, git runs and command hooks.
 //!
 //! The caller hands over an already-approved [`CommandSpec`]; this crate starts it in its own session (and,
-//! where the kernel allows, its own PID namespace), applies the requested isolation layers, drains both output
-//! streams into fixed-size buffers, and ends the whole process tree on timeout. It does not decide whether a
-//! command may run (policy and approval happen before), resolve programs on a PATH, or print anything.
+//! where the kernel allows, its own PID namespace), applies the requested isolation layers, hands it its
+//! standard input (nothing, or given bytes then end of file), drains both output streams into fixed-size
+//! buffers, and ends the whole process tree on timeout. It does not decide whether a command may run (policy
+//! and approval happen before), resolve programs on a PATH, or print anything.
 
 #![deny(clippy::print_stdout)]
 

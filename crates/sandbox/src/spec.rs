@@ -96,7 +96,8 @@ impl Default for LayerRequest {
     }
 }
 
-/// What the command reads on standard input.
+/// What the command reads on standard input. A run here is one-shot (it returns once the tree is gone); a
+/// long-lived child talking over its standard streams would be one more variant, with a handle of its own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Stdin {
     /// Nothing: end of file at once.
