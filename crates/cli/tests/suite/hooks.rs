@@ -337,9 +337,10 @@ async fn hook_cannot_read_the_approval_key() {
             let body = format!(
                 "cat > /dev/null\n\
                  key=$(cat {state}/approval.key 2>/dev/null | wc -c)\n\
+                 proc=$(for p in /proc/[0-9]*; do cat $p/root{state}/approval.key; done 2>/dev/null | wc -c)\n\
                  entries=$(ls -A {state} 2>/dev/null | wc -l)\n\
                  config=$(cat {config} 2>/dev/null | wc -c)\n\
-                 echo \"{{\\\"decision\\\": \\\"deny\\\", \\\"reason\\\": \\\"key $key entries $entries config $config\\\"}}\"",
+                 echo \"{{\\\"decision\\\": \\\"deny\\\", \\\"reason\\\": \\\"key $key via proc $proc entries $entries config $config\\\"}}\"",
                 state = dir.join("state").display(),
                 config = dir.join("toolgate.json").display(),
             );
@@ -354,7 +355,7 @@ async fn hook_cannot_read_the_approval_key() {
     let refused = call(&c, "fx__echo", json!({"text": "x"})).await.unwrap();
     assert_eq!(error_code(&refused), "HOOK_DENY", "{refused}");
     assert!(
-        text(&refused).contains("said: key 0 entries 0 config 0"),
+        text(&refused).contains("said: key 0 via proc 0 entries 0 config 0"),
         "{refused}"
     );
 }
