@@ -371,6 +371,8 @@ async fn hook_cannot_write_the_state_root() {
                  echo forged > {state}/approval.key; echo forged >> {state}/approval.key\n\
                  touch {state}/planted; mkdir {state}/planted.d; rm -f {state}/approval.key\n\
                  mv {state} {dir}/moved; echo '{{}}' > {config}\n\
+                 ln -s {state} {out}/link; echo forged > {out}/link/approval.key\n\
+                 ln {state}/approval.key {out}/hard\n\
                  echo tried > {out}/tried",
                 state = state.display(),
                 dir = dir.display(),
@@ -396,6 +398,7 @@ async fn hook_cannot_write_the_state_root() {
     assert_eq!(std::fs::read(state.join("approval.key")).unwrap(), key);
     assert!(!state.join("planted").exists() && !state.join("planted.d").exists());
     assert!(!s.dir.path().join("moved").exists());
+    assert!(!s.dir.path().join("out/hard").exists());
     assert_eq!(
         std::fs::read(s.dir.path().join("toolgate.json")).unwrap(),
         config
