@@ -94,17 +94,18 @@ impl CommandHook {
             // Asked for in so many words: a hook that would still reach the network does not run.
             (LayerMode::Required, LayerMode::Required)
         };
-        // Protected paths make Landlock mandatory in the sandbox; for hooks it is best effort, so they are
-        // handed over only where Landlock can keep the hook out of them.
-        let protected = if self.protected.is_empty() || !landlock_available() {
-            Vec::new()
+        // Landlock is best effort for hooks in that a machine without it still runs them (protected paths
+        // would make it mandatory, so they are handed over only where it exists); on a machine that has it, a
+        // hook it cannot confine as configured (a `writable` directory that is missing) does not run.
+        let (landlock, protected) = if landlock_available() {
+            (LayerMode::Required, self.protected.clone())
         } else {
-            self.protected.clone()
+            (LayerMode::BestEffort, Vec::new())
         };
         LayerRequest {
             pid_namespace: LayerMode::BestEffort,
             no_network,
-            landlock: LayerMode::BestEffort,
+            landlock,
             writable_paths: self.config.writable.clone(),
             protected_paths: protected,
             private_tmp: true,
@@ -202,8 +203,8 @@ impl CallHook for CommandHook {
     }
 }
 
-/// Whether this machine can put Landlock in force, found once by trying. Without it hooks run unconfined by
-/// Landlock (as upstreams do), which the log says once.
+/// Whether this machine can put Landlock in force, found once by trying (the first hook run pays for it).
+/// Without it hooks run unconfined by Landlock (as upstreams do), which the log says once.
 fn landlock_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| match sandbox::probe().state(Layer::Landlock) {

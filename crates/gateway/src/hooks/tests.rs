@@ -382,3 +382,26 @@ fn a_hook_that_says_no_network_cannot_reach_a_listener_on_this_machine() {
     let closed = CommandHook::new(c, Vec::new());
     assert_eq!(closed.before(&call()), HookDecision::Allow);
 }
+
+#[test]
+fn a_hook_that_floods_its_stdout_denies_without_being_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "head -c 10000000 /dev/zero | tr '\\0' x";
+    let h = hook(HookStage::Pre, script(dir.path(), "flood.sh", body), 5, &[]);
+    assert!(denial(h.before(&call())).contains("more than 65536 bytes"));
+}
+
+#[test]
+fn a_hook_whose_writable_directory_is_missing_is_refused_not_run_unconfined() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let body = format!("touch {}", ran.display());
+    let h = writing_hook(
+        &dir.path().join("missing"),
+        script(dir.path(), "typo.sh", &body),
+        5,
+    );
+    let why = denial(h.before(&call()));
+    assert!(why.contains("landlock") && why.contains("missing"), "{why}");
+    assert!(!ran.exists());
+}
