@@ -29,8 +29,14 @@ impl Store {
             .query_row("PRAGMA data_version", [], |r| r.get(0))?;
         Ok(ChangeMark {
             others,
-            own: self.conn.total_changes(),
+            own: self.rows_written(),
         })
+    }
+
+    /// Rows this handle has inserted, updated or deleted since it opened: compare before and after a piece of
+    /// work to learn whether it wrote anything (what `data_version` does not show this handle).
+    pub fn rows_written(&self) -> u64 {
+        self.conn.total_changes()
     }
 
     /// Whether any approval may have changed since `mark` — a commit by any other connection, or any row written
