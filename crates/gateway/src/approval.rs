@@ -2,8 +2,8 @@
 //! terminal, or — when the client declares it and config allows — MCP elicitation, never the only channel).
 //!
 //! Tool calls, prompt gets and resource reads are all held the same way. A request is held up to
-//! `approvals.wait_seconds`, its row read again only when the store may have changed (`wakeups`), with progress
-//! notifications when the client asked for progress; approved in time, it runs as if nothing happened. Otherwise a tool call gets a Contract V1 handle and
+//! `approvals.wait_seconds` while the store is watched (with progress notifications when the client asked for
+//! progress); approved in time, it runs as if nothing happened. Otherwise a tool call gets a Contract V1 handle and
 //! resumes later with `toolgate_resume`, which runs exactly the stored snapshot, once; a prompt or resource read
 //! gets an error naming the request, and runs when the same session repeats it after approval. A held call that
 //! its client cancels, or whose session ends, marks its request CANCELLED, which nothing can approve or resume:
