@@ -148,6 +148,8 @@ impl Session {
         }
         let deadline = Instant::now() + opts.wait.value;
         let mut next_progress = Instant::now();
+        // A request that expires while its call is still held changes without any write: look once then.
+        let mut expiry = Some(Instant::now() + opts.expire.value).filter(|e| *e < deadline);
         // Subscribed before the first read, so a decision made after that read wakes this call.
         let mut woken = Waiter::subscribe(&state);
         let mut look = true;
@@ -184,14 +186,25 @@ impl Session {
                 .await;
                 next_progress = Instant::now() + PROGRESS_EVERY;
             }
-            let timer = match progress {
-                Some(_) => deadline.min(next_progress),
-                None => deadline,
-            };
-            // The row is read again only when the store may have changed, or once more at the deadline.
+            let timer = [
+                Some(deadline),
+                expiry,
+                progress.as_ref().map(|_| next_progress),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(deadline);
+            // The row is read again only when the store may have changed, at its expiry, or at the deadline.
             look = tokio::select! {
                 () = woken.changed() => true,
-                () = tokio::time::sleep_until(timer.into()) => Instant::now() >= deadline,
+                () = tokio::time::sleep_until(timer.into()) => {
+                    let expired = expiry.is_some_and(|e| Instant::now() >= e);
+                    if expired {
+                        expiry = None;
+                    }
+                    expired || Instant::now() >= deadline
+                }
                 () = cancel.cancelled() => {
                     // Nobody will read the answer: the request must not wait for (or get) a decision.
                     match state.store(|s| s.cancel(&approval.id, CANCELLED_BY, now())) {

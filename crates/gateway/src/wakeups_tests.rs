@@ -46,6 +46,26 @@ impl Fixture {
             .id
     }
 
+    /// A gateway with no upstream over this state, and one session on it.
+    fn session(
+        &self,
+        approvals: impl FnOnce(&mut config::Approvals),
+    ) -> (Arc<Gateway>, Arc<Session>) {
+        let config = config::Config::empty();
+        let guard = Guard::load(&config, &self.dir.path().join("ws")).unwrap();
+        let mut opts = Options::from_config(&config, false);
+        approvals(&mut opts.approvals);
+        let gw = Gateway::start(
+            &config,
+            opts,
+            Arc::new(guard),
+            Some(Arc::clone(&self.state)),
+        );
+        let (out, _client) = tokio::sync::mpsc::channel(16);
+        let session = Session::new(Arc::clone(&gw), out);
+        (gw, session)
+    }
+
     async fn pending(&self) -> String {
         let started = Instant::now();
         loop {
@@ -86,12 +106,7 @@ fn ask() -> (Snapshot, Decision) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_call_is_released_by_an_approval_from_another_process_without_polling_its_row() {
     let f = Fixture::new();
-    let config = config::Config::empty();
-    let guard = Guard::load(&config, &f.dir.path().join("ws")).unwrap();
-    let opts = Options::from_config(&config, false);
-    let gw = Gateway::start(&config, opts, Arc::new(guard), Some(Arc::clone(&f.state)));
-    let (out, _client) = tokio::sync::mpsc::channel(16);
-    let session = Session::new(Arc::clone(&gw), out);
+    let (gw, session) = f.session(|_| {});
     let (snapshot, decision) = ask();
     let held = tokio::spawn(async move {
         let cancel = CancellationToken::new();
@@ -124,6 +139,31 @@ async fn held_call_is_released_by_an_approval_from_another_process_without_polli
         latency < Duration::from_secs(1),
         "released {latency:?} after the approval"
     );
+    gw.shutdown().await;
+}
+
+/// Expiry is not a write, so no wake-up announces it: the held call looks at its row when it expires instead of
+/// waiting out `wait_seconds` for a request nobody can approve any more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_call_whose_request_expires_before_its_wait_ends_is_answered_at_expiry() {
+    let f = Fixture::new();
+    let (gw, session) = f.session(|a| {
+        a.wait.value = Duration::from_secs(30);
+        a.expire.value = Duration::from_millis(300);
+    });
+    let (snapshot, decision) = ask();
+    let cancel = CancellationToken::new();
+    let held = tokio::time::timeout(
+        Duration::from_secs(10),
+        session.hold(snapshot, decision, None, &cancel),
+    )
+    .await
+    .expect("answered long before the 30 s wait ends");
+    let Held::Answer(answer) = held else {
+        panic!("an expired request does not run");
+    };
+    assert!(answer.to_string().contains("APPROVAL_EXPIRED"), "{answer}");
+    assert!(f.state.wakeups().reads() <= 4);
     gw.shutdown().await;
 }
 
