@@ -5,10 +5,11 @@
 //! committed since it last looked (`Store::approvals_changed_since`: one pragma, no row read), which sees the admin
 //! CLI and the watch terminal in other processes and the write-behind thread's connection in this one. Writes made
 //! through this process's own store handle (an elicitation answer, a cancellation) wake the held calls at once
-//! (`State::store` calls `wake`). A wake-up may be false — any commit counts — and then costs each held call one
-//! row read; a change is never missed, because a held call subscribes before it first reads its row and the
-//! watcher's mark is always older than the subscription. This module does not read approval rows or decide what a
-//! held call does with them (that is `approval`).
+//! (`State::store` calls `wake`). A wake-up may be false — any commit counts, the audit writer's too — and then
+//! costs each held call one row read, at most one per `TICK`; a change is never missed, because a held call
+//! subscribes before it first reads its row and the watcher's mark is always older than the subscription. Expiry
+//! is not a write and wakes nobody: a held call times its own look at it. This module never looks inside approval
+//! rows or decides what a held call does with them (that is `approval`).
 
 use crate::state::State;
 use std::sync::atomic::{AtomicU64, Ordering};
