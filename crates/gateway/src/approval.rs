@@ -2,7 +2,7 @@
 //! terminal, or — when the client declares it and config allows — MCP elicitation, never the only channel).
 //!
 //! Tool calls, prompt gets and resource reads are all held the same way. A request is held up to
-//! `approvals.wait_seconds` while the store is polled (with progress notifications when the client asked for
+//! `approvals.wait_seconds` while the store is watched (with progress notifications when the client asked for
 //! progress); approved in time, it runs as if nothing happened. Otherwise a tool call gets a Contract V1 handle and
 //! resumes later with `toolgate_resume`, which runs exactly the stored snapshot, once; a prompt or resource read
 //! gets an error naming the request, and runs when the same session repeats it after approval. A held call that
@@ -15,6 +15,7 @@ use crate::session::Session;
 use crate::snapshot::Kind;
 pub(crate) use crate::snapshot::Snapshot;
 use crate::state::State;
+use crate::wakeups::Waiter;
 use policy::Decision;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -22,8 +23,6 @@ use std::time::{Duration, Instant};
 use store::{Approval, ApprovalStatus, NewRequest, Timestamp};
 use tokio_util::sync::CancellationToken;
 
-/// How often the held call looks at the store. A human takes seconds; this keeps the added delay small.
-const POLL: Duration = Duration::from_millis(200);
 /// How often a held call tells the client it is still waiting.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Recorded as the decider of a request whose call went away.
@@ -149,27 +148,34 @@ impl Session {
         }
         let deadline = Instant::now() + opts.wait.value;
         let mut next_progress = Instant::now();
+        // A request that expires while its call is still held changes without any write: look once then.
+        let mut expiry = Some(Instant::now() + opts.expire.value).filter(|e| *e < deadline);
+        // Subscribed before the first read, so a decision made after that read wakes this call.
+        let mut woken = Waiter::subscribe(&state);
+        let mut look = true;
         loop {
-            let current = match state.store(|s| s.get_request(&approval.id, now())) {
-                Ok(a) if !a.authentic => return Held::Answer(tampered(&a.id)),
-                Ok(a) => a,
-                Err(e) => {
-                    return Held::Answer(contract::refused(
-                        "FAILED",
-                        format!("approval lookup failed: {e}"),
-                        None,
-                    ))
+            if look {
+                let current = match woken.read(|s| s.get_request(&approval.id, now())) {
+                    Ok(a) if !a.authentic => return Held::Answer(tampered(&a.id)),
+                    Ok(a) => a,
+                    Err(e) => {
+                        return Held::Answer(contract::refused(
+                            "FAILED",
+                            format!("approval lookup failed: {e}"),
+                            None,
+                        ))
+                    }
+                };
+                match current.status {
+                    ApprovalStatus::Pending => {}
+                    ApprovalStatus::Approved => {
+                        return Held::Ran(self.resume_approved(&state, &current.id, cancel).await)
+                    }
+                    _ => return Held::Answer(self.status_outcome(&current)),
                 }
-            };
-            match current.status {
-                ApprovalStatus::Pending => {}
-                ApprovalStatus::Approved => {
-                    return Held::Ran(self.resume_approved(&state, &current.id, cancel).await)
+                if Instant::now() >= deadline {
+                    return Held::Answer(pending_answer(&snapshot, &current, &trace_id));
                 }
-                _ => return Held::Answer(self.status_outcome(&current)),
-            }
-            if Instant::now() >= deadline {
-                return Held::Answer(pending_answer(&snapshot, &current, &trace_id));
             }
             if let (Some(token), true) = (&progress, Instant::now() >= next_progress) {
                 let message = format!("waiting for approval of request {}", approval.id);
@@ -180,8 +186,25 @@ impl Session {
                 .await;
                 next_progress = Instant::now() + PROGRESS_EVERY;
             }
-            tokio::select! {
-                () = tokio::time::sleep(POLL) => {}
+            let timer = [
+                Some(deadline),
+                expiry,
+                progress.as_ref().map(|_| next_progress),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(deadline);
+            // The row is read again only when the store may have changed, at its expiry, or at the deadline.
+            look = tokio::select! {
+                () = woken.changed() => true,
+                () = tokio::time::sleep_until(timer.into()) => {
+                    let expired = expiry.is_some_and(|e| Instant::now() >= e);
+                    if expired {
+                        expiry = None;
+                    }
+                    expired || Instant::now() >= deadline
+                }
                 () = cancel.cancelled() => {
                     // Nobody will read the answer: the request must not wait for (or get) a decision.
                     match state.store(|s| s.cancel(&approval.id, CANCELLED_BY, now())) {
@@ -192,7 +215,7 @@ impl Session {
                     }
                     return Held::Cancelled;
                 }
-            }
+            };
         }
     }
 

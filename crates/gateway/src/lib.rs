@@ -32,6 +32,7 @@ mod snapshot;
 mod state;
 mod status;
 mod stdio;
+mod wakeups;
 mod write_behind;
 
 pub use aggregate::{Aggregate, Held, Naming, Route};

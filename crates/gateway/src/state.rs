@@ -8,6 +8,7 @@
 //! does. The audit log's witness (head and anchors) lives in the database, and maintenance goes through here so
 //! the witness follows every prune and recovery.
 
+use crate::wakeups::Wakeups;
 use crate::write_behind::{Health, Record, Writer};
 use audit::{AuditEvent, AuditLog, Head, PruneMode, PrunePlan, Recovery, VerifyReport, Witness};
 use std::path::{Path, PathBuf};
@@ -30,6 +31,8 @@ pub struct State {
     /// Records whose caller had to wait for room in the queue.
     waited: AtomicU64,
     health: Arc<Health>,
+    /// Tells held calls when the store may have changed.
+    wakeups: Wakeups,
 }
 
 impl State {
@@ -101,6 +104,7 @@ impl State {
             dropped,
             waited: AtomicU64::new(0),
             health,
+            wakeups: Wakeups::default(),
         })
     }
 
@@ -108,10 +112,23 @@ impl State {
         &self.namespace
     }
 
-    /// Runs `f` with the store. Keep `f` short: it holds the lock.
+    /// Runs `f` with the store. Keep `f` short: it holds the lock. Anything `f` wrote (an elicitation answer, a
+    /// cancellation) wakes the held calls at once rather than at the watcher's next look.
     pub fn store<T>(&self, f: impl FnOnce(&mut Store) -> T) -> T {
         let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut store)
+        let before = store.rows_written();
+        let out = f(&mut store);
+        let wrote = store.rows_written() != before;
+        drop(store);
+        if wrote {
+            self.wakeups.wake();
+        }
+        out
+    }
+
+    /// The wake-up signal of held calls.
+    pub(crate) fn wakeups(&self) -> &Wakeups {
+        &self.wakeups
     }
 
     /// Queues an audit event for the writer; waits only when the queue is full.

@@ -13,6 +13,7 @@ mod approval_rows;
 mod approval_space;
 mod approvals;
 mod audit_chain;
+mod changes;
 mod db;
 mod error;
 mod events;
@@ -29,6 +30,7 @@ pub use approvals::{
     Approval, ApprovalHandle, ApprovalStatus, NewRequest, PruneMode, PrunedApproval,
 };
 pub use audit_chain::{AuditAnchor, AuditHead};
+pub use changes::ChangeMark;
 pub use error::{Error, Result};
 pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};
 pub use handle::{Limits, Store, StoreStats};

@@ -81,6 +81,21 @@ async fn wait_for_pending(a: &Approvals) -> String {
     panic!("no approval request appeared");
 }
 
+/// Waits for the request that `client`, a process of its own, will make, for as long as that process lives. Its
+/// start-up (node, the SDK, toolgate, the upstream) takes as long as the machine's load makes it, so no fixed
+/// budget fits; the client's own request timeouts bound the wait.
+async fn wait_for_pending_from(a: &Approvals, client: &mut tokio::process::Child) -> String {
+    loop {
+        if let Some(id) = a.pending().pop() {
+            return id;
+        }
+        if let Some(status) = client.try_wait().unwrap() {
+            panic!("the client ended ({status}) before its call was held");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn held_call_approved_out_of_band_returns_the_real_result() {
     let a = Approvals::new(30);
@@ -287,7 +302,7 @@ async fn typescript_client_call_held_and_approved_through_the_admin_cli() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let id = wait_for_pending(&a).await;
+    let id = wait_for_pending_from(&a, &mut node).await;
     let mut approve = std::process::Command::new(toolgate())
         .args([
             "approvals",
