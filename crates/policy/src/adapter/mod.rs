@@ -6,6 +6,7 @@
 //! adapter cannot resolve exactly as the server will (see `tables.rs`).
 
 mod git;
+mod git_reach;
 mod mapping;
 mod tables;
 
@@ -13,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::action::{Access, RawAction, RawCommand, Scope, ToolCall, UnknownReason};
+use crate::action::{Access, RawAction, RawCommand, ToolCall, UnknownReason};
 use crate::operation::Operation;
 
 pub use mapping::ToolMapping;
@@ -122,10 +123,23 @@ pub fn command_action(name: String, argv: Vec<String>, cwd: Option<String>) -> R
                     .map(|p| anchor(base.as_deref(), p))
                     .collect();
                 raw.paths.extend(operands.iter().cloned());
-                if git.operation == Operation::GitRead && !operands.is_empty() {
-                    // git prints what its operands name: the file rules (`Read(...)`) apply to them as to a read.
+                let mut read = operands;
+                if git.whole_tree {
+                    // A revision or object id reaches every file beneath the directory git runs in; without a
+                    // known directory toolgate cannot say which tree that is.
+                    match base {
+                        Some(b) => read.push(b),
+                        None => {
+                            raw.command = Some(RawCommand::Argv(argv));
+                            return raw.unknown(UnknownReason::AmbiguousGit);
+                        }
+                    }
+                }
+                if git.operation == Operation::GitRead && !read.is_empty() {
+                    // git prints what it reads: the file rules (`Read(...)`) apply to it as to a read, reaching
+                    // beneath each path as far as the output does (a path operand may be a directory).
                     raw.also
-                        .push(Access::new(Operation::FsRead, operands, Scope::Exact));
+                        .push(Access::new(Operation::FsRead, read, git.reach));
                 }
             }
             Err(reason) => {
