@@ -327,8 +327,9 @@ impl Builtin {
         // it gets the built-in git tools' hardening through its environment, which the approval binds.
         if let Some(globals) = git::read_only_globals(&snapshot) {
             let cwd = ws.absolute(&ws.relative(&snapshot.cwd)?);
+            let top = git::work_tree_top(&cwd, &globals)?;
             let overrides = self.inner.git.driver_overrides(ws, &cwd, &globals)?;
-            git::harden_env(ws, &mut snapshot.env, &overrides);
+            git::harden_env(ws, &top, &mut snapshot.env, &overrides);
         }
         Ok(snapshot)
     }
