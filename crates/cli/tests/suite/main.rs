@@ -23,5 +23,6 @@ mod matrix;
 mod pins;
 mod policy;
 mod policy_cli;
+mod resolution;
 mod support;
 mod workspace_tools;

@@ -1,0 +1,401 @@
+//! Generated-corpus properties: for every spelling of a path, a file URI or a host, the resource toolgate decides
+//! on is the one the real server reads or connects to, or toolgate refuses the call.
+//!
+//! Paths go through the gateway to the real server-filesystem, in a tree where every file holds its own canonical
+//! path: what the server read is in the answer, what toolgate decided on is in the audit log. Hosts go through
+//! toolgate's adapter and normalisation and, for the other side, through one Python process of the venv that runs
+//! mcp-server-fetch, doing what that server does with a `url` argument (pydantic `AnyUrl`, then httpx for the page
+//! and, rebuilt with `urllib`, for its robots.txt). The corpora are deterministic and small enough to run in
+//! seconds; a missing peer fails the test.
+
+use crate::support::{call, legacy, peers, Setup};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::net::IpAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn server_filesystem() -> std::path::PathBuf {
+    let path = peers().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(
+        path.is_file(),
+        "{} is missing: run scripts/test",
+        path.display()
+    );
+    path
+}
+
+/// Files of the tree, relative to the workspace; each holds its canonical path. The NFC and NFD spellings of
+/// `é` and the two cases of `a.txt` are different files on Linux.
+const FILES: [&str; 9] = [
+    "a.txt",
+    "A.txt",
+    "dir/b.txt",
+    "dir/sub/c.txt",
+    "\u{e9}.txt",
+    "e\u{301}.txt",
+    "sp ace.txt",
+    "pct%41.txt",
+    "dir/.hidden",
+];
+
+/// Spellings of one file `rel` of the workspace `ws`: relative, absolute, `./`, `//`, `..` detours, trailing
+/// slash and whitespace, case, Unicode normal forms, percent-encoding and `file:` URIs.
+fn path_spellings(ws: &str, rel: &str) -> Vec<String> {
+    let abs = format!("{ws}/{rel}");
+    let mut out = vec![
+        rel.to_owned(),
+        abs.clone(),
+        format!("./{rel}"),
+        format!("{ws}//{rel}"),
+        format!("{ws}/./{rel}"),
+        rel.replace('/', "//"),
+        format!("dir/../{rel}"),
+        format!("dir/sub/../../{rel}"),
+        format!("{ws}/dir/../{rel}"),
+        format!("../ws/{rel}"),
+        format!("{ws}/../ws/{rel}"),
+        format!("{abs}/"),
+        format!("{rel}/."),
+        format!("{rel} "),
+        format!("\"{abs}\""),
+        rel.to_uppercase(),
+        abs.to_uppercase(),
+        rel.to_lowercase(),
+        rel.replace('\u{e9}', "e\u{301}"),
+        rel.replace("e\u{301}", "\u{e9}"),
+        rel.replace('a', "%61"),
+        rel.replace('.', "%2e"),
+        rel.replace(' ', "%20"),
+        rel.replace("%41", "A"),
+        format!("file://{abs}"),
+        format!("file:{abs}"),
+        format!("file://localhost{abs}"),
+        format!("FILE://{abs}"),
+        format!("file://{}", abs.replace(' ', "%20")),
+        format!("file://{}", abs.replace('a', "%61")),
+        format!("~/../..{abs}"),
+    ];
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The decision events of `read_text_file` calls in the audit log, in order, once there are `count` of them.
+fn audited_reads(setup: &Setup, ws: &Path, count: usize) -> Vec<Value> {
+    let ns = store::Namespace::open(&setup.state_dir(), ws).unwrap();
+    let log = ns.dir().join("audit.jsonl");
+    // The log is written behind the calls: wait for the last one.
+    for _ in 0..200 {
+        let events: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["kind"] == "decision" && e["tool"] == "read_text_file")
+            .collect();
+        if events.len() >= count {
+            return events;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the audit log never held {count} decisions on read_text_file");
+}
+
+#[tokio::test]
+async fn paths_resolve_as_server_filesystem_reads_them_or_are_refused() {
+    let setup = Setup::with(|root| {
+        let ws = root.join("ws");
+        std::fs::create_dir_all(ws.join("dir/sub")).unwrap();
+        let real = std::fs::canonicalize(&ws).unwrap();
+        for rel in FILES {
+            std::fs::write(ws.join(rel), real.join(rel).to_str().unwrap()).unwrap();
+        }
+        std::os::unix::fs::symlink("dir/b.txt", ws.join("link.txt")).unwrap();
+        std::os::unix::fs::symlink("dir", ws.join("dirlink")).unwrap();
+        // Two allowed directories: a relative path resolves against the first one it stays within, else the first.
+        let args = json!([server_filesystem(), ws.join("dir"), ws]);
+        json!({"workspace": ws, "permissions": {"default": "allow"},
+               "mcpServers": {"files": {"command": "node", "args": args}}})
+    });
+    let ws = setup.workspace();
+    let ws_str = ws.to_str().unwrap().to_owned();
+    let mut client = legacy(&setup).await;
+    let mut targets: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();
+    targets.extend(["link.txt".into(), "dirlink/b.txt".into()]);
+    let mut sent = Vec::new();
+    for rel in &targets {
+        for spelling in path_spellings(&ws_str, rel) {
+            let result = call(&client, "files__read_text_file", json!({"path": spelling}))
+                .await
+                .unwrap_or_else(|e| e);
+            sent.push((spelling, result));
+        }
+    }
+    // server-filesystem does not exit when its stdin closes: toolgate ends its process group after a grace period.
+    assert!(client.close(Duration::from_secs(10)).await.is_some());
+    let events = audited_reads(&setup, &ws, sent.len());
+    let (mut agreed, mut refused) = (0, 0);
+    for ((spelling, result), event) in sent.iter().zip(&events) {
+        let read = result["isError"] != true;
+        let allowed = event["decision"] == "allow";
+        if !allowed {
+            refused += 1;
+            assert!(
+                !read,
+                "{spelling:?} was refused by toolgate yet read: {result}"
+            );
+            continue;
+        }
+        if !read {
+            // The server refused or found nothing: nothing was disclosed, there is nothing to compare.
+            continue;
+        }
+        let server = crate::support::text(result);
+        assert_eq!(
+            event["resources"],
+            json!([server]),
+            "{spelling:?}: toolgate decided on {} but the server read {server}",
+            event["resources"]
+        );
+        agreed += 1;
+    }
+    // The corpus must exercise both outcomes, or the property says nothing.
+    assert!(
+        agreed >= targets.len() && refused > 0,
+        "agreed {agreed}, refused {refused}"
+    );
+}
+
+/// Reads JSON strings (URLs) on stdin and prints, for each, the targets mcp-server-fetch's `fetch` connects to:
+/// the page, then its robots.txt, each as the raw host httpx connects to, its port, and the address a resolver
+/// reads in the host when it is numeric; or the error that stops the server before it connects.
+const FETCH_TARGETS: &str = r#"
+import json, socket, sys
+import httpx
+from pydantic import AnyUrl, TypeAdapter
+from urllib.parse import urlparse, urlunparse
+
+any_url = TypeAdapter(AnyUrl)
+
+def target(url):
+    u = httpx.URL(url)
+    if u.scheme not in ("http", "https"):
+        raise ValueError("scheme")
+    host = u.raw_host.decode("ascii")
+    try:
+        numeric = socket.getaddrinfo(host, None, flags=socket.AI_NUMERICHOST)[0][4][0]
+    except socket.gaierror:
+        numeric = None
+    return {"host": host, "numeric": numeric, "port": u.port or {"http": 80, "https": 443}[u.scheme]}
+
+for line in sys.stdin:
+    url = json.loads(line)
+    try:
+        page = str(any_url.validate_python(url))
+        p = urlparse(page)
+        robots = urlunparse((p.scheme, p.netloc, "/robots.txt", "", "", ""))
+        print(json.dumps({"targets": [target(page), target(robots)]}), flush=True)
+    except Exception as e:
+        print(json.dumps({"error": type(e).__name__}), flush=True)
+"#;
+
+/// Host spellings: IDNA (ideographic and fullwidth dots, fullwidth letters, case, `ß`, punycode), trailing dot,
+/// percent-encoded bytes, IPv4 shorthand, IPv6 and mapped IPv4, userinfo, backslashes, ports and schemes.
+fn url_corpus() -> Vec<String> {
+    let names = [
+        "example.com",
+        "EXAMPLE.com",
+        "example.com.",
+        "example.com..",
+        "ex%61mple.com",
+        "example%2ecom",
+        "example\u{3002}com",
+        "example\u{ff0e}com",
+        "example\u{ff61}com",
+        "\u{ff45}xample.com",
+        "b\u{fc}cher.de",
+        "B\u{dc}CHER.de",
+        "xn--bcher-kva.de",
+        "XN--BCHER-KVA.DE",
+        "fa\u{df}.de",
+        "xn--fa-hia.de",
+        "localhost",
+        "localhost.",
+        "127.0.0.1",
+        "127.1",
+        "0x7f.1",
+        "0x7F.0.0.1",
+        "0177.0.0.1",
+        "2130706433",
+        "0x7f000001",
+        "127.0.0.1.",
+        "127.0.0.01",
+        "127.0.0.256",
+        "1.2.3.4.5",
+        "169.254.169.254",
+        "0251.0376.0251.0376",
+        "%31%32%37.0.0.1",
+        "[::1]",
+        "[0:0:0:0:0:0:0:1]",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "[::ffff:a9fe:a9fe]",
+        "[64:ff9b::a9fe:a9fe]",
+        "[::127.0.0.1]",
+        "[fe80::1%25eth0]",
+        "::1",
+        "a_b.example",
+        "-a.example",
+        "a..example",
+        "xn--.example",
+        "\u{200b}example.com",
+        "exa\u{ad}mple.com",
+        "exa\tmple.com",
+        "example.com%2e",
+        "b%C3%BCcher.de",
+        "%E2%80%8Bexample.com",
+        "127\u{3002}0.0.1",
+        "\u{ff11}\u{ff12}\u{ff17}.0.0.1",
+        "0",
+        "0.0.0.0",
+        "127.000.000.001",
+        "[::]",
+        "[::ffff:0:0]",
+        "\u{130}nstagram.com",
+        "\u{3a3}\u{391}\u{3a3}.gr",
+        "xn--ls8h.la",
+        "xn--zz.example",
+        "example.com:80@evil.com",
+        "ex ample.com",
+    ];
+    let authorities = |host: &str| {
+        vec![
+            host.to_owned(),
+            format!("{host}:8080"),
+            format!("{host}:"),
+            format!("{host}:0443"),
+            format!("{host}:65536"),
+            format!("user@{host}"),
+            format!("user:pw@{host}:81"),
+            format!("good.example@{host}"),
+            format!("a@b@{host}"),
+            format!("good.example\\@{host}"),
+            format!("{host}\\@good.example"),
+            format!("{host}#@good.example"),
+            format!("{host}?@good.example"),
+            format!("{host}%40good.example"),
+        ]
+    };
+    let mut urls = Vec::new();
+    for name in names {
+        for (i, authority) in authorities(name).into_iter().enumerate() {
+            // Each authority meets one scheme spelling and one separator form, in turn, so every form is used.
+            let scheme = ["http", "https", "HTTP", "hTtPs"][i % 4];
+            let separator = ["://", "://", ":\\\\", ":/", ":///", "://", "://\\"][i % 7];
+            urls.push(format!("{scheme}{separator}{authority}/p?q#f"));
+            urls.push(format!("{scheme}://{authority}"));
+        }
+    }
+    urls.sort();
+    urls.dedup();
+    urls
+}
+
+/// The address as toolgate prints hosts: IPv4 dotted, IPv6 compressed in brackets, mapped IPv4 as IPv4.
+fn printed_address(ip: &str) -> String {
+    match ip.parse::<IpAddr>() {
+        Ok(IpAddr::V4(v4)) => v4.to_string(),
+        Ok(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => format!("[{v6}]"),
+        },
+        // A zone id (`fe80::1%eth0`) is not an address toolgate ever prints.
+        Err(_) => format!("unparsed address {ip}"),
+    }
+}
+
+/// toolgate's `(host, port)` for a fetch of `url`, or `None` when it refuses the URL.
+fn toolgate_target(url: &str) -> Option<(String, u16)> {
+    let call = ::policy::ToolCall::new(
+        "web",
+        "fetch",
+        json!({"url": url}),
+        Some(::policy::ServerKind::Fetch),
+    );
+    let ctx = ::policy::Context {
+        workspace: "/ws".into(),
+        home: None,
+    };
+    let action = ::policy::normalise(&::policy::adapt(&call, &[]), &ctx, &::policy::Lexical);
+    match (action.unknown, action.net) {
+        (None, Some(net)) => Some((net.host, net.port)),
+        _ => None,
+    }
+}
+
+#[test]
+fn hosts_resolve_as_mcp_server_fetch_connects_or_are_refused() {
+    let python = peers().join(".venv-servers/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/test",
+        python.display()
+    );
+    let urls = url_corpus();
+    let mut child = Command::new(&python)
+        .args(["-c", FETCH_TARGETS])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input: String = urls
+        .iter()
+        .map(|u| format!("{}\n", Value::from(u.as_str())))
+        .collect();
+    // Written from a thread so that a full stdout pipe cannot block both processes.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()).unwrap());
+    let answers: Vec<Value> = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    writer.join().unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(answers.len(), urls.len());
+    let (mut agreed, mut refused, mut mismatches) = (0, 0, Vec::new());
+    for (url, answer) in urls.iter().zip(&answers) {
+        let Some(ours) = toolgate_target(url) else {
+            refused += 1;
+            continue;
+        };
+        let Some(targets) = answer["targets"].as_array() else {
+            // The server stops before it connects anywhere.
+            continue;
+        };
+        for target in targets {
+            let theirs = match target["numeric"].as_str() {
+                Some(ip) => printed_address(ip),
+                // DNS compares names without case and with or without the root's trailing dot.
+                None => {
+                    let host = target["host"].as_str().unwrap().to_ascii_lowercase();
+                    host.strip_suffix('.').unwrap_or(&host).to_owned()
+                }
+            };
+            let port = target["port"].as_u64().unwrap();
+            if (theirs.as_str(), port) != (ours.0.as_str(), u64::from(ours.1)) {
+                mismatches.push(format!("{url:?}: toolgate {ours:?}, the server {target}"));
+            }
+        }
+        agreed += 1;
+    }
+    assert!(
+        mismatches.is_empty(),
+        "toolgate allowed a URL it reads as another host or port:\n{}",
+        mismatches.join("\n")
+    );
+    assert!(
+        agreed > 100 && refused > 100,
+        "agreed {agreed}, refused {refused}"
+    );
+}
