@@ -187,6 +187,7 @@ def target(url):
         numeric = socket.getaddrinfo(host, None, flags=socket.AI_NUMERICHOST)[0][4][0]
     except socket.gaierror:
         numeric = None
+    # httpcore connects to `port or default_port`: port 0 is the default port.
     return {"host": host, "numeric": numeric, "port": u.port or {"http": 80, "https": 443}[u.scheme]}
 
 for line in sys.stdin:
@@ -201,7 +202,8 @@ for line in sys.stdin:
 "#;
 
 /// Host spellings: IDNA (ideographic and fullwidth dots, fullwidth letters, case, `ß`, punycode), trailing dot,
-/// percent-encoded bytes, IPv4 shorthand, IPv6 and mapped IPv4, userinfo, backslashes, ports and schemes.
+/// percent-encoded bytes, IPv4 shorthand, IPv6 and mapped IPv4, userinfo, backslashes, ports and schemes, then
+/// generated authorities.
 fn url_corpus() -> Vec<String> {
     let names = [
         "example.com",
@@ -274,6 +276,8 @@ fn url_corpus() -> Vec<String> {
             host.to_owned(),
             format!("{host}:8080"),
             format!("{host}:"),
+            format!("{host}:0"),
+            format!("{host}:00"),
             format!("{host}:0443"),
             format!("{host}:65536"),
             format!("user@{host}"),
@@ -297,9 +301,101 @@ fn url_corpus() -> Vec<String> {
             urls.push(format!("{scheme}://{authority}"));
         }
     }
+    urls.extend(generated_urls(6000));
     urls.sort();
     urls.dedup();
     urls
+}
+
+/// Pieces of authorities that parsers split, map or decode differently: delimiters plain, percent-encoded and in
+/// fullwidth or compatibility forms (`℀` maps to `a/c`), dots, invisible and joining characters, IDNA mappings,
+/// IPv4 and IPv6 fragments, ports.
+const PIECES: [&str; 56] = [
+    "a",
+    "A",
+    "0",
+    "1",
+    "7",
+    "x",
+    ".",
+    "\u{3002}",
+    "\u{ff0e}",
+    "\u{fe52}",
+    "%2e",
+    "%41",
+    "%00",
+    "%",
+    "%%",
+    "%g1",
+    "@",
+    ":",
+    "[",
+    "]",
+    "\\",
+    "/",
+    "?",
+    "#",
+    "%40",
+    "%3A",
+    "%5B",
+    "%2F",
+    "%5C",
+    "%23",
+    "\u{ff20}",
+    "\u{ff1a}",
+    "\u{ff0f}",
+    "\u{2100}",
+    "\u{df}",
+    "\u{fc}",
+    "\u{ad}",
+    "\u{200b}",
+    "\u{feff}",
+    "\u{ff21}",
+    "\u{130}",
+    "\u{3a3}",
+    "\u{212a}",
+    "\u{fb00}",
+    "-",
+    "_",
+    "xn--",
+    "127",
+    "0x",
+    "::",
+    "::ffff:",
+    "255.",
+    "256",
+    ":80",
+    ":0",
+    "example.com",
+];
+
+/// `count` URLs whose authorities are drawn from [`PIECES`] by a fixed linear congruential sequence, so every run
+/// tries the same ones.
+fn generated_urls(count: usize) -> Vec<String> {
+    let schemes = [
+        "http://",
+        "https://",
+        "HTTP://",
+        "http:",
+        "http:/",
+        "http:\\\\",
+        "http:///",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % n
+    };
+    (0..count)
+        .map(|_| {
+            let scheme = schemes[next(schemes.len())];
+            let pieces = 1 + next(6);
+            let authority: String = (0..pieces).map(|_| PIECES[next(PIECES.len())]).collect();
+            format!("{scheme}{authority}/x")
+        })
+        .collect()
 }
 
 /// The address as toolgate prints hosts: IPv4 dotted, IPv6 compressed in brackets, mapped IPv4 as IPv4.
