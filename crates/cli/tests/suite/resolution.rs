@@ -41,7 +41,7 @@ const FILES: [&str; 9] = [
 ];
 
 /// Spellings of one file `rel` of the workspace `ws`: relative, absolute, `./`, `//`, `..` detours, trailing
-/// slash and whitespace, case, Unicode normal forms, percent-encoding and `file:` URIs.
+/// slash and whitespace, case, Unicode normal forms, percent-encoding and `file:` URIs. Generated paths follow.
 fn path_spellings(ws: &str, rel: &str) -> Vec<String> {
     let abs = format!("{ws}/{rel}");
     let mut out = vec![
@@ -80,6 +80,71 @@ fn path_spellings(ws: &str, rel: &str) -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+/// Path segments that resolvers read differently: dots, empty segments, `~`, `file:`, case, NFC and NFD,
+/// percent-encoding, invisible characters, look-alike slashes and dots, trailing space and quotes, symlinks.
+const SEGMENTS: [&str; 35] = [
+    "a.txt",
+    "A.txt",
+    "dir",
+    "sub",
+    "..",
+    ".",
+    "",
+    "\u{e9}.txt",
+    "e\u{301}.txt",
+    "%2e",
+    "%2f",
+    "~",
+    "file:",
+    "A.TXT",
+    "link.txt",
+    "dirlink",
+    " ",
+    "\\",
+    "b.txt",
+    "c.txt",
+    ".hidden",
+    "ws",
+    "DIR",
+    "\u{ff0f}",
+    "\u{2024}",
+    "..\u{200b}",
+    "a.txt ",
+    "\"",
+    "'",
+    "\u{feff}",
+    "\t",
+    "localhost",
+    "%61.txt",
+    "pct%41.txt",
+    "sp ace.txt",
+];
+
+/// `count` paths joined from [`SEGMENTS`] by a fixed linear congruential sequence (so every run tries the same
+/// ones), under the workspace, relative, or after `/`, `./`, `../`, `~/` or a `file:` prefix.
+fn generated_paths(ws: &str, count: usize) -> Vec<String> {
+    let prefixes = ["", "/", "./", "../", "~/", "file://", "file:"];
+    let mut state: u64 = 0x1234_5678_9abc_def1;
+    let mut next = |n: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % n
+    };
+    (0..count)
+        .map(|_| {
+            let segments = 1 + next(5);
+            let body: Vec<&str> = (0..segments)
+                .map(|_| SEGMENTS[next(SEGMENTS.len())])
+                .collect();
+            match next(3) {
+                0 => format!("{ws}/{}", body.join("/")),
+                _ => format!("{}{}", prefixes[next(prefixes.len())], body.join("/")),
+            }
+        })
+        .collect()
 }
 
 /// The decision events of `read_text_file` calls in the audit log, in order, once there are `count` of them.
@@ -131,6 +196,12 @@ async fn paths_resolve_as_server_filesystem_reads_them_or_are_refused() {
                 .unwrap_or_else(|e| e);
             sent.push((spelling, result));
         }
+    }
+    for spelling in generated_paths(&ws_str, 400) {
+        let result = call(&client, "files__read_text_file", json!({"path": spelling}))
+            .await
+            .unwrap_or_else(|e| e);
+        sent.push((spelling, result));
     }
     // server-filesystem does not exit when its stdin closes: toolgate ends its process group after a grace period.
     assert!(client.close(Duration::from_secs(10)).await.is_some());
