@@ -8,8 +8,10 @@
 //! user values start after `--end-of-options` and may not begin with `-`, and git runs inside the same sandbox
 //! as shell commands (with Landlock it may write nowhere). The same hardening reaches a `git` that `shell_run`
 //! runs and the policy reads as `git.read`, through its environment (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`) so
-//! that the approved argument vector is unchanged. This module does not offer any git command that writes,
-//! fetches or pushes, and does not harden a writing or remote git run through `shell_run`.
+//! that the approved argument vector is unchanged; such a git starts only at the top of a work tree whose `.git`
+//! is a directory, and its discovery cannot climb above it, because the policy judged that tree. This module does
+//! not offer any git command that writes, fetches or pushes, and does not harden a writing or remote git run
+//! through `shell_run`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
