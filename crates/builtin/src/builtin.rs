@@ -327,8 +327,9 @@ impl Builtin {
         // it gets the built-in git tools' hardening through its environment, which the approval binds.
         if let Some(globals) = git::read_only_globals(&snapshot) {
             let cwd = ws.absolute(&ws.relative(&snapshot.cwd)?);
+            let top = git::work_tree_top(&cwd, &globals)?;
             let overrides = self.inner.git.driver_overrides(ws, &cwd, &globals)?;
-            git::harden_env(ws, &mut snapshot.env, &overrides);
+            git::harden_env(ws, &top, &mut snapshot.env, &overrides);
         }
         Ok(snapshot)
     }
@@ -347,6 +348,11 @@ impl Builtin {
 
     fn run_snapshot(&self, snapshot: &CommandSnapshot) -> Result<ToolOutcome> {
         let mut spec = shell::verify(&self.inner.ws, snapshot)?;
+        if let Some(globals) = git::read_only_globals(snapshot) {
+            // Checked again when it runs: the work tree may have changed while an approval waited.
+            let ws = &self.inner.ws;
+            git::work_tree_top(&ws.absolute(&ws.relative(&snapshot.cwd)?), &globals)?;
+        }
         let config = &self.inner.config;
         spec.layers = config.sandbox.clone();
         spec.layers

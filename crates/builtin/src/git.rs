@@ -8,8 +8,10 @@
 //! user values start after `--end-of-options` and may not begin with `-`, and git runs inside the same sandbox
 //! as shell commands (with Landlock it may write nowhere). The same hardening reaches a `git` that `shell_run`
 //! runs and the policy reads as `git.read`, through its environment (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`) so
-//! that the approved argument vector is unchanged. This module does not offer any git command that writes,
-//! fetches or pushes, and does not harden a writing or remote git run through `shell_run`.
+//! that the approved argument vector is unchanged; such a git starts only at the top of a work tree whose `.git`
+//! is a directory, and its discovery cannot climb above it, because the policy judged that tree. This module does
+//! not offer any git command that writes, fetches or pushes, and does not harden a writing or remote git run
+//! through `shell_run`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -108,6 +110,11 @@ const OVERRIDING_VARIABLES: &[&str] = &[
     "PAGER",
     "GIT_DIR",
     "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
     "GIT_EXEC_PATH",
     "GIT_SSH",
     "GIT_SSH_COMMAND",
@@ -115,10 +122,39 @@ const OVERRIDING_VARIABLES: &[&str] = &[
     "GIT_PROXY_COMMAND",
 ];
 
-/// Hardens `env`, the environment of a read-only `git` run through `shell_run`: [`HARDENING`] and `overrides`
-/// become `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, and [`base_env`] is laid over it.
+/// The directory a read-only `git` run through `shell_run` starts in (`cwd`, then each `-C` of `globals`), which
+/// must be the top of its work tree with a real `.git` directory.
+///
+/// The policy decides on the files beneath that directory (a revision or object id reaches all of them), so git
+/// may not read any other tree: not one found by climbing to a parent (the environment's ceiling stops that), not
+/// one a `.git` file points to, and not the directory itself read as a bare repository or as a `.git` directory.
+pub(crate) fn work_tree_top(cwd: &Path, globals: &[String]) -> Result<PathBuf> {
+    let mut dir = cwd.to_path_buf();
+    let mut words = globals.iter();
+    while let Some(word) = words.next() {
+        if word == "-C" {
+            dir = dir.join(words.next().map_or("", String::as_str));
+        }
+    }
+    let refuse = |why: &str| {
+        Error::WrongKind(format!(
+            "a read-only git runs at the top of a work tree whose .git is a directory (its cwd or -C): {why}"
+        ))
+    };
+    let top = std::fs::canonicalize(&dir).map_err(|e| refuse(&e.to_string()))?;
+    match std::fs::symlink_metadata(top.join(".git")) {
+        Ok(meta) if meta.is_dir() => Ok(top),
+        Ok(_) => Err(refuse(".git is not a directory")),
+        Err(e) => Err(refuse(&e.to_string())),
+    }
+}
+
+/// Hardens `env`, the environment of a read-only `git` run through `shell_run` in the work tree `top` (see
+/// [`work_tree_top`]): [`HARDENING`] and `overrides` become `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/
+/// `GIT_CONFIG_VALUE_n`, [`base_env`] is laid over it, and discovery may not climb above `top`.
 pub(crate) fn harden_env(
     ws: &Workspace,
+    top: &Path,
     env: &mut BTreeMap<String, String>,
     overrides: &[(String, String)],
 ) {
@@ -136,6 +172,8 @@ pub(crate) fn harden_env(
     env.insert("GIT_CONFIG_COUNT".into(), count.to_string());
     env.insert("GIT_PAGER".into(), "cat".into());
     env.extend(base_env(ws));
+    let ceiling = top.parent().unwrap_or(top).to_string_lossy().into_owned();
+    env.insert("GIT_CEILING_DIRECTORIES".into(), ceiling);
 }
 
 /// Arguments of `git_status`.
@@ -487,7 +525,7 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .into();
         let driver = ("diff.evil.textconv".to_string(), String::new());
-        harden_env(&ws, &mut env, std::slice::from_ref(&driver));
+        harden_env(&ws, ws.root(), &mut env, std::slice::from_ref(&driver));
         let count: usize = env["GIT_CONFIG_COUNT"].parse().unwrap();
         assert_eq!(count, HARDENING.len() + 1);
         let settings: Vec<(&str, &str)> = (0..count)
@@ -501,6 +539,8 @@ mod tests {
         assert!(settings.contains(&("core.fsmonitor", "false")));
         assert!(settings.contains(&("diff.evil.textconv", "")));
         assert_eq!(env["GIT_CONFIG_NOSYSTEM"], "1");
+        let parent = ws.root().parent().unwrap().to_string_lossy().into_owned();
+        assert_eq!(env["GIT_CEILING_DIRECTORIES"], parent);
         assert_eq!(env["PATH"], "/bin");
         for gone in [
             "GIT_CONFIG_PARAMETERS",
@@ -509,6 +549,27 @@ mod tests {
         ] {
             assert!(!env.contains_key(gone), "{gone}");
         }
+    }
+
+    #[test]
+    fn shell_git_reads_only_the_work_tree_it_starts_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("repo/.git")).unwrap();
+        std::fs::create_dir_all(root.join("repo/sub")).unwrap();
+        std::fs::create_dir_all(root.join("linked")).unwrap();
+        std::fs::write(root.join("linked/.git"), "gitdir: ../repo/.git").unwrap();
+        let top = |cwd: &str, globals: &[&str]| {
+            let globals: Vec<String> = globals.iter().map(|g| g.to_string()).collect();
+            work_tree_top(&root.join(cwd), &globals)
+        };
+        assert_eq!(top("repo", &[]).unwrap(), root.join("repo"));
+        assert_eq!(top("repo/sub", &["-C", ".."]).unwrap(), root.join("repo"));
+        // A subdirectory would read its parent's repository, a `.git` file another one, a `.git` directory itself.
+        assert!(top("repo/sub", &[]).is_err());
+        assert!(top("linked", &[]).is_err());
+        assert!(top("repo", &["-C", ".git"]).is_err());
+        assert!(top("missing", &[]).is_err());
     }
 
     #[test]

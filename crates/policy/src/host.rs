@@ -8,8 +8,8 @@
 //!
 //! Where clients are known to disagree with WHATWG, the URL is refused instead of resolved: `\` (a path separator
 //! to WHATWG, userinfo to others), control characters and spaces (which WHATWG silently strips), a missing `//`
-//! or extra slashes after the scheme, and empty labels. A host that fails UTS #46 is refused. This module does no
-//! DNS.
+//! or extra slashes after the scheme, empty labels, and port 0 (which httpx sends to the scheme's default port). A
+//! host that fails UTS #46 is refused. This module does no DNS.
 
 use url::{Host, Url};
 
@@ -53,6 +53,10 @@ pub(crate) fn parse_url(url: &str) -> Result<NetTarget, UrlError> {
     let port = parsed
         .port_or_known_default()
         .ok_or(UrlError::Malformed("no port"))?;
+    if port == 0 {
+        // WHATWG keeps port 0, while httpx (httpcore) and others connect to the scheme's default port instead.
+        return Err(UrlError::Malformed("port 0"));
+    }
     Ok(NetTarget {
         scheme: parsed.scheme().to_owned(),
         host,
@@ -122,7 +126,12 @@ fn parse_port(p: &str) -> Result<u16, &'static str> {
     if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
         return Err("bad port");
     }
-    p.parse::<u16>().map_err(|_| "port out of range")
+    match p.parse::<u16>() {
+        // Clients connect to the scheme's default port for port 0, so a rule on it would name nothing.
+        Ok(0) => Err("port 0"),
+        Ok(port) => Ok(port),
+        Err(_) => Err("port out of range"),
+    }
 }
 
 /// A host rule: exact, or `*.suffix` (strict subdomains only, label-aware), with an optional port.

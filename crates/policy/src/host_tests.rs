@@ -115,3 +115,17 @@ fn ports_are_optional_but_exact_when_given() {
         .unwrap()
         .matches(&t("http://api.example.com:8080/")));
 }
+
+#[test]
+fn port_zero_is_refused_because_httpx_connects_to_the_default_port() {
+    // httpcore's origin is `port or default_port`: `http://api.example.com:0/` reaches port 80, which a rule on
+    // `api.example.com:80` must not miss.
+    for url in [
+        "http://api.example.com:0/",
+        "https://api.example.com:00/",
+        "http://127.0.0.1:0000/",
+    ] {
+        assert_eq!(parse_url(url), Err(UrlError::Malformed("port 0")), "{url}");
+    }
+    assert!(HostPattern::new("api.example.com:0").is_err());
+}

@@ -6,7 +6,7 @@ use crate::support::{call, text, Setup};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use test_support::{list_all, StdioClient};
 
 struct Ws {
@@ -441,35 +441,44 @@ async fn config_inside_the_workspace_refuses_commands_rather_than_exposing_it() 
 
 /// A policy that lets git read the workspace except `secret/`, and a real repository with one commit.
 fn git_reader() -> Ws {
-    let w = Ws::new(json!({"policy": {"default": "deny", "rules": [
+    git_repository(json!({"policy": {"default": "deny", "rules": [
         {"id": "git-ws", "effect": "allow", "operations": ["git.read", "fs.read"], "paths": ["${workspace}/**"]},
-        {"id": "deny-secret", "effect": "deny", "paths": ["${workspace}/secret/**"]}]}}));
+        {"id": "deny-secret", "effect": "deny", "paths": ["${workspace}/secret/**"]}]}}))
+}
+
+/// A real repository with one commit of `notes.txt`, `pub/a.txt` and `secret/key.txt`, under `policy`.
+fn git_repository(policy: Value) -> Ws {
+    let w = Ws::new(policy);
     let ws = w.ws();
     std::fs::create_dir_all(ws.join("secret")).unwrap();
+    std::fs::create_dir_all(ws.join("pub")).unwrap();
     std::fs::write(ws.join("secret/key.txt"), "hunter2\n").unwrap();
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "core.hooksPath=/dev/null",
-            ])
-            .args(args)
-            .current_dir(&ws)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "git {args:?}");
-    };
-    git(&["init", "-q", "."]);
-    git(&["add", "."]);
-    git(&["commit", "-qm", "start"]);
+    std::fs::write(ws.join("pub/a.txt"), "public\n").unwrap();
+    git_in(&ws, &["init", "-q", "."]);
+    git_in(&ws, &["add", "."]);
+    git_in(&ws, &["commit", "-qm", "start"]);
     w
+}
+
+/// Runs git in `ws` as the test's own tool (not through toolgate) and returns its output.
+fn git_in(ws: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
+        .args(args)
+        .current_dir(ws)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
 #[tokio::test]
@@ -514,8 +523,57 @@ async fn git_diff_of_a_denied_path_is_denied_through_shell_run() {
 }
 
 #[tokio::test]
+async fn git_show_of_a_blob_id_through_shell_run_does_not_return_a_read_denied_file() {
+    let w = git_repository(json!({
+        "policy": {"default": "deny", "rules": [
+            {"id": "git-read", "effect": "allow", "operations": ["git.read"]}]},
+        "permissions": {"allow": ["Read(./**)"], "deny": ["Read(./secret/**)"]}}));
+    let blob = git_in(&w.ws(), &["rev-parse", "HEAD:secret/key.txt"]);
+    let tree = git_in(&w.ws(), &["rev-parse", "HEAD^{tree}"]);
+    let client = w.client().await;
+    for (cwd, args) in [
+        (".", json!(["show", blob])),
+        (".", json!(["cat-file", "-p", blob])),
+        (".", json!(["show", blob, "--", "notes.txt"])),
+        (".", json!(["log", "-p"])),
+        (".", json!(["grep", "hunter2"])),
+        (".", json!(["ls-tree", "-r", tree])),
+        // From a subdirectory nothing denied lies beneath, but git would climb to the repository above it.
+        ("pub", json!(["show", blob])),
+        ("pub", json!(["-C", "..", "--no-pager", "show", blob])),
+        // The repository's own directory, read as a bare repository.
+        (".", json!(["-C", ".git", "show", blob])),
+    ] {
+        let result = call(
+            &client,
+            "shell_run",
+            json!({"program": "git", "args": args, "cwd": cwd}),
+        )
+        .await
+        .unwrap();
+        assert_ne!(outcome(&result), "SUCCEEDED", "{cwd} {args}: {result}");
+        let text = result.to_string();
+        assert!(
+            !text.contains("hunter2") && !text.contains("key.txt"),
+            "{cwd} {args}: {result}"
+        );
+    }
+    // What lies outside the deny is still read.
+    let other = call(
+        &client,
+        "shell_run",
+        json!({"program": "git", "args": ["log", "-p", "--", "notes.txt"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome(&other), "SUCCEEDED", "{other}");
+}
+
+#[tokio::test]
 async fn repository_config_cannot_make_a_read_only_git_run_programs() {
-    let w = git_reader();
+    // Nothing is denied beneath the workspace, so reading all of it is allowed and the git commands run.
+    let w = git_repository(json!({"policy": {"default": "deny", "rules": [
+        {"id": "git-ws", "effect": "allow", "operations": ["git.read", "fs.read"], "paths": ["${workspace}/**"]}]}}));
     let ws = w.ws();
     let marker = ws.join("marker");
     let script = ws.join("evil.sh");

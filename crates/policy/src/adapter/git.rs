@@ -14,8 +14,8 @@
 
 use serde_json::Value;
 
-use super::{required_str, str_list};
-use crate::action::{RawAction, UnknownReason};
+use super::{git_reach, required_str, str_list};
+use crate::action::{RawAction, Scope, UnknownReason};
 use crate::operation::Operation;
 
 /// What a git argv does and what it names.
@@ -28,6 +28,8 @@ pub(super) struct GitArgv {
     pub(super) dir: Option<String>,
     /// Every operand, as written (relative ones are relative to `dir`): each one may be a path git reads.
     pub(super) operands: Vec<String>,
+    /// How many of `operands` came before `--`: git may read those as revisions or object ids.
+    pub(super) before_dashdash: usize,
 }
 
 /// Global options that change nothing about what runs or where.
@@ -538,26 +540,63 @@ pub(super) fn parse_argv(args: &[String]) -> Result<GitArgv, UnknownReason> {
     }
     let sub = args.get(i).ok_or(UnknownReason::AmbiguousGit)?;
     let rest = &args[i + 1..];
-    let (operation, operands) = match READ_SUBS.iter().find(|s| s.names.contains(&sub.as_str())) {
-        Some(spec) => (Operation::GitRead, read_operands(spec, rest)?),
-        None => listing_or_write(sub, rest)?,
-    };
+    let (operation, operands, before_dashdash) =
+        match READ_SUBS.iter().find(|s| s.names.contains(&sub.as_str())) {
+            Some(spec) => {
+                let read = read_operands(spec, rest)?;
+                let mut operands = read.operands;
+                let mut before = read.before_dashdash;
+                if sub == "grep" && !read.pattern_option && !operands.is_empty() {
+                    // Without `-e`, grep's first operand is the pattern: neither a revision nor a path. In
+                    // `grep -- PATTERN ...` that first `--` only ended the options and the next one separates
+                    // revisions from paths.
+                    operands.remove(0);
+                    if before > 0 {
+                        before -= 1;
+                    } else {
+                        before = operands.len();
+                        if let Some(at) = operands.iter().position(|o| o == "--") {
+                            operands.remove(at);
+                            before = at;
+                        }
+                    }
+                }
+                (Operation::GitRead, operands, before)
+            }
+            None => {
+                let (op, operands) = listing_or_write(sub, rest)?;
+                let before = operands.len();
+                (op, operands, before)
+            }
+        };
     Ok(GitArgv {
         operation,
         sub: sub.clone(),
         dir,
         operands,
+        before_dashdash,
     })
 }
 
+/// The operands of a read-only subcommand.
+struct ReadOperands {
+    operands: Vec<String>,
+    before_dashdash: usize,
+    /// An `-e` pattern was given (grep then takes no pattern operand).
+    pattern_option: bool,
+}
+
 /// Checks every option of a read-only subcommand against its safe list and returns the operands.
-fn read_operands(spec: &ReadSub, rest: &[String]) -> Result<Vec<String>, UnknownReason> {
+fn read_operands(spec: &ReadSub, rest: &[String]) -> Result<ReadOperands, UnknownReason> {
     let refuse = Err(UnknownReason::GitFlagInjection);
     let mut operands = Vec::new();
+    let mut before_dashdash = None;
+    let mut pattern_option = false;
     let mut i = 0;
     while let Some(arg) = rest.get(i) {
         i += 1;
         if arg == "--" {
+            before_dashdash = Some(operands.len());
             operands.extend(rest[i..].iter().cloned());
             break;
         }
@@ -605,6 +644,7 @@ fn read_operands(spec: &ReadSub, rest: &[String]) -> Result<Vec<String>, Unknown
                 continue;
             }
             if spec.values.contains(c) {
+                pattern_option |= c == 'e';
                 if attached.is_empty() {
                     if rest.get(i).is_none() {
                         return refuse;
@@ -619,7 +659,11 @@ fn read_operands(spec: &ReadSub, rest: &[String]) -> Result<Vec<String>, Unknown
             return refuse;
         }
     }
-    Ok(operands)
+    Ok(ReadOperands {
+        before_dashdash: before_dashdash.unwrap_or(operands.len()),
+        operands,
+        pattern_option,
+    })
 }
 
 /// Listing forms of otherwise writing subcommands, then the writing and remote subcommands.
@@ -688,6 +732,11 @@ pub(super) struct GitResources {
     /// Operands relative to `dir` (when not absolute); revisions such as `HEAD~1` are among them, harmlessly:
     /// as paths they name something inside the command's directory.
     pub(super) paths: Vec<String>,
+    /// What a read-only subcommand's output shows beneath the paths it reads (`Exact` when nothing).
+    pub(super) reach: Scope,
+    /// The output is not limited to path operands: git reads the whole tree of the directory it runs in (no
+    /// path operand, or an operand git may take as a revision or an object id).
+    pub(super) whole_tree: bool,
 }
 
 /// Classifies the arguments after `git`: the operation, the `-C` directory and the operands read as paths.
@@ -705,6 +754,12 @@ pub(super) fn classify_argv(args: &[String]) -> Result<GitResources, UnknownReas
     }
     // Remote subcommands' operands are URLs, remote names and refspecs rather than files of the work tree.
     let remote = parsed.operation == Operation::GitRemote;
+    let reach = match parsed.operation {
+        Operation::GitRead => git_reach::disclosure(&parsed.sub, args),
+        _ => Scope::Exact,
+    };
+    let whole_tree = reach != Scope::Exact
+        && git_reach::whole_tree(&parsed.sub, args, &parsed.operands, parsed.before_dashdash);
     let mut paths = Vec::new();
     for operand in parsed.operands {
         if remote && operand.contains(':') {
@@ -728,6 +783,8 @@ pub(super) fn classify_argv(args: &[String]) -> Result<GitResources, UnknownReas
         operation: parsed.operation,
         dir: parsed.dir,
         paths,
+        reach,
+        whole_tree,
     })
 }
 

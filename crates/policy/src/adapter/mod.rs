@@ -6,6 +6,7 @@
 //! adapter cannot resolve exactly as the server will (see `tables.rs`).
 
 mod git;
+mod git_reach;
 mod mapping;
 mod tables;
 
@@ -13,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::action::{Access, RawAction, RawCommand, Scope, ToolCall, UnknownReason};
+use crate::action::{Access, RawAction, RawCommand, ToolCall, UnknownReason};
 use crate::operation::Operation;
 
 pub use mapping::ToolMapping;
@@ -122,10 +123,23 @@ pub fn command_action(name: String, argv: Vec<String>, cwd: Option<String>) -> R
                     .map(|p| anchor(base.as_deref(), p))
                     .collect();
                 raw.paths.extend(operands.iter().cloned());
-                if git.operation == Operation::GitRead && !operands.is_empty() {
-                    // git prints what its operands name: the file rules (`Read(...)`) apply to them as to a read.
+                let mut read = operands;
+                if git.whole_tree {
+                    // A revision or object id reaches every file beneath the directory git runs in; without a
+                    // known directory (no working directory, and no absolute `-C`) toolgate cannot say which tree.
+                    match base.filter(|b| cwd.is_some() || b.starts_with('/')) {
+                        Some(b) => read.push(b),
+                        None => {
+                            raw.command = Some(RawCommand::Argv(argv));
+                            return raw.unknown(UnknownReason::AmbiguousGit);
+                        }
+                    }
+                }
+                if git.operation == Operation::GitRead && !read.is_empty() {
+                    // git prints what it reads: the file rules (`Read(...)`) apply to it as to a read, reaching
+                    // beneath each path as far as the output does (a path operand may be a directory).
                     raw.also
-                        .push(Access::new(Operation::FsRead, operands, Scope::Exact));
+                        .push(Access::new(Operation::FsRead, read, git.reach));
                 }
             }
             Err(reason) => {
@@ -175,5 +189,35 @@ mod tests {
         let argv = ["git", "log", "--", "x.rs"].map(str::to_owned).to_vec();
         let r = command_action("tg__shell_run".into(), argv, Some("sub".into()));
         assert_eq!(r.paths, ["sub", "sub/x.rs"].map(str::to_owned));
+    }
+
+    #[test]
+    fn git_object_reads_reach_beneath_the_directory_git_runs_in() {
+        let argv = ["git", "-C", "a", "show", "5f8d3a1c"]
+            .map(str::to_owned)
+            .to_vec();
+        let r = command_action("tg__shell_run".into(), argv.clone(), Some("sub".into()));
+        assert_eq!(
+            r.also,
+            vec![Access::new(
+                Operation::FsRead,
+                ["sub/a/5f8d3a1c", "sub/a"].map(str::to_owned).to_vec(),
+                crate::action::Scope::ContentBeneath
+            )]
+        );
+        // A mapped shell tool that names no working directory: which tree git reads is not known.
+        let r = command_action("m__run".into(), argv, None);
+        assert_eq!(r.unknown, Some(UnknownReason::AmbiguousGit));
+        let argv = ["git", "-C", "/repo", "show", "HEAD"]
+            .map(str::to_owned)
+            .to_vec();
+        let r = command_action("m__run".into(), argv, None);
+        assert_eq!(
+            (r.unknown, r.also[0].paths.last()),
+            (None, Some(&"/repo".to_owned()))
+        );
+        let argv = ["git", "status"].map(str::to_owned).to_vec();
+        let r = command_action("m__run".into(), argv, None);
+        assert_eq!(r.unknown, Some(UnknownReason::AmbiguousGit));
     }
 }

@@ -123,3 +123,118 @@ fn git_pathspec_magic_is_unknown() {
         );
     }
 }
+
+/// Reading is allowed except `secret/`, and git reads are allowed: a git that prints what lies beneath its
+/// directory must meet the deny as a read of that directory's content would.
+fn read_denied_beneath() -> policy::Policy {
+    load(&json!({
+        "policy": {"default": "deny", "rules": [
+            {"id": "git-read", "effect": "allow", "operations": ["git.read"]}]},
+        "permissions": {"allow": ["Read(./**)"], "deny": ["Read(./secret/**)"]}}))
+}
+
+fn assert_not_allowed(p: &policy::Policy, cases: &[&[&str]]) {
+    for args in cases {
+        let d = decide(p, &shell("git", args));
+        assert_ne!(d.effect, Effect::Allow, "{args:?}: {d:?}");
+    }
+}
+
+fn assert_allowed(p: &policy::Policy, cases: &[&[&str]]) {
+    for args in cases {
+        let d = decide(p, &shell("git", args));
+        assert_eq!(
+            (d.effect, d.operation),
+            (Effect::Allow, Operation::GitRead),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn git_show_of_a_blob_id_under_a_read_deny_is_not_allowed() {
+    let p = read_denied_beneath();
+    let blob = "5f8d3a1c0b";
+    assert_not_allowed(
+        &p,
+        &[
+            &["show", blob],
+            &["show", "HEAD"],
+            &["show", "--format=%B", blob],
+            &["-C", ".", "show", blob],
+            &["--no-pager", "show", blob, "--", "src/a.rs"],
+            &["diff", blob, "0a1b2c3d", "--", "src/a.rs"],
+            &["diff", "v1.0", "--", "src/a.rs"],
+            &["grep", "needle", blob],
+            &["grep", "-e", "needle", "v1.0", "--", "src"],
+            &["grep", "--", "needle", "HEAD"],
+            &["grep", "needle"],
+            &["ls-tree", "-r", "HEAD"],
+            &["rev-list", "--objects", "--all"],
+            &["status"],
+            &["stash", "show"],
+        ],
+    );
+    // Inside the denied tree it is no question.
+    let d = decide(&p, &shell("git", &["-C", "secret", "show", blob]));
+    assert_eq!(d.effect, Effect::Deny);
+    // Commits limited to paths outside the deny, and names of refs, are still allowed.
+    assert_allowed(
+        &p,
+        &[
+            &["show", "HEAD", "--", "src/a.rs"],
+            &["diff", "HEAD~1", "--", "src/a.rs"],
+            &["grep", "needle", "--", "src"],
+            &["rev-parse", "HEAD"],
+            &["describe", "--tags"],
+            &["branch"],
+        ],
+    );
+}
+
+#[test]
+fn git_cat_file_of_an_object_id_is_not_allowed_under_a_read_deny() {
+    let p = read_denied_beneath();
+    assert_not_allowed(
+        &p,
+        &[
+            &["cat-file", "-p", "5f8d3a1c0b"],
+            &["cat-file", "blob", "5f8d3a1c0b"],
+            &["cat-file", "-p", "HEAD~1"],
+            &["cat-file", "--batch-all-objects", "--batch"],
+            &["cat-file", "-p", "./5f8d3a1c0b"],
+        ],
+    );
+}
+
+#[test]
+fn git_log_patch_of_the_whole_tree_is_not_allowed_under_a_read_deny() {
+    let p = read_denied_beneath();
+    assert_not_allowed(
+        &p,
+        &[
+            &["log", "-p"],
+            &["log", "-p", "."],
+            &["log", "-p", "--", "."],
+            &["log", "-p", "--all", "--", "./"],
+            &["whatchanged", "-p"],
+            &["log", "-p", "--follow", "--", "src/a.rs"],
+            &["log", "-L", "1,5:secret/key.txt", "--", "src/a.rs"],
+            &["log", "-L1,5:secret/key.txt", "--", "src/a.rs"],
+            &["diff"],
+            &["diff", "HEAD~1"],
+            &["diff", "--cached", "--", "."],
+            &["status", "-v"],
+            &["blame", "a.rs"],
+        ],
+    );
+    assert_allowed(
+        &p,
+        &[
+            &["log", "-p", "--", "src/a.rs"],
+            &["log", "-p", "main", "--", "src"],
+            &["-C", "src", "log", "-p", "--", "a.rs"],
+            &["blame", "HEAD", "--", "src/a.rs"],
+        ],
+    );
+}

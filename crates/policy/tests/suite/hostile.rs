@@ -178,7 +178,11 @@ fn git_config_flag_before_subcommand() {
     let a = action(&p, &shell("git", &["-C", "sub", "status"]));
     assert_eq!(a.operation, Operation::GitRead);
     assert_eq!(a.paths, vec!["/ws".to_owned(), "/ws/sub".to_owned()]);
+    // Status prints names beneath `sub`, and the only deny spells its name out (`**/.env`): still allowed. A read
+    // that prints content beneath `sub` meets that deny and asks.
     assert_eq!(p.decide(&a).effect, Effect::Allow);
+    let content = action(&p, &shell("git", &["-C", "sub", "log", "-p"]));
+    assert_eq!(p.decide(&content).effect, Effect::Ask);
     assert_eq!(
         action(&p, &shell("/usr/bin/git", &["status"])).operation,
         Operation::GitRead
