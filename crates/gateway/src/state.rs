@@ -8,28 +8,37 @@
 //! does. The audit log's witness (head and anchors) lives in the database, and maintenance goes through here so
 //! the witness follows every prune and recovery.
 
-use crate::write_behind::{Health, Record, Writer};
+use crate::write_behind::{Health, Record, Room, Taken, Writer};
 use audit::{AuditEvent, AuditLog, Head, PruneMode, PrunePlan, Recovery, VerifyReport, Witness};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::mpsc::{channel, sync_channel, Sender};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use store::{Namespace, ReportEvent, StateRootInputs, Store, Timestamp};
 
 /// Records waiting for the writer. Bounded: under a flood a caller waits for room (backpressure) rather than
 /// memory growing or a record being lost.
 const WRITE_BEHIND_CAPACITY: usize = 8192;
 
+/// How long a record waits for room before the writer counts as stalled and calls are refused. The writer takes
+/// a full queue in well under a second (docs/BENCHMARKS.md), so only a writer that is stuck waits this long.
+const WRITE_BEHIND_WAIT: Duration = Duration::from_secs(5);
+
 pub struct State {
     namespace: Namespace,
     store: Mutex<Store>,
     audit: Arc<AuditLog>,
-    writer: SyncSender<Record>,
+    /// Unbounded itself; `room` bounds it.
+    writer: Sender<Record>,
+    room: Arc<Room>,
     /// Reporting events that could not be committed.
     dropped: Arc<AtomicU64>,
     /// Records whose caller had to wait for room in the queue.
     waited: AtomicU64,
     health: Arc<Health>,
+    #[cfg(test)]
+    pause: Arc<Mutex<()>>,
 }
 
 impl State {
@@ -41,10 +50,15 @@ impl State {
     }
 
     pub fn open_in(root: &Path, workspace: &Path) -> Result<Self, String> {
-        Self::open_with_capacity(root, workspace, WRITE_BEHIND_CAPACITY)
+        Self::open_with_queue(root, workspace, WRITE_BEHIND_CAPACITY, WRITE_BEHIND_WAIT)
     }
 
-    fn open_with_capacity(root: &Path, workspace: &Path, capacity: usize) -> Result<Self, String> {
+    pub(crate) fn open_with_queue(
+        root: &Path,
+        workspace: &Path,
+        capacity: usize,
+        wait: Duration,
+    ) -> Result<Self, String> {
         let namespace = Namespace::open(root, workspace)
             .map_err(|e| format!("state for {}: {e}", workspace.display()))?;
         let open =
@@ -80,7 +94,10 @@ impl State {
             health.fail(problem);
         }
         let dropped = Arc::new(AtomicU64::new(0));
-        let (writer, queue) = sync_channel(capacity);
+        let (writer, queue) = channel();
+        let room = Arc::new(Room::new(capacity, wait, Arc::clone(&health)));
+        #[cfg(test)]
+        let pause = Arc::new(Mutex::new(()));
         let behind = Writer {
             log: Arc::clone(&audit),
             store: open()?,
@@ -88,6 +105,9 @@ impl State {
             health: Arc::clone(&health),
             expected,
             capacity,
+            room: Arc::clone(&room),
+            #[cfg(test)]
+            pause: Arc::clone(&pause),
         };
         std::thread::Builder::new()
             .name("toolgate-audit".into())
@@ -98,10 +118,19 @@ impl State {
             store: Mutex::new(store),
             audit,
             writer,
+            room,
             dropped,
             waited: AtomicU64::new(0),
             health,
+            #[cfg(test)]
+            pause,
         })
+    }
+
+    /// Stalls the writer before its next write until the guard is dropped, as a disk that hangs would.
+    #[cfg(test)]
+    pub(crate) fn stall_writer(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.pause.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn namespace(&self) -> &Namespace {
@@ -125,25 +154,32 @@ impl State {
     }
 
     fn queue(&self, record: Record) {
-        let record = match self.writer.try_send(record) {
-            Ok(()) => return,
-            Err(TrySendError::Full(record)) => record,
-            Err(TrySendError::Disconnected(_)) => return self.writer_gone(),
-        };
-        // Backpressure: the caller waits for room rather than a record being lost. On a multi-threaded runtime the
-        // wait moves this worker's other tasks elsewhere first.
-        let n = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
-        if n == 1 || n % 1000 == 0 {
-            tracing::warn!("audit writer is behind; {n} records waited for room so far");
-        }
-        let send = || self.writer.send(record);
-        let sent = match tokio::runtime::Handle::try_current() {
+        // Backpressure: the caller waits for room (bounded) rather than a record being lost. On a multi-threaded
+        // runtime the wait moves this worker's other tasks elsewhere first.
+        let take = || self.room.take();
+        let taken = match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(send)
+                tokio::task::block_in_place(take)
             }
-            _ => send(),
+            _ => take(),
         };
-        if sent.is_err() {
+        match taken {
+            Taken::AtOnce => {}
+            Taken::Waited => {
+                let n = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
+                if n == 1 || n % 1000 == 0 {
+                    tracing::warn!("audit writer is behind; {n} records waited for room so far");
+                }
+            }
+            Taken::Stalled => {
+                self.waited.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    "{}; calls are refused until it catches up (no record is dropped)",
+                    self.audit_problem().unwrap_or_default()
+                );
+            }
+        }
+        if self.writer.send(record).is_err() {
             self.writer_gone();
         }
     }
@@ -289,7 +325,13 @@ mod tests {
     fn open(dir: &tempfile::TempDir, capacity: usize) -> State {
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap();
-        State::open_with_capacity(&dir.path().join("state"), &ws, capacity).unwrap()
+        State::open_with_queue(
+            &dir.path().join("state"),
+            &ws,
+            capacity,
+            Duration::from_secs(30),
+        )
+        .unwrap()
     }
 
     fn event(i: usize) -> AuditEvent {
@@ -429,6 +471,41 @@ mod tests {
             report.is_ok() && report.anchored && report.events == 3,
             "{report}"
         );
+    }
+
+    /// A writer that hangs (a disk that stops answering) makes callers wait for room, but only for the bound: then
+    /// calls are refused with a clear reason, and every record, including the ones queued past the bound, is
+    /// written once the writer resumes.
+    #[test]
+    fn stalled_audit_writer_bounds_the_wait_refuses_calls_and_loses_nothing() {
+        const RECORDS: usize = 200;
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let wait = Duration::from_millis(300);
+        let state = State::open_with_queue(&dir.path().join("state"), &ws, 4, wait).unwrap();
+        let paused = state.stall_writer();
+        let started = Instant::now();
+        for i in 0..RECORDS {
+            state.audit(&event(i));
+        }
+        let took = started.elapsed();
+        let problem = state
+            .audit_problem()
+            .expect("a stalled writer refuses calls");
+        assert!(problem.contains("stalled"), "{problem}");
+        assert!(
+            took >= wait,
+            "the queue was full, so a caller waited ({took:?})"
+        );
+        // Once the stall is known, the records of calls already running are queued without a wait each.
+        assert!(took < wait * 10, "{took:?} for {RECORDS} records");
+        assert!(state.audit_waits() >= 1);
+        drop(paused);
+        assert_eq!(eventually(&state, false), None, "calls resume");
+        state.flush();
+        assert_eq!(lines(&state).len(), RECORDS, "no record lost");
+        assert!(state.verify_audit().unwrap().is_ok());
     }
 
     /// The wait for room works on both runtime flavours, from inside a task.

@@ -65,3 +65,132 @@ async fn client_that_never_reads_holds_bounded_tasks_and_is_served_once_it_reads
     served.await.unwrap().unwrap();
     gw.shutdown().await;
 }
+
+/// A client connected over duplex pipes: what it writes, and its answers line by line.
+struct Piped {
+    input: tokio::io::DuplexStream,
+    answers: tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>,
+}
+
+impl Piped {
+    fn serve(gw: &Arc<Gateway>) -> (Self, tokio::task::JoinHandle<std::io::Result<()>>) {
+        let (input, server_in) = tokio::io::duplex(64 * 1024);
+        let (server_out, client_out) = tokio::io::duplex(64 * 1024);
+        let served = tokio::spawn(serve_stdio(Arc::clone(gw), server_in, server_out));
+        let answers = tokio::io::BufReader::new(client_out).lines();
+        (Self { input, answers }, served)
+    }
+
+    async fn send(&mut self, msg: Value) {
+        let mut line = serde_json::to_vec(&msg).unwrap();
+        line.push(b'\n');
+        self.input.write_all(&line).await.unwrap();
+    }
+
+    async fn answer(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), self.answers.next_line())
+            .await
+            .expect("an answer")
+            .unwrap()
+            .unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    async fn initialize(&mut self) {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}),
+        )
+        .await;
+        assert!(self.answer().await.get("result").is_some());
+    }
+}
+
+/// A writer that hangs (a disk that stops answering) must not hang calls or lose their records: a call waits for
+/// room at most the bound, then calls fail closed with `AUDIT_UNAVAILABLE` naming the stall; once the writer
+/// resumes calls run again, and every call that ran has its decision and execution records.
+#[tokio::test(flavor = "current_thread")]
+async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_record() {
+    const CALLS: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let wait = Duration::from_millis(300);
+    let state = Arc::new(
+        crate::state::State::open_with_queue(&dir.path().join("state"), &ws, 4, wait).unwrap(),
+    );
+    let config = config::Config::empty();
+    let guard = Guard::load(&config, &ws).unwrap();
+    let opts = crate::gateway::Options::from_config(&config, false);
+    let gw = Gateway::start(&config, opts, Arc::new(guard), Some(Arc::clone(&state)));
+    let (mut client, served) = Piped::serve(&gw);
+    client.initialize().await;
+    let call = |id: usize| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": crate::contract::CAPABILITIES_TOOL, "arguments": {}}})
+    };
+
+    let paused = state.stall_writer();
+    let started = std::time::Instant::now();
+    let (mut ran, mut refused) = (0, 0);
+    for id in 1..=CALLS {
+        client.send(call(id)).await;
+        let answer = client.answer().await;
+        match answer.pointer("/result/structuredContent/error/code") {
+            Some(code) => {
+                assert_eq!(code, "AUDIT_UNAVAILABLE", "{answer}");
+                let text = answer
+                    .pointer("/result/content/0/text")
+                    .unwrap()
+                    .to_string();
+                assert!(text.contains("stalled"), "{text}");
+                refused += 1;
+            }
+            None => {
+                assert_eq!(answer["result"]["isError"], Value::Null, "{answer}");
+                ran += 1;
+            }
+        }
+    }
+    let took = started.elapsed();
+    assert!(refused > 0 && ran > 0, "{ran} ran, {refused} refused");
+    assert!(
+        took < wait * 10,
+        "the bound held: {CALLS} calls took {took:?}"
+    );
+
+    drop(paused);
+    let mut resumed = false;
+    for id in CALLS + 1..CALLS + 100 {
+        client.send(call(id)).await;
+        let answer = client.answer().await;
+        if answer.pointer("/result/structuredContent/error").is_none() {
+            ran += 1;
+            resumed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(resumed, "calls resume once the writer catches up");
+    state.flush();
+    let records = state.audit_tail(1_000);
+    let executions: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["kind"] == "execution")
+        .collect();
+    assert_eq!(
+        executions.len(),
+        ran,
+        "one execution record per call that ran"
+    );
+    for e in executions {
+        let decided = records
+            .iter()
+            .any(|r| r["kind"] == "decision" && r["trace_id"] == e["trace_id"]);
+        assert!(decided, "the call that ran has its decision record: {e}");
+    }
+    assert!(state.verify_audit().unwrap().is_ok());
+    drop(client);
+    served.await.unwrap().unwrap();
+    gw.shutdown().await;
+}
