@@ -38,7 +38,7 @@ pub struct State {
     waited: AtomicU64,
     health: Arc<Health>,
     #[cfg(test)]
-    pause: Arc<Mutex<()>>,
+    pause: crate::write_behind::Pause,
 }
 
 impl State {
@@ -97,7 +97,7 @@ impl State {
         let (writer, queue) = channel();
         let room = Arc::new(Room::new(capacity, wait, Arc::clone(&health)));
         #[cfg(test)]
-        let pause = Arc::new(Mutex::new(()));
+        let pause = crate::write_behind::Pause::default();
         let behind = Writer {
             log: Arc::clone(&audit),
             store: open()?,
@@ -107,7 +107,7 @@ impl State {
             capacity,
             room: Arc::clone(&room),
             #[cfg(test)]
-            pause: Arc::clone(&pause),
+            pause: pause.clone(),
         };
         std::thread::Builder::new()
             .name("toolgate-audit".into())
@@ -127,10 +127,10 @@ impl State {
         })
     }
 
-    /// Stalls the writer before its next write until the guard is dropped, as a disk that hangs would.
+    /// Stalls the writer before its next write (`true`) or lets it go on, as a disk that hangs and recovers would.
     #[cfg(test)]
-    pub(crate) fn stall_writer(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.pause.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn stall_writer(&self, on: bool) {
+        self.pause.set(on);
     }
 
     pub fn namespace(&self) -> &Namespace {
@@ -484,7 +484,7 @@ mod tests {
         std::fs::create_dir_all(&ws).unwrap();
         let wait = Duration::from_millis(300);
         let state = State::open_with_queue(&dir.path().join("state"), &ws, 4, wait).unwrap();
-        let paused = state.stall_writer();
+        state.stall_writer(true);
         let started = Instant::now();
         for i in 0..RECORDS {
             state.audit(&event(i));
@@ -501,7 +501,7 @@ mod tests {
         // Once the stall is known, the records of calls already running are queued without a wait each.
         assert!(took < wait * 10, "{took:?} for {RECORDS} records");
         assert!(state.audit_waits() >= 1);
-        drop(paused);
+        state.stall_writer(false);
         assert_eq!(eventually(&state, false), None, "calls resume");
         state.flush();
         assert_eq!(lines(&state).len(), RECORDS, "no record lost");

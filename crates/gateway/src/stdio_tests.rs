@@ -3,6 +3,7 @@
 use super::*;
 use crate::guard::Guard;
 use crate::session::MAX_IN_FLIGHT;
+use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 fn gateway(workspace: &std::path::Path) -> Arc<Gateway> {
@@ -130,7 +131,7 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
             "params": {"name": crate::contract::CAPABILITIES_TOOL, "arguments": {}}})
     };
 
-    let paused = state.stall_writer();
+    state.stall_writer(true);
     let started = std::time::Instant::now();
     let (mut ran, mut refused) = (0, 0);
     for id in 1..=CALLS {
@@ -159,7 +160,7 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
         "the bound held: {CALLS} calls took {took:?}"
     );
 
-    drop(paused);
+    state.stall_writer(false);
     let mut resumed = false;
     for id in CALLS + 1..CALLS + 100 {
         client.send(call(id)).await;
@@ -192,5 +193,119 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
     assert!(state.verify_audit().unwrap().is_ok());
     drop(client);
     served.await.unwrap().unwrap();
+    gw.shutdown().await;
+}
+
+/// One upstream streams progress to client A, which stopped reading, and log messages to every client. The
+/// upstream's reader and the event loop deliver without waiting: A's session is closed once its outbox is full
+/// (it ends by itself although A never closed its input), toolgate holds no more than A's byte budget for it,
+/// and client B, which reads, receives every message.
+#[tokio::test(flavor = "current_thread")]
+async fn client_that_never_reads_is_closed_not_waited_on() {
+    const MESSAGES: usize = 5_000;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    let (mut a, a_served) = Piped::serve(&gw);
+    a.initialize().await;
+    let a_session = gw.live_sessions().pop().unwrap();
+    let (mut b, b_served) = Piped::serve(&gw);
+    b.initialize().await;
+    let b_reader = tokio::spawn(async move {
+        let mut logs = 0;
+        while logs < MESSAGES {
+            if b.answer().await["method"] == "notifications/message" {
+                logs += 1;
+            }
+        }
+        b
+    });
+    let route = gw.register_progress(&a_session, json!("a-token"));
+    let routes = gw.progress_routes();
+    let flood = async {
+        for i in 0..MESSAGES {
+            // What one upstream's reader delivers: progress for A's call, then a log line for every client.
+            let progress =
+                json!({"progressToken": route.token, "progress": i, "message": "p".repeat(1024)});
+            assert!(routes.deliver(&progress));
+            let log = json!({"level": "info", "data": "m".repeat(1024)});
+            gw.on_event(upstream::Event::Notification {
+                server: "fx".into(),
+                method: "notifications/message".into(),
+                params: Some(log),
+            })
+            .await;
+            // The reader reads its pipe between messages, which lets the clients' writers run.
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), flood)
+        .await
+        .expect(
+            "the upstream's reader and the event loop were held by a client that does not read",
+        );
+    assert!(!a_session.is_open(), "A is closed");
+    let outbox = a_session.outbox();
+    assert!(
+        outbox.peak_bytes() <= outbox.max_bytes(),
+        "{} bytes queued for A, over its budget of {}",
+        outbox.peak_bytes(),
+        outbox.max_bytes()
+    );
+    tokio::time::timeout(Duration::from_secs(10), a_served)
+        .await
+        .expect("A's session ended by itself")
+        .unwrap()
+        .unwrap();
+    let b = tokio::time::timeout(Duration::from_secs(60), b_reader)
+        .await
+        .expect("B received every message")
+        .unwrap();
+    drop((a, b));
+    b_served.await.unwrap().unwrap();
+    drop(route);
+    gw.shutdown().await;
+}
+
+/// A few huge answers, not many small ones: the queue to a client is bounded in bytes. A client that asks for
+/// 160 answers of 512 KiB each (80 MiB, far under the message count a count bound allows) and reads none is
+/// closed once its backlog passes the byte budget, and no more than the budget was ever queued for it.
+#[tokio::test(flavor = "current_thread")]
+async fn huge_results_are_bounded_in_bytes_not_only_count() {
+    const CALLS: usize = 160;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    let (mut client, served) = Piped::serve(&gw);
+    client.initialize().await;
+    let session = gw.live_sessions().pop().unwrap();
+    // An unknown tool's name is quoted back in the error: an answer as large as the request.
+    let name = "n".repeat(512 * 1024);
+    let Piped { mut input, answers } = client;
+    let writer = tokio::spawn(async move {
+        for id in 1..=CALLS {
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": name, "arguments": {}}});
+            let mut line = serde_json::to_vec(&call).unwrap();
+            line.push(b'\n');
+            if input.write_all(&line).await.is_err() {
+                break; // toolgate stopped reading: the session is over
+            }
+        }
+        input
+    });
+    tokio::time::timeout(Duration::from_secs(60), served)
+        .await
+        .expect("the session of a client that reads nothing ends by itself")
+        .unwrap()
+        .unwrap();
+    let outbox = session.outbox();
+    assert!(outbox.is_closed());
+    assert!(
+        outbox.peak_bytes() <= outbox.max_bytes(),
+        "{} bytes queued, over the budget of {}",
+        outbox.peak_bytes(),
+        outbox.max_bytes()
+    );
+    drop(answers);
+    drop(writer.await.unwrap());
     gw.shutdown().await;
 }

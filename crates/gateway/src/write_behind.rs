@@ -171,9 +171,29 @@ pub(crate) struct Writer {
     /// Most audit events held while the log cannot be written; then producers wait.
     pub capacity: usize,
     pub room: Arc<Room>,
-    /// Held by a test to stall the writer before it writes, as a disk that hangs would.
+    /// Set by a test to stall the writer before it writes, as a disk that hangs would.
     #[cfg(test)]
-    pub pause: Arc<Mutex<()>>,
+    pub pause: Pause,
+}
+
+/// A test's switch that stalls the writer before each write while it is on.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub(crate) struct Pause(Arc<(Mutex<bool>, Condvar)>);
+
+#[cfg(test)]
+impl Pause {
+    pub(crate) fn set(&self, on: bool) {
+        *self.0 .0.lock().unwrap_or_else(|p| p.into_inner()) = on;
+        self.0 .1.notify_all();
+    }
+
+    fn wait_off(&self) {
+        let mut on = self.0 .0.lock().unwrap_or_else(|p| p.into_inner());
+        while *on {
+            on = self.0 .1.wait(on).unwrap_or_else(|p| p.into_inner());
+        }
+    }
 }
 
 impl Writer {
@@ -243,7 +263,7 @@ impl Writer {
     /// Writes the held events; true when they are down.
     fn append(&mut self, held: &[AuditEvent]) -> bool {
         #[cfg(test)]
-        let _paused = self.pause.lock().unwrap_or_else(|p| p.into_inner());
+        self.pause.wait_off();
         match self.log.append_checked(held, self.expected.as_ref()) {
             Ok(head) => {
                 let witnessed = AuditHead {

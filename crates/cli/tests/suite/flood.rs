@@ -23,7 +23,10 @@ fn audit_records(state: &std::path::Path) -> Vec<Value> {
                 dirs.push(path);
             } else if path.file_name().is_some_and(|n| n == "audit.jsonl") {
                 let text = std::fs::read_to_string(&path).unwrap();
-                out.extend(text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()));
+                out.extend(
+                    text.lines()
+                        .map(|l| serde_json::from_str::<Value>(l).unwrap()),
+                );
             }
         }
     }
@@ -83,7 +86,9 @@ async fn audit_flood_of_100k_pipelined_calls_records_every_call() {
             continue; // a notification
         };
         let id = id as usize;
-        let text = msg.pointer("/result/content/0/text").and_then(Value::as_str);
+        let text = msg
+            .pointer("/result/content/0/text")
+            .and_then(Value::as_str);
         assert_eq!(text, Some(format!("c{id}").as_str()), "{msg}");
         assert!(!seen[id], "answered twice: {msg}");
         seen[id] = true;
@@ -127,7 +132,12 @@ async fn audit_flood_of_100k_pipelined_calls_records_every_call() {
     );
 
     let out = std::process::Command::new(toolgate())
-        .args(["audit", "verify", "--config", setup.config.to_str().unwrap()])
+        .args([
+            "audit",
+            "verify",
+            "--config",
+            setup.config.to_str().unwrap(),
+        ])
         .env("TOOLGATE_STATE_DIR", &state)
         .output()
         .unwrap();
