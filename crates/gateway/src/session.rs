@@ -152,6 +152,7 @@ impl Session {
         self.out.post(msg)
     }
 
+    /// A notification to the client; like `post`, it never waits.
     pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
         self.post(notification(method, params));
     }
@@ -333,7 +334,7 @@ impl Session {
             };
             let err = error_object(
                 jsonrpc::INTERNAL_ERROR,
-                "the client is not reading; its session was closed",
+                "the request could not be queued for the client (its session is closed, or it is over the message limit)",
                 None,
             );
             self.gateway
@@ -355,7 +356,7 @@ impl Session {
             self.lock().asked.remove(&id);
             return Err(error_object(
                 jsonrpc::INTERNAL_ERROR,
-                "the client is not reading; its session was closed",
+                "the request could not be queued for the client (its session is closed, or it is over the message limit)",
                 None,
             ));
         }

@@ -44,17 +44,18 @@ pub(crate) struct Health {
 }
 
 impl Health {
+    /// A failed write names its cause, so it comes before the stall it leads to.
     pub(crate) fn problem(&self) -> Option<String> {
+        if self.failing.load(Ordering::Acquire) {
+            let problem = self.problem.lock().unwrap_or_else(|p| p.into_inner());
+            if problem.is_some() {
+                return problem.clone();
+            }
+        }
         if self.stalled.load(Ordering::Acquire) {
             return self.stall.lock().unwrap_or_else(|p| p.into_inner()).clone();
         }
-        if !self.failing.load(Ordering::Acquire) {
-            return None;
-        }
-        self.problem
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        None
     }
 
     /// Records a problem; true when it is new (so it is logged once, not once per retry).
