@@ -159,3 +159,52 @@ async fn audit_flood_of_pipelined_calls_records_every_call_exactly_once() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// End to end through a real upstream: a client starts a call whose upstream streams progress without end, then
+/// never reads again (but keeps its input open). The upstream's reader does not wait on it: toolgate closes the
+/// client's session, says why on stderr, and exits by itself.
+#[tokio::test]
+async fn client_that_never_reads_progress_is_closed_and_toolgate_exits() {
+    let setup = Setup::fixture(&[], json!({}));
+    let mut child = Command::new(toolgate())
+        .args(["serve", "--config", setup.config.to_str().unwrap()])
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"slow\",\"version\":\"0\"}}}\n")
+        .await
+        .unwrap();
+    let init: Value = serde_json::from_str(&stdout.next_line().await.unwrap().unwrap()).unwrap();
+    assert!(init.get("result").is_some(), "{init}");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "fx__slow",
+        "arguments": {"steps": 100_000_000u64, "delay_ms": 0}, "_meta": {"progressToken": "p"}}});
+    let mut line = serde_json::to_vec(&call).unwrap();
+    line.push(b'\n');
+    stdin.write_all(&line).await.unwrap();
+    // From here on nothing reads stdout.
+    let closed = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            if line.contains("closing the client's session") {
+                return line;
+            }
+        }
+        panic!("toolgate ended without saying why");
+    })
+    .await
+    .expect("toolgate kept waiting on a client that does not read");
+    assert!(closed.contains("has not read"), "{closed}");
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("toolgate exits once the session is closed, with the client's input still open")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    drop((stdin, stdout));
+}
