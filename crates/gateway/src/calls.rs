@@ -166,6 +166,11 @@ impl Session {
         });
         if let (Some(r), Some(state)) = (&record, &self.gateway.state) {
             r.decided(state);
+            // Queuing the decision may have found the audit writer stalled (bounded wait): then nothing runs.
+            let exempt = server == OWN_SERVER && tool == status::TOOL_NAME;
+            if let Some(refused) = audit_refusal(&self.gateway, &name).filter(|_| !exempt) {
+                return Some(Ok(refused));
+            }
         }
         // Pre-hooks may only make the call stricter; a hook's decision replaces the policy's in the records.
         let hooked = self.hook_call(&trace_id, &name, &server, &tool, &verdict, &arguments);

@@ -8,6 +8,7 @@
 use crate::aggregate::{Aggregate, Layout, Naming};
 use crate::cursor::PageLimits;
 use crate::guard::Guard;
+use crate::outbox::Outbox;
 use crate::pins::PinView;
 use crate::session::{ListKind, Session};
 use crate::state::State;
@@ -360,7 +361,7 @@ impl Gateway {
         sessions.push(Arc::downgrade(session));
     }
 
-    fn live_sessions(&self) -> Vec<Arc<Session>> {
+    pub(crate) fn live_sessions(&self) -> Vec<Arc<Session>> {
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.iter().filter_map(Weak::upgrade).collect()
     }
@@ -382,6 +383,12 @@ impl Gateway {
             table: Arc::clone(&self.progress),
             token,
         }
+    }
+
+    /// What the upstreams' readers deliver progress through.
+    #[cfg(test)]
+    pub(crate) fn progress_routes(&self) -> Arc<dyn upstream::ProgressRoutes> {
+        self.progress.clone()
     }
 
     /// Rebuilds the merged catalog; returns which lists changed.
@@ -427,7 +434,9 @@ impl Gateway {
         }
     }
 
-    async fn on_event(&self, event: Event) {
+    /// Handles one upstream event. Deliveries to sessions only post (`Session::post`): a client that does not
+    /// read is closed, never waited on, so it cannot stall this loop for the other clients.
+    pub(crate) async fn on_event(&self, event: Event) {
         match event {
             Event::CatalogChanged { server } => {
                 let changed = self.rebuild();
@@ -498,19 +507,33 @@ impl Gateway {
 /// Gateway progress token → (the client's outbox, the client's own token).
 #[derive(Default)]
 struct ProgressTable {
-    routes: Mutex<HashMap<String, (mpsc::Sender<Value>, Value)>>,
+    routes: Mutex<HashMap<String, (Outbox, Value)>>,
     next: AtomicU64,
 }
 
 impl ProgressTable {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (mpsc::Sender<Value>, Value)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Outbox, Value)>> {
         self.routes.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 impl upstream::ProgressRoutes for ProgressTable {
-    fn route(&self, token: &Value) -> Option<(mpsc::Sender<Value>, Value)> {
-        token.as_str().and_then(|t| self.lock().get(t).cloned())
+    /// Runs on the upstream's reader, so it only posts: a client that does not read loses its session, it does
+    /// not stall the upstream for everyone else.
+    fn deliver(&self, params: &Value) -> bool {
+        let Some(token) = params.get("progressToken").and_then(Value::as_str) else {
+            return false;
+        };
+        let Some((outbox, client_token)) = self.lock().get(token).cloned() else {
+            return false;
+        };
+        let mut params = params.clone();
+        params["progressToken"] = client_token;
+        outbox.post(jsonrpc::notification(
+            "notifications/progress",
+            Some(params),
+        ));
+        true
     }
 }
 

@@ -24,6 +24,7 @@ mod ids;
 mod intrinsics;
 mod methods;
 mod names;
+mod outbox;
 mod pins;
 mod record;
 

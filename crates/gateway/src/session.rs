@@ -10,12 +10,13 @@
 //! because clients probe with it before choosing.
 
 use crate::gateway::Gateway;
+use crate::outbox::Outbox;
 use jsonrpc::{error_object, error_response, notification, result_response, Id, Message};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use upstream::{LEGACY_VERSIONS, MODERN_VERSION};
 
@@ -81,7 +82,7 @@ pub struct Session {
     /// Identifies this connection for session grants.
     pub(crate) id: String,
     pub(crate) gateway: Arc<Gateway>,
-    out: mpsc::Sender<Value>,
+    out: Outbox,
     pub(crate) state: Mutex<State>,
     next_relay: AtomicU64,
     /// One permit per request in flight (`MAX_IN_FLIGHT`).
@@ -89,7 +90,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(gateway: Arc<Gateway>, out: mpsc::Sender<Value>) -> Arc<Self> {
+    pub(crate) fn new(gateway: Arc<Gateway>, out: Outbox) -> Arc<Self> {
         let session = Arc::new(Self {
             id: crate::ids::session_id(),
             gateway: Arc::clone(&gateway),
@@ -115,7 +116,7 @@ impl Session {
     }
 
     pub(crate) fn is_open(&self) -> bool {
-        !self.lock().closed
+        !self.lock().closed && !self.out.is_closed()
     }
 
     /// Ends the session: every request still running is cancelled (and its upstream told so), and the session's
@@ -135,17 +136,25 @@ impl Session {
         }
     }
 
-    /// The channel to this client's writer, for messages that must keep their order with responses.
-    pub(crate) fn outbox(&self) -> mpsc::Sender<Value> {
+    /// This client's outbox, for messages that must keep their order with responses.
+    pub(crate) fn outbox(&self) -> Outbox {
         self.out.clone()
     }
 
+    /// Queues the answer to one of this client's requests; waits for room (the waiting task is that request).
     pub(crate) async fn send(&self, msg: Value) {
-        let _ = self.out.send(msg).await;
+        self.out.send(msg).await;
     }
 
+    /// Queues a message the client did not ask for; never waits, so the event loop and the upstreams' readers
+    /// are never held by a client that does not read (its outbox closes instead). False when not queued.
+    pub(crate) fn post(&self, msg: Value) -> bool {
+        self.out.post(msg)
+    }
+
+    /// A notification to the client; like `post`, it never waits.
     pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
-        self.send(notification(method, params)).await;
+        self.post(notification(method, params));
     }
 
     /// Waits for a free request slot. The front end's reader waits here, which is what stops it reading.
@@ -319,7 +328,19 @@ impl Session {
         self.lock()
             .relayed
             .insert(id.clone(), (server.to_owned(), upstream_id));
-        self.send(jsonrpc::request(&id, &method, params)).await;
+        if !self.post(jsonrpc::request(&id, &method, params)) {
+            let Some((_, upstream_id)) = self.lock().relayed.remove(&id) else {
+                return;
+            };
+            let err = error_object(
+                jsonrpc::INTERNAL_ERROR,
+                "the request could not be queued for the client (its session is closed, or it is over the message limit)",
+                None,
+            );
+            self.gateway
+                .answer_upstream(server, upstream_id, Err(err))
+                .await;
+        }
     }
 
     /// Sends toolgate's own request to the client and waits for the answer (bounded: a client that never answers
@@ -331,7 +352,14 @@ impl Session {
         ));
         let (tx, rx) = oneshot::channel();
         self.lock().asked.insert(id.clone(), tx);
-        self.send(jsonrpc::request(&id, method, Some(params))).await;
+        if !self.post(jsonrpc::request(&id, method, Some(params))) {
+            self.lock().asked.remove(&id);
+            return Err(error_object(
+                jsonrpc::INTERNAL_ERROR,
+                "the request could not be queued for the client (its session is closed, or it is over the message limit)",
+                None,
+            ));
+        }
         match tokio::time::timeout(std::time::Duration::from_secs(600), rx).await {
             Ok(Ok(answer)) => answer,
             _ => {

@@ -9,23 +9,30 @@
 //! the witness follows every prune and recovery.
 
 use crate::wakeups::Wakeups;
-use crate::write_behind::{Health, Record, Writer};
+use crate::write_behind::{Health, Record, Room, Taken, Writer};
 use audit::{AuditEvent, AuditLog, Head, PruneMode, PrunePlan, Recovery, VerifyReport, Witness};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::mpsc::{channel, sync_channel, Sender};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use store::{Namespace, ReportEvent, StateRootInputs, Store, Timestamp};
 
 /// Records waiting for the writer. Bounded: under a flood a caller waits for room (backpressure) rather than
 /// memory growing or a record being lost.
 const WRITE_BEHIND_CAPACITY: usize = 8192;
 
+/// How long a record waits for room before the writer counts as stalled and calls are refused. The writer takes
+/// a full queue in well under a second (docs/BENCHMARKS.md), so only a writer that is stuck waits this long.
+const WRITE_BEHIND_WAIT: Duration = Duration::from_secs(5);
+
 pub struct State {
     namespace: Namespace,
     store: Mutex<Store>,
     audit: Arc<AuditLog>,
-    writer: SyncSender<Record>,
+    /// Unbounded itself; `room` bounds it.
+    writer: Sender<Record>,
+    room: Arc<Room>,
     /// Reporting events that could not be committed.
     dropped: Arc<AtomicU64>,
     /// Records whose caller had to wait for room in the queue.
@@ -33,6 +40,8 @@ pub struct State {
     health: Arc<Health>,
     /// Tells held calls when the store may have changed.
     wakeups: Wakeups,
+    #[cfg(test)]
+    pause: crate::write_behind::Pause,
 }
 
 impl State {
@@ -44,10 +53,15 @@ impl State {
     }
 
     pub fn open_in(root: &Path, workspace: &Path) -> Result<Self, String> {
-        Self::open_with_capacity(root, workspace, WRITE_BEHIND_CAPACITY)
+        Self::open_with_queue(root, workspace, WRITE_BEHIND_CAPACITY, WRITE_BEHIND_WAIT)
     }
 
-    fn open_with_capacity(root: &Path, workspace: &Path, capacity: usize) -> Result<Self, String> {
+    pub(crate) fn open_with_queue(
+        root: &Path,
+        workspace: &Path,
+        capacity: usize,
+        wait: Duration,
+    ) -> Result<Self, String> {
         let namespace = Namespace::open(root, workspace)
             .map_err(|e| format!("state for {}: {e}", workspace.display()))?;
         let open =
@@ -83,7 +97,10 @@ impl State {
             health.fail(problem);
         }
         let dropped = Arc::new(AtomicU64::new(0));
-        let (writer, queue) = sync_channel(capacity);
+        let (writer, queue) = channel();
+        let room = Arc::new(Room::new(capacity, wait, Arc::clone(&health)));
+        #[cfg(test)]
+        let pause = crate::write_behind::Pause::default();
         let behind = Writer {
             log: Arc::clone(&audit),
             store: open()?,
@@ -91,6 +108,9 @@ impl State {
             health: Arc::clone(&health),
             expected,
             capacity,
+            room: Arc::clone(&room),
+            #[cfg(test)]
+            pause: pause.clone(),
         };
         std::thread::Builder::new()
             .name("toolgate-audit".into())
@@ -101,11 +121,20 @@ impl State {
             store: Mutex::new(store),
             audit,
             writer,
+            room,
             dropped,
             waited: AtomicU64::new(0),
             health,
             wakeups: Wakeups::default(),
+            #[cfg(test)]
+            pause,
         })
+    }
+
+    /// Stalls the writer before its next write (`true`) or lets it go on, as a disk that hangs and recovers would.
+    #[cfg(test)]
+    pub(crate) fn stall_writer(&self, on: bool) {
+        self.pause.set(on);
     }
 
     pub fn namespace(&self) -> &Namespace {
@@ -142,25 +171,32 @@ impl State {
     }
 
     fn queue(&self, record: Record) {
-        let record = match self.writer.try_send(record) {
-            Ok(()) => return,
-            Err(TrySendError::Full(record)) => record,
-            Err(TrySendError::Disconnected(_)) => return self.writer_gone(),
-        };
-        // Backpressure: the caller waits for room rather than a record being lost. On a multi-threaded runtime the
-        // wait moves this worker's other tasks elsewhere first.
-        let n = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
-        if n == 1 || n % 1000 == 0 {
-            tracing::warn!("audit writer is behind; {n} records waited for room so far");
-        }
-        let send = || self.writer.send(record);
-        let sent = match tokio::runtime::Handle::try_current() {
+        // Backpressure: the caller waits for room (bounded) rather than a record being lost. On a multi-threaded
+        // runtime the wait moves this worker's other tasks elsewhere first.
+        let take = || self.room.take();
+        let taken = match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(send)
+                tokio::task::block_in_place(take)
             }
-            _ => send(),
+            _ => take(),
         };
-        if sent.is_err() {
+        match taken {
+            Taken::AtOnce => {}
+            Taken::Waited => {
+                let n = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
+                if n == 1 || n % 1000 == 0 {
+                    tracing::warn!("audit writer is behind; {n} records waited for room so far");
+                }
+            }
+            Taken::Stalled => {
+                self.waited.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    "{}; calls are refused until it catches up (no record is dropped)",
+                    self.audit_problem().unwrap_or_default()
+                );
+            }
+        }
+        if self.writer.send(record).is_err() {
             self.writer_gone();
         }
     }
@@ -298,179 +334,5 @@ pub fn state_root() -> Result<PathBuf, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use audit::{EventKind, ProblemKind};
-    use std::time::{Duration, Instant};
-
-    fn open(dir: &tempfile::TempDir, capacity: usize) -> State {
-        let ws = dir.path().join("ws");
-        std::fs::create_dir_all(&ws).unwrap();
-        State::open_with_capacity(&dir.path().join("state"), &ws, capacity).unwrap()
-    }
-
-    fn event(i: usize) -> AuditEvent {
-        AuditEvent::new(EventKind::Decision, i as i64, &format!("t{i}"))
-    }
-
-    fn lines(state: &State) -> Vec<String> {
-        std::fs::read_to_string(state.audit_log().path())
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    fn cut_to(state: &State, keep: usize) {
-        let text: String = lines(state)[..keep]
-            .iter()
-            .map(|l| format!("{l}\n"))
-            .collect();
-        std::fs::write(state.audit_log().path(), text).unwrap();
-    }
-
-    /// The writer clears or sets the problem on its own schedule; wait for it, boundedly.
-    fn eventually(state: &State, want_problem: bool) -> Option<String> {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let p = state.audit_problem();
-            if p.is_some() == want_problem || Instant::now() > deadline {
-                return p;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    #[test]
-    fn audit_flood_past_the_queue_waits_instead_of_dropping() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = open(&dir, 4);
-        for i in 0..2_000 {
-            state.audit(&event(i));
-        }
-        state.flush();
-        assert_eq!(lines(&state).len(), 2_000, "every record is written");
-        assert_eq!(state.audit_failures(), 0);
-        assert!(state.verify_audit().unwrap().is_ok());
-    }
-
-    #[test]
-    fn truncated_audit_log_is_caught_at_start_and_by_verify() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = open(&dir, 16);
-        for i in 0..3 {
-            state.audit(&event(i));
-        }
-        state.flush();
-        assert_eq!(state.audit_problem(), None);
-        cut_to(&state, 1);
-        drop(state);
-        let state = open(&dir, 16);
-        let problem = state.audit_problem().expect("refused from the start");
-        assert!(problem.contains("sequence 3 was written"), "{problem}");
-        let report = state.verify_audit().unwrap();
-        assert_eq!(
-            report.problem.unwrap().kind,
-            ProblemKind::Truncated {
-                witnessed: 3,
-                last: 1
-            }
-        );
-    }
-
-    #[test]
-    fn torn_audit_tail_refuses_calls_until_recovered() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = open(&dir, 16);
-        state.audit(&event(0));
-        state.flush();
-        let log_path = state.audit_log().path().to_path_buf();
-        drop(state);
-        let mut text = std::fs::read_to_string(&log_path).unwrap();
-        text.push_str("{\"kind\":\"exec"); // a crash mid-write
-        std::fs::write(&log_path, text).unwrap();
-        let state = open(&dir, 16);
-        assert!(state.audit_problem().is_some(), "a torn tail stops calls");
-        let recovery = state.recover_audit().unwrap().expect("recovered");
-        assert_eq!(recovery.anchor.next_seq, 2);
-        assert_eq!(eventually(&state, false), None, "calls resume");
-        state.audit(&event(1));
-        state.flush();
-        assert!(state.verify_audit().unwrap().is_ok());
-    }
-
-    #[test]
-    fn audit_write_failure_while_running_holds_the_record_and_refuses_until_repaired() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = open(&dir, 16);
-        for i in 0..3 {
-            state.audit(&event(i));
-        }
-        state.flush();
-        cut_to(&state, 2);
-        state.audit(&event(3));
-        let problem = eventually(&state, true).expect("the failed write is published");
-        assert!(problem.contains("audit write failed"), "{problem}");
-        state.recover_audit().unwrap().expect("recovered");
-        assert_eq!(eventually(&state, false), None);
-        state.flush();
-        // The record that could not be written at first is down now, after the recovery anchor.
-        let all = lines(&state);
-        assert_eq!(all.len(), 2, "{all:?}");
-        assert!(all[1].contains("\"trace_id\":\"t3\""), "{all:?}");
-        assert!(state.verify_audit().unwrap().is_ok());
-    }
-
-    #[test]
-    fn log_pruned_before_the_witness_existed_is_adopted_not_reported_as_forged() {
-        let dir = tempfile::tempdir().unwrap();
-        let log_path = {
-            let state = open(&dir, 16);
-            state.audit_log().path().to_path_buf()
-        };
-        // Written and pruned by the library alone, as an older version did: no witness recorded.
-        let log = AuditLog::new(log_path.parent().unwrap());
-        for i in 0..4 {
-            log.record(&event(i)).unwrap();
-        }
-        log.prune_keep_last(2, PruneMode::Apply, 1).unwrap();
-        // A state database that never saw a head adopts the verified log, anchor included; without that, the
-        // first new record would make the old anchor look forged.
-        let state = open(&dir, 16);
-        let report = state.verify_audit().unwrap();
-        assert!(report.is_ok(), "{report}");
-        state.audit(&event(9));
-        state.flush();
-        let report = state.verify_audit().unwrap();
-        assert!(
-            report.is_ok() && report.anchored && report.events == 3,
-            "{report}"
-        );
-    }
-
-    /// The wait for room works on both runtime flavours, from inside a task.
-    async fn flood_from_a_task() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = Arc::new(open(&dir, 2));
-        let s = Arc::clone(&state);
-        tokio::spawn(async move {
-            for i in 0..300 {
-                s.audit(&event(i));
-            }
-        })
-        .await
-        .unwrap();
-        state.flush();
-        assert_eq!(lines(&state).len(), 300);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn audit_flood_waits_on_a_multi_threaded_runtime() {
-        flood_from_a_task().await;
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn audit_flood_waits_on_a_current_thread_runtime() {
-        flood_from_a_task().await;
-    }
-}
+#[path = "state_tests.rs"]
+mod tests;

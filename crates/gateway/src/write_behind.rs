@@ -5,13 +5,18 @@
 //! refused while it lasts, and the thread stops taking new records once it holds a full queue's worth, so
 //! producers wait (backpressure) instead of records being lost. Every audit batch written moves the witnessed head
 //! in the state database forward. Reporting events are metrics, not evidence: a failed commit is counted.
+//!
+//! Producers wait for room (`Room`) at most a bounded time. A writer that takes nothing for that long (a disk that
+//! hangs, a log locked by another process) is declared stalled: the record that waited is still queued, never
+//! dropped, `Health` refuses calls until the writer has caught up, and records of calls already running are queued
+//! without waiting (there are at most as many as calls in flight, since new calls are refused).
 //! This module does not decide what to record (see `record`) nor refuse calls (the gateway reads `Health`).
 
 use audit::{AuditEvent, AuditLog, Head};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 use store::{AuditHead, ReportEvent, Store, Timestamp};
 
 /// Records written per batch at most.
@@ -33,17 +38,24 @@ pub(crate) struct Health {
     /// Read on every call; the message behind it only when it is set.
     failing: AtomicBool,
     problem: Mutex<Option<String>>,
+    /// Set by `Room` while the writer is stalled; independent of `problem`, which the writer sets and clears.
+    stalled: AtomicBool,
+    stall: Mutex<Option<String>>,
 }
 
 impl Health {
+    /// A failed write names its cause, so it comes before the stall it leads to.
     pub(crate) fn problem(&self) -> Option<String> {
-        if !self.failing.load(Ordering::Acquire) {
-            return None;
+        if self.failing.load(Ordering::Acquire) {
+            let problem = self.problem.lock().unwrap_or_else(|p| p.into_inner());
+            if problem.is_some() {
+                return problem.clone();
+            }
         }
-        self.problem
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        if self.stalled.load(Ordering::Acquire) {
+            return self.stall.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        }
+        None
     }
 
     /// Records a problem; true when it is new (so it is logged once, not once per retry).
@@ -62,6 +74,93 @@ impl Health {
     }
 }
 
+/// Places for records between the producers and the writer. The channel itself is unbounded; this is what bounds
+/// it: a producer takes a place before sending and the writer gives places back as it takes records.
+#[derive(Debug)]
+pub(crate) struct Room {
+    capacity: usize,
+    /// How long a producer waits for a place before the writer is declared stalled.
+    wait: Duration,
+    queued: Mutex<usize>,
+    freed: Condvar,
+    health: Arc<Health>,
+}
+
+/// How a producer got its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// There was room.
+    AtOnce,
+    /// The producer waited for room, and got it within the bound.
+    Waited,
+    /// The bound ran out: the record is queued all the same and calls are refused until the writer catches up.
+    Stalled,
+}
+
+impl Room {
+    pub(crate) fn new(capacity: usize, wait: Duration, health: Arc<Health>) -> Self {
+        Self {
+            capacity,
+            wait,
+            queued: Mutex::new(0),
+            freed: Condvar::new(),
+            health,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.queued.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes a place for one record: at once while there is room (or while the writer is known stalled, so the
+    /// calls already running are not each held for the whole bound), else after waiting at most `wait`. When the
+    /// wait runs out the place is taken anyway, so the record is kept, and the writer is declared stalled.
+    pub(crate) fn take(&self) -> Taken {
+        let mut queued = self.lock();
+        if *queued < self.capacity || self.health.stalled.load(Ordering::Acquire) {
+            *queued += 1;
+            return Taken::AtOnce;
+        }
+        let deadline = Instant::now() + self.wait;
+        while *queued >= self.capacity && !self.health.stalled.load(Ordering::Acquire) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let stall = format!(
+                    "the audit writer took no record for {} ms with {} records queued (stalled)",
+                    self.wait.as_millis(),
+                    *queued
+                );
+                *self.health.stall.lock().unwrap_or_else(|p| p.into_inner()) = Some(stall);
+                self.health.stalled.store(true, Ordering::Release);
+                *queued += 1;
+                return Taken::Stalled;
+            }
+            queued = self
+                .freed
+                .wait_timeout(queued, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        *queued += 1;
+        Taken::Waited
+    }
+
+    /// The writer took `n` records. Once the queue is below its capacity again a stall is over.
+    fn release(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let mut queued = self.lock();
+        *queued = queued.saturating_sub(n);
+        if *queued < self.capacity {
+            if self.health.stalled.swap(false, Ordering::AcqRel) {
+                tracing::warn!("the audit writer caught up; calls resume");
+            }
+            self.freed.notify_all();
+        }
+    }
+}
+
 pub(crate) struct Writer {
     pub log: Arc<AuditLog>,
     pub store: Store,
@@ -72,6 +171,30 @@ pub(crate) struct Writer {
     pub expected: Option<Head>,
     /// Most audit events held while the log cannot be written; then producers wait.
     pub capacity: usize,
+    pub room: Arc<Room>,
+    /// Set by a test to stall the writer before it writes, as a disk that hangs would.
+    #[cfg(test)]
+    pub pause: Pause,
+}
+
+/// A test's switch that stalls the writer before each write while it is on.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub(crate) struct Pause(Arc<(Mutex<bool>, Condvar)>);
+
+#[cfg(test)]
+impl Pause {
+    pub(crate) fn set(&self, on: bool) {
+        *self.0 .0.lock().unwrap_or_else(|p| p.into_inner()) = on;
+        self.0 .1.notify_all();
+    }
+
+    fn wait_off(&self) {
+        let mut on = self.0 .0.lock().unwrap_or_else(|p| p.into_inner());
+        while *on {
+            on = self.0 .1.wait(on).unwrap_or_else(|p| p.into_inner());
+        }
+    }
 }
 
 impl Writer {
@@ -94,16 +217,25 @@ impl Writer {
                     }
                 };
                 let mut reports = Vec::new();
+                // Records that held a place in `Room` (flushes do not).
+                let mut taken = 0;
                 let mut next = first;
                 while let Some(record) = next {
                     match record {
-                        Record::Audit(e) => held.push(*e),
-                        Record::Report(e) => reports.push(*e),
+                        Record::Audit(e) => {
+                            held.push(*e);
+                            taken += 1;
+                        }
+                        Record::Report(e) => {
+                            reports.push(*e);
+                            taken += 1;
+                        }
                         Record::Flush(done) => flushes.push(done),
                     }
-                    let room = held.len() < self.capacity && held.len() + reports.len() < BATCH;
+                    let room = held.len() < self.capacity && taken < BATCH;
                     next = if room { queue.try_recv().ok() } else { None };
                 }
+                self.room.release(taken);
                 self.reports(&reports);
             } else {
                 std::thread::sleep(RETRY);
@@ -131,6 +263,8 @@ impl Writer {
 
     /// Writes the held events; true when they are down.
     fn append(&mut self, held: &[AuditEvent]) -> bool {
+        #[cfg(test)]
+        self.pause.wait_off();
         match self.log.append_checked(held, self.expected.as_ref()) {
             Ok(head) => {
                 let witnessed = AuditHead {

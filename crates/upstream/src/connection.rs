@@ -46,12 +46,13 @@ pub enum Event {
     StatusChanged { server: String },
 }
 
-/// Decides, while a progress notification is read, where it goes: the client's outbox and the client's own
-/// token. Delivering it from the reader keeps it ahead of the response that follows it on the same stdout; a
-/// detour through the event loop could let the response overtake it, and clients drop progress that arrives
-/// after the result.
+/// Delivers, while a progress notification is read, to the client that owns its token. Delivering it from the
+/// reader keeps it ahead of the response that follows it on the same stdout; a detour through the event loop could
+/// let the response overtake it, and clients drop progress that arrives after the result. It must not wait: the
+/// reader serves every client of this upstream, so one client that does not read must not stall it.
 pub trait ProgressRoutes: Send + Sync {
-    fn route(&self, token: &Value) -> Option<(mpsc::Sender<Value>, Value)>;
+    /// `params` as the upstream sent them (with toolgate's token); false when no client owns the token.
+    fn deliver(&self, params: &Value) -> bool;
 }
 
 /// Where a connection delivers what it reads.
@@ -339,24 +340,18 @@ impl Connection {
                     .await;
             }
             Message::Notification { method, params } if method == "notifications/progress" => {
-                let token = params.as_ref().and_then(|p| p.get("progressToken"));
-                match (
-                    token.and_then(|t| sinks.progress.as_ref()?.route(t)),
-                    params.clone(),
-                ) {
-                    (Some((outbox, client_token)), Some(mut p)) => {
-                        p["progressToken"] = client_token;
-                        let _ = outbox.send(notification(&method, Some(p))).await;
-                    }
-                    _ => {
-                        let _ = events
-                            .send(Event::Notification {
-                                server,
-                                method,
-                                params,
-                            })
-                            .await;
-                    }
+                let delivered = match (&sinks.progress, &params) {
+                    (Some(routes), Some(p)) => routes.deliver(p),
+                    _ => false,
+                };
+                if !delivered {
+                    let _ = events
+                        .send(Event::Notification {
+                            server,
+                            method,
+                            params,
+                        })
+                        .await;
                 }
             }
             Message::Notification { method, params } => {

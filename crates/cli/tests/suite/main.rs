@@ -14,6 +14,7 @@ mod clients;
 mod config_errors;
 mod demo;
 mod eras;
+mod flood;
 mod forwarding;
 mod framing;
 mod hooks;
