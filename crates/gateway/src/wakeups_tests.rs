@@ -61,7 +61,7 @@ impl Fixture {
             Arc::new(guard),
             Some(Arc::clone(&self.state)),
         );
-        let (out, _client) = tokio::sync::mpsc::channel(16);
+        let (out, _client) = crate::outbox::Outbox::new(1 << 20);
         let session = Session::new(Arc::clone(&gw), out);
         (gw, session)
     }
