@@ -168,6 +168,7 @@ pub fn observe(
         .map(|(name, def, first_use)| PinObservation {
             name,
             definition: def,
+            sha256: None,
             first_use: *first_use,
         })
         .collect();
