@@ -25,6 +25,7 @@ mod intrinsics;
 mod methods;
 mod names;
 mod pins;
+mod rebuild;
 mod record;
 
 mod session;
