@@ -214,13 +214,26 @@ impl Aggregate {
                 }
             }
         }
-        let mut claimants: HashMap<String, Vec<String>> = HashMap::new();
-        for c in &claims {
-            claimants
-                .entry(c.exposed.clone())
-                .or_default()
-                .push(format!("{kind} {:?} of server {}", c.original, c.server));
+        // Indices of the claims of each exposed name; the text naming them is written only for a shared name.
+        let mut claimants: HashMap<&str, Vec<usize>> = HashMap::with_capacity(claims.len());
+        for (i, c) in claims.iter().enumerate() {
+            claimants.entry(c.exposed.as_str()).or_default().push(i);
         }
+        let shared: HashMap<String, String> = claimants
+            .values()
+            .filter(|ids| ids.len() > 1)
+            .map(|ids| {
+                let names: Vec<String> = ids
+                    .iter()
+                    .map(|&i| {
+                        let c = &claims[i];
+                        format!("{kind} {:?} of server {}", c.original, c.server)
+                    })
+                    .collect();
+                (claims[ids[0]].exposed.clone(), names.join(" and "))
+            })
+            .collect();
+        drop(claimants);
         let hint = if layout.naming.prefix {
             "rename a server"
         } else {
@@ -228,23 +241,18 @@ impl Aggregate {
         };
         let mut out = Vec::new();
         for c in claims {
-            let sources = claimants
-                .get(&c.exposed)
-                .map(Vec::as_slice)
-                .unwrap_or_default();
             let why = if reserved.contains(&c.exposed) {
                 Some(format!(
                     "the exposed name {:?} is toolgate's own tool",
                     c.exposed
                 ))
-            } else if sources.len() > 1 {
-                Some(format!(
-                    "the exposed name {:?} would mean {}; {hint}",
-                    c.exposed,
-                    sources.join(" and ")
-                ))
             } else {
-                None
+                shared.get(&c.exposed).map(|sources| {
+                    format!(
+                        "the exposed name {:?} would mean {sources}; {hint}",
+                        c.exposed
+                    )
+                })
             };
             if let Some(reason) = why {
                 self.hold(c.server, kind, c.original, reason);
@@ -345,9 +353,28 @@ fn route(claim: &Claim) -> Route {
     }
 }
 
-/// Bytes `item` takes in a page: its JSON plus the comma that separates it from the next.
+/// Bytes `item` takes in a page: its JSON plus the comma that separates it from the next. Counted as written,
+/// not collected: a large catalog is sized on every rebuild.
 fn size_of(item: &Value) -> usize {
-    serde_json::to_vec(item).map_or(usize::MAX, |v| v.len() + 1)
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, item) {
+        Ok(()) => count.0.saturating_add(1),
+        Err(_) => usize::MAX,
+    }
+}
+
+/// A writer that only counts bytes.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What toolgate offers follows from what its upstreams offer. `listChanged` is always on for what exists,

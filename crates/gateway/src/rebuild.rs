@@ -14,6 +14,7 @@ use crate::session::ListKind;
 use crate::state::State;
 use serde_json::Value;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 use upstream::Upstream;
 
 /// What one build reads besides the upstream catalogs; owned, so a build can run on another thread.
@@ -63,6 +64,8 @@ impl Merged {
     /// changed. Blocking: the gateway calls it on a blocking thread.
     pub(crate) fn rebuild(&self, inputs: &Inputs) -> Vec<ListKind> {
         let mut cache = self.building.lock().unwrap_or_else(|p| p.into_inner());
+        // Timed at debug level: how long each stage of a build takes is what a slow list is diagnosed with.
+        let started = Instant::now();
         let catalogs: Vec<_> = inputs
             .upstreams
             .iter()
@@ -71,12 +74,14 @@ impl Merged {
         let pins = cache.observe(inputs.state.as_ref(), &catalogs, inputs.hold_new_tools);
         // Held or flagged prompts, resources and instructions never reach the merged catalog.
         let catalogs = crate::pins::withhold(&catalogs, &pins);
+        let pinned = started.elapsed();
         let layout = Layout {
             naming: &inputs.naming,
             max_item_bytes: inputs.max_item_bytes,
             awaiting: inputs.upstreams.iter().any(|u| !u.is_settled()),
         };
         let next = Arc::new(Aggregate::build(&catalogs, &inputs.own_tools, &layout));
+        let merged = started.elapsed();
         let pins = Arc::new(pins);
         let changed = {
             let current = self.aggregate();
@@ -94,6 +99,13 @@ impl Merged {
         };
         // Worked out here, off the event loop, so the first page of a large list does not pay for it.
         let indices = shown(&inputs.guard, inputs.quarantine_asks, &next, &pins);
+        tracing::debug!(
+            tools = next.tools.len(),
+            pins_ms = pinned.as_millis(),
+            merge_ms = (merged - pinned).as_millis(),
+            total_ms = started.elapsed().as_millis(),
+            "merged catalog built"
+        );
         *self.pins.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&pins);
         *self.aggregate.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&next);
         *self.visible.lock().unwrap_or_else(|p| p.into_inner()) = Some(VisibleTools {

@@ -60,7 +60,9 @@ impl PinCache {
         catalogs: &[(String, Arc<Catalog>)],
         hold_new: bool,
     ) -> PinView {
+        let started = std::time::Instant::now();
         let lookalikes = self.lookalikes(catalogs);
+        let looked = started.elapsed();
         let mut previous = std::mem::take(&mut self.servers);
         // A server that has not answered yet has an empty catalog: pinning that would mark it as listed and hold
         // its whole real catalog later.
@@ -72,9 +74,16 @@ impl PinCache {
                 (server.as_str(), s, same)
             })
             .collect();
+        let inspected = started.elapsed();
         if let Some(state) = state {
             self.generation = check_pins(state, &mut seen, self.generation, hold_new);
         }
+        tracing::debug!(
+            lookalike_ms = looked.as_millis(),
+            inspect_ms = (inspected - looked).as_millis(),
+            store_ms = (started.elapsed() - inspected).as_millis(),
+            "pin pass"
+        );
         let mut view = PinView::new();
         for (key, flag) in lookalikes {
             add_flag(&mut view, &key, &flag);
