@@ -77,6 +77,8 @@ pub struct Aggregate {
     pub instructions: Option<String>,
     /// What is not served, in config order of its server.
     pub held: Vec<Held>,
+    /// The catalogs this was built from, so the next build can reuse what it made of those that did not change.
+    sources: Vec<(String, Arc<Catalog>)>,
 }
 
 /// One upstream tool or prompt that passed the per-server checks and now claims an exposed name.
@@ -85,6 +87,8 @@ struct Claim<'a> {
     original: &'a str,
     exposed: String,
     def: &'a Value,
+    /// Its catalog is the very one the previous aggregate was built from.
+    same_source: bool,
 }
 
 impl Aggregate {
@@ -94,7 +98,21 @@ impl Aggregate {
         own_tools: &[Value],
         layout: &Layout,
     ) -> Self {
-        let mut agg = Aggregate::default();
+        Self::build_after(catalogs, own_tools, layout, &Aggregate::default())
+    }
+
+    /// `build`, reusing the renamed definitions and sizes `previous` (built with the same layout) made of
+    /// catalogs that did not change: a rebuild caused by one small server does not re-serialise a large one.
+    pub(crate) fn build_after(
+        catalogs: &[(String, Arc<Catalog>)],
+        own_tools: &[Value],
+        layout: &Layout,
+        previous: &Aggregate,
+    ) -> Self {
+        let mut agg = Aggregate {
+            sources: catalogs.to_vec(),
+            ..Aggregate::default()
+        };
         let mut own_names = Vec::new();
         for tool in own_tools {
             let name = tool
@@ -109,7 +127,14 @@ impl Aggregate {
             agg.tools.push(tool.clone());
             own_names.push(name);
         }
-        let tools = agg.claims(catalogs, "tool", |c| &c.tools, &own_names, layout);
+        let tools = agg.claims(
+            catalogs,
+            "tool",
+            |c| &c.tools,
+            &own_names,
+            layout,
+            Some(previous),
+        );
         for (claim, def, size) in tools {
             agg.tool_index
                 .insert(claim.exposed.clone(), agg.tools.len());
@@ -120,7 +145,7 @@ impl Aggregate {
             let r = route(&claim);
             agg.tool_routes.insert(claim.exposed, r);
         }
-        let prompts = agg.claims(catalogs, "prompt", |c| &c.prompts, &[], layout);
+        let prompts = agg.claims(catalogs, "prompt", |c| &c.prompts, &[], layout, None);
         for (claim, def, size) in prompts {
             agg.prompt_sizes.push(size);
             agg.prompts.push(def);
@@ -169,7 +194,8 @@ impl Aggregate {
     }
 
     /// The tools (or prompts) of every catalog that may be served under their exposed names, in config order,
-    /// with their renamed definitions and sizes; everything else goes to `held`.
+    /// with their renamed definitions and sizes; everything else goes to `held`. With `previous` (the tools of
+    /// the previous aggregate), a definition from an unchanged catalog is taken from it as it was made there.
     fn claims<'a>(
         &mut self,
         catalogs: &'a [(String, Arc<Catalog>)],
@@ -177,9 +203,15 @@ impl Aggregate {
         list: fn(&Catalog) -> &Vec<Value>,
         reserved: &[String],
         layout: &Layout,
+        previous: Option<&Aggregate>,
     ) -> Vec<(Claim<'a>, Value, usize)> {
         let mut claims = Vec::new();
         for (server, catalog) in catalogs {
+            let same_source = previous.is_some_and(|p| {
+                p.sources
+                    .iter()
+                    .any(|(s, c)| s == server && Arc::ptr_eq(c, catalog))
+            });
             let items = list(catalog);
             let mut listed: HashMap<&str, usize> = HashMap::new();
             for item in items {
@@ -210,6 +242,7 @@ impl Aggregate {
                             layout.naming.prefix,
                         ),
                         def: item,
+                        same_source,
                     }),
                 }
             }
@@ -258,6 +291,10 @@ impl Aggregate {
                 self.hold(c.server, kind, c.original, reason);
                 continue;
             }
+            if let Some((def, size)) = previous.and_then(|p| p.reused(&c)) {
+                out.push((c, def, size));
+                continue;
+            }
             let mut def = c.def.clone();
             def["name"] = Value::String(c.exposed.clone());
             if let Some(size) = self.fits(c.server, kind, c.original, &def, layout) {
@@ -265,6 +302,20 @@ impl Aggregate {
             }
         }
         out
+    }
+
+    /// The renamed definition and size of `c` in this aggregate, when `c` comes from the catalog this was built
+    /// from and this served it under the same name.
+    fn reused(&self, c: &Claim) -> Option<(Value, usize)> {
+        if !c.same_source {
+            return None;
+        }
+        let i = *self.tool_index.get(&c.exposed)?;
+        let (server, name) = self.tool_owners.get(i)?;
+        if server != c.server || name != c.original {
+            return None;
+        }
+        Some((self.tools.get(i)?.clone(), *self.tool_sizes.get(i)?))
     }
 
     /// The serialised size of `def` when it fits in a list page; else it is held and `None`.

@@ -80,11 +80,16 @@ impl Merged {
             max_item_bytes: inputs.max_item_bytes,
             awaiting: inputs.upstreams.iter().any(|u| !u.is_settled()),
         };
-        let next = Arc::new(Aggregate::build(&catalogs, &inputs.own_tools, &layout));
+        let current = self.aggregate();
+        let next = Arc::new(Aggregate::build_after(
+            &catalogs,
+            &inputs.own_tools,
+            &layout,
+            &current,
+        ));
         let merged = started.elapsed();
         let pins = Arc::new(pins);
         let changed = {
-            let current = self.aggregate();
             let mut changed = Vec::new();
             if current.tools != next.tools {
                 changed.push(ListKind::Tools);
