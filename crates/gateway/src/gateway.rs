@@ -166,6 +166,8 @@ impl Gateway {
             .get_or_init(|| async {
                 self.wait_settled(self.opts.first_list_wait, false).await;
                 self.rebuild().await;
+                // From here on a list may be served, so later rebuilds announce what they change.
+                self.merged.mark_listed();
             })
             .await;
     }
@@ -390,13 +392,10 @@ impl Gateway {
     async fn on_event(&self, event: Event) {
         match event {
             Event::CatalogChanged { server } => {
+                // Empty until the first list has waited for the starting upstreams: nobody holds a list that could
+                // be stale. After it, sessions learn of every change, including servers that arrive late.
                 let changed = self.rebuild().await;
                 tracing::debug!(server, "merged catalog rebuilt");
-                // Until the first list has waited for the starting upstreams, nobody holds a list that could be
-                // stale. After it, sessions learn of every change, including servers that arrive late.
-                if !self.first_list.initialized() {
-                    return;
-                }
                 for session in self.live_sessions() {
                     for kind in &changed {
                         session.list_changed(*kind).await;

@@ -13,6 +13,7 @@ use crate::pins::{PinCache, PinView};
 use crate::session::ListKind;
 use crate::state::State;
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 use upstream::Upstream;
@@ -42,6 +43,8 @@ pub(crate) struct Merged {
     building: Mutex<PinCache>,
     /// Which tools of the current aggregate the policy shows, computed once per aggregate and pin view.
     visible: Mutex<Option<VisibleTools>>,
+    /// A list may have been served (set once the first list has waited for the starting upstreams).
+    listed: AtomicBool,
 }
 
 /// The indices of the visible entries of one aggregate's `tools` under one pin view.
@@ -60,8 +63,15 @@ impl Merged {
         Arc::clone(&self.pins.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// From now on a list may be served from what is published; set before the first one is.
+    pub(crate) fn mark_listed(&self) {
+        self.listed.store(true, Ordering::SeqCst);
+    }
+
     /// Builds the merged catalog from the upstreams' current catalogs and publishes it; returns which lists
-    /// changed. Blocking: the gateway calls it on a blocking thread.
+    /// changed, or nothing when no list can have been served before it was published (whether one was is read
+    /// right after publishing: read later, a build that finished before the first list would announce a change
+    /// nobody could have missed). Blocking: the gateway calls it on a blocking thread.
     pub(crate) fn rebuild(&self, inputs: &Inputs) -> Vec<ListKind> {
         let mut cache = self.building.lock().unwrap_or_else(|p| p.into_inner());
         // Timed at debug level: how long each stage of a build takes is what a slow list is diagnosed with.
@@ -118,7 +128,11 @@ impl Merged {
             pins,
             indices,
         });
-        changed
+        if self.listed.load(Ordering::SeqCst) {
+            changed
+        } else {
+            Vec::new()
+        }
     }
 
     /// The aggregate and which of its tools the policy shows (indices into `tools`), cached until either the
@@ -162,4 +176,45 @@ fn shown(
             .map(|(i, _)| i)
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn inputs(own_tools: Vec<Value>) -> Inputs {
+        let dir = tempfile::tempdir().unwrap();
+        let guard = Guard::load(&config::Config::empty(), dir.path()).unwrap();
+        Inputs {
+            upstreams: Vec::new(),
+            state: None,
+            guard: Arc::new(guard),
+            naming: Naming {
+                separator: "__".into(),
+                prefix: false,
+            },
+            max_item_bytes: 1 << 20,
+            hold_new_tools: true,
+            quarantine_asks: false,
+            own_tools,
+        }
+    }
+
+    /// A build on a blocking thread may finish just before the first list is served; announcing its change then
+    /// sent a client a `list_changed` for a list it never held, which it took for a later change.
+    #[test]
+    fn build_published_before_the_first_list_announces_nothing() {
+        let merged = Merged::default();
+        let changed = merged.rebuild(&inputs(vec![json!({"name": "a"})]));
+        assert_eq!(changed, Vec::<ListKind>::new());
+        merged.mark_listed();
+        let changed = merged.rebuild(&inputs(vec![json!({"name": "a"}), json!({"name": "b"})]));
+        assert_eq!(changed, vec![ListKind::Tools]);
+        assert_eq!(
+            merged.aggregate().tools.len(),
+            2,
+            "published before it returned"
+        );
+    }
 }
