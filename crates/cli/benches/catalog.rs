@@ -3,8 +3,8 @@
 //! later walk takes once everything is loaded. A second run adds a silent upstream that never answers, to show
 //! it delays neither `initialize` nor the other server's tools.
 //!
-//! Run: `cargo bench -p toolgate --bench catalog` (optional: `-- --tools 50000`, and `--no-state` to serve without
-//! a state directory, which leaves out pinning every tool definition in the store).
+//! Run: `cargo bench -p toolgate --bench catalog` (optional: `-- --tools 50000`). `serve` always has state (it
+//! refuses to start without), so every run pins every definition in the store.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -35,22 +35,15 @@ async fn walk(client: &StdioClient) -> (usize, usize) {
     }
 }
 
-async fn run(dir: &Path, tools: usize, silent: bool, stateless: bool) {
+async fn run(dir: &Path, tools: usize, silent: bool) {
     let mut servers = json!({"big": {"command": toolgate(),
         "args": ["fixture-server", "--tools", tools.to_string(), "--page-size", "5000"]}});
     if silent {
         servers["mute"] = json!({"command": toolgate(), "args": ["fixture-server", "--silent"]});
     }
     let state = dir.join(if silent { "state-silent" } else { "state" });
-    let mut body = json!({"mcpServers": servers, "permissions": {"default": "allow"}});
-    if !stateless {
-        body["stateDir"] = json!(state);
-        body["workspace"] = json!(dir.join("ws"));
-    }
-    // Without a workspace, a state directory that cannot be created turns state off (approvals refused).
-    let blocked = dir.join("not-a-directory");
-    std::fs::write(&blocked, b"").unwrap();
-    let blocked = blocked.join("state");
+    let body = json!({"mcpServers": servers, "permissions": {"default": "allow"},
+        "stateDir": state, "workspace": dir.join("ws")});
     let config = dir.join("catalog.json");
     std::fs::write(&config, body.to_string()).unwrap();
     let config = config.to_str().unwrap().to_owned();
@@ -59,7 +52,7 @@ async fn run(dir: &Path, tools: usize, silent: bool, stateless: bool) {
     let mut client = StdioClient::spawn(
         &toolgate(),
         &["serve", "--config", &config],
-        &[("TOOLGATE_STATE_DIR", blocked.to_str().unwrap())],
+        &[],
         HashMap::new(),
     )
     .unwrap();
@@ -116,8 +109,7 @@ fn main() {
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("ws")).unwrap();
-        let stateless = std::env::args().any(|a| a == "--no-state");
-        run(dir.path(), tools, false, stateless).await;
-        run(dir.path(), tools, true, stateless).await;
+        run(dir.path(), tools, false).await;
+        run(dir.path(), tools, true).await;
     });
 }

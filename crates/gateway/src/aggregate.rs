@@ -77,6 +77,8 @@ pub struct Aggregate {
     pub instructions: Option<String>,
     /// What is not served, in config order of its server.
     pub held: Vec<Held>,
+    /// The catalogs this was built from, so the next build can reuse what it made of those that did not change.
+    sources: Vec<(String, Arc<Catalog>)>,
 }
 
 /// One upstream tool or prompt that passed the per-server checks and now claims an exposed name.
@@ -85,6 +87,8 @@ struct Claim<'a> {
     original: &'a str,
     exposed: String,
     def: &'a Value,
+    /// Its catalog is the very one the previous aggregate was built from.
+    same_source: bool,
 }
 
 impl Aggregate {
@@ -94,7 +98,21 @@ impl Aggregate {
         own_tools: &[Value],
         layout: &Layout,
     ) -> Self {
-        let mut agg = Aggregate::default();
+        Self::build_after(catalogs, own_tools, layout, &Aggregate::default())
+    }
+
+    /// `build`, reusing the renamed definitions and sizes `previous` (built with the same layout) made of
+    /// catalogs that did not change: a rebuild caused by one small server does not re-serialise a large one.
+    pub(crate) fn build_after(
+        catalogs: &[(String, Arc<Catalog>)],
+        own_tools: &[Value],
+        layout: &Layout,
+        previous: &Aggregate,
+    ) -> Self {
+        let mut agg = Aggregate {
+            sources: catalogs.to_vec(),
+            ..Aggregate::default()
+        };
         let mut own_names = Vec::new();
         for tool in own_tools {
             let name = tool
@@ -109,7 +127,14 @@ impl Aggregate {
             agg.tools.push(tool.clone());
             own_names.push(name);
         }
-        let tools = agg.claims(catalogs, "tool", |c| &c.tools, &own_names, layout);
+        let tools = agg.claims(
+            catalogs,
+            "tool",
+            |c| &c.tools,
+            &own_names,
+            layout,
+            Some(previous),
+        );
         for (claim, def, size) in tools {
             agg.tool_index
                 .insert(claim.exposed.clone(), agg.tools.len());
@@ -120,7 +145,7 @@ impl Aggregate {
             let r = route(&claim);
             agg.tool_routes.insert(claim.exposed, r);
         }
-        let prompts = agg.claims(catalogs, "prompt", |c| &c.prompts, &[], layout);
+        let prompts = agg.claims(catalogs, "prompt", |c| &c.prompts, &[], layout, None);
         for (claim, def, size) in prompts {
             agg.prompt_sizes.push(size);
             agg.prompts.push(def);
@@ -169,7 +194,8 @@ impl Aggregate {
     }
 
     /// The tools (or prompts) of every catalog that may be served under their exposed names, in config order,
-    /// with their renamed definitions and sizes; everything else goes to `held`.
+    /// with their renamed definitions and sizes; everything else goes to `held`. With `previous` (the tools of
+    /// the previous aggregate), a definition from an unchanged catalog is taken from it as it was made there.
     fn claims<'a>(
         &mut self,
         catalogs: &'a [(String, Arc<Catalog>)],
@@ -177,9 +203,15 @@ impl Aggregate {
         list: fn(&Catalog) -> &Vec<Value>,
         reserved: &[String],
         layout: &Layout,
+        previous: Option<&Aggregate>,
     ) -> Vec<(Claim<'a>, Value, usize)> {
         let mut claims = Vec::new();
         for (server, catalog) in catalogs {
+            let same_source = previous.is_some_and(|p| {
+                p.sources
+                    .iter()
+                    .any(|(s, c)| s == server && Arc::ptr_eq(c, catalog))
+            });
             let items = list(catalog);
             let mut listed: HashMap<&str, usize> = HashMap::new();
             for item in items {
@@ -210,17 +242,31 @@ impl Aggregate {
                             layout.naming.prefix,
                         ),
                         def: item,
+                        same_source,
                     }),
                 }
             }
         }
-        let mut claimants: HashMap<String, Vec<String>> = HashMap::new();
-        for c in &claims {
-            claimants
-                .entry(c.exposed.clone())
-                .or_default()
-                .push(format!("{kind} {:?} of server {}", c.original, c.server));
+        // Indices of the claims of each exposed name; the text naming them is written only for a shared name.
+        let mut claimants: HashMap<&str, Vec<usize>> = HashMap::with_capacity(claims.len());
+        for (i, c) in claims.iter().enumerate() {
+            claimants.entry(c.exposed.as_str()).or_default().push(i);
         }
+        let shared: HashMap<String, String> = claimants
+            .values()
+            .filter(|ids| ids.len() > 1)
+            .map(|ids| {
+                let names: Vec<String> = ids
+                    .iter()
+                    .map(|&i| {
+                        let c = &claims[i];
+                        format!("{kind} {:?} of server {}", c.original, c.server)
+                    })
+                    .collect();
+                (claims[ids[0]].exposed.clone(), names.join(" and "))
+            })
+            .collect();
+        drop(claimants);
         let hint = if layout.naming.prefix {
             "rename a server"
         } else {
@@ -228,26 +274,25 @@ impl Aggregate {
         };
         let mut out = Vec::new();
         for c in claims {
-            let sources = claimants
-                .get(&c.exposed)
-                .map(Vec::as_slice)
-                .unwrap_or_default();
             let why = if reserved.contains(&c.exposed) {
                 Some(format!(
                     "the exposed name {:?} is toolgate's own tool",
                     c.exposed
                 ))
-            } else if sources.len() > 1 {
-                Some(format!(
-                    "the exposed name {:?} would mean {}; {hint}",
-                    c.exposed,
-                    sources.join(" and ")
-                ))
             } else {
-                None
+                shared.get(&c.exposed).map(|sources| {
+                    format!(
+                        "the exposed name {:?} would mean {sources}; {hint}",
+                        c.exposed
+                    )
+                })
             };
             if let Some(reason) = why {
                 self.hold(c.server, kind, c.original, reason);
+                continue;
+            }
+            if let Some((def, size)) = previous.and_then(|p| p.reused(&c)) {
+                out.push((c, def, size));
                 continue;
             }
             let mut def = c.def.clone();
@@ -257,6 +302,20 @@ impl Aggregate {
             }
         }
         out
+    }
+
+    /// The renamed definition and size of `c` in this aggregate, when `c` comes from the catalog this was built
+    /// from and this served it under the same name.
+    fn reused(&self, c: &Claim) -> Option<(Value, usize)> {
+        if !c.same_source {
+            return None;
+        }
+        let i = *self.tool_index.get(&c.exposed)?;
+        let (server, name) = self.tool_owners.get(i)?;
+        if server != c.server || name != c.original {
+            return None;
+        }
+        Some((self.tools.get(i)?.clone(), *self.tool_sizes.get(i)?))
     }
 
     /// The serialised size of `def` when it fits in a list page; else it is held and `None`.
@@ -345,9 +404,28 @@ fn route(claim: &Claim) -> Route {
     }
 }
 
-/// Bytes `item` takes in a page: its JSON plus the comma that separates it from the next.
+/// Bytes `item` takes in a page: its JSON plus the comma that separates it from the next. Counted as written,
+/// not collected: a large catalog is sized on every rebuild.
 fn size_of(item: &Value) -> usize {
-    serde_json::to_vec(item).map_or(usize::MAX, |v| v.len() + 1)
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, item) {
+        Ok(()) => count.0.saturating_add(1),
+        Err(_) => usize::MAX,
+    }
+}
+
+/// A writer that only counts bytes.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What toolgate offers follows from what its upstreams offer. `listChanged` is always on for what exists,

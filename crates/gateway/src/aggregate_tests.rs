@@ -178,3 +178,45 @@ fn capabilities_offer_every_list_while_an_upstream_is_still_starting() {
                "resources": {"listChanged": true, "subscribe": false}})
     );
 }
+
+/// A rebuild reuses what the previous aggregate made of unchanged catalogs; whatever it reuses, the result is the
+/// one a build from nothing gives: through an unchanged server, a changed definition under the same name, and a
+/// name that another server starts to share.
+#[test]
+fn build_after_a_previous_aggregate_equals_a_build_from_nothing() {
+    let naming = naming(false);
+    let layout = Layout {
+        naming: &naming,
+        max_item_bytes: 1 << 20,
+        awaiting: false,
+    };
+    let big = catalog(&["read", "write", "list"]);
+    let mut changed = (*catalog(&["read", "write", "list"])).clone();
+    changed.tools[1]["x"] = json!(2);
+    let steps: Vec<Vec<(String, Arc<Catalog>)>> = vec![
+        vec![("a".into(), Arc::clone(&big))],
+        vec![
+            ("a".into(), Arc::clone(&big)),
+            ("b".into(), catalog(&["other"])),
+        ],
+        vec![
+            ("a".into(), Arc::new(changed)),
+            ("b".into(), catalog(&["other"])),
+        ],
+        vec![
+            ("a".into(), Arc::clone(&big)),
+            ("b".into(), catalog(&["list"])),
+        ],
+    ];
+    let mut previous = Aggregate::default();
+    for (i, cats) in steps.iter().enumerate() {
+        let after = Aggregate::build_after(cats, &[], &layout, &previous);
+        let fresh = Aggregate::build(cats, &[], &layout);
+        assert_eq!(after.tools, fresh.tools, "step {i}");
+        assert_eq!(after.tool_sizes, fresh.tool_sizes, "step {i}");
+        assert_eq!(after.tool_owners, fresh.tool_owners, "step {i}");
+        assert_eq!(after.held, fresh.held, "step {i}");
+        previous = after;
+    }
+    assert_eq!(previous.tools.len(), 2, "`list` is held on both servers");
+}

@@ -2,14 +2,16 @@
 //! one request (progress tokens). One per process; front ends create sessions on it.
 //!
 //! Concurrency: upstream events arrive on one bounded channel and are handled by one task, in order, so catalog
-//! rebuilds and the `list_changed` notifications they cause never interleave. The `shutdown` token is cancelled
+//! rebuilds and the `list_changed` notifications they cause never interleave. A rebuild runs on a blocking thread
+//! (`rebuild`), so a large catalog stalls neither this task's runtime nor any session. The `shutdown` token is cancelled
 //! by `Gateway::shutdown`, which the binary calls on stdin EOF, SIGINT or SIGTERM.
 
-use crate::aggregate::{Aggregate, Layout, Naming};
+use crate::aggregate::{Aggregate, Naming};
 use crate::cursor::PageLimits;
 use crate::guard::Guard;
 use crate::outbox::Outbox;
 use crate::pins::PinView;
+use crate::rebuild::{Inputs, Merged};
 use crate::session::{ListKind, Session};
 use crate::state::State;
 use crate::status;
@@ -17,7 +19,7 @@ use config::Config;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::{mpsc, OnceCell};
 use tokio_util::sync::CancellationToken;
@@ -89,25 +91,13 @@ pub struct Gateway {
     /// Pre- and post-call hooks, in order (`set_hooks`).
     pub(crate) hooks: crate::hooks::Registry,
     upstreams: Vec<Arc<Upstream>>,
-    aggregate: RwLock<Arc<Aggregate>>,
-    /// Pin and poisoning status of every upstream tool, refreshed with the catalog.
-    pins: RwLock<Arc<PinView>>,
+    /// The merged catalog and pin view, published by each rebuild.
+    merged: Arc<Merged>,
     sessions: Mutex<Vec<Weak<Session>>>,
     progress: Arc<ProgressTable>,
     /// Set once the first list has waited (bounded) for upstreams still starting.
     first_list: OnceCell<()>,
-    /// Held while a merged catalog is built, so two builds never race and the newest catalogs win.
-    rebuilding: Mutex<()>,
-    /// Which tools of the current aggregate the policy shows, computed once per aggregate and pin view.
-    visible: Mutex<Option<VisibleTools>>,
     shutdown: CancellationToken,
-}
-
-/// The indices of the visible entries of one aggregate's `tools` under one pin view.
-struct VisibleTools {
-    aggregate: Arc<Aggregate>,
-    pins: Arc<PinView>,
-    indices: Arc<Vec<usize>>,
 }
 
 impl Gateway {
@@ -148,17 +138,15 @@ impl Gateway {
             builtin,
             hooks: Default::default(),
             upstreams,
-            aggregate: RwLock::new(Arc::new(Aggregate::default())),
-            pins: RwLock::new(Arc::new(PinView::new())),
+            merged: Arc::default(),
             sessions: Mutex::new(Vec::new()),
             progress,
             first_list: OnceCell::new(),
-            rebuilding: Mutex::new(()),
-            visible: Mutex::new(None),
             shutdown: CancellationToken::new(),
         });
-        // What toolgate offers before any upstream has answered: its own tools, and every list kind to come.
-        gw.rebuild();
+        // What toolgate offers before any upstream has answered: its own tools, and every list kind to come (no
+        // upstream catalog yet, so this build is small enough to run here).
+        gw.merged.rebuild(&gw.rebuild_inputs());
         tokio::spawn(Arc::clone(&gw).event_loop(rx));
         gw
     }
@@ -168,7 +156,7 @@ impl Gateway {
     /// upstream that failed is reported by its status, an item that cannot be served by the aggregate's `held`.
     pub async fn ready(&self) {
         self.wait_settled(self.opts.startup_timeout, true).await;
-        self.rebuild();
+        self.rebuild().await;
     }
 
     /// The first list (or call) of the process waits for upstreams still starting, at most `first_list_wait`, so
@@ -178,7 +166,9 @@ impl Gateway {
         self.first_list
             .get_or_init(|| async {
                 self.wait_settled(self.opts.first_list_wait, false).await;
-                self.rebuild();
+                self.rebuild().await;
+                // From here on a list may be served, so later rebuilds announce what they change.
+                self.merged.mark_listed();
             })
             .await;
     }
@@ -201,31 +191,8 @@ impl Gateway {
     /// The aggregate and which of its tools the policy shows (indices into `tools`), cached until either the
     /// aggregate or the pin view is replaced: listing a large catalog page by page must not recompute it.
     pub(crate) fn visible_tools(&self) -> (Arc<Aggregate>, Arc<Vec<usize>>) {
-        let aggregate = self.aggregate();
-        let pins = self.pins();
-        let mut cache = self.visible.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = cache.as_ref() {
-            if Arc::ptr_eq(&c.aggregate, &aggregate) && Arc::ptr_eq(&c.pins, &pins) {
-                return (aggregate, Arc::clone(&c.indices));
-            }
-        }
-        let shown = self
-            .guard
-            .visible(&aggregate.tool_owners, &pins, self.opts.quarantine_asks);
-        let indices: Arc<Vec<usize>> = Arc::new(
-            shown
-                .iter()
-                .enumerate()
-                .filter(|(_, shown)| **shown)
-                .map(|(i, _)| i)
-                .collect(),
-        );
-        *cache = Some(VisibleTools {
-            aggregate: Arc::clone(&aggregate),
-            pins,
-            indices: Arc::clone(&indices),
-        });
-        (aggregate, indices)
+        self.merged
+            .visible_tools(&self.guard, self.opts.quarantine_asks)
     }
 
     /// What one page of a merged list may hold.
@@ -234,12 +201,12 @@ impl Gateway {
     }
 
     pub fn aggregate(&self) -> Arc<Aggregate> {
-        Arc::clone(&self.aggregate.read().unwrap_or_else(|p| p.into_inner()))
+        self.merged.aggregate()
     }
 
     /// Pin and poisoning status of every upstream tool, keyed `server__tool`.
     pub fn pins(&self) -> Arc<PinView> {
-        Arc::clone(&self.pins.read().unwrap_or_else(|p| p.into_inner()))
+        self.merged.pins()
     }
 
     /// A quarantined or flagged tool may have been accepted by a human since the view was built: ask the store
@@ -268,7 +235,7 @@ impl Gateway {
         let Ok((store::PinCheck::Unchanged, overridden)) = checked else {
             return false;
         };
-        let mut slot = self.pins.write().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.merged.pins.write().unwrap_or_else(|p| p.into_inner());
         let mut view = (**slot).clone();
         if let Some(p) = view.get_mut(&key) {
             p.quarantined = false;
@@ -391,37 +358,32 @@ impl Gateway {
         self.progress.clone()
     }
 
-    /// Rebuilds the merged catalog; returns which lists changed.
-    fn rebuild(&self) -> Vec<ListKind> {
-        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
-        let catalogs: Vec<_> = self
-            .upstreams
-            .iter()
-            .map(|u| (u.name().to_owned(), u.catalog()))
-            .collect();
-        let pins = crate::pins::observe(self.state.as_ref(), &catalogs, self.opts.hold_new_tools);
-        // Held or flagged prompts, resources and instructions never reach the merged catalog.
-        let catalogs = crate::pins::withhold(&catalogs, &pins);
-        let layout = Layout {
-            naming: &self.opts.naming,
+    /// Rebuilds the merged catalog on a blocking thread; returns which lists changed. The build publishes before
+    /// it ends, even when the caller stops waiting for it.
+    async fn rebuild(&self) -> Vec<ListKind> {
+        let merged = Arc::clone(&self.merged);
+        let inputs = self.rebuild_inputs();
+        match tokio::task::spawn_blocking(move || merged.rebuild(&inputs)).await {
+            Ok(changed) => changed,
+            Err(e) => {
+                // The published catalog stays as it was: nothing new is served that was not checked.
+                tracing::error!("building the merged catalog failed: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    fn rebuild_inputs(&self) -> Inputs {
+        Inputs {
+            upstreams: self.upstreams.clone(),
+            state: self.state.clone(),
+            guard: Arc::clone(&self.guard),
+            naming: self.opts.naming.clone(),
             max_item_bytes: self.page_limits().bytes,
-            awaiting: self.upstreams.iter().any(|u| !u.is_settled()),
-        };
-        let next = Aggregate::build(&catalogs, &self.own_tools(), &layout);
-        *self.pins.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(pins);
-        let mut slot = self.aggregate.write().unwrap_or_else(|p| p.into_inner());
-        let mut changed = Vec::new();
-        if slot.tools != next.tools {
-            changed.push(ListKind::Tools);
+            hold_new_tools: self.opts.hold_new_tools,
+            quarantine_asks: self.opts.quarantine_asks,
+            own_tools: self.own_tools(),
         }
-        if slot.prompts != next.prompts {
-            changed.push(ListKind::Prompts);
-        }
-        if slot.resources != next.resources || slot.templates != next.templates {
-            changed.push(ListKind::Resources);
-        }
-        *slot = Arc::new(next);
-        changed
     }
 
     async fn event_loop(self: Arc<Self>, mut rx: mpsc::Receiver<Event>) {
@@ -439,13 +401,10 @@ impl Gateway {
     pub(crate) async fn on_event(&self, event: Event) {
         match event {
             Event::CatalogChanged { server } => {
-                let changed = self.rebuild();
+                // Empty until the first list has waited for the starting upstreams: nobody holds a list that could
+                // be stale. After it, sessions learn of every change, including servers that arrive late.
+                let changed = self.rebuild().await;
                 tracing::debug!(server, "merged catalog rebuilt");
-                // Until the first list has waited for the starting upstreams, nobody holds a list that could be
-                // stale. After it, sessions learn of every change, including servers that arrive late.
-                if !self.first_list.initialized() {
-                    return;
-                }
                 for session in self.live_sessions() {
                     for kind in &changed {
                         session.list_changed(*kind).await;

@@ -26,6 +26,7 @@ mod methods;
 mod names;
 mod outbox;
 mod pins;
+mod rebuild;
 mod record;
 
 mod session;

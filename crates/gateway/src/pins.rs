@@ -11,14 +11,18 @@
 //!
 //! This module observes and remembers; the decisions it feeds are the guard's and the policy's.
 
+#[cfg(test)]
 use crate::state::State;
 use policy::PoisonFlag;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
-use store::{FirstUse, Observed, PinCheck, PinObservation, Timestamp};
+use store::{Observed, PinCheck};
 use upstream::Catalog;
+
+mod pass;
+pub use pass::PinCache;
 
 /// What the pins say about one item (keyed by `Item::key`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -115,91 +119,31 @@ fn items(catalog: &Catalog) -> Vec<(Item, &str, Cow<'_, Value>)> {
     out
 }
 
-/// Pins what is new, notices what changed, flags what looks poisoned. Without state nothing can be pinned, so
-/// only the flags are computed. `hold_new`: a tool or prompt new to an already-listed server is held.
-/// Every pin is checked in one store transaction, so a rebuild costs one commit, not one per item.
+/// Pins what is new, notices what changed, flags what looks poisoned, with nothing remembered from an earlier
+/// pass (`PinCache::observe` is the same pass for a running gateway).
+#[cfg(test)]
 pub fn observe(
     state: Option<&Arc<State>>,
     catalogs: &[(String, Arc<Catalog>)],
     hold_new: bool,
 ) -> PinView {
-    let mut view = PinView::new();
-    let names: Vec<(String, String)> = catalogs
-        .iter()
-        .flat_map(|(s, c)| {
-            c.tools
-                .iter()
-                .filter_map(move |t| Some((s.clone(), t.get("name")?.as_str()?.to_owned())))
-        })
-        .collect();
-    for (key, flag) in policy::lookalike_flags(&names) {
-        add_flag(&mut view, &key, &flag);
-    }
-    let mut pending: Vec<(String, Cow<'_, Value>, FirstUse)> = Vec::new();
-    for (server, catalog) in catalogs {
-        // A server that has not answered yet has an empty catalog: pinning that would mark it as listed and hold
-        // its whole real catalog later.
-        if catalog.era.is_none() {
-            continue;
-        }
-        let listed_before = state.is_some_and(|s| {
-            s.store(|st| st.get_pin(&Item::Instructions.key(server, "")))
-                .map_or(true, |p| p.is_some())
-        });
-        for (kind, name, def) in items(catalog) {
-            let key = kind.key(server, name);
-            let entry = view.entry(key.clone()).or_default();
-            for flag in policy::inspect_definition(&def) {
-                push_flag(entry, &flag);
-            }
-            if state.is_some() {
-                let first_use = if listed_before && kind.held_when_new(hold_new) {
-                    FirstUse::Quarantine
-                } else {
-                    FirstUse::Accept
-                };
-                pending.push((key, def, first_use));
-            }
-        }
-    }
-    let Some(state) = state else { return view };
-    let observations: Vec<PinObservation<'_>> = pending
-        .iter()
-        .map(|(name, def, first_use)| PinObservation {
-            name,
-            definition: def,
-            first_use: *first_use,
-        })
-        .collect();
-    let checks = state.store(|s| s.observe_pins(&observations, Timestamp::now()));
-    let checks: Vec<Result<Observed, store::Error>> = match checks {
-        Ok(checks) => checks,
-        // The transaction itself failed: nothing was checked, so everything counts as changed.
-        Err(e) => pending
-            .iter()
-            .map(|_| {
-                Err(store::Error::Corrupt(format!(
-                    "pin transaction failed: {e}"
-                )))
-            })
-            .collect(),
-    };
-    for ((key, _, _), check) in pending.iter().zip(checks) {
-        let entry = view.entry(key.clone()).or_default();
-        record(entry, key, check);
-    }
-    view
+    PinCache::default().observe(state, catalogs, hold_new)
 }
 
-/// Writes what the pin check of one item found into its status.
-fn record(entry: &mut PinStatus, key: &str, check: Result<Observed, store::Error>) {
+/// What one pin check does to an item's status.
+#[derive(Clone, Copy, Debug)]
+enum PinEffect {
+    Accepted { flags_overridden: bool },
+    Held,
+}
+
+/// What the pin check of one item found, for its status.
+fn effect(key: &str, check: Result<Observed, store::Error>) -> PinEffect {
     match check {
         Ok(Observed {
             check: PinCheck::New(store::PinState::Accepted) | PinCheck::Unchanged,
             flags_overridden,
-        }) => {
-            entry.flags_overridden = flags_overridden;
-        }
+        }) => PinEffect::Accepted { flags_overridden },
         Ok(Observed {
             check: PinCheck::New(_),
             ..
@@ -208,7 +152,7 @@ fn record(entry: &mut PinStatus, key: &str, check: Result<Observed, store::Error
                 item = %key,
                 "new on a server that was already listed; held until `toolgate pins accept {key}`"
             );
-            entry.quarantined = true;
+            PinEffect::Held
         }
         Ok(Observed {
             check:
@@ -223,16 +167,16 @@ fn record(entry: &mut PinStatus, key: &str, check: Result<Observed, store::Error
                 "definition changed since it was pinned ({accepted_sha256:.12} → {observed_sha256:.12}); \
                  quarantined until `toolgate pins accept {key}`"
             );
-            entry.quarantined = true;
+            PinEffect::Held
         }
         Ok(Observed {
             check: PinCheck::Quarantined,
             ..
-        }) => entry.quarantined = true,
+        }) => PinEffect::Held,
         Err(e) => {
             // A pin that cannot be checked is treated as changed: fail closed.
             tracing::warn!(item = %key, "pin check failed ({e}); quarantining");
-            entry.quarantined = true;
+            PinEffect::Held
         }
     }
 }
@@ -247,6 +191,22 @@ pub fn withhold(
     catalogs
         .iter()
         .map(|(server, catalog)| {
+            let any_held = [
+                (Item::Prompt, &catalog.prompts),
+                (Item::Resource, &catalog.resources),
+                (Item::Template, &catalog.resource_templates),
+            ]
+            .iter()
+            .any(|(kind, list)| {
+                list.iter().any(|d| {
+                    let name = d.get(kind.name_field()).and_then(Value::as_str);
+                    name.is_none_or(|n| held(kind.key(server, n)))
+                })
+            }) || held(Item::Instructions.key(server, ""));
+            // Copying a catalog copies all of its tools: only one that loses something is copied.
+            if !any_held {
+                return (server.clone(), Arc::clone(catalog));
+            }
             let keep = |kind: Item, list: &[Value]| -> Vec<Value> {
                 list.iter()
                     .filter(|d| {
@@ -273,10 +233,14 @@ fn add_flag(view: &mut PinView, key: &str, flag: &PoisonFlag) {
 }
 
 fn push_flag(entry: &mut PinStatus, flag: &PoisonFlag) {
-    let text = format!("{:?} in {}: {}", flag.code, flag.field, flag.detail);
+    let text = flag_text(flag);
     if !entry.flags.contains(&text) {
         entry.flags.push(text);
     }
+}
+
+fn flag_text(flag: &PoisonFlag) -> String {
+    format!("{:?} in {}: {}", flag.code, flag.field, flag.detail)
 }
 
 #[cfg(test)]

@@ -136,6 +136,21 @@ const MIGRATIONS: &[&str] = &[
 
     ALTER TABLE tool_pins ADD COLUMN flags_override_sha256 TEXT;
     ",
+    // 4: the pins' generation, advanced by triggers on every write to a pin (in the writer's transaction), so a
+    // running gateway can tell with one read whether any pin changed since it last looked, whoever wrote it.
+    "
+    CREATE TABLE pin_generation (
+        id INTEGER PRIMARY KEY NOT NULL CHECK (id = 1),
+        n  INTEGER NOT NULL
+    ) STRICT;
+    INSERT INTO pin_generation (id, n) VALUES (1, 0);
+    CREATE TRIGGER tool_pins_insert_advances AFTER INSERT ON tool_pins
+        BEGIN UPDATE pin_generation SET n = n + 1 WHERE id = 1; END;
+    CREATE TRIGGER tool_pins_update_advances AFTER UPDATE ON tool_pins
+        BEGIN UPDATE pin_generation SET n = n + 1 WHERE id = 1; END;
+    CREATE TRIGGER tool_pins_delete_advances AFTER DELETE ON tool_pins
+        BEGIN UPDATE pin_generation SET n = n + 1 WHERE id = 1; END;
+    ",
 ];
 
 /// The schema version this build writes.

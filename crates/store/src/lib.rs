@@ -37,7 +37,10 @@ pub use handle::{Limits, Store, StoreStats};
 // The form pins are stored in (`ToolPin::definition_json`), re-exported for callers that hash the same way.
 pub use jsonrpc::canonical_json;
 pub use namespace::{pending_elsewhere, resolve_state_root, Namespace, StateRootInputs};
-pub use pins::{definition_hash, FirstUse, Observed, PinCheck, PinObservation, PinState, ToolPin};
+pub use pins::{
+    definition_hash, FirstUse, Observed, PinCheck, PinObservation, PinState, PinsSince,
+    SinceChecks, ToolPin,
+};
 pub use report::{percentile_nearest_rank, GroupBy, ReasonCount, Report, ReportRow};
 pub use report_render::ReportFormat;
 pub use time::Timestamp;

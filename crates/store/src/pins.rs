@@ -114,6 +114,7 @@ impl Store {
         let item = PinObservation {
             name,
             definition,
+            sha256: None,
             first_use,
         };
         let mut checks = self.observe_pins(std::slice::from_ref(&item), now)?;
@@ -139,6 +140,55 @@ impl Store {
             .collect();
         tx.commit()?;
         Ok(checks)
+    }
+
+    /// The pins' generation: every write to a pin advances it in the writer's own transaction (migration 4's
+    /// triggers), whichever process writes. Two equal readings mean no pin changed in between.
+    pub fn pins_generation(&self) -> Result<u64> {
+        generation(&self.conn)
+    }
+
+    /// Checks `pass.changed` against their pins, and `pass.unchanged` too unless no pin changed since the caller's
+    /// earlier results (`pass.generation`), all in one transaction. The generation is read inside it, before and
+    /// after the checks, so a write by another process either lands before (and everything is checked) or after
+    /// (and the next pass sees a newer generation): it is never missed.
+    pub fn observe_pins_since(
+        &mut self,
+        pass: PinsSince<'_>,
+        now: Timestamp,
+    ) -> Result<SinceChecks> {
+        if pass.changed.is_empty() {
+            let current = generation(&self.conn)?;
+            if Some(current) == pass.generation {
+                return Ok(SinceChecks {
+                    changed: Vec::new(),
+                    unchanged: None,
+                    generation: current,
+                });
+            }
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let before = generation(&tx)?;
+        let changed = pass
+            .changed
+            .iter()
+            .map(|item| observe_one(&tx, item, now))
+            .collect();
+        let unchanged = (Some(before) != pass.generation).then(|| {
+            pass.unchanged
+                .iter()
+                .map(|item| observe_one(&tx, item, now))
+                .collect()
+        });
+        let after = generation(&tx)?;
+        tx.commit()?;
+        Ok(SinceChecks {
+            changed,
+            unchanged,
+            generation: after,
+        })
     }
 
     /// Accepts a quarantined pin: the candidate (if any) becomes the accepted definition.
@@ -227,8 +277,40 @@ pub struct PinObservation<'a> {
     pub name: &'a str,
     /// The definition observed now.
     pub definition: &'a Value,
+    /// `definition_hash(definition)` when the caller already has it (a gateway keeps the hashes of definitions it
+    /// saw before); `None` to have it computed.
+    pub sha256: Option<&'a str>,
     /// What a first sighting becomes.
     pub first_use: FirstUse,
+}
+
+/// A pass of pin checks whose unchanged part may be skipped (`Store::observe_pins_since`).
+#[derive(Debug, Clone, Copy)]
+pub struct PinsSince<'a> {
+    /// The generation the caller's earlier results were read at (`SinceChecks::generation`); `None` without any.
+    pub generation: Option<u64>,
+    /// Items that may differ from what the caller saw at `generation`: always checked.
+    pub changed: &'a [PinObservation<'a>],
+    /// Items checked at `generation` with these same definitions: checked again only when a pin changed since.
+    pub unchanged: &'a [PinObservation<'a>],
+}
+
+/// What `Store::observe_pins_since` found.
+#[derive(Debug)]
+pub struct SinceChecks {
+    /// One result per changed item, in order.
+    pub changed: Vec<Result<Observed>>,
+    /// One result per unchanged item, or `None` when no pin changed since: the caller's earlier results stand.
+    pub unchanged: Option<Vec<Result<Observed>>>,
+    /// The generation after this pass, for the next one.
+    pub generation: u64,
+}
+
+fn generation(conn: &rusqlite::Connection) -> Result<u64> {
+    let n: i64 = conn
+        .prepare_cached("SELECT n FROM pin_generation WHERE id = 1")?
+        .query_row([], |r| r.get(0))?;
+    u64::try_from(n).map_err(|_| Error::Corrupt(format!("pin generation {n}")))
 }
 
 /// What observing one item found.
@@ -246,14 +328,31 @@ fn observe_one(
     now: Timestamp,
 ) -> Result<Observed> {
     let name = item.name;
-    let json = canonical_json(item.definition);
-    let hash = definition_hash(item.definition);
-    let mut select =
-        tx.prepare_cached(&format!("SELECT {COLUMNS} FROM tool_pins WHERE name = ?1"))?;
-    let existing = select
-        .query_row([name], pin_from_row)
-        .optional()?
-        .transpose()?;
+    let computed;
+    let hash = match item.sha256 {
+        Some(h) => h,
+        None => {
+            computed = definition_hash(item.definition);
+            computed.as_str()
+        }
+    };
+    // The stored JSON is needed only when a row is written: an unchanged pin costs one lookup, no serialising.
+    let json = || canonical_json(item.definition);
+    // Only the columns a check reads: the stored JSON of every pin is not loaded on every pass.
+    let existing = tx
+        .prepare_cached(
+            "SELECT state, definition_sha256, candidate_sha256, flags_override_sha256
+             FROM tool_pins WHERE name = ?1",
+        )?
+        .query_row([name], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, Option<String>>(3)?,
+            ))
+        })
+        .optional()?;
     let mut flags_overridden = false;
     let check = match existing {
         None => {
@@ -266,35 +365,37 @@ fn observe_one(
                                         first_seen, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
             )?
-            .execute(params![name, state.as_str(), hash, json, now.as_millis()])?;
+            .execute(params![name, state.as_str(), hash, json(), now.as_millis()])?;
             PinCheck::New(state)
         }
-        Some(pin) if pin.state == PinState::Quarantined => {
-            if pin.definition_sha256 != hash && pin.candidate_sha256.as_deref() != Some(&hash) {
-                // Keep the newest candidate so the human reviews what is served now.
+        Some((state, accepted, candidate, overridden)) => match parse_state(&state)? {
+            PinState::Quarantined => {
+                if accepted != hash && candidate.as_deref() != Some(hash) {
+                    // Keep the newest candidate so the human reviews what is served now.
+                    tx.prepare_cached(
+                        "UPDATE tool_pins SET candidate_sha256 = ?2, candidate_json = ?3,
+                                              updated_at = ?4 WHERE name = ?1",
+                    )?
+                    .execute(params![name, hash, json(), now.as_millis()])?;
+                }
+                PinCheck::Quarantined
+            }
+            PinState::Accepted if accepted == hash => {
+                flags_overridden = overridden.as_deref() == Some(accepted.as_str());
+                PinCheck::Unchanged
+            }
+            PinState::Accepted => {
                 tx.prepare_cached(
-                    "UPDATE tool_pins SET candidate_sha256 = ?2, candidate_json = ?3,
-                                          updated_at = ?4 WHERE name = ?1",
+                    "UPDATE tool_pins SET state = 'QUARANTINED', candidate_sha256 = ?2,
+                                          candidate_json = ?3, updated_at = ?4 WHERE name = ?1",
                 )?
-                .execute(params![name, hash, json, now.as_millis()])?;
+                .execute(params![name, hash, json(), now.as_millis()])?;
+                PinCheck::Changed {
+                    accepted_sha256: accepted,
+                    observed_sha256: hash.to_owned(),
+                }
             }
-            PinCheck::Quarantined
-        }
-        Some(pin) if pin.definition_sha256 == hash => {
-            flags_overridden = pin.flags_overridden();
-            PinCheck::Unchanged
-        }
-        Some(pin) => {
-            tx.prepare_cached(
-                "UPDATE tool_pins SET state = 'QUARANTINED', candidate_sha256 = ?2,
-                                      candidate_json = ?3, updated_at = ?4 WHERE name = ?1",
-            )?
-            .execute(params![name, hash, json, now.as_millis()])?;
-            PinCheck::Changed {
-                accepted_sha256: pin.definition_sha256,
-                observed_sha256: hash,
-            }
-        }
+        },
     };
     Ok(Observed {
         check,
@@ -302,12 +403,19 @@ fn observe_one(
     })
 }
 
+fn parse_state(state: &str) -> Result<PinState> {
+    match state {
+        "ACCEPTED" => Ok(PinState::Accepted),
+        "QUARANTINED" => Ok(PinState::Quarantined),
+        other => Err(Error::Corrupt(format!("pin state {other:?}"))),
+    }
+}
+
 fn pin_from_row(r: &Row<'_>) -> rusqlite::Result<Result<ToolPin>> {
     let state: String = r.get(1)?;
-    let state = match state.as_str() {
-        "ACCEPTED" => PinState::Accepted,
-        "QUARANTINED" => PinState::Quarantined,
-        other => return Ok(Err(Error::Corrupt(format!("pin state {other:?}")))),
+    let state = match parse_state(&state) {
+        Ok(state) => state,
+        Err(e) => return Ok(Err(e)),
     };
     Ok(Ok(ToolPin {
         name: r.get(0)?,

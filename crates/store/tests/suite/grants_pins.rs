@@ -120,6 +120,7 @@ fn batch_observe_matches_one_by_one_and_keeps_each_result() {
     let item = |name, definition, first_use| PinObservation {
         name,
         definition,
+        sha256: None,
         first_use,
     };
     let first = s
@@ -179,4 +180,96 @@ fn batch_observe_matches_one_by_one_and_keeps_each_result() {
         s.observe_tool("srv__a", &a1, FirstUse::Accept, T0).unwrap(),
         PinCheck::Quarantined
     );
+}
+
+#[test]
+fn every_pin_write_advances_the_generation_and_a_plain_check_does_not() {
+    let env = Env::new();
+    let mut s = env.store();
+    let v1 = json!({"name": "a", "description": "one"});
+    let v2 = json!({"name": "a", "description": "two"});
+    let g0 = s.pins_generation().unwrap();
+    s.observe_tool("srv__a", &v1, FirstUse::Accept, T0).unwrap();
+    let g1 = s.pins_generation().unwrap();
+    assert!(g1 > g0, "a new pin advances it");
+    s.observe_tool("srv__a", &v1, FirstUse::Accept, T0).unwrap();
+    assert_eq!(
+        s.pins_generation().unwrap(),
+        g1,
+        "an unchanged check writes nothing"
+    );
+    s.observe_tool("srv__a", &v2, FirstUse::Accept, T0).unwrap();
+    let g2 = s.pins_generation().unwrap();
+    assert!(g2 > g1, "a quarantine advances it");
+    s.accept_pin("srv__a", &definition_hash(&v2), T0).unwrap();
+    let g3 = s.pins_generation().unwrap();
+    assert!(g3 > g2, "an accept advances it");
+    s.override_pin_flags("srv__a", &definition_hash(&v2), T0)
+        .unwrap();
+    assert!(s.pins_generation().unwrap() > g3, "an override advances it");
+}
+
+/// The skip a gateway makes for catalogs it already checked must not hide an accept made in another process.
+#[test]
+fn pins_accepted_by_another_handle_are_rechecked_by_the_next_pass() {
+    use store::{PinObservation, PinsSince};
+    let env = Env::new();
+    let mut gateway = env.store();
+    let mut admin = env.store();
+    let v1 = json!({"name": "a", "description": "one"});
+    let v2 = json!({"name": "a", "description": "two"});
+    let item = |definition| PinObservation {
+        name: "srv__a",
+        definition,
+        sha256: None,
+        first_use: FirstUse::Accept,
+    };
+    let pass = |s: &mut store::Store, generation, unchanged: &[PinObservation<'_>]| {
+        s.observe_pins_since(
+            PinsSince {
+                generation,
+                changed: &[],
+                unchanged,
+            },
+            T0,
+        )
+        .unwrap()
+    };
+    let first = pass(&mut gateway, None, &[item(&v1)]);
+    let checks = first
+        .unchanged
+        .expect("without a generation everything is checked");
+    assert_eq!(
+        checks[0].as_ref().unwrap().check,
+        PinCheck::New(PinState::Accepted)
+    );
+    let quiet = pass(&mut gateway, Some(first.generation), &[item(&v1)]);
+    assert!(
+        quiet.unchanged.is_none(),
+        "nothing changed: nothing re-checked"
+    );
+    assert_eq!(quiet.generation, first.generation);
+    // The upstream changes the definition (quarantined), then a human accepts it from the admin CLI.
+    let changed = gateway
+        .observe_pins_since(
+            PinsSince {
+                generation: Some(quiet.generation),
+                changed: &[item(&v2)],
+                unchanged: &[],
+            },
+            T0,
+        )
+        .unwrap();
+    assert!(matches!(
+        changed.changed[0].as_ref().unwrap().check,
+        PinCheck::Changed { .. }
+    ));
+    admin
+        .accept_pin("srv__a", &definition_hash(&v2), T0)
+        .unwrap();
+    let after = pass(&mut gateway, Some(changed.generation), &[item(&v2)]);
+    let checks = after
+        .unchanged
+        .expect("a pin changed elsewhere: the unchanged catalog is checked again");
+    assert_eq!(checks[0].as_ref().unwrap().check, PinCheck::Unchanged);
 }

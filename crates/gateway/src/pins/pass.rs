@@ -1,0 +1,293 @@
+//! One pin pass of a running gateway, and what it keeps for the next: hashes and flags of definitions it saw,
+//! and what the store said of catalogs that did not change. It reuses nothing the store's pins generation says
+//! may be stale, so a pass with the cache says exactly what a pass without it says, only sooner.
+
+use super::{add_flag, effect, flag_text, items, Item, PinEffect, PinView};
+use crate::state::State;
+use policy::PoisonFlag;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+use store::{FirstUse, Observed, PinObservation, PinsSince, Timestamp};
+use upstream::Catalog;
+
+/// What a gateway's last pin pass found, so the next one redoes only what may have changed. A definition equal
+/// to one seen before keeps its hash and flags; a server whose catalog is the same keeps what the store said of
+/// it as long as no pin changed since (the store's pins generation, which every pin write advances, whichever
+/// process writes: an accept from the admin CLI is seen at the next pass). Nothing else is assumed.
+#[derive(Default)]
+pub struct PinCache {
+    /// The pins generation the kept store results were read at; `None` when they cannot be trusted.
+    generation: Option<u64>,
+    servers: HashMap<String, Seen>,
+    /// The catalogs the look-alike flags were computed from (compared by pointer), and those flags.
+    lookalikes: Option<Lookalikes>,
+}
+
+/// Look-alike flags and the catalogs they were computed from.
+struct Lookalikes {
+    catalogs: Vec<Arc<Catalog>>,
+    flags: Vec<(String, PoisonFlag)>,
+}
+
+/// What the last pass found for one server's catalog.
+struct Seen {
+    catalog: Arc<Catalog>,
+    /// One entry per `items(catalog)`, in order.
+    items: Vec<SeenItem>,
+}
+
+#[derive(Clone)]
+struct SeenItem {
+    key: String,
+    /// `store::definition_hash` of the definition (computed only with state).
+    sha256: Option<String>,
+    /// Its poisoning flags, as the view shows them.
+    flags: Vec<String>,
+    /// What the store said of it (`None` without state).
+    pin: Option<PinEffect>,
+}
+
+impl PinCache {
+    /// Pins what is new, notices what changed, flags what looks poisoned. Without state nothing can be pinned, so
+    /// only the flags are computed. `hold_new`: a tool or prompt new to an already-listed server is held.
+    /// Every pin is checked in one store transaction, so a pass costs one commit, not one per item, and none when
+    /// neither a catalog nor a pin changed.
+    pub fn observe(
+        &mut self,
+        state: Option<&Arc<State>>,
+        catalogs: &[(String, Arc<Catalog>)],
+        hold_new: bool,
+    ) -> PinView {
+        let started = std::time::Instant::now();
+        let lookalikes = self.lookalikes(catalogs);
+        let looked = started.elapsed();
+        let mut previous = std::mem::take(&mut self.servers);
+        // A server that has not answered yet has an empty catalog: pinning that would mark it as listed and hold
+        // its whole real catalog later.
+        let mut seen: Vec<(&str, Seen, bool)> = catalogs
+            .iter()
+            .filter(|(_, c)| c.era.is_some())
+            .map(|(server, catalog)| {
+                let (s, same) = see(catalog, server, previous.remove(server), state.is_some());
+                (server.as_str(), s, same)
+            })
+            .collect();
+        let inspected = started.elapsed();
+        if let Some(state) = state {
+            self.generation = check_pins(state, &mut seen, self.generation, hold_new);
+        }
+        tracing::debug!(
+            lookalike_ms = looked.as_millis(),
+            inspect_ms = (inspected - looked).as_millis(),
+            store_ms = (started.elapsed() - inspected).as_millis(),
+            "pin pass"
+        );
+        let mut view = PinView::new();
+        for (key, flag) in lookalikes {
+            add_flag(&mut view, &key, &flag);
+        }
+        for (_, s, _) in &seen {
+            for item in &s.items {
+                let entry = view.entry(item.key.clone()).or_default();
+                for flag in &item.flags {
+                    if !entry.flags.contains(flag) {
+                        entry.flags.push(flag.clone());
+                    }
+                }
+                match item.pin {
+                    Some(PinEffect::Accepted { flags_overridden }) => {
+                        entry.flags_overridden = flags_overridden;
+                    }
+                    Some(PinEffect::Held) => entry.quarantined = true,
+                    None => {}
+                }
+            }
+        }
+        self.servers = seen
+            .into_iter()
+            .map(|(server, s, _)| (server.to_owned(), s))
+            .collect();
+        view
+    }
+
+    /// Look-alike names across every catalog, computed again only when some catalog is not the one seen before.
+    fn lookalikes(&mut self, catalogs: &[(String, Arc<Catalog>)]) -> Vec<(String, PoisonFlag)> {
+        if let Some(Lookalikes {
+            catalogs: before,
+            flags,
+        }) = &self.lookalikes
+        {
+            let same = before.len() == catalogs.len()
+                && before
+                    .iter()
+                    .zip(catalogs)
+                    .all(|(a, (_, b))| Arc::ptr_eq(a, b));
+            if same {
+                return flags.clone();
+            }
+        }
+        let names: Vec<(String, String)> = catalogs
+            .iter()
+            .flat_map(|(s, c)| {
+                c.tools
+                    .iter()
+                    .filter_map(move |t| Some((s.clone(), t.get("name")?.as_str()?.to_owned())))
+            })
+            .collect();
+        let flags = policy::lookalike_flags(&names);
+        let before = catalogs.iter().map(|(_, c)| Arc::clone(c)).collect();
+        self.lookalikes = Some(Lookalikes {
+            catalogs: before,
+            flags: flags.clone(),
+        });
+        flags
+    }
+}
+
+/// The items of `catalog` with their keys, hashes and flags, reusing what `previous` found for equal
+/// definitions; and whether the whole catalog is the one seen before (so the store's results for it stand).
+fn see(catalog: &Arc<Catalog>, server: &str, previous: Option<Seen>, hashed: bool) -> (Seen, bool) {
+    let previous = match previous {
+        Some(p) if Arc::ptr_eq(&p.catalog, catalog) => return (p, true),
+        other => other,
+    };
+    let before: Vec<(Cow<'_, Value>, &SeenItem)> = previous
+        .as_ref()
+        .map(|p| {
+            items(&p.catalog)
+                .into_iter()
+                .map(|(_, _, def)| def)
+                .zip(&p.items)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut by_key: HashMap<&str, usize> = HashMap::with_capacity(before.len());
+    for (i, (_, item)) in before.iter().enumerate() {
+        by_key.entry(item.key.as_str()).or_insert(i);
+    }
+    let mut same = previous.is_some();
+    let now = items(catalog);
+    same &= now.len() == before.len();
+    let items = now
+        .into_iter()
+        .enumerate()
+        .map(|(i, (kind, name, def))| {
+            let key = kind.key(server, name);
+            let earlier = by_key
+                .get(key.as_str())
+                .map(|&j| (j, &before[j]))
+                .filter(|(_, (old, _))| **old == *def);
+            match earlier {
+                Some((j, (_, item))) => {
+                    same &= i == j;
+                    (*item).clone()
+                }
+                None => {
+                    same = false;
+                    let flags = policy::inspect_definition(&def)
+                        .iter()
+                        .map(flag_text)
+                        .collect();
+                    SeenItem {
+                        key,
+                        sha256: hashed.then(|| store::definition_hash(&def)),
+                        flags,
+                        pin: None,
+                    }
+                }
+            }
+        })
+        .collect();
+    (
+        Seen {
+            catalog: Arc::clone(catalog),
+            items,
+        },
+        same,
+    )
+}
+
+/// Checks every item against its pin in one store transaction, skipping the servers whose catalogs are the ones
+/// checked before when no pin changed since `generation`. Returns the generation the results were read at, or
+/// `None` when some check failed: those items are held, and the next pass checks everything again.
+fn check_pins(
+    state: &Arc<State>,
+    seen: &mut [(&str, Seen, bool)],
+    generation: Option<u64>,
+    hold_new: bool,
+) -> Option<u64> {
+    let listed_before: Vec<bool> = seen
+        .iter()
+        .map(|(server, _, _)| {
+            state
+                .store(|st| st.get_pin(&Item::Instructions.key(server, "")))
+                .map_or(true, |p| p.is_some())
+        })
+        .collect();
+    let catalogs: Vec<Arc<Catalog>> = seen
+        .iter()
+        .map(|(_, s, _)| Arc::clone(&s.catalog))
+        .collect();
+    let defs: Vec<Vec<(Item, Cow<'_, Value>)>> = catalogs
+        .iter()
+        .map(|c| items(c).into_iter().map(|(k, _, d)| (k, d)).collect())
+        .collect();
+    let (mut changed, mut unchanged) = (Vec::new(), Vec::new());
+    let (mut changed_at, mut unchanged_at) = (Vec::new(), Vec::new());
+    for (si, (_, s, same)) in seen.iter().enumerate() {
+        for (ii, ((kind, def), item)) in defs[si].iter().zip(&s.items).enumerate() {
+            let first_use = if listed_before[si] && kind.held_when_new(hold_new) {
+                FirstUse::Quarantine
+            } else {
+                FirstUse::Accept
+            };
+            let observation = PinObservation {
+                name: &item.key,
+                definition: def,
+                sha256: item.sha256.as_deref(),
+                first_use,
+            };
+            if *same {
+                unchanged.push(observation);
+                unchanged_at.push((si, ii));
+            } else {
+                changed.push(observation);
+                changed_at.push((si, ii));
+            }
+        }
+    }
+    let pass = PinsSince {
+        generation,
+        changed: &changed,
+        unchanged: &unchanged,
+    };
+    let checks = state.store(|s| s.observe_pins_since(pass, Timestamp::now()));
+    let checks = match checks {
+        Ok(checks) => checks,
+        Err(e) => {
+            // The transaction itself failed: nothing was checked, so everything counts as changed.
+            tracing::warn!("pin transaction failed ({e}); quarantining every item");
+            for (_, s, _) in seen.iter_mut() {
+                for item in &mut s.items {
+                    item.pin = Some(PinEffect::Held);
+                }
+            }
+            return None;
+        }
+    };
+    let mut trusted = true;
+    let mut apply = |at: Vec<(usize, usize)>, results: Vec<Result<Observed, store::Error>>| {
+        for ((si, ii), check) in at.into_iter().zip(results) {
+            let item = &mut seen[si].1.items[ii];
+            trusted &= check.is_ok();
+            item.pin = Some(effect(&item.key, check));
+        }
+    };
+    apply(changed_at, checks.changed);
+    if let Some(results) = checks.unchanged {
+        apply(unchanged_at, results);
+    }
+    trusted.then_some(checks.generation)
+}

@@ -1,0 +1,220 @@
+//! The merged catalog a gateway serves, and building it: the pin pass over every upstream catalog, withholding
+//! what is held, the merge, which tools the policy shows, and the swap that publishes all of it at once.
+//!
+//! A build of a large catalog takes a while, so the gateway runs it on a blocking thread (`Gateway::rebuild`),
+//! never on the event loop or a session's task. Builds are serialised by the pin cache's lock, each reads the
+//! upstream catalogs after taking it (the newest catalogs win), and a build publishes before it returns: a list
+//! served after a build finished sees it. This module does not decide when to build or tell sessions (the
+//! gateway does), and it does not page lists (`cursor` does).
+
+use crate::aggregate::{Aggregate, Layout, Naming};
+use crate::guard::Guard;
+use crate::pins::{PinCache, PinView};
+use crate::session::ListKind;
+use crate::state::State;
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+use upstream::Upstream;
+
+/// What one build reads besides the upstream catalogs; owned, so a build can run on another thread.
+pub(crate) struct Inputs {
+    pub upstreams: Vec<Arc<Upstream>>,
+    pub state: Option<Arc<State>>,
+    pub guard: Arc<Guard>,
+    pub naming: Naming,
+    /// The largest definition a list page can carry.
+    pub max_item_bytes: usize,
+    pub hold_new_tools: bool,
+    pub quarantine_asks: bool,
+    /// toolgate's own tools, listed first.
+    pub own_tools: Vec<Value>,
+}
+
+/// The published merged catalog and pin view.
+#[derive(Default)]
+pub(crate) struct Merged {
+    aggregate: RwLock<Arc<Aggregate>>,
+    /// Pin and poisoning status of every upstream item, refreshed with the catalog (and by `recheck_pin`).
+    pub(crate) pins: RwLock<Arc<PinView>>,
+    /// Held while a merged catalog is built, so two builds never race and the newest catalogs win; it keeps what
+    /// the last pin pass found, so the next one redoes only what changed.
+    building: Mutex<PinCache>,
+    /// Which tools of the current aggregate the policy shows, computed once per aggregate and pin view.
+    visible: Mutex<Option<VisibleTools>>,
+    /// A list may have been served (set once the first list has waited for the starting upstreams).
+    listed: AtomicBool,
+}
+
+/// The indices of the visible entries of one aggregate's `tools` under one pin view.
+struct VisibleTools {
+    aggregate: Arc<Aggregate>,
+    pins: Arc<PinView>,
+    indices: Arc<Vec<usize>>,
+}
+
+impl Merged {
+    pub(crate) fn aggregate(&self) -> Arc<Aggregate> {
+        Arc::clone(&self.aggregate.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub(crate) fn pins(&self) -> Arc<PinView> {
+        Arc::clone(&self.pins.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// From now on a list may be served from what is published; set before the first one is.
+    pub(crate) fn mark_listed(&self) {
+        self.listed.store(true, Ordering::SeqCst);
+    }
+
+    /// Builds the merged catalog from the upstreams' current catalogs and publishes it; returns which lists
+    /// changed, or nothing when no list can have been served before it was published (whether one was is read
+    /// right after publishing: read later, a build that finished before the first list would announce a change
+    /// nobody could have missed). Blocking: the gateway calls it on a blocking thread.
+    pub(crate) fn rebuild(&self, inputs: &Inputs) -> Vec<ListKind> {
+        let mut cache = self.building.lock().unwrap_or_else(|p| p.into_inner());
+        // Timed at debug level: how long each stage of a build takes is what a slow list is diagnosed with.
+        let started = Instant::now();
+        let catalogs: Vec<_> = inputs
+            .upstreams
+            .iter()
+            .map(|u| (u.name().to_owned(), u.catalog()))
+            .collect();
+        let pins = cache.observe(inputs.state.as_ref(), &catalogs, inputs.hold_new_tools);
+        // Held or flagged prompts, resources and instructions never reach the merged catalog.
+        let catalogs = crate::pins::withhold(&catalogs, &pins);
+        let pinned = started.elapsed();
+        let layout = Layout {
+            naming: &inputs.naming,
+            max_item_bytes: inputs.max_item_bytes,
+            awaiting: inputs.upstreams.iter().any(|u| !u.is_settled()),
+        };
+        let current = self.aggregate();
+        let next = Arc::new(Aggregate::build_after(
+            &catalogs,
+            &inputs.own_tools,
+            &layout,
+            &current,
+        ));
+        let merged = started.elapsed();
+        let pins = Arc::new(pins);
+        let changed = {
+            let mut changed = Vec::new();
+            if current.tools != next.tools {
+                changed.push(ListKind::Tools);
+            }
+            if current.prompts != next.prompts {
+                changed.push(ListKind::Prompts);
+            }
+            if current.resources != next.resources || current.templates != next.templates {
+                changed.push(ListKind::Resources);
+            }
+            changed
+        };
+        // Worked out here, off the event loop, so the first page of a large list does not pay for it.
+        let indices = shown(&inputs.guard, inputs.quarantine_asks, &next, &pins);
+        tracing::debug!(
+            tools = next.tools.len(),
+            pins_ms = pinned.as_millis(),
+            merge_ms = (merged - pinned).as_millis(),
+            total_ms = started.elapsed().as_millis(),
+            "merged catalog built"
+        );
+        *self.pins.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&pins);
+        *self.aggregate.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&next);
+        *self.visible.lock().unwrap_or_else(|p| p.into_inner()) = Some(VisibleTools {
+            aggregate: next,
+            pins,
+            indices,
+        });
+        if self.listed.load(Ordering::SeqCst) {
+            changed
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The aggregate and which of its tools the policy shows (indices into `tools`), cached until either the
+    /// aggregate or the pin view is replaced: listing a large catalog page by page must not recompute it.
+    pub(crate) fn visible_tools(
+        &self,
+        guard: &Guard,
+        quarantine_asks: bool,
+    ) -> (Arc<Aggregate>, Arc<Vec<usize>>) {
+        let aggregate = self.aggregate();
+        let pins = self.pins();
+        let mut cache = self.visible.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cache.as_ref() {
+            if Arc::ptr_eq(&c.aggregate, &aggregate) && Arc::ptr_eq(&c.pins, &pins) {
+                return (aggregate, Arc::clone(&c.indices));
+            }
+        }
+        let indices = shown(guard, quarantine_asks, &aggregate, &pins);
+        *cache = Some(VisibleTools {
+            aggregate: Arc::clone(&aggregate),
+            pins,
+            indices: Arc::clone(&indices),
+        });
+        (aggregate, indices)
+    }
+}
+
+/// Which tools of `aggregate` the policy shows under `pins`.
+fn shown(
+    guard: &Guard,
+    quarantine_asks: bool,
+    aggregate: &Aggregate,
+    pins: &PinView,
+) -> Arc<Vec<usize>> {
+    let shown = guard.visible(&aggregate.tool_owners, pins, quarantine_asks);
+    Arc::new(
+        shown
+            .iter()
+            .enumerate()
+            .filter(|(_, shown)| **shown)
+            .map(|(i, _)| i)
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn inputs(own_tools: Vec<Value>) -> Inputs {
+        let dir = tempfile::tempdir().unwrap();
+        let guard = Guard::load(&config::Config::empty(), dir.path()).unwrap();
+        Inputs {
+            upstreams: Vec::new(),
+            state: None,
+            guard: Arc::new(guard),
+            naming: Naming {
+                separator: "__".into(),
+                prefix: false,
+            },
+            max_item_bytes: 1 << 20,
+            hold_new_tools: true,
+            quarantine_asks: false,
+            own_tools,
+        }
+    }
+
+    /// A build on a blocking thread may finish just before the first list is served; announcing its change then
+    /// sent a client a `list_changed` for a list it never held, which it took for a later change.
+    #[test]
+    fn build_published_before_the_first_list_announces_nothing() {
+        let merged = Merged::default();
+        let changed = merged.rebuild(&inputs(vec![json!({"name": "a"})]));
+        assert_eq!(changed, Vec::<ListKind>::new());
+        merged.mark_listed();
+        let changed = merged.rebuild(&inputs(vec![json!({"name": "a"}), json!({"name": "b"})]));
+        assert_eq!(changed, vec![ListKind::Tools]);
+        assert_eq!(
+            merged.aggregate().tools.len(),
+            2,
+            "published before it returned"
+        );
+    }
+}
