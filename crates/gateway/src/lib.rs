@@ -24,14 +24,16 @@ mod ids;
 mod intrinsics;
 mod methods;
 mod names;
+mod outcome;
 mod pins;
+mod pipeline;
 mod record;
-
 mod session;
 mod snapshot;
 mod state;
 mod status;
 mod stdio;
+mod wire;
 mod write_behind;
 
 pub use aggregate::{Aggregate, Held, Naming, Route};
