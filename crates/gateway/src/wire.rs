@@ -97,3 +97,7 @@ pub(crate) fn for_era(reply: Reply, method: &str, modern: bool) -> Reply {
         other => other,
     }
 }
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;
