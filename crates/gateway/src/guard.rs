@@ -8,6 +8,7 @@
 //! It decides; it does not execute, hold approvals or write audit records.
 
 use crate::canon::{canonicalise, canonicaliser};
+use crate::error::Error;
 use crate::outcome::{Refusal, RefusalCode};
 use config::{Config, ServerKind};
 use jsonschema::{PatternOptions, Validator};
@@ -61,7 +62,7 @@ pub struct Guard {
 impl Guard {
     /// Compiles the policy of `config` for `workspace` (canonical). With no policy section at all, every call
     /// asks: toolgate is deny-by-default, and an ask without an approval channel is refused.
-    pub fn load(config: &Config, workspace: &Path) -> Result<Self, String> {
+    pub fn load(config: &Config, workspace: &Path) -> Result<Self, Error> {
         let (structured, permissions) = sources(config);
         let loaded = Policy::load(
             PolicySources {
@@ -71,16 +72,17 @@ impl Guard {
             },
             &context(workspace),
         )
-        .map_err(|e| format!("the policy does not load: {e}"))?;
+        .map_err(Error::Policy)?;
         let loaded = loaded.with_servers(policy::Servers {
             own: Some(own_tools),
             filesystem_dirs: crate::fsdirs::filesystem_dirs(config),
         });
         let profile = config.profile.as_ref().map(|p| p.value.clone());
         let policy = match &profile {
-            Some(name) => loaded
-                .with_profile(name)
-                .map_err(|e| format!("profile {name:?}: {e}"))?,
+            Some(name) => loaded.with_profile(name).map_err(|why| Error::Profile {
+                name: name.clone(),
+                why,
+            })?,
             None => loaded,
         };
         let kinds = config

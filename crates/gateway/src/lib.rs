@@ -15,6 +15,7 @@ mod canon;
 mod contract;
 mod cursor;
 mod elicit;
+mod error;
 mod errors;
 mod fsdirs;
 mod gateway;
@@ -38,6 +39,7 @@ mod write_behind;
 
 pub use aggregate::{Aggregate, Held, Naming, Route};
 pub use canon::canonicalise;
+pub use error::Error;
 pub use gateway::{Gateway, Options};
 pub use guard::{Guard, Verdict, OWN_SERVER};
 pub use hooks::{command_hooks, CallHook, CommandHook, HookCall, HookDecision, HookOutcome};
