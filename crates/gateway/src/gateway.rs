@@ -9,13 +9,12 @@ use crate::aggregate::{Aggregate, Layout, Naming};
 use crate::cursor::PageLimits;
 use crate::guard::Guard;
 use crate::pins::PinView;
+use crate::progress::ProgressTable;
 use crate::session::{ListKind, Session};
 use crate::state::State;
 use crate::status;
 use config::Config;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 use tokio::sync::{mpsc, OnceCell};
@@ -92,7 +91,7 @@ pub struct Gateway {
     /// Pin and poisoning status of every upstream tool, refreshed with the catalog.
     pins: RwLock<Arc<PinView>>,
     sessions: Mutex<Vec<Weak<Session>>>,
-    progress: Arc<ProgressTable>,
+    pub(crate) progress: Arc<ProgressTable>,
     /// Set once the first list has waited (bounded) for upstreams still starting.
     first_list: OnceCell<()>,
     /// Held while a merged catalog is built, so two builds never race and the newest catalogs win.
@@ -365,25 +364,6 @@ impl Gateway {
         sessions.iter().filter_map(Weak::upgrade).collect()
     }
 
-    /// Replaces a client's progress token with one unique across clients; the guard removes it when the call ends.
-    pub(crate) fn register_progress(
-        &self,
-        session: &Session,
-        client_token: Value,
-    ) -> ProgressGuard {
-        let token = format!(
-            "tg-progress-{}",
-            self.progress.next.fetch_add(1, Ordering::Relaxed)
-        );
-        self.progress
-            .lock()
-            .insert(token.clone(), (session.outbox(), client_token));
-        ProgressGuard {
-            table: Arc::clone(&self.progress),
-            token,
-        }
-    }
-
     /// Rebuilds the merged catalog; returns which lists changed.
     fn rebuild(&self) -> Vec<ListKind> {
         let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
@@ -492,36 +472,5 @@ impl Gateway {
                 }
             }
         }
-    }
-}
-
-/// Gateway progress token → (the client's outbox, the client's own token).
-#[derive(Default)]
-struct ProgressTable {
-    routes: Mutex<HashMap<String, (mpsc::Sender<Value>, Value)>>,
-    next: AtomicU64,
-}
-
-impl ProgressTable {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (mpsc::Sender<Value>, Value)>> {
-        self.routes.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl upstream::ProgressRoutes for ProgressTable {
-    fn route(&self, token: &Value) -> Option<(mpsc::Sender<Value>, Value)> {
-        token.as_str().and_then(|t| self.lock().get(t).cloned())
-    }
-}
-
-/// Removes a progress route when the call that owns it ends, however it ends.
-pub(crate) struct ProgressGuard {
-    table: Arc<ProgressTable>,
-    pub token: String,
-}
-
-impl Drop for ProgressGuard {
-    fn drop(&mut self) {
-        self.table.lock().remove(&self.token);
     }
 }

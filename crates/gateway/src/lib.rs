@@ -28,6 +28,7 @@ mod names;
 mod outcome;
 mod pins;
 mod pipeline;
+mod progress;
 mod record;
 mod session;
 mod snapshot;
