@@ -229,18 +229,12 @@ pub enum CallOutcome {
 }
 
 impl CallOutcome {
-    /// A completed result, its failure read from `isError` (an upstream's own answer) or the outcome of a
-    /// built-in tool.
+    /// An owner's answer, failed when it says `isError`. Only that flag is read: an upstream's own
+    /// `structuredContent` cannot claim a contract outcome (`APPROVAL_REQUIRED`, …) in the records.
     pub fn complete(result: Value) -> Self {
-        let failed = result.get("isError") == Some(&Value::Bool(true));
-        let outcome = result
-            .pointer("/structuredContent/outcome")
-            .and_then(Value::as_str)
-            .map(crate::contract::outcome_name);
-        let completion = match (failed, outcome) {
-            (_, Some(o)) if o != store::OUTCOME_SUCCEEDED => Completion::Failed(o),
-            (true, _) => Completion::Failed("FAILED"),
-            (false, _) => Completion::Succeeded,
+        let completion = match result.get("isError") {
+            Some(Value::Bool(true)) => Completion::Failed("FAILED"),
+            _ => Completion::Succeeded,
         };
         CallOutcome::Complete(result, completion)
     }
@@ -275,6 +269,37 @@ impl CallOutcome {
             Ok(v) => CallOutcome::complete(v),
             Err(upstream::CallError::Cancelled) => CallOutcome::Cancelled,
             Err(e) => CallOutcome::Failed(CallError::Upstream(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn upstream_result_cannot_claim_a_contract_outcome_in_records() {
+        let spoof = json!({"content": [], "structuredContent": {"outcome": "APPROVAL_REQUIRED"}});
+        assert_eq!(CallOutcome::complete(spoof).name(), "SUCCEEDED");
+        let failed =
+            json!({"content": [], "isError": true, "structuredContent": {"outcome": "SUCCEEDED"}});
+        assert_eq!(CallOutcome::complete(failed).name(), "FAILED");
+    }
+
+    #[test]
+    fn refusal_codes_keep_their_wire_spelling() {
+        for (code, wire) in [
+            (RefusalCode::Policy(ReasonCode::HookDeny), "HOOK_DENY"),
+            (RefusalCode::AuditUnavailable, "AUDIT_UNAVAILABLE"),
+            (
+                RefusalCode::ApprovalChannelMissing,
+                "APPROVAL_CHANNEL_MISSING",
+            ),
+            (RefusalCode::NotAToolCall, "NOT_A_TOOL_CALL"),
+            (RefusalCode::PathOutsideWorkspace, "PATH_OUTSIDE_WORKSPACE"),
+        ] {
+            assert_eq!(code.as_str(), wire);
         }
     }
 }
