@@ -77,6 +77,8 @@ pub(crate) struct CallRecord {
     pub decision: RecordDecision,
     /// Canonical paths, programs and hosts the call touches.
     pub resources: Vec<String>,
+    /// The approval request a resumed call ran under.
+    pub request_id: Option<String>,
 }
 
 impl CallRecord {
@@ -90,6 +92,7 @@ impl CallRecord {
         e.decision = Some(self.decision.effect.as_str().to_owned());
         e.rule_id = self.decision.rule_id.clone();
         e.reason_code = Some(self.decision.reason.clone());
+        e.request_id = self.request_id.clone();
         e
     }
 

@@ -50,8 +50,9 @@ struct Trail<'a> {
     seen: usize,
 }
 
-/// One request's records, grouped by trace id: (decision reason codes, finished outcomes, tools named).
-type Traces = BTreeMap<String, (Vec<String>, Vec<String>, Vec<String>)>;
+/// One request's records, grouped by trace id: (decision reason codes, finished outcomes, tools named, request
+/// ids of the finished records).
+type Traces = BTreeMap<String, (Vec<String>, Vec<String>, Vec<String>, Vec<String>)>;
 
 impl Trail<'_> {
     /// The records written since the last look, except those of the tool that flushes the log.
@@ -78,7 +79,10 @@ impl Trail<'_> {
             let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
             match e["kind"].as_str().unwrap() {
                 "decision" => entry.0.push(s("reason_code")),
-                "execution" => entry.1.push(s("outcome")),
+                "execution" => {
+                    entry.1.push(s("outcome"));
+                    entry.3.push(s("request_id"));
+                }
                 _ => {}
             }
             entry.2.push(s("tool"));
@@ -90,7 +94,7 @@ impl Trail<'_> {
     async fn one_trace(&mut self, what: &str) -> (String, Vec<String>, Vec<String>) {
         let traces = self.since_last().await;
         assert_eq!(traces.len(), 1, "{what}: one trace id, got {traces:#?}");
-        let (trace, (decisions, finished, _)) = traces.into_iter().next().unwrap();
+        let (trace, (decisions, finished, _, _)) = traces.into_iter().next().unwrap();
         (trace, decisions, finished)
     }
 }
@@ -313,7 +317,7 @@ async fn held_call_keeps_one_trace_through_approval_resume_and_execution() {
     .unwrap();
     assert_eq!(ran["content"][0]["text"], "later", "{ran}");
     let traces = trail.since_last().await;
-    let (decisions, finished, tools) = traces
+    let (decisions, finished, tools, requests) = traces
         .get(&trace)
         .unwrap_or_else(|| panic!("the resume continues the held call's trace: {traces:#?}"));
     assert_eq!(traces.len(), 1, "{traces:#?}");
@@ -323,6 +327,11 @@ async fn held_call_keeps_one_trace_through_approval_resume_and_execution() {
         "the decision was recorded when the call was first seen"
     );
     assert!(tools.iter().all(|t| t == "echo"), "{tools:?}");
+    assert_eq!(
+        requests,
+        &vec![request_id],
+        "the resumed run names its approval request"
+    );
 }
 
 /// A call of a tool whose definition changed since it was pinned is refused and recorded (it used to leave no

@@ -53,6 +53,7 @@ impl Finish {
                 arguments,
                 decision: RecordDecision::refused(RefusalCode::Failed),
                 resources: Vec::new(),
+                request_id: None,
             },
             decided: Decided::No,
             hooks: None,

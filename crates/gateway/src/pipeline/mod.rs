@@ -249,7 +249,8 @@ impl Session {
         finish: &mut Finish,
         arguments: &Value,
     ) -> CallOutcome {
-        let claimed = match self.claim(&request_id(arguments)) {
+        let request_id = request_id(arguments);
+        let claimed = match self.claim(&request_id) {
             Ok(c) => c,
             Err(answer) => {
                 finish.commit();
@@ -282,6 +283,7 @@ impl Session {
                 arguments: s.arguments.clone(),
                 decision,
                 resources,
+                request_id: Some(request_id),
             },
         );
         finish.post_hooks(hooked);
