@@ -11,6 +11,7 @@
 //! read here must be authentic (sealed by toolgate); a tampered one is refused. No MCP tool can approve anything.
 
 use crate::contract;
+use crate::outcome::{ApprovalState, CallOutcome, HeldCall, Refusal, RefusalCode};
 use crate::session::Session;
 use crate::snapshot::Kind;
 pub(crate) use crate::snapshot::Snapshot;
@@ -28,36 +29,37 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Recorded as the decider of a request whose call went away.
 const CANCELLED_BY: &str = "cancelled: the call was cancelled or its session ended";
 
-type Outcome = Option<Result<Value, Value>>;
-
 /// What became of a held request.
 pub(crate) enum Held {
     /// It ran (approved in time, or covered by a session grant): the tool's, prompt's or resource's own answer.
-    Ran(Outcome),
-    /// It did not run: a Contract V1 result (approval handle or refusal) explaining why.
-    Answer(Value),
+    Ran(CallOutcome),
+    /// It did not run: an approval handle or a refusal explaining why.
+    Answer(CallOutcome),
     /// The client cancelled the call or its session ended: nothing is sent.
     Cancelled,
 }
 
 impl Held {
-    /// As a `tools/call` result: the answer is an ordinary result.
-    pub(crate) fn into_tool_outcome(self) -> Outcome {
+    pub(crate) fn into_outcome(self) -> CallOutcome {
         match self {
-            Held::Ran(o) => o,
-            Held::Answer(v) => Some(Ok(v)),
-            Held::Cancelled => None,
+            Held::Ran(o) | Held::Answer(o) => o,
+            Held::Cancelled => CallOutcome::Cancelled,
         }
     }
+}
 
-    /// As a `prompts/get` or `resources/read` result, which has no error shape: the answer is a JSON-RPC error.
-    pub(crate) fn into_read_outcome(self) -> Outcome {
-        match self {
-            Held::Ran(o) => o,
-            Held::Answer(v) => Some(Err(crate::calls::refusal_error(v))),
-            Held::Cancelled => None,
-        }
-    }
+/// A toolgate refusal as an outcome.
+fn refused(code: RefusalCode, message: String) -> CallOutcome {
+    CallOutcome::Refused(Refusal::new(code, message))
+}
+
+/// An approved tool call claimed by `toolgate_resume`: its request is consumed, and the pipeline runs it under
+/// the trace id of the call that was held.
+pub(crate) struct Claimed {
+    pub trace_id: String,
+    pub snapshot: Snapshot,
+    /// The stored snapshot, which carries the decision that held it.
+    pub stored: Value,
 }
 
 fn now() -> Timestamp {
@@ -69,13 +71,16 @@ impl Session {
     /// the human chose) lets it through; otherwise a request is created and the call is held.
     pub(crate) async fn hold(
         self: &Arc<Self>,
+        trace_id: &str,
         snapshot: Snapshot,
         decision: Decision,
         progress: Option<Value>,
         cancel: &CancellationToken,
     ) -> Held {
         let Some(state) = self.gateway.state.clone() else {
-            return Held::Answer(contract::no_approval_channel(&decision));
+            return Held::Answer(CallOutcome::Refused(Refusal::no_approval_channel(
+                &decision,
+            )));
         };
         let target = snapshot.grant_target();
         let scopes: Vec<String> = std::iter::once(snapshot.grant_scope())
@@ -107,7 +112,7 @@ impl Session {
                 return Held::Ran(self.resume_approved(&state, &id, cancel).await);
             }
         }
-        let trace_id = crate::ids::trace_id();
+        let trace_id = trace_id.to_owned();
         let opts = &self.gateway.opts.approvals;
         let start = now();
         let created = state.store(|s| {
@@ -126,11 +131,9 @@ impl Session {
                 let msg = format!(
                     "this call needs approval, and the approval store refused a new request ({e})"
                 );
-                return Held::Answer(contract::refused(
-                    "APPROVAL_STORE_REFUSED",
-                    msg,
-                    Some(&trace_id),
-                ));
+                let refusal =
+                    Refusal::new(RefusalCode::ApprovalStoreRefused, msg).with_trace(&trace_id);
+                return Held::Answer(CallOutcome::Refused(refusal));
             }
         };
         state.audit(&crate::record::approval_event(
@@ -159,10 +162,9 @@ impl Session {
                     Ok(a) if !a.authentic => return Held::Answer(tampered(&a.id)),
                     Ok(a) => a,
                     Err(e) => {
-                        return Held::Answer(contract::refused(
-                            "FAILED",
+                        return Held::Answer(refused(
+                            RefusalCode::Failed,
                             format!("approval lookup failed: {e}"),
-                            None,
                         ))
                     }
                 };
@@ -220,7 +222,7 @@ impl Session {
     }
 
     /// `toolgate_request_status`: strictly read-only.
-    pub(crate) fn request_status(&self, request_id: &str) -> Value {
+    pub(crate) fn request_status(&self, request_id: &str) -> CallOutcome {
         let Some(state) = &self.gateway.state else {
             return not_found(request_id);
         };
@@ -231,108 +233,125 @@ impl Session {
         }
     }
 
-    /// `toolgate_resume`: runs exactly the approved snapshot of a tool call, once.
-    pub(crate) async fn resume(
-        self: &Arc<Self>,
-        request_id: &str,
-        cancel: &CancellationToken,
-    ) -> Outcome {
+    /// `toolgate_resume`: claims the approved snapshot of a tool call, once (atomically: of concurrent resumers
+    /// exactly one wins). Anything else is answered: not found, tampered, not approved, not a tool call.
+    pub(crate) fn claim(&self, request_id: &str) -> Result<Claimed, CallOutcome> {
         let Some(state) = self.gateway.state.clone() else {
-            return Some(Ok(not_found(request_id)));
+            return Err(not_found(request_id));
         };
         match state.store(|s| s.get_request(request_id, now())) {
-            Ok(a) if !a.authentic => Some(Ok(tampered(&a.id))),
+            Ok(a) if !a.authentic => Err(tampered(&a.id)),
             Ok(a) if a.status == ApprovalStatus::Approved => {
                 match Snapshot::from_json(&a.snapshot).map(|s| s.kind) {
-                    Some(Kind::ToolCall) => self.resume_approved(&state, request_id, cancel).await,
+                    Some(Kind::ToolCall) => {
+                        let (consumed, snapshot) = self.consume(&state, request_id)?;
+                        Ok(Claimed {
+                            trace_id: consumed.trace_id,
+                            snapshot,
+                            stored: consumed.snapshot,
+                        })
+                    }
                     // Left approved: the client repeats the original request to run it.
-                    _ => Some(Ok(contract::refused(
-                        "NOT_A_TOOL_CALL",
-                        format!(
-                            "request {} is for a prompt or resource read; repeat that request to run it",
-                            a.id
-                        ),
-                        Some(&a.trace_id),
-                    ))),
+                    _ => Err(CallOutcome::Refused(
+                        Refusal::new(
+                            RefusalCode::NotAToolCall,
+                            format!(
+                                "request {} is for a prompt or resource read; repeat that request to run it",
+                                a.id
+                            ),
+                        )
+                        .with_trace(&a.trace_id),
+                    )),
                 }
             }
-            Ok(a) => Some(Ok(self.status_outcome(&a))),
-            Err(_) => Some(Ok(not_found(request_id))),
+            Ok(a) => Err(self.status_outcome(&a)),
+            Err(_) => Err(not_found(request_id)),
         }
     }
 
-    /// Consumes the approval (atomically: of concurrent resumers exactly one wins) and runs its snapshot.
-    async fn resume_approved(
-        self: &Arc<Self>,
-        state: &Arc<State>,
-        id: &str,
-        cancel: &CancellationToken,
-    ) -> Outcome {
+    /// Consumes an approval (atomically) and reads its snapshot; the consumption is audited under the trace id
+    /// of the call that was held.
+    fn consume(&self, state: &Arc<State>, id: &str) -> Result<(Approval, Snapshot), CallOutcome> {
         let consumed = match state.store(|s| s.consume(id, now())) {
             Ok(a) => a,
-            Err(store::Error::Tampered) => return Some(Ok(tampered(id))),
+            Err(store::Error::Tampered) => return Err(tampered(id)),
             Err(_) => {
                 // Someone else consumed it first, or it expired in between: report what it is now.
-                return Some(Ok(match state.store(|s| s.get_request(id, now())) {
+                return Err(match state.store(|s| s.get_request(id, now())) {
                     Ok(a) => self.status_outcome(&a),
                     Err(_) => not_found(id),
-                }));
+                });
             }
         };
         let Some(snapshot) = Snapshot::from_json(&consumed.snapshot) else {
-            return Some(Ok(contract::refused(
-                "FAILED",
+            return Err(refused(
+                RefusalCode::Failed,
                 "the approved request is not one toolgate can run".into(),
-                None,
-            )));
+            ));
         };
         state.audit(&crate::record::consumed_event(
             &consumed.trace_id,
             id,
             &snapshot,
         ));
-        self.execute(&snapshot, cancel).await
+        Ok((consumed, snapshot))
     }
 
-    fn status_outcome(&self, a: &Approval) -> Value {
+    /// Consumes the approval and runs its snapshot.
+    async fn resume_approved(
+        self: &Arc<Self>,
+        state: &Arc<State>,
+        id: &str,
+        cancel: &CancellationToken,
+    ) -> CallOutcome {
+        match self.consume(state, id) {
+            Ok((_, snapshot)) => self.execute(&snapshot, cancel).await,
+            Err(answer) => answer,
+        }
+    }
+
+    fn status_outcome(&self, a: &Approval) -> CallOutcome {
         let (handle, id) = (a.handle(), &a.id);
-        let (outcome, message) = match a.status {
+        let (state, message) = match a.status {
             ApprovalStatus::Pending => (
-                "APPROVAL_PENDING",
+                ApprovalState::Pending,
                 format!("request {id} is still waiting for a human"),
             ),
             ApprovalStatus::Approved => (
-                "APPROVAL_APPROVED",
+                ApprovalState::Approved,
                 format!(
                     "request {id} is approved; call {} to run it",
                     contract::RESUME_TOOL
                 ),
             ),
             ApprovalStatus::Rejected => (
-                "APPROVAL_REJECTED",
+                ApprovalState::Rejected,
                 format!("request {id} was rejected; it will not run"),
             ),
             ApprovalStatus::Expired => (
-                "APPROVAL_EXPIRED",
+                ApprovalState::Expired,
                 format!("request {id} expired before it was used"),
             ),
             ApprovalStatus::Consumed => (
-                "APPROVAL_CONSUMED",
+                ApprovalState::Consumed,
                 format!("request {id} was already used; it runs once"),
             ),
             ApprovalStatus::Cancelled => {
-                return contract::refused(
-                    "APPROVAL_CANCELLED",
-                    format!(
-                        "request {id} was cancelled because its call ended before a decision; it will not run \
-                         (make the call again to ask again)"
-                    ),
-                    Some(&a.trace_id),
-                )
+                let message = format!(
+                    "request {id} was cancelled because its call ended before a decision; it will not run \
+                     (make the call again to ask again)"
+                );
+                return CallOutcome::Refused(
+                    Refusal::new(RefusalCode::ApprovalCancelled, message).with_trace(&a.trace_id),
+                );
             }
         };
-        let error = !matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Approved);
-        contract::approval_outcome(outcome, &a.trace_id, &handle, message, error)
+        CallOutcome::Held(HeldCall {
+            state,
+            trace_id: a.trace_id.clone(),
+            handle,
+            message,
+        })
     }
 
     /// Runs a snapshot if the policy does not now refuse it and, for a tool, the tool still has the definition
@@ -341,7 +360,7 @@ impl Session {
         self: &Arc<Self>,
         snapshot: &Snapshot,
         cancel: &CancellationToken,
-    ) -> Outcome {
+    ) -> CallOutcome {
         let guard = &self.gateway.guard;
         let (server, target) = (&snapshot.server, &snapshot.tool);
         match snapshot.kind {
@@ -351,8 +370,8 @@ impl Session {
                     Kind::Prompt => guard.check_prompt(server, target),
                     _ => guard.check_resource(server, target),
                 };
-                if let crate::guard::Verdict::Refuse(refused, _) = verdict {
-                    return Some(Err(crate::calls::refusal_error(refused)));
+                if let crate::guard::Verdict::Refuse(refused) = verdict {
+                    return CallOutcome::Refused(refused);
                 }
                 let params = match snapshot.kind {
                     Kind::Prompt => json!({"name": target, "arguments": snapshot.arguments}),
@@ -374,16 +393,16 @@ impl Session {
                 "the definition of {} changed (or the tool is gone) since this call was approved; it was not run",
                 snapshot.exposed
             );
-            return Some(Ok(contract::refused("CONFLICT", msg, None)));
+            return refused(RefusalCode::Conflict, msg);
         }
         let verdict = guard.check_tool(server, target, definition.as_ref(), &snapshot.arguments);
-        if let crate::guard::Verdict::Refuse(refused, _) = verdict {
-            return Some(Ok(refused));
+        if let crate::guard::Verdict::Refuse(refused) = verdict {
+            return CallOutcome::Refused(refused);
         }
         if snapshot.server == crate::guard::OWN_SERVER {
-            return Some(Ok(self
+            return self
                 .run_builtin(target, snapshot.arguments.clone(), snapshot.command.clone())
-                .await));
+                .await;
         }
         let params = json!({"name": target, "arguments": snapshot.arguments});
         self.forward(server, "tools/call", params, cancel).await
@@ -391,7 +410,7 @@ impl Session {
 }
 
 /// The answer when the wait ran out before a decision.
-fn pending_answer(snapshot: &Snapshot, current: &Approval, trace_id: &str) -> Value {
+fn pending_answer(snapshot: &Snapshot, current: &Approval, trace_id: &str) -> CallOutcome {
     let id = &current.id;
     let then = match snapshot.kind {
         Kind::ToolCall => format!("then call {} with this request_id", contract::RESUME_TOOL),
@@ -404,25 +423,28 @@ fn pending_answer(snapshot: &Snapshot, current: &Approval, trace_id: &str) -> Va
         "this call needs a human's approval; request {id} is pending. An operator approves it with \
          `toolgate approvals approve {id}`; {then}."
     );
-    contract::approval_outcome("APPROVAL_REQUIRED", trace_id, &current.handle(), msg, false)
+    CallOutcome::Held(HeldCall {
+        state: ApprovalState::Required,
+        trace_id: trace_id.to_owned(),
+        handle: current.handle(),
+        message: msg,
+    })
 }
 
-fn tampered(request_id: &str) -> Value {
+fn tampered(request_id: &str) -> CallOutcome {
     let shown: String = request_id.chars().take(64).collect();
-    contract::refused(
-        "REQUEST_TAMPERED",
+    refused(
+        RefusalCode::RequestTampered,
         format!(
             "approval request {shown:?} failed its integrity check (it was changed outside toolgate); it will not run"
         ),
-        None,
     )
 }
 
-fn not_found(request_id: &str) -> Value {
+fn not_found(request_id: &str) -> CallOutcome {
     let shown: String = request_id.chars().take(64).collect();
-    contract::refused(
-        "REQUEST_NOT_FOUND",
+    refused(
+        RefusalCode::RequestNotFound,
         format!("no approval request {shown:?} exists for this workspace"),
-        None,
     )
 }

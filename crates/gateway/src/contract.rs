@@ -11,7 +11,7 @@
 //! so for a proxied tool whose schema the V1 fields do not fit, the result carries no `structuredContent` and is
 //! `isError: true` (an error result needs none in any client); its text still names the request id and reason.
 
-use policy::Decision;
+use crate::outcome::{HeldCall, Refusal};
 use serde_json::{json, Value};
 use store::ApprovalHandle;
 
@@ -49,7 +49,7 @@ pub fn approval(handle: &ApprovalHandle) -> Value {
 }
 
 /// An outcome about an approval request. `error` is set for outcomes that did not run the call.
-pub fn approval_outcome(
+fn approval_outcome(
     outcome: &str,
     trace_id: &str,
     handle: &ApprovalHandle,
@@ -115,64 +115,33 @@ fn retryable(outcome: &str) -> bool {
     )
 }
 
-/// A refusal that is not about one approval request (unknown id, store full, definition changed).
-pub fn refused(code: &str, message: String, trace_id: Option<&str>) -> Value {
-    let mut v = result(code, message, None);
-    if let Some(t) = trace_id {
-        v["structuredContent"]["trace_id"] = json!(t);
-        v["_meta"][META_KEY]["trace_id"] = json!(t);
-    }
-    v
-}
-
-fn result(code: &str, message: String, decision: Option<&Decision>) -> Value {
+/// A refusal as its Contract V1 result: `outcome: REFUSED`,
+/// `error {code, message, retryable: false}`, the decision when one was made, and the trace id when the refusal
+/// is about a traced request.
+pub fn refusal(r: &Refusal) -> Value {
     let mut structured = json!({
         "outcome": "REFUSED",
-        "error": {"code": code, "message": message, "retryable": false},
+        "error": {"code": r.code.as_str(), "message": r.message, "retryable": false},
     });
-    if let Some(d) = decision {
+    if let Some(d) = &r.decision {
         structured["decision"] = json!({
             "effect": d.effect, "reason": d.reason.as_str(), "rule_id": d.rule_id, "operation": d.operation,
         });
     }
-    own_result(message, true, structured)
-}
-
-fn rule(d: &Decision) -> String {
-    match &d.rule_id {
-        Some(id) => format!("rule {id} ({})", d.reason.as_str()),
-        None => d.reason.as_str().to_owned(),
+    if let Some(t) = &r.trace_id {
+        structured["trace_id"] = json!(t);
     }
+    own_result(r.message.clone(), true, structured)
 }
 
-/// A deny decision.
-pub fn denied(d: &Decision) -> Value {
-    let mut message = format!("toolgate denied this call: {}", rule(d));
-    if let Some(why) = &d.unknown {
-        message.push_str(&format!(
-            "; the call could not be classified safely ({why:?})"
-        ));
-    }
-    result(d.reason.as_str(), message, Some(d))
-}
-
-/// An ask decision with no way to reach a human: fail closed, and say what would make it pass.
-pub fn no_approval_channel(d: &Decision) -> Value {
-    let message = format!(
-        "this call needs a human's approval ({}), and no approval channel is available, so toolgate refused it; \
-         an allow rule in the policy would let it through",
-        rule(d)
-    );
-    result("APPROVAL_CHANNEL_MISSING", message, Some(d))
-}
-
-/// Arguments that do not match the tool's input schema: an adapter must never guess at a path hidden in an
-/// unexpected shape.
-pub fn invalid_arguments(why: &str) -> Value {
-    result(
-        "INVALID_ARGUMENTS",
-        format!("toolgate refused this call: {why}"),
-        None,
+/// A held call (or an answer about one) as its Contract V1 result.
+pub fn held(h: &HeldCall) -> Value {
+    approval_outcome(
+        h.state.as_str(),
+        &h.trace_id,
+        &h.handle,
+        h.message.clone(),
+        h.state.is_final_refusal(),
     )
 }
 
@@ -183,30 +152,6 @@ pub fn outcome_name(outcome: &str) -> &'static str {
         .find(|o| **o == outcome)
         .copied()
         .unwrap_or("FAILED")
-}
-
-/// A tool whose definition changed since it was pinned and awaits review.
-pub fn quarantined(tool: &str) -> Value {
-    result(
-        "TOOL_QUARANTINED",
-        format!(
-            "the definition of {tool} changed since it was first seen and is quarantined until a human reviews and \
-             accepts it (toolgate pins diff / pins accept)"
-        ),
-        None,
-    )
-}
-
-/// A tool whose definition looks poisoned (hidden instructions, invisible characters, a look-alike name).
-pub fn flagged(tool: &str, flags: &[String]) -> Value {
-    result(
-        "TOOL_FLAGGED",
-        format!(
-            "toolgate blocked {tool}: its definition was flagged ({})",
-            flags.join("; ")
-        ),
-        None,
-    )
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! shapes official clients accept (no `structuredContent` they would reject), with the fields always in `_meta`.
 
 use super::*;
-use policy::{Effect, Operation, ReasonCode};
+use crate::outcome::RefusalCode;
+use policy::{Decision, Effect, Operation, ReasonCode};
 use serde_json::{json, Value};
 use store::{ApprovalHandle, ApprovalStatus, Timestamp};
 
@@ -42,12 +43,15 @@ fn meta(v: &Value) -> &Value {
 /// Every result shape toolgate writes itself for a tool call.
 fn own_results() -> Vec<Value> {
     let mut all = vec![
-        denied(&deny()),
-        no_approval_channel(&deny()),
-        invalid_arguments("no"),
-        quarantined("files__read_text_file"),
-        flagged("files__read_text_file", &["hidden instructions".to_owned()]),
-        refused("CONFLICT", "changed".to_owned(), Some("trace-2")),
+        refusal(&Refusal::denied(&deny())),
+        refusal(&Refusal::no_approval_channel(&deny())),
+        refusal(&Refusal::invalid_arguments("no")),
+        refusal(&Refusal::quarantined("files__read_text_file")),
+        refusal(&Refusal::flagged(
+            "files__read_text_file",
+            &["hidden instructions".to_owned()],
+        )),
+        refusal(&Refusal::new(RefusalCode::Conflict, "changed").with_trace("trace-2")),
     ];
     for (outcome, status) in [
         ("APPROVAL_REQUIRED", ApprovalStatus::Pending),
@@ -75,7 +79,7 @@ fn own_results() -> Vec<Value> {
 
 #[test]
 fn refusal_on_tool_with_output_schema_moves_v1_fields_to_meta() {
-    let fitted = fit_to_tool(denied(&deny()), Some(&filesystem_tool()));
+    let fitted = fit_to_tool(refusal(&Refusal::denied(&deny())), Some(&filesystem_tool()));
     assert!(fitted.get("structuredContent").is_none(), "{fitted}");
     assert_eq!(fitted["isError"], true);
     assert_eq!(meta(&fitted)["outcome"], "REFUSED");
@@ -180,7 +184,7 @@ fn own_tools_output_schemas_accept_every_contract_result() {
 fn uncompilable_output_schema_fails_closed_to_meta() {
     let broken =
         json!({"name": "t", "inputSchema": {"type": "object"}, "outputSchema": {"type": 12}});
-    let fitted = fit_to_tool(denied(&deny()), Some(&broken));
+    let fitted = fit_to_tool(refusal(&Refusal::denied(&deny())), Some(&broken));
     assert!(fitted.get("structuredContent").is_none());
     assert_eq!(fitted["isError"], true);
 }
@@ -197,7 +201,8 @@ fn forwarded_result_is_left_as_the_upstream_wrote_it() {
 
 #[test]
 fn meta_copy_follows_fields_added_after_the_result_was_built() {
-    let mut refused = refused("HOOK_DENY", "a hook said no".to_owned(), Some("trace-3"));
+    let hook_deny = Refusal::new(RefusalCode::Policy(ReasonCode::HookDeny), "a hook said no");
+    let mut refused = refusal(&hook_deny.with_trace("trace-3"));
     refused["structuredContent"]["decision"] = json!({"rule_id": "hook:0"});
     let fitted = fit_to_tool(refused, Some(&filesystem_tool()));
     assert_eq!(meta(&fitted)["decision"]["rule_id"], "hook:0");

@@ -9,16 +9,14 @@
 use crate::aggregate::{Aggregate, Naming};
 use crate::cursor::PageLimits;
 use crate::guard::Guard;
-use crate::outbox::Outbox;
 use crate::pins::PinView;
+use crate::progress::ProgressTable;
 use crate::rebuild::{Inputs, Merged};
 use crate::session::{ListKind, Session};
 use crate::state::State;
 use crate::status;
 use config::Config;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::{mpsc, OnceCell};
@@ -94,7 +92,7 @@ pub struct Gateway {
     /// The merged catalog and pin view, published by each rebuild.
     merged: Arc<Merged>,
     sessions: Mutex<Vec<Weak<Session>>>,
-    progress: Arc<ProgressTable>,
+    pub(crate) progress: Arc<ProgressTable>,
     /// Set once the first list has waited (bounded) for upstreams still starting.
     first_list: OnceCell<()>,
     shutdown: CancellationToken,
@@ -333,31 +331,6 @@ impl Gateway {
         sessions.iter().filter_map(Weak::upgrade).collect()
     }
 
-    /// Replaces a client's progress token with one unique across clients; the guard removes it when the call ends.
-    pub(crate) fn register_progress(
-        &self,
-        session: &Session,
-        client_token: Value,
-    ) -> ProgressGuard {
-        let token = format!(
-            "tg-progress-{}",
-            self.progress.next.fetch_add(1, Ordering::Relaxed)
-        );
-        self.progress
-            .lock()
-            .insert(token.clone(), (session.outbox(), client_token));
-        ProgressGuard {
-            table: Arc::clone(&self.progress),
-            token,
-        }
-    }
-
-    /// What the upstreams' readers deliver progress through.
-    #[cfg(test)]
-    pub(crate) fn progress_routes(&self) -> Arc<dyn upstream::ProgressRoutes> {
-        self.progress.clone()
-    }
-
     /// Rebuilds the merged catalog on a blocking thread; returns which lists changed. The build publishes before
     /// it ends, even when the caller stops waiting for it.
     async fn rebuild(&self) -> Vec<ListKind> {
@@ -460,50 +433,5 @@ impl Gateway {
                 }
             }
         }
-    }
-}
-
-/// Gateway progress token → (the client's outbox, the client's own token).
-#[derive(Default)]
-struct ProgressTable {
-    routes: Mutex<HashMap<String, (Outbox, Value)>>,
-    next: AtomicU64,
-}
-
-impl ProgressTable {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Outbox, Value)>> {
-        self.routes.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl upstream::ProgressRoutes for ProgressTable {
-    /// Runs on the upstream's reader, so it only posts: a client that does not read loses its session, it does
-    /// not stall the upstream for everyone else.
-    fn deliver(&self, params: &Value) -> bool {
-        let Some(token) = params.get("progressToken").and_then(Value::as_str) else {
-            return false;
-        };
-        let Some((outbox, client_token)) = self.lock().get(token).cloned() else {
-            return false;
-        };
-        let mut params = params.clone();
-        params["progressToken"] = client_token;
-        outbox.post(jsonrpc::notification(
-            "notifications/progress",
-            Some(params),
-        ));
-        true
-    }
-}
-
-/// Removes a progress route when the call that owns it ends, however it ends.
-pub(crate) struct ProgressGuard {
-    table: Arc<ProgressTable>,
-    pub token: String,
-}
-
-impl Drop for ProgressGuard {
-    fn drop(&mut self) {
-        self.table.lock().remove(&self.token);
     }
 }

@@ -8,7 +8,8 @@
 //! It decides; it does not execute, hold approvals or write audit records.
 
 use crate::canon::{canonicalise, canonicaliser};
-use crate::contract;
+use crate::error::Error;
+use crate::outcome::{Refusal, RefusalCode};
 use config::{Config, ServerKind};
 use jsonschema::{PatternOptions, Validator};
 use policy::{
@@ -44,9 +45,9 @@ pub enum Verdict {
     Allow(Decision),
     /// Needs a human; the decision says which rule asked.
     Ask(Decision),
-    /// A complete `tools/call` result explaining the refusal (never forwarded upstream), and the decision
-    /// when the policy made it (argument-schema refusals come before any decision).
-    Refuse(Value, Option<Decision>),
+    /// The refusal (never forwarded upstream), carrying the decision when the policy made it (argument-schema
+    /// refusals come before any decision).
+    Refuse(Refusal),
 }
 
 pub struct Guard {
@@ -61,7 +62,7 @@ pub struct Guard {
 impl Guard {
     /// Compiles the policy of `config` for `workspace` (canonical). With no policy section at all, every call
     /// asks: toolgate is deny-by-default, and an ask without an approval channel is refused.
-    pub fn load(config: &Config, workspace: &Path) -> Result<Self, String> {
+    pub fn load(config: &Config, workspace: &Path) -> Result<Self, Error> {
         let (structured, permissions) = sources(config);
         let loaded = Policy::load(
             PolicySources {
@@ -71,16 +72,17 @@ impl Guard {
             },
             &context(workspace),
         )
-        .map_err(|e| format!("the policy does not load: {e}"))?;
+        .map_err(Error::Policy)?;
         let loaded = loaded.with_servers(policy::Servers {
             own: Some(own_tools),
             filesystem_dirs: crate::fsdirs::filesystem_dirs(config),
         });
         let profile = config.profile.as_ref().map(|p| p.value.clone());
         let policy = match &profile {
-            Some(name) => loaded
-                .with_profile(name)
-                .map_err(|e| format!("profile {name:?}: {e}"))?,
+            Some(name) => loaded.with_profile(name).map_err(|why| Error::Profile {
+                name: name.clone(),
+                why,
+            })?,
             None => loaded,
         };
         let kinds = config
@@ -145,7 +147,7 @@ impl Guard {
         if let Some(schema) = definition.and_then(|d| d.get("inputSchema")) {
             if let Err(why) = self.validate(server, tool, schema, arguments) {
                 return (
-                    Verdict::Refuse(contract::invalid_arguments(&why), None),
+                    Verdict::Refuse(Refusal::invalid_arguments(&why)),
                     Vec::new(),
                 );
             }
@@ -154,8 +156,8 @@ impl Guard {
         let action = self.policy.action_for(&call, &canonicaliser(&call));
         if server == OWN_SERVER {
             if let Some(why) = self.outside_workspace(tool, arguments, &action) {
-                let refusal = contract::refused("PATH_OUTSIDE_WORKSPACE", why, None);
-                return (Verdict::Refuse(refusal, None), resources(action));
+                let refusal = Refusal::new(RefusalCode::PathOutsideWorkspace, why);
+                return (Verdict::Refuse(refusal), resources(action));
             }
         }
         let mut decision = self.policy.decide(&action);
@@ -294,7 +296,7 @@ impl Guard {
         match decision.effect {
             Effect::Allow => Verdict::Allow(decision),
             Effect::Ask => Verdict::Ask(decision),
-            Effect::Deny => Verdict::Refuse(contract::denied(&decision), Some(decision)),
+            Effect::Deny => Verdict::Refuse(Refusal::denied(&decision)),
         }
     }
 

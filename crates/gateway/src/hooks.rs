@@ -6,16 +6,16 @@
 //! order once the outcome is known and only observe: their failures are logged and counted, never returned.
 //! A hook sees metadata (names, the decision, the arguments' size and SHA-256); the arguments themselves only
 //! when it asks for them, and then redacted. toolgate's own read-only tools skip hooks. This module does not
-//! decide policy, hold approvals or write records; `calls.rs` does that with what it returns.
+//! decide policy, hold approvals or write records; the pipeline does that with what it returns.
 
 mod command;
 
 pub use command::{command_hooks, CommandHook};
 
-use crate::contract;
 use crate::gateway::Gateway;
 use crate::guard::{Verdict, INTRINSICS, OWN_SERVER};
-use crate::session::Session;
+use crate::outcome::{Refusal, RefusalCode};
+use crate::record::RecordDecision;
 use policy::{Decision, Effect, ReasonCode};
 use serde_json::{json, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -142,8 +142,6 @@ impl Gateway {
 /// A pre-hook's verdict, ready for `call_tool`.
 pub(crate) struct Tightened {
     pub verdict: Verdict,
-    /// The hook's decision, when a hook changed the call's; it replaces the policy's in the records.
-    pub decision: Option<Decision>,
     /// Why a hook asked, for the human who decides (stored with the approval request).
     pub note: Option<String>,
 }
@@ -165,23 +163,22 @@ fn clean_reason(reason: &str) -> String {
     }
 }
 
-impl Session {
-    /// The metadata hooks see for a call, or `None` when no hook runs for it: no hooks registered, the policy
-    /// refused it (hooks cannot loosen a refusal), or it is one of toolgate's read-only tools.
+/// The metadata a hook sees and the hooks to run, fixed when the call is first decided.
+pub(crate) type Hooked = (HookCall, HookList);
+
+impl Gateway {
+    /// The metadata hooks see for a call decided `d`, or `None` when no hook runs for it: no hooks registered,
+    /// or it is one of toolgate's read-only tools. Callers do not ask for refused calls: hooks cannot loosen them.
     pub(crate) fn hook_call(
         &self,
         trace_id: &str,
         exposed: &str,
         server: &str,
         tool: &str,
-        verdict: &Verdict,
+        d: &RecordDecision,
         arguments: &Value,
-    ) -> Option<(HookCall, HookList)> {
-        let hooks = self.gateway.hook_list();
-        let d = match verdict {
-            Verdict::Allow(d) | Verdict::Ask(d) => d,
-            Verdict::Refuse(..) => return None,
-        };
+    ) -> Option<Hooked> {
+        let hooks = self.hook_list();
         if hooks.is_empty() || (server == OWN_SERVER && INTRINSICS.contains(&tool)) {
             return None;
         }
@@ -191,11 +188,11 @@ impl Session {
             server: server.to_owned(),
             tool: tool.to_owned(),
             exposed: exposed.to_owned(),
-            operation: d.operation.to_string(),
+            operation: d.operation.clone(),
             effect: d.effect,
             rule_id: d.rule_id.clone(),
-            reason: d.reason.as_str().to_owned(),
-            profile: self.gateway.guard.profile().unwrap_or("default").to_owned(),
+            reason: d.reason.clone(),
+            profile: self.guard.profile().unwrap_or("default").to_owned(),
             arguments_bytes: digest.bytes,
             arguments_sha256: digest.sha256,
             arguments: None,
@@ -206,7 +203,7 @@ impl Session {
     /// Runs the pre-hooks in order on a call the policy allowed or asked for; the first deny or ask stops them.
     pub(crate) async fn pre_hooks(
         &self,
-        (call, hooks): &(HookCall, HookList),
+        (call, hooks): &Hooked,
         verdict: Verdict,
         arguments: &Value,
     ) -> Tightened {
@@ -215,7 +212,6 @@ impl Session {
             Verdict::Refuse(..) => {
                 return Tightened {
                     verdict,
-                    decision: None,
                     note: None,
                 }
             }
@@ -246,7 +242,6 @@ impl Session {
         else {
             return Tightened {
                 verdict,
-                decision: None,
                 note: None,
             };
         };
@@ -267,12 +262,11 @@ impl Session {
                 tracing::info!(hook = %name, index, "a hook denied a call: {text}");
                 let message =
                     format!("toolgate denied this call: hook {index} ({name}) said: {text}");
-                let mut refused = contract::refused(reason.as_str(), message, Some(&trace_id));
-                refused["structuredContent"]["decision"] = json!({"effect": d.effect,
-                    "reason": d.reason.as_str(), "rule_id": d.rule_id, "operation": d.operation});
+                let refused = Refusal::new(RefusalCode::Policy(reason), message)
+                    .with_trace(&trace_id)
+                    .with_decision(d.clone());
                 Tightened {
-                    verdict: Verdict::Refuse(refused, Some(d.clone())),
-                    decision: Some(d),
+                    verdict: Verdict::Refuse(refused),
                     note: None,
                 }
             }
@@ -281,22 +275,20 @@ impl Session {
                 tracing::info!(hook = %name, index, "a hook asked for approval: {text}");
                 Tightened {
                     verdict: Verdict::Ask(d.clone()),
-                    decision: Some(d),
                     note: Some(format!("hook {index} ({name}) asked: {text}")),
                 }
             }
             _ => Tightened {
                 verdict,
-                decision: None,
                 note: None,
             },
         }
     }
 
-    /// Runs the post-hooks in order. Each failure is logged and counted; none changes `answer`.
+    /// Runs the post-hooks in order. Each failure is logged and counted; none changes the outcome.
     pub(crate) async fn post_hooks(
         &self,
-        (call, hooks): &(HookCall, HookList),
+        (call, hooks): &Hooked,
         outcome: &str,
         result: Option<&Value>,
         took: Duration,
@@ -325,10 +317,7 @@ impl Session {
         })
         .await
         .unwrap_or(1);
-        self.gateway
-            .hooks
-            .failures
-            .fetch_add(failed, Ordering::Relaxed);
+        self.hooks.failures.fetch_add(failed, Ordering::Relaxed);
     }
 }
 

@@ -1,16 +1,14 @@
 //! What each client request does: the era gate, then the method. Results are fitted to the era of the request.
 
-use crate::adapt;
 use crate::cursor;
 use crate::errors::{invalid_params, invalid_request};
 use crate::session::{ClientEra, Session, SUPPORTED_VERSIONS};
+use crate::wire::{self, Reply};
 use jsonrpc::{error_object, Id};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use upstream::{MODERN_VERSION, PROTOCOL_META_PREFIX};
-
-type Outcome = Option<Result<Value, Value>>;
 
 impl Session {
     /// Runs one request whose era `era_gate` already decided (`modern`).
@@ -21,7 +19,7 @@ impl Session {
         params: Value,
         modern: bool,
         cancel: &CancellationToken,
-    ) -> Outcome {
+    ) -> Reply {
         // The handshake answers at once: what toolgate offers does not wait for upstreams (their lists arrive
         // with `list_changed`). Everything else waits, once and bounded, for upstreams still starting. A wrapped
         // server's handshake waits too, because it carries that server's identity.
@@ -32,41 +30,40 @@ impl Session {
         if !handshake || self.gateway.opts.wrap {
             self.gateway.first_list().await;
         }
-        let outcome = match method {
-            "initialize" => Some(self.initialize()),
-            "ping" => Some(Ok(json!({}))),
-            "server/discover" => Some(Ok(self.discover())),
-            "subscriptions/listen" if modern => return self.listen(id, &params).await,
-            "tools/list" => Some(self.list_tools(&params)),
+        let reply = match method {
+            "initialize" => Reply::from_result(self.initialize()),
+            "ping" => Reply::Result(json!({})),
+            "server/discover" => Reply::Result(self.discover()),
+            "subscriptions/listen" if modern => self.listen(id, &params).await,
+            "tools/list" => Reply::from_result(self.list_tools(&params)),
             "prompts/list" => {
-                Some(self.list(|a| (&a.prompts, &a.prompt_sizes), "prompts", &params))
+                Reply::from_result(self.list(|a| (&a.prompts, &a.prompt_sizes), "prompts", &params))
             }
-            "resources/list" => {
-                Some(self.list(|a| (&a.resources, &a.resource_sizes), "resources", &params))
-            }
-            "resources/templates/list" => Some(self.list(
+            "resources/list" => Reply::from_result(self.list(
+                |a| (&a.resources, &a.resource_sizes),
+                "resources",
+                &params,
+            )),
+            "resources/templates/list" => Reply::from_result(self.list(
                 |a| (&a.templates, &a.template_sizes),
                 "resourceTemplates",
                 &params,
             )),
+            // The governed requests: decided, recorded, then run (see `pipeline`).
             "tools/call" => self.call_tool(params, cancel).await,
-            "prompts/get" => self.get_prompt(params, cancel).await,
-            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
-                self.by_uri(method, params, cancel).await
-            }
-            "completion/complete" => self.complete(params, cancel).await,
-            "logging/setLevel" if !modern => Some(self.set_level(params).await),
-            _ => Some(Err(error_object(
+            "prompts/get"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "completion/complete" => self.govern_read(method, params, cancel).await,
+            "logging/setLevel" if !modern => Reply::from_result(self.set_level(params).await),
+            _ => Reply::Error(error_object(
                 jsonrpc::METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
                 None,
-            ))),
-        }?;
-        Some(match outcome {
-            Ok(result) if modern => Ok(adapt::for_modern(method, result)),
-            Ok(result) => adapt::for_legacy(result),
-            Err(e) => Err(e),
-        })
+            )),
+        };
+        wire::for_era(reply, method, modern)
     }
 
     /// Decides the request's era and checks it against the connection's; `Ok(true)` for a modern request. Runs
@@ -183,7 +180,7 @@ impl Session {
         }
     }
 
-    async fn listen(&self, id: &Id, params: &Value) -> Outcome {
+    async fn listen(&self, id: &Id, params: &Value) -> Reply {
         let requested = params
             .get("notifications")
             .cloned()
@@ -208,7 +205,7 @@ impl Session {
         )
         .await;
         // The stream stays open until the connection ends; its only answer would be a graceful close.
-        None
+        Reply::StreamOpen
     }
 
     /// Only what the active profile lets a client see. Listing is not enforcement: calls are decided again.

@@ -3,6 +3,7 @@
 //! audit crate redacts them. Writing never fails a call.
 
 use crate::approval::Snapshot;
+use crate::outcome::RefusalCode;
 use crate::state::State;
 use audit::{AuditEvent, EventKind};
 use policy::{Decision, Effect};
@@ -22,33 +23,80 @@ fn effect(e: Effect) -> store::Decision {
     }
 }
 
-/// One call as the gateway saw it, for the audit log and the report.
-pub(crate) struct CallRecord<'a> {
-    pub trace_id: &'a str,
-    pub profile: &'a str,
-    pub server: &'a str,
-    pub tool: &'a str,
-    pub arguments: &'a Value,
-    pub decision: &'a Decision,
-    /// Canonical paths, programs and hosts the call touches.
-    pub resources: Vec<String>,
+/// The decision a record carries: the policy's (or a hook's, which replaces it), or toolgate's own refusal of
+/// a request that never reached the policy (an unknown tool, a quarantined or flagged definition, arguments
+/// that fail the schema), which is a deny with the refusal's code as its reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RecordDecision {
+    pub effect: Effect,
+    pub reason: String,
+    pub rule_id: Option<String>,
+    pub operation: String,
 }
 
-impl CallRecord<'_> {
+impl RecordDecision {
+    pub fn of(d: &Decision) -> Self {
+        Self {
+            effect: d.effect,
+            reason: d.reason.as_str().to_owned(),
+            rule_id: d.rule_id.clone(),
+            operation: d.operation.to_string(),
+        }
+    }
+
+    /// A refusal made before (or without) a policy decision.
+    pub fn refused(code: RefusalCode) -> Self {
+        Self {
+            effect: Effect::Deny,
+            reason: code.as_str().to_owned(),
+            rule_id: None,
+            operation: policy::Operation::Unknown.to_string(),
+        }
+    }
+
+    /// The decision stored with a held request's snapshot, for the records of its resumed run.
+    pub fn from_snapshot(stored: &Value) -> Option<Self> {
+        let d = stored.get("decision")?;
+        Some(Self {
+            effect: serde_json::from_value(d.get("effect")?.clone()).ok()?,
+            reason: d.get("reason")?.as_str()?.to_owned(),
+            rule_id: d.get("rule_id").and_then(Value::as_str).map(str::to_owned),
+            operation: d.get("operation")?.as_str()?.to_owned(),
+        })
+    }
+}
+
+/// One request as the gateway saw it, for the audit log and the report.
+pub(crate) struct CallRecord {
+    pub trace_id: String,
+    pub profile: String,
+    pub server: String,
+    /// The tool's or prompt's upstream name, or the resource URI.
+    pub tool: String,
+    pub arguments: Value,
+    pub decision: RecordDecision,
+    /// Canonical paths, programs and hosts the call touches.
+    pub resources: Vec<String>,
+    /// The approval request a resumed call ran under.
+    pub request_id: Option<String>,
+}
+
+impl CallRecord {
     fn base(&self, kind: EventKind) -> AuditEvent {
-        let mut e = AuditEvent::new(kind, now_ms(), self.trace_id).with_arguments(self.arguments);
-        e.profile = self.profile.to_owned();
-        e.server = self.server.to_owned();
-        e.tool = self.tool.to_owned();
-        e.operation = self.decision.operation.to_string();
+        let mut e = AuditEvent::new(kind, now_ms(), &self.trace_id).with_arguments(&self.arguments);
+        e.profile = self.profile.clone();
+        e.server = self.server.clone();
+        e.tool = self.tool.clone();
+        e.operation = self.decision.operation.clone();
         e.resources = self.resources.clone();
-        e.decision = Some(format!("{:?}", self.decision.effect).to_lowercase());
+        e.decision = Some(self.decision.effect.as_str().to_owned());
         e.rule_id = self.decision.rule_id.clone();
-        e.reason_code = Some(self.decision.reason.as_str().to_owned());
+        e.reason_code = Some(self.decision.reason.clone());
+        e.request_id = self.request_id.clone();
         e
     }
 
-    /// The policy decision, before anything runs.
+    /// The decision, before anything runs.
     pub fn decided(&self, state: &State) {
         state.audit(&self.base(EventKind::Decision));
     }
@@ -64,34 +112,18 @@ impl CallRecord<'_> {
         state.audit(&e);
         let report = ReportEvent {
             time: Timestamp::now(),
-            trace_id: self.trace_id.to_owned(),
-            profile: self.profile.to_owned(),
-            server: self.server.to_owned(),
-            tool: self.tool.to_owned(),
-            operation: self.decision.operation.to_string(),
+            trace_id: self.trace_id.clone(),
+            profile: self.profile.clone(),
+            server: self.server.clone(),
+            tool: self.tool.clone(),
+            operation: self.decision.operation.clone(),
             decision: effect(self.decision.effect),
-            reason_code: self.decision.reason.as_str().to_owned(),
+            reason_code: self.decision.reason.clone(),
             outcome: outcome.to_owned(),
             duration_ms: Some(took.as_millis() as u64),
             error_class: (outcome != store::OUTCOME_SUCCEEDED).then(|| outcome.to_owned()),
         };
         state.report(report);
-    }
-}
-
-/// The outcome name of a forwarded call's answer.
-pub(crate) fn outcome_of(answer: &Option<Result<Value, Value>>) -> &'static str {
-    match answer {
-        None => "CANCELLED",
-        Some(Err(_)) => "FAILED",
-        Some(Ok(r)) => match r
-            .pointer("/structuredContent/outcome")
-            .and_then(Value::as_str)
-        {
-            Some(o) if crate::contract::OUTCOMES.contains(&o) => crate::contract::outcome_name(o),
-            _ if r.get("isError") == Some(&Value::Bool(true)) => "FAILED",
-            _ => store::OUTCOME_SUCCEEDED,
-        },
     }
 }
 

@@ -11,6 +11,7 @@
 
 use crate::gateway::Gateway;
 use crate::outbox::Outbox;
+use crate::wire::Reply;
 use jsonrpc::{error_object, error_response, notification, result_response, Id, Message};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -198,9 +199,9 @@ impl Session {
                     let outcome = session.dispatch(&id, &method, params, modern, &token).await;
                     session.lock().in_flight.remove(&id);
                     match outcome {
-                        Some(Ok(result)) => session.send(result_response(&id, result)).await,
-                        Some(Err(error)) => session.send(error_response(Some(&id), error)).await,
-                        None => {}
+                        Reply::Result(result) => session.send(result_response(&id, result)).await,
+                        Reply::Error(error) => session.send(error_response(Some(&id), error)).await,
+                        Reply::Cancelled | Reply::StreamOpen => {}
                     }
                     // Released only once the answer is queued: a client that does not read its answers fills
                     // the bounded outbox, then the slots, then stops being read.

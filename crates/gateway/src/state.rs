@@ -8,6 +8,7 @@
 //! does. The audit log's witness (head and anchors) lives in the database, and maintenance goes through here so
 //! the witness follows every prune and recovery.
 
+use crate::error::Error;
 use crate::wakeups::Wakeups;
 use crate::write_behind::{Health, Record, Room, Taken, Writer};
 use audit::{AuditEvent, AuditLog, Head, PruneMode, PrunePlan, Recovery, VerifyReport, Witness};
@@ -47,12 +48,12 @@ pub struct State {
 impl State {
     /// Opens (creating on first use) the namespace of `workspace` under the state root that
     /// `TOOLGATE_STATE_DIR` / `XDG_STATE_HOME` / `HOME` select.
-    pub fn open(workspace: &Path) -> Result<Self, String> {
+    pub fn open(workspace: &Path) -> Result<Self, Error> {
         let root = state_root()?;
         Self::open_in(&root, workspace)
     }
 
-    pub fn open_in(root: &Path, workspace: &Path) -> Result<Self, String> {
+    pub fn open_in(root: &Path, workspace: &Path) -> Result<Self, Error> {
         Self::open_with_queue(root, workspace, WRITE_BEHIND_CAPACITY, WRITE_BEHIND_WAIT)
     }
 
@@ -61,11 +62,12 @@ impl State {
         workspace: &Path,
         capacity: usize,
         wait: Duration,
-    ) -> Result<Self, String> {
-        let namespace = Namespace::open(root, workspace)
-            .map_err(|e| format!("state for {}: {e}", workspace.display()))?;
-        let open =
-            || Store::open(&namespace).map_err(|e| format!("cannot open the state database: {e}"));
+    ) -> Result<Self, Error> {
+        let namespace = Namespace::open(root, workspace).map_err(|why| Error::Namespace {
+            workspace: workspace.display().to_string(),
+            why,
+        })?;
+        let open = || Store::open(&namespace).map_err(Error::Database);
         let mut store = open()?;
         // Reporting keeps metadata only, and not forever: 30 days and 100,000 events, whichever is less.
         let retention = store::Retention {
@@ -76,10 +78,7 @@ impl State {
             tracing::warn!("reporting retention failed: {e}");
         }
         let audit = Arc::new(AuditLog::new(namespace.dir()));
-        let expected = match store
-            .audit_head()
-            .map_err(|e| format!("cannot read the audit head: {e}"))?
-        {
+        let expected = match store.audit_head().map_err(Error::AuditHead)? {
             Some(h) => Some(Head {
                 seq: h.seq,
                 hash: h.hash,
@@ -115,7 +114,7 @@ impl State {
         std::thread::Builder::new()
             .name("toolgate-audit".into())
             .spawn(move || behind.run(&queue))
-            .map_err(|e| format!("cannot start the audit writer: {e}"))?;
+            .map_err(Error::Writer)?;
         Ok(Self {
             namespace,
             store: Mutex::new(store),
@@ -243,7 +242,7 @@ impl State {
     }
 
     /// What the audit log is checked against: the head recorded as written and every anchor recorded.
-    pub fn audit_witness(&self) -> Result<Witness, String> {
+    pub fn audit_witness(&self) -> Result<Witness, Error> {
         self.store(|s| {
             let head = s.audit_head()?.map(|h| Head {
                 seq: h.seq,
@@ -252,20 +251,18 @@ impl State {
             let anchors = s.audit_anchors()?.into_iter().map(|a| a.hash).collect();
             Ok::<_, store::Error>(Witness { head, anchors })
         })
-        .map_err(|e| format!("cannot read the audit witness: {e}"))
+        .map_err(Error::AuditWitness)
     }
 
     /// Verifies the whole audit log against its witness.
-    pub fn verify_audit(&self) -> Result<VerifyReport, String> {
+    pub fn verify_audit(&self) -> Result<VerifyReport, Error> {
         self.flush();
         let witness = self.audit_witness()?;
-        self.audit
-            .verify_with(&witness)
-            .map_err(|e| format!("cannot read the audit log: {e}"))
+        self.audit.verify_with(&witness).map_err(Error::AuditRead)
     }
 
     /// Prunes the audit log to its newest `keep` events, recording the new anchor in the witness first.
-    pub fn prune_audit(&self, keep: u64, mode: PruneMode) -> Result<PrunePlan, String> {
+    pub fn prune_audit(&self, keep: u64, mode: PruneMode) -> Result<PrunePlan, Error> {
         self.flush();
         let witness = self.audit_witness()?;
         let now = Timestamp::now();
@@ -273,17 +270,17 @@ impl State {
             .prune_witnessed(keep, mode, now.as_millis(), &witness, |a| {
                 self.record_anchor(a, now)
             })
-            .map_err(|e| format!("cannot prune the audit log: {e}"))
+            .map_err(Error::AuditPrune)
     }
 
     /// Sets a damaged audit log aside and starts a new one continuing from the witnessed head; `None` when the
     /// log verifies and there is nothing to recover.
-    pub fn recover_audit(&self) -> Result<Option<Recovery>, String> {
+    pub fn recover_audit(&self) -> Result<Option<Recovery>, Error> {
         let witness = self.audit_witness()?;
         let now = Timestamp::now();
         self.audit
             .recover(&witness, now.as_millis(), |a| self.record_anchor(a, now))
-            .map_err(|e| format!("cannot recover the audit log: {e}"))
+            .map_err(Error::AuditRecover)
     }
 
     fn record_anchor(&self, a: &audit::Anchor, now: Timestamp) -> audit::Result<()> {
@@ -328,9 +325,8 @@ fn adopt(audit: &AuditLog, store: &mut Store) -> Option<Head> {
 }
 
 /// The state root for this process's environment.
-pub fn state_root() -> Result<PathBuf, String> {
-    store::resolve_state_root(&StateRootInputs::from_process_env())
-        .map_err(|e| format!("state root: {e}"))
+pub fn state_root() -> Result<PathBuf, Error> {
+    store::resolve_state_root(&StateRootInputs::from_process_env()).map_err(Error::StateRoot)
 }
 
 #[cfg(test)]

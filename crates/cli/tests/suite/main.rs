@@ -9,6 +9,7 @@ mod admin;
 mod approvals;
 mod approvals_attacks;
 mod audit_health;
+mod audit_trail;
 mod client_configs;
 mod clients;
 mod config_errors;

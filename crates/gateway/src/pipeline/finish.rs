@@ -1,0 +1,165 @@
+//! The finishing guard: whatever way a governed request leaves the pipeline, it leaves exactly one decision
+//! record (a refusal made before the policy is recorded as a deny with the refusal's code), at most one finished
+//! record, and — for a call that went ahead — the post-hooks. `close` does this with the outcome; a guard dropped
+//! without `close` (its future was dropped mid-call) records the call as cancelled and still runs the post-hooks.
+//!
+//! It does not decide, run or shape anything.
+
+use crate::gateway::Gateway;
+use crate::hooks::Hooked;
+use crate::outcome::{CallOutcome, RefusalCode};
+use crate::record::{CallRecord, RecordDecision};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Where the decision record stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decided {
+    /// Nothing decided yet.
+    No,
+    /// Decided, not yet written (written before anything runs, or when the request leaves).
+    Pending,
+    /// Written, here or — for a resumed call — when the call was first seen.
+    Written,
+}
+
+/// The records and post-hooks of one governed request. Create it when the request is first seen; `close` it
+/// with the outcome.
+pub(crate) struct Finish {
+    gateway: Arc<Gateway>,
+    record: CallRecord,
+    decided: Decided,
+    hooks: Option<Hooked>,
+    started: Instant,
+    closed: bool,
+}
+
+impl Finish {
+    pub(crate) fn new(
+        gateway: &Arc<Gateway>,
+        trace_id: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Self {
+        let profile = gateway.guard.profile().unwrap_or("default").to_owned();
+        Self {
+            gateway: Arc::clone(gateway),
+            record: CallRecord {
+                trace_id: trace_id.to_owned(),
+                profile,
+                server: String::new(),
+                tool: tool.to_owned(),
+                arguments,
+                decision: RecordDecision::refused(RefusalCode::Failed),
+                resources: Vec::new(),
+                request_id: None,
+            },
+            decided: Decided::No,
+            hooks: None,
+            started: Instant::now(),
+            closed: false,
+        }
+    }
+
+    /// The owner the request was routed to, and its own name there.
+    pub(crate) fn routed(&mut self, server: &str, target: &str) {
+        server.clone_into(&mut self.record.server);
+        target.clone_into(&mut self.record.tool);
+    }
+
+    /// What the request touches (canonical paths, programs, hosts), as the guard found it.
+    pub(crate) fn touches(&mut self, resources: Vec<String>) {
+        self.record.resources = resources;
+    }
+
+    /// The request's decision; written by `commit` or on leaving. Deciding twice keeps the last decision (a
+    /// hook's replaces the policy's), still one record.
+    pub(crate) fn decide(&mut self, decision: RecordDecision) {
+        debug_assert!(
+            self.decided != Decided::Written,
+            "decided after the record was written"
+        );
+        self.record.decision = decision;
+        self.decided = Decided::Pending;
+    }
+
+    /// Post-hooks to run on leaving: only calls that went ahead (ran or were held) get them.
+    pub(crate) fn post_hooks(&mut self, hooks: Option<Hooked>) {
+        self.hooks = hooks;
+    }
+
+    /// Writes the decision record now: before anything runs or anyone is asked.
+    pub(crate) fn commit(&mut self) {
+        if self.decided == Decided::Pending {
+            if let Some(state) = &self.gateway.state {
+                self.record.decided(state);
+            }
+            self.decided = Decided::Written;
+        }
+    }
+
+    /// An approved call re-entering after approval: its records continue the trace of the call that was held,
+    /// under its tool's name and arguments, whose decision record was written when it was first seen.
+    pub(crate) fn resumed(&mut self, trace_id: &str, record: CallRecord) {
+        debug_assert_eq!(self.decided, Decided::Pending);
+        debug_assert_eq!(record.trace_id, trace_id);
+        self.record = record;
+        self.decided = Decided::Written;
+    }
+
+    /// The request left with `outcome`: the decision record if none was written, the finished record, then the
+    /// post-hooks.
+    pub(crate) async fn close(mut self, outcome: &CallOutcome) {
+        self.closed = true;
+        self.write(outcome);
+        if let Some(h) = self.hooks.take() {
+            self.gateway
+                .post_hooks(&h, outcome.name(), outcome.result(), self.started.elapsed())
+                .await;
+        }
+    }
+
+    fn write(&mut self, outcome: &CallOutcome) {
+        if self.decided == Decided::No {
+            // Left before any decision (a refusal before the policy, a malformed request): a deny for the record.
+            let decision = match outcome {
+                CallOutcome::Refused(r) => match &r.decision {
+                    Some(d) => RecordDecision::of(d),
+                    None => RecordDecision::refused(r.code),
+                },
+                _ => RecordDecision::refused(RefusalCode::Failed),
+            };
+            self.decide(decision);
+        }
+        self.commit();
+        if let Some(state) = &self.gateway.state {
+            let took = self.started.elapsed();
+            self.record
+                .finished(state, outcome.name(), outcome.result(), took);
+        }
+    }
+}
+
+impl Drop for Finish {
+    /// The request's future was dropped before it closed: record it as cancelled, and run the post-hooks on
+    /// their own task (a drop cannot wait).
+    fn drop(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        self.write(&CallOutcome::Cancelled);
+        let (Some(h), Ok(runtime)) = (self.hooks.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let gateway = Arc::clone(&self.gateway);
+        let took = self.started.elapsed();
+        runtime.spawn(async move {
+            gateway
+                .post_hooks(&h, CallOutcome::Cancelled.name(), None, took)
+                .await;
+        });
+    }
+}
