@@ -177,12 +177,20 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
     let records = state.audit_tail(1_000);
     let executions: Vec<&Value> = records
         .iter()
-        .filter(|r| r["kind"] == "execution")
+        .filter(|r| r["kind"] == "execution" && r["outcome"] != "REFUSED")
         .collect();
     assert_eq!(
         executions.len(),
         ran,
         "one execution record per call that ran"
+    );
+    let refusals = records
+        .iter()
+        .filter(|r| r["kind"] == "execution" && r["outcome"] == "REFUSED")
+        .count();
+    assert!(
+        refusals >= refused,
+        "every refused call has its finished record"
     );
     for e in executions {
         let decided = records
