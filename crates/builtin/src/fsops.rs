@@ -273,7 +273,7 @@ pub(crate) fn replace_atomically(target: &Target, content: &[u8]) -> Result<()> 
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::from_raw_mode(target.mode),
     )
-    .map_err(|e| Error::Io(e.into()))?;
+    .map_err(|e| parent_gone(e, target))?;
     let result = (|| -> Result<()> {
         rfs::fchmod(&fd, Mode::from_raw_mode(target.mode)).map_err(|e| Error::Io(e.into()))?;
         let mut file = File::from(fd);
@@ -286,12 +286,22 @@ pub(crate) fn replace_atomically(target: &Target, content: &[u8]) -> Result<()> 
             &target.parent,
             target.name.as_os_str(),
         )
-        .map_err(|e| Error::Io(e.into()))
+        .map_err(|e| parent_gone(e, target))
     })();
     if result.is_err() {
         let _ = rfs::unlinkat(&target.parent, tmp_name.as_os_str(), AtFlags::empty());
     }
     result
+}
+
+/// A directory removed while it was being written into (a concurrent rename replaced it) is the target's
+/// parent no longer existing: refused as not found, like a missing component found while resolving.
+fn parent_gone(e: Errno, target: &Target) -> Error {
+    if e == Errno::NOENT {
+        Error::NotFound(target.name.to_string_lossy().into_owned())
+    } else {
+        Error::Io(e.into())
+    }
 }
 
 /// Removes a target that `mutation_target` validated.
