@@ -1,6 +1,7 @@
 //! `toolgate approvals watch`: a line-based live view that shows each new pending request and asks for a decision.
 //!
-//! The store is polled every `POLL` for PENDING ids not seen yet (requests already pending at start count as new).
+//! While nothing is left to show, the store's change mark is checked every `TICK` (no rows read), and PENDING ids
+//! not seen yet are listed again only when the database changed (requests already pending at start count as new).
 //! Live requests — a call is held waiting for the answer right now — come first, oldest first; stale ones (the
 //! call's wait ran out and the agent holds a handle, or the call is gone) come after, marked, so an operator never
 //! works through an old backlog while a live call times out. Each shows its age. Tampered requests are named and
@@ -20,8 +21,11 @@ use std::time::Duration;
 use store::Approval;
 use store::{ApprovalStatus, Timestamp};
 
-/// How often the store is polled: fast enough to feel live, slow enough to cost nothing.
-const POLL: Duration = Duration::from_millis(500);
+/// How often the store's change mark is checked while idle: a pragma, not a query of the requests, so it can be
+/// frequent enough that a new request shows at once.
+const TICK: Duration = Duration::from_millis(50);
+/// How often the request on screen is read again: it can expire, which is no write a change mark would show.
+const RECHECK: Duration = Duration::from_millis(500);
 /// Lines the reader may run ahead of the decisions; a human types far fewer.
 const INPUT_BACKLOG: usize = 64;
 /// Longest input line kept; anything longer is no valid answer.
@@ -56,11 +60,29 @@ pub fn run(state: &gateway::State) -> anyhow::Result<ExitCode> {
         "watching approval requests for {} (a approve, r reject, s skip, q quit)",
         state.namespace().workspace().display()
     );
+    // Set while idle: the store as it was when the requests were last listed with nothing left to show.
+    let mut idle_since: Option<store::ChangeMark> = None;
     loop {
+        if let Some(mark) = idle_since.as_mut() {
+            let changed = state
+                .store(|s| s.approvals_changed_since(mark))
+                .context("cannot read the approval store")?;
+            if !changed {
+                if let Next::Quit = idle(&input) {
+                    return Ok(ExitCode::SUCCESS);
+                }
+                continue;
+            }
+        }
+        // Taken before listing, so a request committed while listing moves it and is listed next time.
+        let mark = state
+            .store(|s| s.change_mark())
+            .context("cannot read the approval store")?;
         let now = Timestamp::now();
         let pending = state
             .store(|s| s.list_requests(Some(ApprovalStatus::Pending), now))
             .context("cannot read approval requests")?;
+        idle_since = None;
         let next = match next_request(pending, &seen, now) {
             Some(a) => {
                 seen.insert(a.id.clone());
@@ -74,7 +96,10 @@ pub fn run(state: &gateway::State) -> anyhow::Result<ExitCode> {
                     Next::Continue
                 }
             }
-            None => idle(&input),
+            None => {
+                idle_since = Some(mark);
+                idle(&input)
+            }
         };
         if let Next::Quit = next {
             return Ok(ExitCode::SUCCESS);
@@ -94,9 +119,9 @@ fn next_request(
         .min_by_key(|a| (!render::is_live(a, now), a.created_at, a.id.clone()))
 }
 
-/// Waits one poll interval with nothing to decide; only `q` or end of input mean anything.
+/// Waits one tick with nothing to decide; only `q` or end of input mean anything.
 fn idle(input: &Receiver<Input>) -> Next {
-    match input.recv_timeout(POLL) {
+    match input.recv_timeout(TICK) {
         Ok(Input::Line(line)) if answer(&line) == "q" => Next::Quit,
         Ok(Input::Line(_)) => {
             eprintln!("no request is waiting for a decision (q to quit)");
@@ -188,7 +213,7 @@ fn settle(state: &gateway::State, id: &str, verdict: Verdict) -> anyhow::Result<
 /// elsewhere or is pruned meanwhile is reported and ends the wait as `Moot`.
 fn next_line(state: &gateway::State, id: &str, input: &Receiver<Input>) -> anyhow::Result<Reply> {
     loop {
-        match input.recv_timeout(POLL) {
+        match input.recv_timeout(RECHECK) {
             Ok(Input::Line(line)) => return Ok(Reply::Line(line)),
             Ok(Input::End) | Err(RecvTimeoutError::Disconnected) => return Ok(Reply::End),
             Err(RecvTimeoutError::Timeout) => {}
