@@ -8,6 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod common;
+
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -15,15 +17,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::{ApprovalStatus, Namespace, Store, Timestamp};
 use test_support::StdioClient;
-
-fn arg(name: &str) -> Option<String> {
-    std::env::args().skip_while(|a| a != name).nth(1)
-}
-
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
 
 async fn pending(store: &Store) -> String {
     loop {
@@ -38,15 +31,11 @@ async fn pending(store: &Store) -> String {
 }
 
 fn main() {
-    let samples: usize = arg("--samples").and_then(|n| n.parse().ok()).unwrap_or(40);
-    let toolgate = arg("--toolgate")
+    let samples: usize = common::number("--samples", 40);
+    let toolgate = common::arg("--toolgate")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_toolgate")));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let (ws, state) = (dir.path().join("ws"), dir.path().join("state"));
@@ -88,10 +77,10 @@ fn main() {
         );
         println!(
             "{:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
-            pct(&ms, 50.0),
-            pct(&ms, 90.0),
-            pct(&ms, 99.0),
-            pct(&ms, 100.0),
+            common::pct(&ms, 50.0),
+            common::pct(&ms, 90.0),
+            common::pct(&ms, 99.0),
+            common::pct(&ms, 100.0),
             ms.iter().sum::<f64>() / ms.len() as f64
         );
         if let Ok(mut c) = Arc::try_unwrap(client) {

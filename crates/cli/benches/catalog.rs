@@ -8,6 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod common;
+
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -96,16 +98,8 @@ async fn run(dir: &Path, tools: usize, silent: bool) {
 }
 
 fn main() {
-    let tools: usize = std::env::args()
-        .skip_while(|a| a != "--tools")
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(50_000);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let tools: usize = common::number("--tools", 50_000);
+    let rt = common::runtime();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("ws")).unwrap();

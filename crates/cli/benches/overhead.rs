@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod common;
+
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -67,22 +69,9 @@ async fn throughput(client: Arc<StdioClient>, name: &'static str, calls: usize) 
     calls as f64 / t.elapsed().as_secs_f64()
 }
 
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 fn main() {
-    let calls: usize = std::env::args()
-        .skip_while(|a| a != "--calls")
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10_000);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let calls: usize = common::number("--calls", 10_000);
+    let rt = common::runtime();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("bench.json");
@@ -115,17 +104,17 @@ fn main() {
         for (arm, v) in [("direct", &d), ("toolgate", &g)] {
             println!(
                 "{arm:<10} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
-                pct(v, 50.0),
-                pct(v, 90.0),
-                pct(v, 99.0),
-                pct(v, 100.0)
+                common::pct(v, 50.0),
+                common::pct(v, 90.0),
+                common::pct(v, 99.0),
+                common::pct(v, 100.0)
             );
         }
         println!(
             "added      {:>8.1} {:>8.1} {:>8.1}",
-            pct(&g, 50.0) - pct(&d, 50.0),
-            pct(&g, 90.0) - pct(&d, 90.0),
-            pct(&g, 99.0) - pct(&d, 99.0)
+            common::pct(&g, 50.0) - common::pct(&d, 50.0),
+            common::pct(&g, 90.0) - common::pct(&d, 90.0),
+            common::pct(&g, 99.0) - common::pct(&d, 99.0)
         );
         println!(
             "pipelined throughput, {CONCURRENCY} in flight, {} calls per arm:",

@@ -339,21 +339,15 @@ impl Connection {
                     })
                     .await;
             }
-            Message::Notification { method, params } if method == "notifications/progress" => {
-                let delivered = match (&sinks.progress, &params) {
-                    (Some(routes), Some(p)) => routes.deliver(p),
-                    _ => false,
-                };
-                if !delivered {
-                    let _ = events
-                        .send(Event::Notification {
-                            server,
-                            method,
-                            params,
-                        })
-                        .await;
-                }
-            }
+            // Progress for a routed call goes straight to its client; any other progress is a plain notification.
+            Message::Notification {
+                method,
+                params: Some(p),
+            } if method == "notifications/progress"
+                && sinks
+                    .progress
+                    .as_ref()
+                    .is_some_and(|routes| routes.deliver(&p)) => {}
             Message::Notification { method, params } => {
                 let kind = match method.as_str() {
                     "notifications/tools/list_changed" => Some(Refresh::Tools),
