@@ -10,4 +10,4 @@ mod client;
 mod fixture;
 
 pub use client::{exited, list_all, modern_meta, StdioClient};
-pub use fixture::{rich_definition, rich_result, serve_stdio, FixtureOptions};
+pub use fixture::{rich_definition, rich_result, serve, serve_stdio, FixtureOptions};

@@ -1,4 +1,5 @@
-//! One live connection to an upstream: a writer task, a reader task, and the table of requests awaiting answers.
+//! One live connection to an upstream: the JSON-RPC peer over any `Link` — a reader task dispatching what arrives,
+//! and the table of requests awaiting answers. Framing and the transport's resources belong to the link.
 //!
 //! Ids sent upstream are toolgate's own integers, so client ids never reach an upstream and two clients' ids can
 //! never collide there. Each request waits with a timeout and a cancellation token; either sends
@@ -6,23 +7,15 @@
 
 use crate::era::{Era, MODERN_VERSION, PROTOCOL_META_PREFIX};
 use crate::error::{CallError, Result};
-use jsonrpc::{
-    decode, encode_line, notification, request, Frame, FrameReader, Id, Limits, Message,
-};
+use crate::link::{Incoming, Link, SendError};
+use jsonrpc::{notification, request, Id, Message};
 use serde_json::{json, Map, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-
-/// Bounded so a stalled upstream pushes back on its callers instead of growing toolgate's memory.
-const OUTBOX_CAPACITY: usize = 256;
-/// Lines of an upstream's stderr kept for `doctor` and the status tool.
-const STDERR_TAIL_LINES: usize = 20;
-const STDERR_LINE_CHARS: usize = 400;
 
 /// Something an upstream sent that the gateway must handle.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,44 +67,33 @@ type Waiter = oneshot::Sender<Result<Value>>;
 
 pub struct Connection {
     server: String,
-    outbox: mpsc::Sender<Vec<u8>>,
+    link: Box<dyn Link>,
     pending: Mutex<HashMap<i64, Waiter>>,
     next_id: AtomicI64,
     era: RwLock<Option<Era>>,
     closed: CancellationToken,
-    limits: Limits,
     garbage_lines: AtomicU64,
-    stderr_tail: Mutex<VecDeque<String>>,
 }
 
 impl Connection {
-    /// Starts the reader, writer and stderr tasks over a child's pipes.
+    /// Starts the reader task over a link that was just opened.
     pub(crate) fn start(
         server: &str,
-        stdin: impl AsyncWrite + Unpin + Send + 'static,
-        stdout: impl AsyncRead + Unpin + Send + 'static,
-        stderr: Option<impl AsyncRead + Unpin + Send + 'static>,
-        limits: Limits,
+        link: Box<dyn Link>,
+        incoming: mpsc::Receiver<Incoming>,
         sinks: Sinks,
         refresh: mpsc::UnboundedSender<Refresh>,
     ) -> Arc<Self> {
-        let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
         let conn = Arc::new(Self {
             server: server.to_owned(),
-            outbox,
+            link,
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
             era: RwLock::new(None),
             closed: CancellationToken::new(),
-            limits,
             garbage_lines: AtomicU64::new(0),
-            stderr_tail: Mutex::new(VecDeque::new()),
         });
-        tokio::spawn(write_loop(rx, stdin, conn.closed.clone()));
-        tokio::spawn(Arc::clone(&conn).read_loop(stdout, sinks, refresh));
-        if let Some(stderr) = stderr {
-            tokio::spawn(Arc::clone(&conn).stderr_loop(stderr));
-        }
+        tokio::spawn(Arc::clone(&conn).read_loop(incoming, sinks, refresh));
         conn
     }
 
@@ -129,14 +111,16 @@ impl Connection {
         }
     }
 
-    /// Resolves when the connection is gone (the process closed stdout or a pipe broke).
+    /// Resolves when the connection is gone (the link's stream ended: the process closed stdout, a pipe broke).
     pub async fn closed(&self) {
         self.closed.cancelled().await
     }
 
-    /// Closes stdin (the stdio way to ask a server to exit) and fails what is still waiting.
-    pub(crate) fn close(&self) {
+    /// Marks the connection closed and ends the link (stdio: stdin EOF, grace, then the process group is ended);
+    /// returns when the transport is gone.
+    pub(crate) async fn end(&self, grace: Duration) {
         self.closed.cancel();
+        self.link.shutdown(grace).await;
     }
 
     pub fn is_closed(&self) -> bool {
@@ -148,10 +132,7 @@ impl Connection {
     }
 
     pub fn stderr_tail(&self) -> Vec<String> {
-        self.stderr_tail
-            .lock()
-            .map(|t| t.iter().cloned().collect())
-            .unwrap_or_default()
+        self.link.stderr_tail()
     }
 
     /// Sends a request and waits for its answer, the timeout, the cancellation, or the end of the connection.
@@ -223,19 +204,17 @@ impl Connection {
     }
 
     async fn send(&self, msg: &Value) -> Result<()> {
-        let line =
-            encode_line(msg, self.limits.max_message_bytes).map_err(|len| CallError::TooLarge {
-                server: self.server.clone(),
-                len,
-                max: self.limits.max_message_bytes,
-            })?;
         if self.closed.is_cancelled() {
             return Err(self.unavailable("connection closed"));
         }
-        self.outbox
-            .send(line)
-            .await
-            .map_err(|_| self.unavailable("connection closed"))
+        self.link.send(msg).await.map_err(|e| match e {
+            SendError::TooLarge { len, max } => CallError::TooLarge {
+                server: self.server.clone(),
+                len,
+                max,
+            },
+            SendError::Closed => self.unavailable("connection closed"),
+        })
     }
 
     fn unavailable(&self, why: &str) -> CallError {
@@ -283,22 +262,15 @@ impl Connection {
 
     async fn read_loop(
         self: Arc<Self>,
-        stdout: impl AsyncRead + Unpin,
+        mut incoming: mpsc::Receiver<Incoming>,
         sinks: Sinks,
         refresh: mpsc::UnboundedSender<Refresh>,
     ) {
-        let mut frames = FrameReader::new(BufReader::new(stdout), self.limits.max_message_bytes);
-        loop {
-            let frame = match frames.next().await {
-                Ok(Some(f)) => f,
-                Ok(None) | Err(_) => break,
-            };
-            match frame {
-                Frame::Line(bytes) => match decode(&bytes, &self.limits) {
-                    Ok(msg) => self.dispatch(msg, &sinks, &refresh).await,
-                    Err(e) => self.garbage(&e.message),
-                },
-                Frame::Oversized { len, head, tail } => self.oversized(len, &head, &tail),
+        while let Some(item) = incoming.recv().await {
+            match item {
+                Incoming::Message(msg) => self.dispatch(msg, &sinks, &refresh).await,
+                Incoming::Garbage(why) => self.garbage(&why),
+                Incoming::Oversized { len, max, id } => self.oversized(len, max, id),
             }
         }
         self.closed.cancel();
@@ -383,13 +355,12 @@ impl Connection {
 
     /// An oversized line is dropped; if its id can be found at either edge, that request fails with a clear error
     /// instead of waiting for its timeout.
-    fn oversized(&self, len: usize, head: &[u8], tail: &[u8]) {
-        let id = match jsonrpc::recover_id(head, tail) {
+    fn oversized(&self, len: usize, max: usize, id: Option<Id>) {
+        let id = match id {
             Some(Id::Int(n)) => Some(n),
             _ => None,
         };
         let waiter = id.and_then(|id| self.lock_pending().remove(&id));
-        let max = self.limits.max_message_bytes;
         match waiter {
             Some(w) => {
                 let _ = w.send(Err(CallError::TooLarge {
@@ -403,43 +374,6 @@ impl Connection {
             }
         }
     }
-
-    async fn stderr_loop(self: Arc<Self>, stderr: impl AsyncRead + Unpin) {
-        let mut lines = BufReader::new(stderr).split(b'\n');
-        while let Ok(Some(line)) = lines.next_segment().await {
-            let text: String = String::from_utf8_lossy(&line)
-                .chars()
-                .take(STDERR_LINE_CHARS)
-                .collect();
-            tracing::debug!(server = %self.server, "stderr: {text}");
-            if let Ok(mut tail) = self.stderr_tail.lock() {
-                if tail.len() == STDERR_TAIL_LINES {
-                    tail.pop_front();
-                }
-                tail.push_back(text);
-            }
-        }
-    }
-}
-
-async fn write_loop(
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    mut stdin: impl AsyncWrite + Unpin,
-    closed: CancellationToken,
-) {
-    loop {
-        tokio::select! {
-            line = rx.recv() => {
-                let Some(line) = line else { break };
-                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
-                    closed.cancel();
-                    break;
-                }
-            }
-            () = closed.cancelled() => break,
-        }
-    }
-    // Dropping stdin closes the pipe: the upstream sees EOF, which is how stdio servers are asked to exit.
 }
 
 #[cfg(test)]

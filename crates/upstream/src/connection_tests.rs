@@ -1,4 +1,7 @@
+//! The peer over the stdio link: era adaptation, timeouts, garbage and oversized frames.
+
 use super::*;
+use jsonrpc::Limits;
 use pretty_assertions::assert_eq;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
@@ -20,12 +23,18 @@ fn peer() -> Peer {
         max_message_bytes: 4096,
         max_depth: 32,
     };
-    let conn = Connection::start(
+    let (link, incoming) = crate::stdio::StdioLink::start(
         "up",
         stdin_w,
         stdout_r,
         None::<tokio::io::Empty>,
         limits,
+        None,
+    );
+    let conn = Connection::start(
+        "up",
+        Box::new(link),
+        incoming,
         Sinks {
             events: events_tx,
             progress: None,

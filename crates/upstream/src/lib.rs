@@ -1,4 +1,5 @@
-//! Upstream MCP servers as toolgate sees them: a supervised stdio child process per server, its protocol era
+//! Upstream MCP servers as toolgate sees them: a supervised transport per server (a stdio child process by
+//! default; any `Connector`, such as the in-process `memory` link, through `Upstream::start_linked`), its protocol era
 //! found by probing (`server/discover`, else `initialize`), its whole catalog (every page of tools, resources,
 //! resource templates and prompts), refreshed on `list_changed`, and restarted with backoff when it dies.
 //!
@@ -12,11 +13,16 @@ mod connection;
 mod era;
 mod error;
 mod handshake;
+mod link;
+pub mod memory;
 mod process;
+mod stdio;
 mod supervisor;
 
 pub use catalog::Catalog;
 pub use connection::{Connection, Event, ProgressRoutes, Sinks};
 pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSION, PROTOCOL_META_PREFIX};
 pub use error::{CallError, Result};
+pub use link::{BoxFuture, Connector, Incoming, Link, Opened, SendError};
+pub use stdio::{StdioConnector, StdioLink};
 pub use supervisor::{Options, State, Status, Upstream};

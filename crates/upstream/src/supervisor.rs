@@ -1,15 +1,17 @@
 //! The life of one upstream: start, handshake, load the catalog, serve, and on exit restart with backoff —
 //! until toolgate shuts down, which ends the whole process group.
 //!
-//! One task per upstream owns the child process; everyone else sees a `Status` snapshot, the current `Catalog`
-//! and, while it is up, the `Connection`.
+//! One task per upstream owns each life of its transport, started by a `Connector` (a process on stdio by default,
+//! an in-process server over memory); everyone else sees a `Status` snapshot, the current `Catalog` and, while it
+//! is up, the `Connection`.
 
 use crate::catalog::Catalog;
 use crate::connection::{Connection, Event, Refresh, Sinks};
 use crate::era::Era;
 use crate::error::CallError;
 use crate::handshake::{self, Agreed, ProbeOutcome};
-use crate::process;
+use crate::link::Connector;
+use crate::stdio::StdioConnector;
 use config::{Protocol, ServerConfig, Transport};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
@@ -118,13 +120,36 @@ pub struct Upstream {
     settled: watch::Sender<bool>,
     shutdown: CancellationToken,
     sinks: Sinks,
+    connector: Arc<dyn Connector>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Upstream {
     /// Starts supervising `config`. What the server sends arrives on `sinks`.
     pub fn start(config: ServerConfig, opts: Options, sinks: Sinks) -> Arc<Self> {
-        let http = matches!(config.transport, Transport::Http { .. });
+        Self::supervised(config, opts, sinks, Arc::new(StdioConnector), false)
+    }
+
+    /// Like `start`, with every life of the transport opened by `connector` (an in-process server over
+    /// `memory`, say) whatever transport `config` names.
+    pub fn start_linked(
+        config: ServerConfig,
+        opts: Options,
+        sinks: Sinks,
+        connector: Arc<dyn Connector>,
+    ) -> Arc<Self> {
+        Self::supervised(config, opts, sinks, connector, true)
+    }
+
+    fn supervised(
+        config: ServerConfig,
+        opts: Options,
+        sinks: Sinks,
+        connector: Arc<dyn Connector>,
+        linked: bool,
+    ) -> Arc<Self> {
+        // This version connects HTTP upstreams only through a connector it is given.
+        let http = !linked && matches!(config.transport, Transport::Http { .. });
         let up = Arc::new(Self {
             inner: Mutex::new(Inner {
                 state: if http {
@@ -146,6 +171,7 @@ impl Upstream {
             settled: watch::channel(http).0,
             shutdown: CancellationToken::new(),
             sinks,
+            connector,
             task: Mutex::new(None),
         });
         if !http {
@@ -292,23 +318,21 @@ impl Upstream {
         }
     }
 
-    /// One life of the process. `Ok` when it exited after a successful start, `Err` when it never became ready.
+    /// One life of the transport. `Ok` when it ended after a successful start, `Err` when it never became ready.
     async fn run_once(&self) -> Result<(), String> {
-        let mut child = process::spawn(&self.config.transport).map_err(|e| self.spawn_error(&e))?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err("the process has no stdio pipes".to_owned());
-        };
+        let opened = self
+            .connector
+            .connect(&self.config, self.opts.limits)
+            .await?;
         let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
         let conn = Connection::start(
             &self.config.name,
-            stdin,
-            stdout,
-            child.stderr.take(),
-            self.opts.limits,
+            opened.link,
+            opened.incoming,
             self.sinks.clone(),
             refresh_tx,
         );
-        self.lock().pid = child.id();
+        self.lock().pid = opened.pid;
         let ready = tokio::select! {
             r = self.handshake(&conn) => r,
             () = self.shutdown.cancelled() => Err("shutting down".to_owned()),
@@ -316,8 +340,7 @@ impl Upstream {
         let catalog = match ready {
             Ok(c) => c,
             Err(e) => {
-                conn.close();
-                process::terminate(&mut child, self.opts.grace).await;
+                conn.end(self.opts.grace).await;
                 let tail = conn.stderr_tail();
                 return Err(match tail.last() {
                     Some(line) => format!("{e} (last stderr line: {line})"),
@@ -354,19 +377,8 @@ impl Upstream {
                 Some(kind) = refresh_rx.recv() => self.refresh(&conn, kind).await,
             }
         }
-        conn.close();
-        process::terminate(&mut child, self.opts.grace).await;
+        conn.end(self.opts.grace).await;
         Ok(())
-    }
-
-    fn spawn_error(&self, e: &std::io::Error) -> String {
-        match (&self.config.transport, e.kind()) {
-            (Transport::Stdio { command, .. }, std::io::ErrorKind::NotFound) => {
-                format!("cannot start {command:?}: not found on PATH (install it or give its full path)")
-            }
-            (Transport::Stdio { command, .. }, _) => format!("cannot start {command:?}: {e}"),
-            (Transport::Http { .. }, _) => e.to_string(),
-        }
     }
 
     async fn handshake(&self, conn: &Arc<Connection>) -> Result<Catalog, String> {

@@ -1,0 +1,206 @@
+//! The stdio transport: a child process in its own group, newline-delimited JSON-RPC on its stdin and stdout, the
+//! last lines of its stderr kept, and shutdown of the whole group (stdin EOF, grace, TERM, KILL).
+//!
+//! It frames and decodes; it does not know ids, eras or events (the `Connection` over it does).
+
+use crate::link::INCOMING_CAPACITY;
+use crate::link::{incoming_from_bytes, BoxFuture, Connector, Incoming, Link, Opened, SendError};
+use crate::process;
+use config::{ServerConfig, Transport};
+use jsonrpc::{encode_line, Frame, FrameReader, Limits};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::Child;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Bounded so a stalled upstream pushes back on its callers instead of growing toolgate's memory.
+const OUTBOX_CAPACITY: usize = 256;
+/// Lines of an upstream's stderr kept for `doctor` and the status tool.
+const STDERR_TAIL_LINES: usize = 20;
+const STDERR_LINE_CHARS: usize = 400;
+
+/// Spawns the configured command for every life.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StdioConnector;
+
+impl Connector for StdioConnector {
+    fn connect<'a>(
+        &'a self,
+        config: &'a ServerConfig,
+        limits: Limits,
+    ) -> BoxFuture<'a, Result<Opened, String>> {
+        Box::pin(async move {
+            let mut child =
+                process::spawn(&config.transport).map_err(|e| spawn_error(config, &e))?;
+            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                return Err("the process has no stdio pipes".to_owned());
+            };
+            let stderr = child.stderr.take();
+            let pid = child.id();
+            let (link, incoming) =
+                StdioLink::start(&config.name, stdin, stdout, stderr, limits, Some(child));
+            Ok(Opened {
+                link: Box::new(link),
+                incoming,
+                pid,
+            })
+        })
+    }
+}
+
+fn spawn_error(config: &ServerConfig, e: &std::io::Error) -> String {
+    match (&config.transport, e.kind()) {
+        (Transport::Stdio { command, .. }, std::io::ErrorKind::NotFound) => {
+            format!(
+                "cannot start {command:?}: not found on PATH (install it or give its full path)"
+            )
+        }
+        (Transport::Stdio { command, .. }, _) => format!("cannot start {command:?}: {e}"),
+        (Transport::Http { .. }, _) => e.to_string(),
+    }
+}
+
+/// Newline framing over a pair of pipes, with the process behind them when there is one.
+pub struct StdioLink {
+    outbox: mpsc::Sender<Vec<u8>>,
+    max_message_bytes: usize,
+    /// Cancelled when writing failed or the link was shut down: the writer drops stdin and the reader stops.
+    ended: CancellationToken,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    child: Mutex<Option<Child>>,
+}
+
+impl StdioLink {
+    /// Starts the writer, reader and stderr tasks over the pipes.
+    pub fn start(
+        server: &str,
+        stdin: impl AsyncWrite + Unpin + Send + 'static,
+        stdout: impl AsyncRead + Unpin + Send + 'static,
+        stderr: Option<impl AsyncRead + Unpin + Send + 'static>,
+        limits: Limits,
+        child: Option<Child>,
+    ) -> (Self, mpsc::Receiver<Incoming>) {
+        let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
+        let (incoming_tx, incoming) = mpsc::channel(INCOMING_CAPACITY);
+        let ended = CancellationToken::new();
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        tokio::spawn(write_loop(rx, stdin, ended.clone()));
+        tokio::spawn(read_loop(stdout, limits, incoming_tx, ended.clone()));
+        if let Some(stderr) = stderr {
+            let server = server.to_owned();
+            tokio::spawn(stderr_loop(server, stderr, Arc::clone(&stderr_tail)));
+        }
+        let link = Self {
+            outbox,
+            max_message_bytes: limits.max_message_bytes,
+            ended,
+            stderr_tail,
+            child: Mutex::new(child),
+        };
+        (link, incoming)
+    }
+}
+
+impl Link for StdioLink {
+    fn send<'a>(&'a self, msg: &'a Value) -> BoxFuture<'a, Result<(), SendError>> {
+        Box::pin(async move {
+            let max = self.max_message_bytes;
+            let line = encode_line(msg, max).map_err(|len| SendError::TooLarge { len, max })?;
+            if self.ended.is_cancelled() {
+                return Err(SendError::Closed);
+            }
+            self.outbox.send(line).await.map_err(|_| SendError::Closed)
+        })
+    }
+
+    fn stderr_tail(&self) -> Vec<String> {
+        self.stderr_tail
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn shutdown(&self, grace: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // Ending the writer drops stdin: the upstream sees EOF, which is how stdio servers are asked to exit.
+            self.ended.cancel();
+            let child = self.child.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(mut child) = child {
+                process::terminate(&mut child, grace).await;
+            }
+        })
+    }
+}
+
+async fn write_loop(
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    mut stdin: impl AsyncWrite + Unpin,
+    ended: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            line = rx.recv() => {
+                let Some(line) = line else { break };
+                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+                    ended.cancel();
+                    break;
+                }
+            }
+            () = ended.cancelled() => break,
+        }
+    }
+    // Dropping stdin closes the pipe.
+}
+
+async fn read_loop(
+    stdout: impl AsyncRead + Unpin,
+    limits: Limits,
+    incoming: mpsc::Sender<Incoming>,
+    ended: CancellationToken,
+) {
+    let mut frames = FrameReader::new(BufReader::new(stdout), limits.max_message_bytes);
+    loop {
+        let frame = tokio::select! {
+            frame = frames.next() => frame,
+            () = ended.cancelled() => break,
+        };
+        let item = match frame {
+            Ok(Some(Frame::Line(bytes))) => incoming_from_bytes(&bytes, &limits),
+            Ok(Some(Frame::Oversized { len, head, tail })) => Incoming::Oversized {
+                len,
+                max: limits.max_message_bytes,
+                id: jsonrpc::recover_id(&head, &tail),
+            },
+            Ok(None) | Err(_) => break,
+        };
+        if incoming.send(item).await.is_err() {
+            break;
+        }
+    }
+    // Dropping the sender is the end of the stream for the connection.
+}
+
+async fn stderr_loop(
+    server: String,
+    stderr: impl AsyncRead + Unpin,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let mut lines = BufReader::new(stderr).split(b'\n');
+    while let Ok(Some(line)) = lines.next_segment().await {
+        let text: String = String::from_utf8_lossy(&line)
+            .chars()
+            .take(STDERR_LINE_CHARS)
+            .collect();
+        tracing::debug!(server = %server, "stderr: {text}");
+        if let Ok(mut tail) = tail.lock() {
+            if tail.len() == STDERR_TAIL_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(text);
+        }
+    }
+}
