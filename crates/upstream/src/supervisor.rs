@@ -496,3 +496,7 @@ fn listen_for_changes(conn: &Arc<Connection>, catalog: &Catalog) {
             .await;
     });
 }
+
+#[cfg(test)]
+#[path = "supervisor_tests.rs"]
+mod tests;
