@@ -17,6 +17,7 @@ use crate::state::State;
 use crate::status;
 use config::Config;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::{mpsc, OnceCell};
@@ -117,6 +118,19 @@ impl Gateway {
         state: Option<Arc<State>>,
         builtin: Option<Arc<builtin::Builtin>>,
     ) -> Arc<Self> {
+        Self::start_linked(config, opts, guard, state, builtin, &HashMap::new())
+    }
+
+    /// Like `start_with`, with the named upstreams started through the given connectors (an in-process server
+    /// over `upstream::memory`, say) instead of their configured transport.
+    pub fn start_linked(
+        config: &Config,
+        opts: Options,
+        guard: Arc<Guard>,
+        state: Option<Arc<State>>,
+        builtin: Option<Arc<builtin::Builtin>>,
+        links: &HashMap<String, Arc<dyn upstream::Connector>>,
+    ) -> Arc<Self> {
         let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
         let progress = Arc::new(ProgressTable::default());
         let routes: Arc<dyn upstream::ProgressRoutes> = progress.clone();
@@ -127,7 +141,15 @@ impl Gateway {
         let upstreams = config
             .servers
             .iter()
-            .map(|s| Upstream::start(s.clone(), opts.upstream.clone(), sinks.clone()))
+            .map(|s| match links.get(&s.name) {
+                Some(link) => Upstream::start_linked(
+                    s.clone(),
+                    opts.upstream.clone(),
+                    sinks.clone(),
+                    Arc::clone(link),
+                ),
+                None => Upstream::start(s.clone(), opts.upstream.clone(), sinks.clone()),
+            })
             .collect();
         let gw = Arc::new(Self {
             opts,

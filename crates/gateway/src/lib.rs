@@ -33,10 +33,14 @@ mod progress;
 mod rebuild;
 mod record;
 mod session;
+#[cfg(test)]
+mod session_flow_tests;
 mod snapshot;
 mod state;
 mod status;
 mod stdio;
+#[cfg(test)]
+mod testkit;
 mod wakeups;
 mod wire;
 mod write_behind;

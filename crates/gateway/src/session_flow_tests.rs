@@ -1,0 +1,192 @@
+//! Sessions without processes: the era gate in arrival order, cancellation of a running call reaching the
+//! upstream and the record, and a request from the upstream relayed to the client that can answer it. The
+//! fixture runs in this process over the in-memory link (`testkit`).
+
+use crate::testkit::{modern_meta, Client, Harness, WAIT};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use test_support::FixtureOptions;
+
+fn allow_all() -> Value {
+    json!({"permissions": {"default": "allow"}, "pins": {"newTools": "accept"}})
+}
+
+async fn harness() -> Harness {
+    Harness::start(allow_all(), FixtureOptions::default()).await
+}
+
+fn error_message(answer: &Value) -> String {
+    answer["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an error: {answer}"))
+        .to_owned()
+}
+
+async fn modern_request(client: &mut Client, method: &str, mut params: Value) -> Value {
+    params["_meta"] = modern_meta(json!({}));
+    client.request(method, params).await
+}
+
+#[tokio::test]
+async fn initialize_settles_the_legacy_era_and_a_modern_request_is_then_refused() {
+    let h = harness().await;
+    let mut client = h.client();
+    let init = client.initialize(json!({})).await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let listed = client.request("tools/list", json!({})).await;
+    assert!(listed["result"]["tools"].as_array().is_some(), "{listed}");
+    let mixed = modern_request(&mut client, "tools/list", json!({})).await;
+    assert!(
+        error_message(&mixed).contains("initialized with protocol 2025-11-25"),
+        "{mixed}"
+    );
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn modern_meta_settles_the_modern_era_and_initialize_is_then_refused() {
+    let h = harness().await;
+    let mut client = h.client();
+    let listed = modern_request(&mut client, "tools/list", json!({})).await;
+    assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
+    let again = client
+        .request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+        )
+        .await;
+    assert!(
+        error_message(&again).contains("already speaks protocol 2026-07-28"),
+        "{again}"
+    );
+    let bare = client.request("tools/list", json!({})).await;
+    assert!(
+        error_message(&bare).contains("missing _meta"),
+        "a modern connection never falls back to legacy: {bare}"
+    );
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn request_before_either_era_is_refused_as_not_initialized() {
+    let h = harness().await;
+    let mut client = h.client();
+    let early = client.request("tools/list", json!({})).await;
+    assert!(error_message(&early).contains("not initialized"), "{early}");
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn server_discover_first_leaves_the_era_open_for_initialize() {
+    let h = harness().await;
+    let mut client = h.client();
+    let discovered = modern_request(&mut client, "server/discover", json!({})).await;
+    assert!(
+        discovered["result"]["supportedVersions"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("2026-07-28"))),
+        "{discovered}"
+    );
+    let init = client.initialize(json!({})).await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn server_discover_first_leaves_the_era_open_for_modern_requests() {
+    let h = harness().await;
+    let mut client = h.client();
+    let discovered = client.request("server/discover", json!({})).await;
+    assert!(discovered.get("result").is_some(), "{discovered}");
+    let listed = modern_request(&mut client, "tools/list", json!({})).await;
+    assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
+    h.stop(&[&client]).await;
+}
+
+/// A cancelled call: the upstream is told (`notifications/cancelled` for its own id), the client gets no
+/// response, and the call's records are its decision and a CANCELLED finished record.
+#[tokio::test]
+async fn cancelled_call_reaches_the_upstream_and_is_recorded_cancelled() {
+    let h = harness().await;
+    let mut client = h.client();
+    client.initialize(json!({})).await;
+    let before = h.audit().len();
+    let slow = json!({"name": "fx__slow", "arguments": {"steps": 400, "delay_ms": 25},
+                      "_meta": {"progressToken": "p-1"}});
+    let id = client.send_request("tools/call", slow).await;
+    // The first progress proves the call runs upstream.
+    client
+        .wait_for(|m| m["method"] == "notifications/progress")
+        .await;
+    client
+        .notify(
+            "notifications/cancelled",
+            json!({"requestId": id, "reason": "changed my mind"}),
+        )
+        .await;
+    let deadline = std::time::Instant::now() + WAIT;
+    let (trace, records) = loop {
+        let traces = h.traces_since(before);
+        if let [trace] = traces.as_slice() {
+            let records = h.trace(trace);
+            if !records.1.is_empty() {
+                break (trace.clone(), records);
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no finished record");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        records,
+        (
+            vec!["DEFAULT_ALLOW".to_owned()],
+            vec!["CANCELLED".to_owned()]
+        ),
+        "trace {trace}"
+    );
+    let seen = client.call("fx__cancelled", json!({})).await;
+    assert_eq!(
+        seen["result"]["structuredContent"]["cancelled"], 1,
+        "the upstream was told: {seen}"
+    );
+    assert!(
+        !client.kept(|m| m.get("id") == Some(&id)),
+        "a cancelled request gets no response"
+    );
+    h.stop(&[&client]).await;
+}
+
+/// The fixture's `sample` tool asks for `sampling/createMessage`; the client that declared `sampling` gets the
+/// request under toolgate's own id, and its answer goes back to the upstream and into the call's result.
+#[tokio::test]
+async fn upstream_sampling_request_is_relayed_to_the_client_that_declared_sampling() {
+    let h = harness().await;
+    let mut client = h.client();
+    client.initialize(json!({"sampling": {}})).await;
+    let id = client
+        .send_request(
+            "tools/call",
+            json!({"name": "fx__sample", "arguments": {"prompt": "say hi"}}),
+        )
+        .await;
+    let asked = client
+        .wait_for(|m| m["method"] == "sampling/createMessage")
+        .await;
+    assert_eq!(
+        asked["params"]["messages"][0]["content"]["text"], "say hi",
+        "{asked}"
+    );
+    assert!(
+        !asked["id"].as_str().is_some_and(|s| s.starts_with("fx-")),
+        "the upstream's own id never reaches the client: {asked}"
+    );
+    let answer = json!({"role": "assistant", "content": {"type": "text", "text": "hi there"},
+                        "model": "scripted"});
+    client.respond(&asked["id"], answer).await;
+    let result = client.response(&id).await;
+    assert_eq!(
+        result["result"]["content"][0]["text"], "hi there",
+        "{result}"
+    );
+    h.stop(&[&client]).await;
+}

@@ -1,0 +1,244 @@
+//! Test harness for sessions and the pipeline without processes: a `Gateway` over a temporary state directory,
+//! a policy given as config, the fixture MCP server in this process over the in-memory upstream link, and a
+//! scripted client that drives one session message by message.
+//!
+//! How a session is opened, fed and read is confined to `Wire`, the one adapter over the session API. It does not
+//! check anything itself; the tests do.
+
+use crate::gateway::{Gateway, Options};
+use crate::guard::Guard;
+use crate::outbox::{Drain, Outbox};
+use crate::session::Session;
+use crate::state::State;
+use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use test_support::FixtureOptions;
+use upstream::memory::MemoryConnector;
+
+/// How long a test waits for anything before it fails.
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
+
+/// The one adapter over the session API: open a session, hand it a message, read what it sends.
+struct Wire {
+    session: Arc<Session>,
+    drain: Drain,
+}
+
+impl Wire {
+    fn open(gateway: &Arc<Gateway>) -> Self {
+        let (outbox, drain) = Outbox::new(gateway.opts.limits.max_message_bytes);
+        let session = Session::new(Arc::clone(gateway), outbox);
+        Self { session, drain }
+    }
+
+    async fn handle(&self, msg: &Value) {
+        let bytes = serde_json::to_vec(msg).unwrap();
+        let decoded = jsonrpc::decode(&bytes, &jsonrpc::Limits::default()).unwrap();
+        self.session.handle(decoded).await;
+    }
+
+    async fn next(&mut self) -> Option<Value> {
+        let line = self.drain.next().await?;
+        self.drain.written(&line);
+        Some(serde_json::from_slice(&line.bytes).unwrap())
+    }
+
+    fn close(&self) {
+        self.session.close();
+    }
+}
+
+/// A client scripted message by message. What arrives while it waits for one answer (notifications, requests
+/// from toolgate) is kept for `wait_for`.
+pub(crate) struct Client {
+    wire: Wire,
+    next_id: i64,
+    kept: VecDeque<Value>,
+}
+
+impl Client {
+    /// Sends a request and returns its whole response (`result` or `error`).
+    pub(crate) async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params).await;
+        self.response(&id).await
+    }
+
+    /// Sends a request without waiting; returns its id.
+    pub(crate) async fn send_request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.wire.handle(&msg).await;
+        id
+    }
+
+    /// The response to the request `id`.
+    pub(crate) async fn response(&mut self, id: &Value) -> Value {
+        let is_it = |m: &Value| {
+            m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some())
+        };
+        self.wait_for(is_it).await
+    }
+
+    pub(crate) async fn notify(&mut self, method: &str, params: Value) {
+        let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.wire.handle(&msg).await;
+    }
+
+    /// Answers a request toolgate sent this client.
+    pub(crate) async fn respond(&mut self, id: &Value, result: Value) {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        self.wire.handle(&msg).await;
+    }
+
+    /// The first message (kept or new) that `pred` accepts; fails the test after `WAIT`.
+    pub(crate) async fn wait_for(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.kept.iter().position(&pred) {
+            return self.kept.remove(i).unwrap();
+        }
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let msg = tokio::time::timeout_at(deadline, self.wire.next())
+                .await
+                .unwrap_or_else(|_| panic!("nothing expected arrived; kept {:#?}", self.kept))
+                .expect("the session was closed");
+            if pred(&msg) {
+                return msg;
+            }
+            self.kept.push_back(msg);
+        }
+    }
+
+    /// Whether a message `pred` accepts arrived and is still kept (not taken by `wait_for`).
+    pub(crate) fn kept(&self, pred: impl Fn(&Value) -> bool) -> bool {
+        self.kept.iter().any(pred)
+    }
+
+    /// A tools/call in the client's era; returns the whole response.
+    pub(crate) async fn call(&mut self, name: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+
+    /// `initialize` and `notifications/initialized`: a legacy client with `capabilities`.
+    pub(crate) async fn initialize(&mut self, capabilities: Value) -> Value {
+        let params = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                            "clientInfo": {"name": "scripted", "version": "1"}});
+        let answer = self.request("initialize", params).await;
+        self.notify("notifications/initialized", json!({})).await;
+        answer
+    }
+
+    pub(crate) fn close(&self) {
+        self.wire.close();
+    }
+}
+
+/// The `_meta` a modern client puts on every request.
+pub(crate) fn modern_meta(capabilities: Value) -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+           "io.modelcontextprotocol/clientCapabilities": capabilities,
+           "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "1"}})
+}
+
+/// A gateway with state and policy, and the fixture as upstream `fx` in this process.
+pub(crate) struct Harness {
+    pub gateway: Arc<Gateway>,
+    pub state: Arc<State>,
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    /// `policy` is the config's top level without servers, workspace or state (`permissions`, `approvals`, …).
+    pub(crate) async fn start(policy: Value, fixture: FixtureOptions) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir_all(&workspace).unwrap();
+        let mut text = policy;
+        text["mcpServers"] = json!({"fx": {"command": "fixture-in-process"}});
+        let origin = dir.path().join("toolgate.json");
+        let config = config::parse_str(
+            &text.to_string(),
+            config::Format::Json,
+            &origin,
+            &|_| None,
+            &config::Overrides::default(),
+        )
+        .unwrap();
+        let state = Arc::new(State::open_in(&dir.path().join("state"), &workspace).unwrap());
+        let guard = Arc::new(Guard::load(&config, &workspace).unwrap());
+        let connector = Arc::new(MemoryConnector::new(move |end| {
+            tokio::spawn(test_support::serve(
+                fixture.clone(),
+                end.incoming,
+                end.outgoing,
+            ));
+        }));
+        let links: HashMap<String, Arc<dyn upstream::Connector>> =
+            HashMap::from([("fx".to_owned(), connector as Arc<dyn upstream::Connector>)]);
+        let opts = Options::from_config(&config, false);
+        let gateway =
+            Gateway::start_linked(&config, opts, guard, Some(Arc::clone(&state)), None, &links);
+        gateway.ready().await;
+        Self {
+            gateway,
+            state,
+            _dir: dir,
+        }
+    }
+
+    /// A new client session on this gateway.
+    pub(crate) fn client(&self) -> Client {
+        Client {
+            wire: Wire::open(&self.gateway),
+            next_id: 0,
+            kept: VecDeque::new(),
+        }
+    }
+
+    /// Every audit record written so far (the writer is flushed first).
+    pub(crate) fn audit(&self) -> Vec<Value> {
+        self.state.flush();
+        std::fs::read_to_string(self.state.audit_log().path())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The records of one trace: (decision reason codes, finished outcomes).
+    pub(crate) fn trace(&self, trace_id: &str) -> (Vec<String>, Vec<String>) {
+        let mut decisions = Vec::new();
+        let mut finished = Vec::new();
+        for r in self.audit().iter().filter(|r| r["trace_id"] == trace_id) {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            match r["kind"].as_str() {
+                Some("decision") => decisions.push(s("reason_code")),
+                Some("execution") => finished.push(s("outcome")),
+                _ => {}
+            }
+        }
+        (decisions, finished)
+    }
+
+    /// The trace ids of the records written after the first `seen`, in order of first appearance.
+    pub(crate) fn traces_since(&self, seen: usize) -> Vec<String> {
+        let mut ids: Vec<String> = Vec::new();
+        for r in self.audit().iter().skip(seen) {
+            let id = r["trace_id"].as_str().unwrap_or_default().to_owned();
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ids
+    }
+
+    pub(crate) async fn stop(self, clients: &[&Client]) {
+        for c in clients {
+            c.close();
+        }
+        self.gateway.shutdown().await;
+    }
+}
