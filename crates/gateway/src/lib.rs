@@ -29,6 +29,8 @@ mod outbox;
 mod outcome;
 mod pins;
 mod pipeline;
+#[cfg(test)]
+mod pipeline_flow_tests;
 mod progress;
 mod rebuild;
 mod record;

@@ -2,7 +2,7 @@
 //! upstream and the record, and a request from the upstream relayed to the client that can answer it. The
 //! fixture runs in this process over the in-memory link (`testkit`).
 
-use crate::testkit::{modern_meta, Client, Harness, WAIT};
+use crate::testkit::{modern_meta, Client, Harness};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use test_support::FixtureOptions;
@@ -124,18 +124,7 @@ async fn cancelled_call_reaches_the_upstream_and_is_recorded_cancelled() {
             json!({"requestId": id, "reason": "changed my mind"}),
         )
         .await;
-    let deadline = std::time::Instant::now() + WAIT;
-    let (trace, records) = loop {
-        let traces = h.traces_since(before);
-        if let [trace] = traces.as_slice() {
-            let records = h.trace(trace);
-            if !records.1.is_empty() {
-                break (trace.clone(), records);
-            }
-        }
-        assert!(std::time::Instant::now() < deadline, "no finished record");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let (trace, records) = h.one_trace_since(before).await;
     assert_eq!(
         records,
         (

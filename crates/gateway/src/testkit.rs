@@ -11,11 +11,14 @@ use crate::outbox::{Drain, Outbox};
 use crate::session::Session;
 use crate::state::State;
 use serde_json::{json, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 use test_support::FixtureOptions;
 use upstream::memory::MemoryConnector;
+
+/// One trace's records: (decision reason codes, finished outcomes).
+pub(crate) type Records = (Vec<String>, Vec<String>);
 
 /// How long a test waits for anything before it fails.
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
@@ -208,31 +211,44 @@ impl Harness {
             .collect()
     }
 
-    /// The records of one trace: (decision reason codes, finished outcomes).
-    pub(crate) fn trace(&self, trace_id: &str) -> (Vec<String>, Vec<String>) {
-        let mut decisions = Vec::new();
-        let mut finished = Vec::new();
-        for r in self.audit().iter().filter(|r| r["trace_id"] == trace_id) {
+    /// Decision and finished records after the first `skip` records, grouped by trace id; only those naming
+    /// `tool` (the upstream's own name) when given.
+    pub(crate) fn by_trace(&self, skip: usize, tool: Option<&str>) -> BTreeMap<String, Records> {
+        let mut traces: BTreeMap<String, Records> = BTreeMap::new();
+        for r in self.audit().iter().skip(skip) {
+            if tool.is_some_and(|t| r["tool"] != t) {
+                continue;
+            }
             let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
-            match r["kind"].as_str() {
-                Some("decision") => decisions.push(s("reason_code")),
-                Some("execution") => finished.push(s("outcome")),
-                _ => {}
+            let (list, value) = match r["kind"].as_str() {
+                Some("decision") => (0, s("reason_code")),
+                Some("execution") => (1, s("outcome")),
+                _ => continue,
+            };
+            let entry = traces.entry(s("trace_id")).or_default();
+            if list == 0 {
+                entry.0.push(value);
+            } else {
+                entry.1.push(value);
             }
         }
-        (decisions, finished)
+        traces
     }
 
-    /// The trace ids of the records written after the first `seen`, in order of first appearance.
-    pub(crate) fn traces_since(&self, seen: usize) -> Vec<String> {
-        let mut ids: Vec<String> = Vec::new();
-        for r in self.audit().iter().skip(seen) {
-            let id = r["trace_id"].as_str().unwrap_or_default().to_owned();
-            if !ids.contains(&id) {
-                ids.push(id);
+    /// Waits until the records after the first `skip` form exactly one trace with a finished record; returns it.
+    pub(crate) async fn one_trace_since(&self, skip: usize) -> (String, Records) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let traces = self.by_trace(skip, None);
+            if traces.len() == 1 && traces.values().all(|r| !r.1.is_empty()) {
+                return traces.into_iter().next().unwrap();
             }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "not one finished trace: {traces:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        ids
     }
 
     pub(crate) async fn stop(self, clients: &[&Client]) {
