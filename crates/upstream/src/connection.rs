@@ -231,8 +231,11 @@ impl Connection {
 
     /// Modern upstreams need the protocol keys on every request; legacy ones get them removed, since they belong
     /// to the client's era, not theirs.
+    /// Before the era is known the params go as given (they used to be dropped whole).
     fn adapt_params(&self, params: Option<Value>) -> Option<Value> {
-        let era = self.era()?;
+        let Some(era) = self.era() else {
+            return params;
+        };
         let mut params = match params {
             Some(Value::Object(m)) => m,
             other => return other,

@@ -166,3 +166,19 @@ async fn oversized_response_fails_its_request_not_the_connection() {
     );
     assert!(!p.conn.is_closed());
 }
+
+#[tokio::test]
+async fn params_are_sent_as_given_before_the_era_is_known() {
+    let mut p = peer();
+    let conn = Arc::clone(&p.conn);
+    tokio::spawn(async move {
+        let params = json!({"name": "t", "_meta": {"keep": true}});
+        conn.request("tools/call", Some(params), LONG, &CancellationToken::new())
+            .await
+    });
+    let sent = next_sent(&mut p).await;
+    assert_eq!(
+        sent["params"],
+        json!({"name": "t", "_meta": {"keep": true}})
+    );
+}

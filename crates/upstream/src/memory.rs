@@ -146,3 +146,7 @@ async fn pump(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "memory_tests.rs"]
+mod tests;
