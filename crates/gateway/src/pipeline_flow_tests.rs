@@ -4,7 +4,7 @@
 //! and the refusal is still recorded once the log is repaired. The fixture runs in process (`testkit`).
 
 use crate::hooks::{CallHook, HookCall, HookDecision};
-use crate::testkit::{Client, Harness, Records, WAIT};
+use crate::testkit::{modern_meta, Client, Harness, Records, WAIT};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -64,9 +64,23 @@ fn refused(reason: &str) -> Records {
 }
 
 #[tokio::test]
-async fn every_refusal_of_a_tool_call_leaves_one_decision_and_one_refused_record() {
+async fn every_refusal_of_a_legacy_tool_call_leaves_one_decision_and_one_refused_record() {
     let h = harness().await;
     let mut client = legacy_client(&h).await;
+    every_refusal(&h, &mut client, None).await;
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn every_refusal_of_a_modern_tool_call_leaves_one_decision_and_one_refused_record() {
+    let h = harness().await;
+    let mut client = h.client();
+    every_refusal(&h, &mut client, Some(modern_meta(json!({})))).await;
+    h.stop(&[&client]).await;
+}
+
+/// Each refusal path once, in the client's era (`meta` on every request for a modern client).
+async fn every_refusal(h: &Harness, client: &mut Client, meta: Option<Value>) {
     let rows = [
         ("unknown tool", "fx__nope", json!({}), "UNKNOWN_TARGET"),
         (
@@ -86,7 +100,17 @@ async fn every_refusal_of_a_tool_call_leaves_one_decision_and_one_refused_record
     ];
     for (what, tool, arguments, reason) in rows {
         let before = h.audit().len();
-        let answer = client.call(tool, arguments).await;
+        let mut params = json!({"name": tool, "arguments": arguments});
+        if let Some(meta) = &meta {
+            params["_meta"] = meta.clone();
+        }
+        let answer = client.request("tools/call", params).await;
+        if meta.is_some() && answer.get("result").is_some() {
+            assert_eq!(
+                answer["result"]["resultType"], "complete",
+                "{what}: {answer}"
+            );
+        }
         if reason == "UNKNOWN_TARGET" {
             assert_eq!(
                 answer["error"]["code"],
@@ -106,7 +130,6 @@ async fn every_refusal_of_a_tool_call_leaves_one_decision_and_one_refused_record
             );
         }
     }
-    h.stop(&[&client]).await;
 }
 
 /// A definition that changed since it was pinned (a rug pull) is quarantined: a call is refused and recorded.

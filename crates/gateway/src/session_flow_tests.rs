@@ -179,3 +179,33 @@ async fn upstream_sampling_request_is_relayed_to_the_client_that_declared_sampli
     );
     h.stop(&[&client]).await;
 }
+
+/// The upstream ends mid-call (the fixture's `crash`, in process): the call fails, the supervisor opens a fresh
+/// link, and the same session is served again.
+#[tokio::test]
+async fn upstream_that_ends_is_restarted_and_serves_the_same_session_again() {
+    let h = harness().await;
+    let mut client = h.client();
+    client.initialize(json!({})).await;
+    let crashed = client.call("fx__crash", json!({})).await;
+    assert!(
+        crashed.get("error").is_some() || crashed["result"]["isError"] == true,
+        "{crashed}"
+    );
+    let up = std::sync::Arc::clone(h.gateway.upstream("fx").unwrap());
+    let deadline = std::time::Instant::now() + crate::testkit::WAIT;
+    loop {
+        let status = up.status();
+        if status.restarts >= 1 && status.state == upstream::State::Ready {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not restarted: {status:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let sum = client.call("fx__add", json!({"a": 20, "b": 22})).await;
+    assert_eq!(sum["result"]["structuredContent"]["sum"], 42.0, "{sum}");
+    h.stop(&[&client]).await;
+}
