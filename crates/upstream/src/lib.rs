@@ -1,7 +1,11 @@
 //! Upstream MCP servers as toolgate sees them: a supervised transport per server (a stdio child process by
-//! default; any `Connector`, such as the in-process `memory` link, through `Upstream::start_linked`), its protocol era
-//! found by probing (`server/discover`, else `initialize`), its whole catalog (every page of tools, resources,
-//! resource templates and prompts), refreshed on `list_changed`, and restarted with backoff when it dies.
+//! default; any `Connector`, such as the in-process `memory` link, through `Upstream::start_linked`), its
+//! protocol era found by probing (`server/discover`, else `initialize`), its whole catalog (every page of tools,
+//! resources, resource templates and prompts), refreshed on `list_changed`, and restarted with backoff when it
+//! dies.
+//!
+//! `connection` is the JSON-RPC peer; how its messages travel is a `link` (`stdio`, `memory`), so another
+//! transport is a new link and connector, not a change to the peer or the supervisor.
 //!
 //! This crate speaks to upstreams only. It does not know clients, names exposed to them, or policy: the gateway
 //! does. Payloads stay raw JSON; only `_meta` protocol keys are adapted to the upstream's era.

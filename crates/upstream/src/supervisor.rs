@@ -320,10 +320,11 @@ impl Upstream {
 
     /// One life of the transport. `Ok` when it ended after a successful start, `Err` when it never became ready.
     async fn run_once(&self) -> Result<(), String> {
-        let opened = self
-            .connector
-            .connect(&self.config, self.opts.limits)
-            .await?;
+        // A connector may take its time (a network handshake); shutting down must not wait for it.
+        let opened = tokio::select! {
+            opened = self.connector.connect(&self.config, self.opts.limits) => opened?,
+            () = self.shutdown.cancelled() => return Err("shutting down".to_owned()),
+        };
         let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
         let conn = Connection::start(
             &self.config.name,
