@@ -185,8 +185,10 @@ async fn held_call_is_approved_in_the_store_and_resumed_under_its_one_trace() {
     );
     // That early look is a call of its own; what follows must continue the held call's trace only.
     let before_resume = h.audit().len();
-    h.state
-        .store(|s| s.approve(&request_id, "test operator", store::Timestamp::now()))
+    // Approved through a connection of its own, as the admin CLI in another process approves.
+    store::Store::open(h.state.namespace())
+        .unwrap()
+        .approve(&request_id, "test operator", store::Timestamp::now())
         .unwrap();
     let ran = client
         .call("toolgate_resume", json!({"request_id": request_id}))
