@@ -32,6 +32,7 @@ mod pipeline;
 mod progress;
 mod rebuild;
 mod record;
+mod requester;
 mod session;
 mod snapshot;
 mod state;
