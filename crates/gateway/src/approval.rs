@@ -5,10 +5,11 @@
 //! `approvals.wait_seconds` while the store is watched (with progress notifications when the client asked for
 //! progress); approved in time, it runs as if nothing happened. Otherwise a tool call gets a Contract V1 handle and
 //! resumes later with `toolgate_resume`, which runs exactly the stored snapshot, once; a prompt or resource read
-//! gets an error naming the request, and runs when the same session repeats it after approval. A held call that
-//! its client cancels, or whose session ends, marks its request CANCELLED, which nothing can approve or resume:
-//! no one is waiting for it, and an operator must not approve a call that will never read the answer. Every row
-//! read here must be authentic (sealed by toolgate); a tampered one is refused. No MCP tool can approve anything.
+//! gets an error naming the request, and runs when the same session repeats it after approval (a request with no
+//! session behind it is never matched to an approved one). A held call that its client cancels, or whose session
+//! ends, marks its request CANCELLED, which nothing can approve or resume: no one is waiting for it, and an
+//! operator must not approve a call that will never read the answer. Every row read here must be authentic
+//! (sealed by toolgate); a tampered one is refused. No MCP tool can approve anything.
 //!
 //! Everything here is a function of the `Gateway` and the call's `CallContext`: whose grants apply, where the
 //! "still waiting" progress goes, who else may be asked, and whether the call waits at all (`HoldPolicy`: a
