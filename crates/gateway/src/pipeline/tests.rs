@@ -322,3 +322,22 @@ async fn code_run_with_its_own_asker_runs_once_its_human_allows() {
     assert_eq!(choices, &json!(["allow_once", "reject"]));
     f.gw.shutdown().await;
 }
+
+/// An intrinsic a rule asks for used to be sent to the workspace tools once approved, which do not know it: the
+/// approved call failed as an unknown tool. It runs as it does when the policy allows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approved_intrinsic_runs_instead_of_failing_as_an_unknown_workspace_tool() {
+    let f = Fixture::new(|_| {});
+    let outcome = govern_tool(&f.gw, &code_run(HoldPolicy::HandleNow), call(ASKED)).await;
+    let id = held(&outcome).handle.request_id.clone();
+    f.state
+        .store(|s| s.approve(&id, "operator", Timestamp::now()))
+        .unwrap();
+    let params = json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}});
+    let ran = govern_tool(&f.gw, &code_run(HoldPolicy::HandleNow), params).await;
+    let CallOutcome::Complete(result, _) = &ran else {
+        panic!("the approved call did not run: {ran:?}");
+    };
+    assert!(result["structuredContent"]["events"].is_array(), "{result}");
+    f.gw.shutdown().await;
+}
