@@ -5,14 +5,22 @@
 //! `approvals.wait_seconds` while the store is watched (with progress notifications when the client asked for
 //! progress); approved in time, it runs as if nothing happened. Otherwise a tool call gets a Contract V1 handle and
 //! resumes later with `toolgate_resume`, which runs exactly the stored snapshot, once; a prompt or resource read
-//! gets an error naming the request, and runs when the same session repeats it after approval. A held call that
-//! its client cancels, or whose session ends, marks its request CANCELLED, which nothing can approve or resume:
-//! no one is waiting for it, and an operator must not approve a call that will never read the answer. Every row
-//! read here must be authentic (sealed by toolgate); a tampered one is refused. No MCP tool can approve anything.
+//! gets an error naming the request, and runs when the same session repeats it after approval (a request with no
+//! session behind it is never matched to an approved one). A held call that its client cancels, or whose session
+//! ends, marks its request CANCELLED, which nothing can approve or resume: no one is waiting for it, and an
+//! operator must not approve a call that will never read the answer. Every row read here must be authentic
+//! (sealed by toolgate); a tampered one is refused. No MCP tool can approve anything.
+//!
+//! Everything here is a function of the `Gateway` and the call's `CallContext`: whose grants apply, where the
+//! "still waiting" progress goes, who else may be asked, and whether the call waits at all (`HoldPolicy`: a
+//! caller that resumes on its own schedule gets its handle at once).
 
+use crate::calls::{forward, intrinsic, run_builtin};
 use crate::contract;
+use crate::elicit;
+use crate::gateway::Gateway;
 use crate::outcome::{ApprovalState, CallOutcome, HeldCall, Refusal, RefusalCode};
-use crate::session::Session;
+use crate::pipeline::{CallContext, HoldPolicy};
 use crate::snapshot::Kind;
 pub(crate) use crate::snapshot::Snapshot;
 use crate::state::State;
@@ -22,7 +30,6 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::{Approval, ApprovalStatus, NewRequest, Timestamp};
-use tokio_util::sync::CancellationToken;
 
 /// How often a held call tells the client it is still waiting.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
@@ -66,185 +73,189 @@ fn now() -> Timestamp {
     Timestamp::now()
 }
 
-impl Session {
-    /// Handles an `ask`: a session grant for exactly these arguments (or, for a command, for a prefix of its args
-    /// the human chose) lets it through; otherwise a request is created and the call is held.
-    pub(crate) async fn hold(
-        self: &Arc<Self>,
-        trace_id: &str,
-        snapshot: Snapshot,
-        decision: Decision,
-        progress: Option<Value>,
-        cancel: &CancellationToken,
-    ) -> Held {
-        let Some(state) = self.gateway.state.clone() else {
-            return Held::Answer(CallOutcome::Refused(Refusal::no_approval_channel(
-                &decision,
-            )));
-        };
-        let target = snapshot.grant_target();
-        let scopes: Vec<String> = std::iter::once(snapshot.grant_scope())
-            .chain(snapshot.prefix_scopes())
-            .collect();
-        let granted = state.store(|s| {
+/// Handles an `ask`: a grant of the call's scope for exactly these arguments (or, for a command, for a prefix
+/// of its args the human chose) lets it through; otherwise a request is created and the call is held.
+pub(crate) async fn hold(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    snapshot: Snapshot,
+    decision: Decision,
+) -> Held {
+    let (trace_id, cancel) = (&ctx.trace_id, &ctx.cancel);
+    let session = ctx.grants.session();
+    let Some(state) = gw.state.clone() else {
+        return Held::Answer(CallOutcome::Refused(Refusal::no_approval_channel(
+            &decision,
+        )));
+    };
+    let target = snapshot.grant_target();
+    let scopes: Vec<String> = std::iter::once(snapshot.grant_scope())
+        .chain(snapshot.prefix_scopes())
+        .collect();
+    // Without a session, no grant applies.
+    let granted = session.map(|id| {
+        state.store(|s| {
             scopes.iter().try_fold(false, |found, scope| {
                 Ok::<_, store::Error>(
                     found
-                        || s.session_grant_valid(
-                            &self.id,
-                            &target,
-                            &snapshot.definition_sha256,
-                            scope,
-                        )?,
+                        || s.session_grant_valid(id, &target, &snapshot.definition_sha256, scope)?,
                 )
             })
+        })
+    });
+    if let Some(Ok(true)) = granted {
+        return Held::Ran(execute(gw, ctx, &snapshot).await);
+    }
+    let stored = snapshot.to_json(&decision);
+    if let (Some(session), false) = (session, snapshot.kind == Kind::ToolCall) {
+        // A prompt or resource read its session repeats after its request was approved runs now, once.
+        let hash = serde_json::to_string(&stored)
+            .map(|t| jsonrpc::sha256_hex(t.as_bytes()))
+            .unwrap_or_default();
+        if let Ok(Some(id)) = state.store(|s| s.find_approved(session, &hash, now())) {
+            return Held::Ran(resume_approved(gw, ctx, &state, &id).await);
+        }
+    }
+    let trace_id = trace_id.to_owned();
+    let opts = &gw.opts.approvals;
+    let start = now();
+    let created = state.store(|s| {
+        s.create_held_request(&NewRequest {
+            trace_id: &trace_id,
+            snapshot: &stored,
+            session_id: session,
+            now: start,
+            held_until: start.plus_millis(opts.wait.value.as_millis() as i64),
+            expires_at: start.plus_millis(opts.expire.value.as_millis() as i64),
+        })
+    });
+    let approval = match created {
+        Ok(a) => a,
+        Err(e) => {
+            let msg = format!(
+                "this call needs approval, and the approval store refused a new request ({e})"
+            );
+            let refusal =
+                Refusal::new(RefusalCode::ApprovalStoreRefused, msg).with_trace(&trace_id);
+            return Held::Answer(CallOutcome::Refused(refusal));
+        }
+    };
+    state.audit(&crate::record::approval_event(
+        &trace_id,
+        &approval.id,
+        "PENDING",
+        &snapshot,
+        &decision,
+    ));
+    tracing::info!(request = %approval.id, target = %target, "approval requested");
+    if let Some(asker) = ctx
+        .asker
+        .as_ref()
+        .filter(|a| elicit::may_elicit(gw, a.as_ref(), &decision))
+    {
+        let (gw, asker, grants) = (Arc::clone(gw), Arc::clone(asker), ctx.grants.clone());
+        let (id, snapshot) = (approval.id.clone(), snapshot.clone());
+        tokio::spawn(async move {
+            elicit::elicit(&gw, asker.as_ref(), &grants, &id, &snapshot).await;
         });
-        if granted.unwrap_or(false) {
-            return Held::Ran(self.execute(&snapshot, cancel).await);
-        }
-        let stored = snapshot.to_json(&decision);
-        if snapshot.kind != Kind::ToolCall {
-            // A prompt or resource read repeated after its request was approved runs now, once.
-            let hash = serde_json::to_string(&stored)
-                .map(|t| jsonrpc::sha256_hex(t.as_bytes()))
-                .unwrap_or_default();
-            if let Ok(Some(id)) = state.store(|s| s.find_approved(&self.id, &hash, now())) {
-                return Held::Ran(self.resume_approved(&state, &id, cancel).await);
-            }
-        }
-        let trace_id = trace_id.to_owned();
-        let opts = &self.gateway.opts.approvals;
-        let start = now();
-        let created = state.store(|s| {
-            s.create_held_request(&NewRequest {
-                trace_id: &trace_id,
-                snapshot: &stored,
-                session_id: Some(&self.id),
-                now: start,
-                held_until: start.plus_millis(opts.wait.value.as_millis() as i64),
-                expires_at: start.plus_millis(opts.expire.value.as_millis() as i64),
-            })
-        });
-        let approval = match created {
-            Ok(a) => a,
-            Err(e) => {
-                let msg = format!(
-                    "this call needs approval, and the approval store refused a new request ({e})"
-                );
-                let refusal =
-                    Refusal::new(RefusalCode::ApprovalStoreRefused, msg).with_trace(&trace_id);
-                return Held::Answer(CallOutcome::Refused(refusal));
-            }
-        };
-        state.audit(&crate::record::approval_event(
-            &trace_id,
-            &approval.id,
-            "PENDING",
-            &snapshot,
-            &decision,
-        ));
-        tracing::info!(request = %approval.id, target = %target, "approval requested");
-        if self.may_elicit(&decision) {
-            let session = Arc::clone(self);
-            let (id, snapshot) = (approval.id.clone(), snapshot.clone());
-            tokio::spawn(async move { session.elicit(&id, &snapshot).await });
-        }
-        let deadline = Instant::now() + opts.wait.value;
-        let mut next_progress = Instant::now();
-        // A request that expires while its call is still held changes without any write: look once then.
-        let mut expiry = Some(Instant::now() + opts.expire.value).filter(|e| *e < deadline);
-        // Subscribed before the first read, so a decision made after that read wakes this call.
-        let mut woken = Waiter::subscribe(&state);
-        let mut look = true;
-        loop {
-            if look {
-                let current = match woken.read(|s| s.get_request(&approval.id, now())) {
-                    Ok(a) if !a.authentic => return Held::Answer(tampered(&a.id)),
-                    Ok(a) => a,
-                    Err(e) => {
-                        return Held::Answer(refused(
-                            RefusalCode::Failed,
-                            format!("approval lookup failed: {e}"),
-                        ))
-                    }
-                };
-                match current.status {
-                    ApprovalStatus::Pending => {}
-                    ApprovalStatus::Approved => {
-                        return Held::Ran(self.resume_approved(&state, &current.id, cancel).await)
-                    }
-                    _ => return Held::Answer(self.status_outcome(&current)),
-                }
-                if Instant::now() >= deadline {
-                    return Held::Answer(pending_answer(&snapshot, &current, &trace_id));
-                }
-            }
-            if let (Some(token), true) = (&progress, Instant::now() >= next_progress) {
-                let message = format!("waiting for approval of request {}", approval.id);
-                self.notify(
-                    "notifications/progress",
-                    Some(json!({"progressToken": token, "progress": 0, "message": message})),
-                )
-                .await;
-                next_progress = Instant::now() + PROGRESS_EVERY;
-            }
-            let timer = [
-                Some(deadline),
-                expiry,
-                progress.as_ref().map(|_| next_progress),
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(deadline);
-            // The row is read again only when the store may have changed, at its expiry, or at the deadline.
-            look = tokio::select! {
-                () = woken.changed() => true,
-                () = tokio::time::sleep_until(timer.into()) => {
-                    let expired = expiry.is_some_and(|e| Instant::now() >= e);
-                    if expired {
-                        expiry = None;
-                    }
-                    expired || Instant::now() >= deadline
-                }
-                () = cancel.cancelled() => {
-                    // Nobody will read the answer: the request must not wait for (or get) a decision.
-                    match state.store(|s| s.cancel(&approval.id, CANCELLED_BY, now())) {
-                        Ok(_) => state.audit(&crate::record::approval_event(
-                            &trace_id, &approval.id, "CANCELLED", &snapshot, &decision,
-                        )),
-                        Err(e) => tracing::info!(request = %approval.id, "not marked cancelled: {e}"),
-                    }
-                    return Held::Cancelled;
+    }
+    if ctx.hold == HoldPolicy::HandleNow {
+        return Held::Answer(pending_answer(&snapshot, &approval, &trace_id));
+    }
+    let deadline = Instant::now() + opts.wait.value;
+    let mut next_progress = Instant::now();
+    // A request that expires while its call is still held changes without any write: look once then.
+    let mut expiry = Some(Instant::now() + opts.expire.value).filter(|e| *e < deadline);
+    // Subscribed before the first read, so a decision made after that read wakes this call.
+    let mut woken = Waiter::subscribe(&state);
+    let mut look = true;
+    loop {
+        if look {
+            let current = match woken.read(|s| s.get_request(&approval.id, now())) {
+                Ok(a) if !a.authentic => return Held::Answer(tampered(&a.id)),
+                Ok(a) => a,
+                Err(e) => {
+                    return Held::Answer(refused(
+                        RefusalCode::Failed,
+                        format!("approval lookup failed: {e}"),
+                    ))
                 }
             };
+            match current.status {
+                ApprovalStatus::Pending => {}
+                ApprovalStatus::Approved => {
+                    return Held::Ran(resume_approved(gw, ctx, &state, &current.id).await)
+                }
+                _ => return Held::Answer(status_outcome(&current)),
+            }
+            if Instant::now() >= deadline {
+                return Held::Answer(pending_answer(&snapshot, &current, &trace_id));
+            }
         }
-    }
-
-    /// `toolgate_request_status`: strictly read-only.
-    pub(crate) fn request_status(&self, request_id: &str) -> CallOutcome {
-        let Some(state) = &self.gateway.state else {
-            return not_found(request_id);
-        };
-        match state.store(|s| s.get_request(request_id, now())) {
-            Ok(a) if !a.authentic => tampered(&a.id),
-            Ok(a) => self.status_outcome(&a),
-            Err(_) => not_found(request_id),
+        if let (Some(progress), true) = (&ctx.progress, Instant::now() >= next_progress) {
+            let message = format!("waiting for approval of request {}", approval.id);
+            progress.sink.post_progress(
+                json!({"progressToken": progress.token, "progress": 0, "message": message}),
+            );
+            next_progress = Instant::now() + PROGRESS_EVERY;
         }
-    }
-
-    /// `toolgate_resume`: claims the approved snapshot of a tool call, once (atomically: of concurrent resumers
-    /// exactly one wins). Anything else is answered: not found, tampered, not approved, not a tool call.
-    pub(crate) fn claim(&self, request_id: &str) -> Result<Claimed, CallOutcome> {
-        let Some(state) = self.gateway.state.clone() else {
-            return Err(not_found(request_id));
+        let timer = [
+            Some(deadline),
+            expiry,
+            ctx.progress.as_ref().map(|_| next_progress),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(deadline);
+        // The row is read again only when the store may have changed, at its expiry, or at the deadline.
+        look = tokio::select! {
+            () = woken.changed() => true,
+            () = tokio::time::sleep_until(timer.into()) => {
+                let expired = expiry.is_some_and(|e| Instant::now() >= e);
+                if expired {
+                    expiry = None;
+                }
+                expired || Instant::now() >= deadline
+            }
+            () = cancel.cancelled() => {
+                // Nobody will read the answer: the request must not wait for (or get) a decision.
+                match state.store(|s| s.cancel(&approval.id, CANCELLED_BY, now())) {
+                    Ok(_) => state.audit(&crate::record::approval_event(
+                        &trace_id, &approval.id, "CANCELLED", &snapshot, &decision,
+                    )),
+                    Err(e) => tracing::info!(request = %approval.id, "not marked cancelled: {e}"),
+                }
+                return Held::Cancelled;
+            }
         };
-        match state.store(|s| s.get_request(request_id, now())) {
-            Ok(a) if !a.authentic => Err(tampered(&a.id)),
-            Ok(a) if a.status == ApprovalStatus::Approved => {
-                match Snapshot::from_json(&a.snapshot).map(|s| s.kind) {
+    }
+}
+
+/// `toolgate_request_status`: strictly read-only.
+pub(crate) fn request_status(gw: &Gateway, request_id: &str) -> CallOutcome {
+    let Some(state) = &gw.state else {
+        return not_found(request_id);
+    };
+    match state.store(|s| s.get_request(request_id, now())) {
+        Ok(a) if !a.authentic => tampered(&a.id),
+        Ok(a) => status_outcome(&a),
+        Err(_) => not_found(request_id),
+    }
+}
+
+/// `toolgate_resume`: claims the approved snapshot of a tool call, once (atomically: of concurrent resumers
+/// exactly one wins). Anything else is answered: not found, tampered, not approved, not a tool call.
+pub(crate) fn claim(gw: &Gateway, request_id: &str) -> Result<Claimed, CallOutcome> {
+    let Some(state) = gw.state.clone() else {
+        return Err(not_found(request_id));
+    };
+    match state.store(|s| s.get_request(request_id, now())) {
+        Ok(a) if !a.authentic => Err(tampered(&a.id)),
+        Ok(a) if a.status == ApprovalStatus::Approved => {
+            match Snapshot::from_json(&a.snapshot).map(|s| s.kind) {
                     Some(Kind::ToolCall) => {
-                        let (consumed, snapshot) = self.consume(&state, request_id)?;
+                        let (consumed, snapshot) = consume(&state, request_id)?;
                         Ok(Claimed {
                             trace_id: consumed.trace_id,
                             snapshot,
@@ -263,150 +274,154 @@ impl Session {
                         .with_trace(&a.trace_id),
                     )),
                 }
-            }
-            Ok(a) => Err(self.status_outcome(&a)),
-            Err(_) => Err(not_found(request_id)),
         }
+        Ok(a) => Err(status_outcome(&a)),
+        Err(_) => Err(not_found(request_id)),
     }
+}
 
-    /// Consumes an approval (atomically) and reads its snapshot; the consumption is audited under the trace id
-    /// of the call that was held.
-    fn consume(&self, state: &Arc<State>, id: &str) -> Result<(Approval, Snapshot), CallOutcome> {
-        let consumed = match state.store(|s| s.consume(id, now())) {
-            Ok(a) => a,
-            Err(store::Error::Tampered) => return Err(tampered(id)),
-            Err(_) => {
-                // Someone else consumed it first, or it expired in between: report what it is now.
-                return Err(match state.store(|s| s.get_request(id, now())) {
-                    Ok(a) => self.status_outcome(&a),
-                    Err(_) => not_found(id),
-                });
-            }
-        };
-        let Some(snapshot) = Snapshot::from_json(&consumed.snapshot) else {
-            return Err(refused(
-                RefusalCode::Failed,
-                "the approved request is not one toolgate can run".into(),
-            ));
-        };
-        state.audit(&crate::record::consumed_event(
-            &consumed.trace_id,
-            id,
-            &snapshot,
+/// Consumes an approval (atomically) and reads its snapshot; the consumption is audited under the trace id
+/// of the call that was held.
+fn consume(state: &Arc<State>, id: &str) -> Result<(Approval, Snapshot), CallOutcome> {
+    let consumed = match state.store(|s| s.consume(id, now())) {
+        Ok(a) => a,
+        Err(store::Error::Tampered) => return Err(tampered(id)),
+        Err(_) => {
+            // Someone else consumed it first, or it expired in between: report what it is now.
+            return Err(match state.store(|s| s.get_request(id, now())) {
+                Ok(a) => status_outcome(&a),
+                Err(_) => not_found(id),
+            });
+        }
+    };
+    let Some(snapshot) = Snapshot::from_json(&consumed.snapshot) else {
+        return Err(refused(
+            RefusalCode::Failed,
+            "the approved request is not one toolgate can run".into(),
         ));
-        Ok((consumed, snapshot))
-    }
+    };
+    state.audit(&crate::record::consumed_event(
+        &consumed.trace_id,
+        id,
+        &snapshot,
+    ));
+    Ok((consumed, snapshot))
+}
 
-    /// Consumes the approval and runs its snapshot.
-    async fn resume_approved(
-        self: &Arc<Self>,
-        state: &Arc<State>,
-        id: &str,
-        cancel: &CancellationToken,
-    ) -> CallOutcome {
-        match self.consume(state, id) {
-            Ok((_, snapshot)) => self.execute(&snapshot, cancel).await,
-            Err(answer) => answer,
-        }
+/// Consumes the approval and runs its snapshot.
+async fn resume_approved(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    state: &Arc<State>,
+    id: &str,
+) -> CallOutcome {
+    match consume(state, id) {
+        Ok((_, snapshot)) => execute(gw, ctx, &snapshot).await,
+        Err(answer) => answer,
     }
+}
 
-    fn status_outcome(&self, a: &Approval) -> CallOutcome {
-        let (handle, id) = (a.handle(), &a.id);
-        let (state, message) = match a.status {
-            ApprovalStatus::Pending => (
-                ApprovalState::Pending,
-                format!("request {id} is still waiting for a human"),
+fn status_outcome(a: &Approval) -> CallOutcome {
+    let (handle, id) = (a.handle(), &a.id);
+    let (state, message) = match a.status {
+        ApprovalStatus::Pending => (
+            ApprovalState::Pending,
+            format!("request {id} is still waiting for a human"),
+        ),
+        ApprovalStatus::Approved => (
+            ApprovalState::Approved,
+            format!(
+                "request {id} is approved; call {} to run it",
+                contract::RESUME_TOOL
             ),
-            ApprovalStatus::Approved => (
-                ApprovalState::Approved,
-                format!(
-                    "request {id} is approved; call {} to run it",
-                    contract::RESUME_TOOL
-                ),
-            ),
-            ApprovalStatus::Rejected => (
-                ApprovalState::Rejected,
-                format!("request {id} was rejected; it will not run"),
-            ),
-            ApprovalStatus::Expired => (
-                ApprovalState::Expired,
-                format!("request {id} expired before it was used"),
-            ),
-            ApprovalStatus::Consumed => (
-                ApprovalState::Consumed,
-                format!("request {id} was already used; it runs once"),
-            ),
-            ApprovalStatus::Cancelled => {
-                let message = format!(
+        ),
+        ApprovalStatus::Rejected => (
+            ApprovalState::Rejected,
+            format!("request {id} was rejected; it will not run"),
+        ),
+        ApprovalStatus::Expired => (
+            ApprovalState::Expired,
+            format!("request {id} expired before it was used"),
+        ),
+        ApprovalStatus::Consumed => (
+            ApprovalState::Consumed,
+            format!("request {id} was already used; it runs once"),
+        ),
+        ApprovalStatus::Cancelled => {
+            let message = format!(
                     "request {id} was cancelled because its call ended before a decision; it will not run \
                      (make the call again to ask again)"
                 );
-                return CallOutcome::Refused(
-                    Refusal::new(RefusalCode::ApprovalCancelled, message).with_trace(&a.trace_id),
-                );
-            }
-        };
-        CallOutcome::Held(HeldCall {
-            state,
-            trace_id: a.trace_id.clone(),
-            handle,
-            message,
-        })
-    }
-
-    /// Runs a snapshot if the policy does not now refuse it and, for a tool, the tool still has the definition
-    /// that was approved.
-    pub(crate) async fn execute(
-        self: &Arc<Self>,
-        snapshot: &Snapshot,
-        cancel: &CancellationToken,
-    ) -> CallOutcome {
-        let guard = &self.gateway.guard;
-        let (server, target) = (&snapshot.server, &snapshot.tool);
-        match snapshot.kind {
-            Kind::ToolCall => {}
-            Kind::Prompt | Kind::Resource => {
-                let verdict = match snapshot.kind {
-                    Kind::Prompt => guard.check_prompt(server, target),
-                    _ => guard.check_resource(server, target),
-                };
-                if let crate::guard::Verdict::Refuse(refused) = verdict {
-                    return CallOutcome::Refused(refused);
-                }
-                let params = match snapshot.kind {
-                    Kind::Prompt => json!({"name": target, "arguments": snapshot.arguments}),
-                    _ => json!({"uri": target}),
-                };
-                return self
-                    .forward(server, snapshot.kind.method(), params, cancel)
-                    .await;
-            }
+            return CallOutcome::Refused(
+                Refusal::new(RefusalCode::ApprovalCancelled, message).with_trace(&a.trace_id),
+            );
         }
-        let definition = self
-            .gateway
-            .aggregate()
-            .tool_definition(&snapshot.exposed)
-            .cloned();
-        let current = definition.as_ref().map(store::definition_hash);
-        if current.as_deref() != Some(snapshot.definition_sha256.as_str()) {
-            let msg = format!(
+    };
+    CallOutcome::Held(HeldCall {
+        state,
+        trace_id: a.trace_id.clone(),
+        handle,
+        message,
+    })
+}
+
+/// Runs a snapshot if the policy does not now refuse it and, for a tool, the tool still has the definition
+/// that was approved.
+pub(crate) async fn execute(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    snapshot: &Snapshot,
+) -> CallOutcome {
+    let guard = &gw.guard;
+    let (server, target) = (&snapshot.server, &snapshot.tool);
+    match snapshot.kind {
+        Kind::ToolCall => {}
+        Kind::Prompt | Kind::Resource => {
+            let verdict = match snapshot.kind {
+                Kind::Prompt => guard.check_prompt(server, target),
+                _ => guard.check_resource(server, target),
+            };
+            if let crate::guard::Verdict::Refuse(refused) = verdict {
+                return CallOutcome::Refused(refused);
+            }
+            let params = match snapshot.kind {
+                Kind::Prompt => json!({"name": target, "arguments": snapshot.arguments}),
+                _ => json!({"uri": target}),
+            };
+            return forward(gw, ctx, server, snapshot.kind.method(), params).await;
+        }
+    }
+    let definition = gw.aggregate().tool_definition(&snapshot.exposed).cloned();
+    let current = definition.as_ref().map(store::definition_hash);
+    if current.as_deref() != Some(snapshot.definition_sha256.as_str()) {
+        let msg = format!(
                 "the definition of {} changed (or the tool is gone) since this call was approved; it was not run",
                 snapshot.exposed
             );
-            return refused(RefusalCode::Conflict, msg);
-        }
-        let verdict = guard.check_tool(server, target, definition.as_ref(), &snapshot.arguments);
-        if let crate::guard::Verdict::Refuse(refused) = verdict {
-            return CallOutcome::Refused(refused);
-        }
-        if snapshot.server == crate::guard::OWN_SERVER {
-            return self
-                .run_builtin(target, snapshot.arguments.clone(), snapshot.command.clone())
-                .await;
-        }
-        let params = json!({"name": target, "arguments": snapshot.arguments});
-        self.forward(server, "tools/call", params, cancel).await
+        return refused(RefusalCode::Conflict, msg);
     }
+    let verdict = guard.check_tool(server, target, definition.as_ref(), &snapshot.arguments);
+    if let crate::guard::Verdict::Refuse(refused) = verdict {
+        return CallOutcome::Refused(refused);
+    }
+    if snapshot.server == crate::guard::OWN_SERVER {
+        // An approved command runs exactly as it was resolved; any other own tool runs as it does when the
+        // policy allows it (an intrinsic a rule asked for included, which the workspace tools do not know).
+        return match &snapshot.command {
+            Some(command) => {
+                run_builtin(
+                    gw,
+                    target,
+                    snapshot.arguments.clone(),
+                    Some(command.clone()),
+                )
+                .await
+            }
+            None => intrinsic(gw, target, &snapshot.arguments).await,
+        };
+    }
+    let params = json!({"name": target, "arguments": snapshot.arguments});
+    forward(gw, ctx, server, "tools/call", params).await
 }
 
 /// The answer when the wait ran out before a decision.

@@ -1,155 +1,164 @@
 //! The execute stage: what runs once a governed request is decided (and approved when it had to be) —
 //! toolgate's intrinsic tools, its built-in workspace tools, and requests forwarded to the owning upstream with
-//! the client's progress token remapped. Deciding and recording are the pipeline's; nothing here decides.
+//! the requester's progress token remapped. Deciding and recording are the pipeline's; nothing here decides.
+//! Each step is a function of the `Gateway` and, where it reaches the requester, the call's `CallContext`.
 
+use crate::approval;
 use crate::contract;
+use crate::gateway::Gateway;
 use crate::guard::{Verdict, OWN_SERVER};
 use crate::outcome::{CallError, CallOutcome, Completion, Refusal, RefusalCode};
-use crate::pipeline::request_id;
-use crate::session::Session;
+use crate::pipeline::{request_id, CallContext};
 use crate::status;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
-impl Session {
-    /// toolgate's own tools, after the policy allowed them (`toolgate_resume` is the pipeline's: it re-enters
-    /// it).
-    pub(crate) async fn intrinsic(self: &Arc<Self>, tool: &str, arguments: &Value) -> CallOutcome {
-        let gw = &self.gateway;
-        let result = match tool {
-            status::TOOL_NAME => {
-                status::result(&gw.statuses(), &gw.aggregate().held, &gw.audit_health())
-            }
-            contract::STATUS_TOOL => return self.request_status(&request_id(arguments)),
-            contract::CAPABILITIES_TOOL => {
-                let a = &gw.opts.approvals;
-                crate::intrinsics::capabilities(
-                    self.approval_gated(),
-                    a.wait.value.as_secs(),
-                    a.expire.value.as_secs(),
-                    gw.opts.limits.max_message_bytes,
-                )
-            }
-            crate::intrinsics::PING_TOOL => json!({"content": [{"type": "text", "text": "pong"}]}),
-            crate::intrinsics::AUDIT_RECENT_TOOL => {
-                let limit = arguments
-                    .get("limit")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(20)
-                    .min(50) as usize;
-                crate::intrinsics::audit_recent(
-                    gw.state
-                        .as_ref()
-                        .map(|s| s.audit_tail(limit))
-                        .unwrap_or_default(),
-                )
-            }
-            other => return self.run_builtin(other, arguments.clone(), None).await,
-        };
-        CallOutcome::Complete(result, Completion::Succeeded)
+/// toolgate's own tools, after the policy allowed them (`toolgate_resume` is the pipeline's: it re-enters
+/// it).
+pub(crate) async fn intrinsic(gw: &Gateway, tool: &str, arguments: &Value) -> CallOutcome {
+    let result = match tool {
+        status::TOOL_NAME => {
+            status::result(&gw.statuses(), &gw.aggregate().held, &gw.audit_health())
+        }
+        contract::STATUS_TOOL => return approval::request_status(gw, &request_id(arguments)),
+        contract::CAPABILITIES_TOOL => {
+            let a = &gw.opts.approvals;
+            crate::intrinsics::capabilities(
+                approval_gated(gw),
+                a.wait.value.as_secs(),
+                a.expire.value.as_secs(),
+                gw.opts.limits.max_message_bytes,
+            )
+        }
+        crate::intrinsics::PING_TOOL => json!({"content": [{"type": "text", "text": "pong"}]}),
+        crate::intrinsics::AUDIT_RECENT_TOOL => {
+            let limit = arguments
+                .get("limit")
+                .and_then(Value::as_u64)
+                .unwrap_or(20)
+                .min(50) as usize;
+            crate::intrinsics::audit_recent(
+                gw.state
+                    .as_ref()
+                    .map(|s| s.audit_tail(limit))
+                    .unwrap_or_default(),
+            )
+        }
+        other => return run_builtin(gw, other, arguments.clone(), None).await,
+    };
+    CallOutcome::Complete(result, Completion::Succeeded)
+}
+
+/// For `shell_run`, resolves the command now, so the approval binds the executable's identity; a command
+/// that cannot be resolved is refused before anyone is asked.
+pub(crate) fn prepare_command(
+    gw: &Gateway,
+    server: &str,
+    tool: &str,
+    arguments: &Value,
+) -> Result<Option<Value>, CallOutcome> {
+    let (OWN_SERVER, builtin::SHELL_RUN, Some(b)) = (server, tool, &gw.builtin) else {
+        return Ok(None);
+    };
+    match b.prepare_command(arguments.clone()) {
+        Ok(snapshot) => serde_json::to_value(snapshot).map(Some).map_err(|e| {
+            refused(
+                RefusalCode::Failed,
+                format!("cannot record the command: {e}"),
+            )
+        }),
+        Err(e) => Err(builtin::ToolOutcome::from_error(&e)
+            .map(builtin_outcome)
+            .unwrap_or_else(|| refused(RefusalCode::Refused, e.to_string()))),
     }
+}
 
-    /// For `shell_run`, resolves the command now, so the approval binds the executable's identity; a command
-    /// that cannot be resolved is refused before anyone is asked.
-    pub(crate) fn prepare_command(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: &Value,
-    ) -> Result<Option<Value>, CallOutcome> {
-        let (OWN_SERVER, builtin::SHELL_RUN, Some(b)) = (server, tool, &self.gateway.builtin)
-        else {
-            return Ok(None);
-        };
-        match b.prepare_command(arguments.clone()) {
-            Ok(snapshot) => serde_json::to_value(snapshot).map(Some).map_err(|e| {
-                refused(
+/// Runs one of toolgate's workspace tools (after the policy, and the approval when one was needed).
+pub(crate) async fn run_builtin(
+    gw: &Gateway,
+    tool: &str,
+    arguments: Value,
+    command: Option<Value>,
+) -> CallOutcome {
+    let Some(b) = &gw.builtin else {
+        return refused(RefusalCode::Failed, format!("toolgate has no tool {tool}"));
+    };
+    let outcome = match command {
+        Some(c) => match serde_json::from_value::<builtin::CommandSnapshot>(c) {
+            Ok(snapshot) => b.run_approved(snapshot).await,
+            Err(e) => {
+                return refused(
                     RefusalCode::Failed,
-                    format!("cannot record the command: {e}"),
+                    format!("the approved command is unreadable: {e}"),
                 )
-            }),
-            Err(e) => Err(builtin::ToolOutcome::from_error(&e)
-                .map(builtin_outcome)
-                .unwrap_or_else(|| refused(RefusalCode::Refused, e.to_string()))),
+            }
+        },
+        None => b.call(tool, arguments).await,
+    };
+    match outcome {
+        Ok(o) => builtin_outcome(o),
+        Err(e) => builtin::ToolOutcome::from_error(&e)
+            .map(builtin_outcome)
+            .unwrap_or_else(|| refused(RefusalCode::Failed, e.to_string())),
+    }
+}
+
+/// Exposed names of tools whose calls the policy would not simply allow with empty arguments: a hint for
+/// agents, not a promise (the decision depends on the arguments).
+fn approval_gated(gw: &Gateway) -> Vec<String> {
+    let agg = gw.aggregate();
+    let empty = Value::Object(Default::default());
+    agg.tools
+        .iter()
+        .zip(&agg.tool_owners)
+        .filter(|(_, (server, _))| server != OWN_SERVER)
+        .filter_map(|(def, (server, tool))| {
+            let verdict = gw.guard.decide_only(server, tool, &empty);
+            matches!(verdict, Verdict::Ask(_))
+                .then(|| def["name"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect()
+}
+
+/// Sends a request to `server` on behalf of the call's requester, with its progress token replaced by a
+/// gateway token, and waits.
+pub(crate) async fn forward(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    server: &str,
+    method: &str,
+    mut params: Value,
+) -> CallOutcome {
+    let Some(up) = gw.upstream(server).cloned() else {
+        return CallOutcome::Failed(CallError::BadRequest(format!("unknown upstream {server}")));
+    };
+    let conn = match up.connection() {
+        Ok(c) => c,
+        Err(e) => return CallOutcome::from_upstream(Err(e)),
+    };
+    // The requester's token never reaches the upstream: with a way back it is replaced by a gateway token
+    // routed to the requester for as long as the call runs; without one it is dropped.
+    let _progress = match (params.pointer("/_meta/progressToken"), &ctx.progress) {
+        (None, _) => None,
+        (Some(_), Some(progress)) => {
+            let route = gw.register_progress(progress.clone());
+            params["_meta"]["progressToken"] = Value::String(route.token.clone());
+            Some(route)
         }
-    }
-
-    /// Runs one of toolgate's workspace tools (after the policy, and the approval when one was needed).
-    pub(crate) async fn run_builtin(
-        &self,
-        tool: &str,
-        arguments: Value,
-        command: Option<Value>,
-    ) -> CallOutcome {
-        let Some(b) = &self.gateway.builtin else {
-            return refused(RefusalCode::Failed, format!("toolgate has no tool {tool}"));
-        };
-        let outcome = match command {
-            Some(c) => match serde_json::from_value::<builtin::CommandSnapshot>(c) {
-                Ok(snapshot) => b.run_approved(snapshot).await,
-                Err(e) => {
-                    return refused(
-                        RefusalCode::Failed,
-                        format!("the approved command is unreadable: {e}"),
-                    )
-                }
-            },
-            None => b.call(tool, arguments).await,
-        };
-        match outcome {
-            Ok(o) => builtin_outcome(o),
-            Err(e) => builtin::ToolOutcome::from_error(&e)
-                .map(builtin_outcome)
-                .unwrap_or_else(|| refused(RefusalCode::Failed, e.to_string())),
+        (Some(_), None) => {
+            if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+                meta.remove("progressToken");
+            }
+            None
         }
-    }
-
-    /// Exposed names of tools whose calls the policy would not simply allow with empty arguments: a hint for
-    /// agents, not a promise (the decision depends on the arguments).
-    fn approval_gated(&self) -> Vec<String> {
-        let agg = self.gateway.aggregate();
-        let empty = Value::Object(Default::default());
-        agg.tools
-            .iter()
-            .zip(&agg.tool_owners)
-            .filter(|(_, (server, _))| server != OWN_SERVER)
-            .filter_map(|(def, (server, tool))| {
-                let verdict = self.gateway.guard.decide_only(server, tool, &empty);
-                matches!(verdict, Verdict::Ask(_))
-                    .then(|| def["name"].as_str().unwrap_or_default().to_owned())
-            })
-            .collect()
-    }
-
-    /// Sends a request to `server` with the client's progress token replaced by a gateway token, and waits.
-    pub(crate) async fn forward(
-        self: &Arc<Self>,
-        server: &str,
-        method: &str,
-        mut params: Value,
-        cancel: &CancellationToken,
-    ) -> CallOutcome {
-        let Some(up) = self.gateway.upstream(server).cloned() else {
-            return CallOutcome::Failed(CallError::BadRequest(format!(
-                "unknown upstream {server}"
-            )));
-        };
-        let conn = match up.connection() {
-            Ok(c) => c,
-            Err(e) => return CallOutcome::from_upstream(Err(e)),
-        };
-        let client_token = params.pointer("/_meta/progressToken").cloned();
-        let _guard = client_token.map(|t| {
-            let guard = self.gateway.register_progress(self, t);
-            params["_meta"]["progressToken"] = Value::String(guard.token.clone());
-            guard
-        });
-        let answer = conn
-            .request(method, Some(params), up.request_timeout(), cancel)
-            .await;
-        CallOutcome::from_upstream(answer)
-    }
+    };
+    // What the upstream asks while this request runs belongs to `ctx.requester` (the session and client
+    // request that caused it, when there is one): its correlation is registered here, for as long as the
+    // request runs.
+    let answer = conn
+        .request(method, Some(params), up.request_timeout(), &ctx.cancel)
+        .await;
+    CallOutcome::from_upstream(answer)
 }
 
 /// A toolgate refusal as an outcome.

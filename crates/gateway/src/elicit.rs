@@ -7,96 +7,103 @@
 //! first `prefix_args` shown) — any other call asks again. Commands, writes, deletions, git writes and network requests are not offered to
 //! elicitation unless `approvals.elicitation_for_writes` is set: a client dialog is easy to click through, the
 //! admin CLI shows the full request. A declined or dismissed dialog leaves the request to the other channels.
+//!
+//! The question and what the answer does are here; reaching the human is the requester's (`AskHuman`). A call
+//! with no grant scope is offered "allow once" and "reject" only: there is no session to grant for.
 
-use crate::session::Session;
+use crate::gateway::Gateway;
+use crate::pipeline::{AskHuman, GrantScope};
 use crate::snapshot::{Snapshot, MAX_PREFIX_ARGS};
 use policy::{Decision, Operation};
 use serde_json::{json, Value};
-use std::sync::Arc;
 use store::Timestamp;
 
 /// The decider recorded for answers given through the client.
 const DECIDED_BY: &str = "elicitation";
 
-impl Session {
-    /// Whether this ask may also go to the client: it must be enabled, declared by the client, and — for
-    /// anything that changes state or runs a program — enabled for writes too.
-    pub(crate) fn may_elicit(&self, decision: &Decision) -> bool {
-        let a = &self.gateway.opts.approvals;
-        let read_only = matches!(
-            decision.operation,
-            Operation::FsRead | Operation::GitRead | Operation::McpCall
-        );
-        a.elicitation.value && (read_only || a.elicitation_for_writes.value) && self.can_elicit()
-    }
+/// Whether this ask may also go to the human through `asker`: it must be enabled, the asker able to ask, and —
+/// for anything that changes state or runs a program — enabled for writes too.
+pub(crate) fn may_elicit(gw: &Gateway, asker: &dyn AskHuman, decision: &Decision) -> bool {
+    let a = &gw.opts.approvals;
+    let read_only = matches!(
+        decision.operation,
+        Operation::FsRead | Operation::GitRead | Operation::McpCall
+    );
+    a.elicitation.value && (read_only || a.elicitation_for_writes.value) && asker.can_ask()
+}
 
-    fn can_elicit(&self) -> bool {
-        let st = self.lock();
-        matches!(st.era, crate::session::ClientEra::Legacy(_))
-            && st.client_caps.get("elicitation").is_some()
-    }
-
-    /// Asks the human through the client and applies the answer to request `id`.
-    pub(crate) async fn elicit(self: &Arc<Self>, id: &str, snapshot: &Snapshot) {
-        let Some(state) = self.gateway.state.clone() else {
-            return;
-        };
-        let message = format!(
+/// Asks the human through `asker` and applies the answer to request `id`; a session grant goes to `grants`.
+pub(crate) async fn elicit(
+    gw: &Gateway,
+    asker: &dyn AskHuman,
+    grants: &GrantScope,
+    id: &str,
+    snapshot: &Snapshot,
+) {
+    let Some(state) = gw.state.clone() else {
+        return;
+    };
+    let message = format!(
             "toolgate: allow {} {} with arguments {}? (request {id}; full request: toolgate approvals show {id}) \
              \"Allow for this session\" covers only these exact arguments.",
             snapshot.kind.method(),
             snapshot.exposed,
             snapshot.escaped_arguments()
         );
-        let mut properties = json!({"decision": {"type": "string", "title": "Decision",
-                                   "enum": ["allow_once", "allow_session", "reject"],
-                                   "enumNames": ["Allow once", "Allow these exact arguments for this session", "Reject"]}});
-        let arg_count = snapshot
-            .arguments
-            .get("args")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        if snapshot.command.is_some() {
-            properties["prefix_args"] = json!({
-                "type": "integer", "minimum": 0, "maximum": arg_count.min(MAX_PREFIX_ARGS),
-                "title": "For this session, also allow the same program with args starting with this many of them"
-            });
-        }
-        let params = json!({
-            "message": message,
-            "requestedSchema": {"type": "object", "properties": properties, "required": ["decision"]}
+    let session = grants.session();
+    let mut properties = match session {
+        Some(_) => json!({"decision": {"type": "string", "title": "Decision",
+                              "enum": ["allow_once", "allow_session", "reject"],
+                              "enumNames": ["Allow once", "Allow these exact arguments for this session", "Reject"]}}),
+        None => json!({"decision": {"type": "string", "title": "Decision",
+                           "enum": ["allow_once", "reject"], "enumNames": ["Allow once", "Reject"]}}),
+    };
+    let arg_count = snapshot
+        .arguments
+        .get("args")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if snapshot.command.is_some() && session.is_some() {
+        properties["prefix_args"] = json!({
+            "type": "integer", "minimum": 0, "maximum": arg_count.min(MAX_PREFIX_ARGS),
+            "title": "For this session, also allow the same program with args starting with this many of them"
         });
-        let Ok(answer) = self.ask_client("elicitation/create", params).await else {
-            return;
-        };
-        let choice = match answer.get("action").and_then(Value::as_str) {
-            Some("accept") => answer
-                .pointer("/content/decision")
-                .and_then(Value::as_str)
-                .unwrap_or("reject"),
-            // Declined or dismissed: leave the request for the other channels.
-            _ => return,
-        };
-        let now = Timestamp::now();
-        let target = snapshot.grant_target();
-        // A prefix the human chose, when it is shorter than the args shown; otherwise exactly this call.
-        let scope = answer
-            .pointer("/content/prefix_args")
-            .and_then(Value::as_u64)
-            .and_then(|n| usize::try_from(n).ok())
-            .filter(|n| *n < arg_count)
-            .and_then(|n| snapshot.prefix_scope(n))
-            .unwrap_or_else(|| snapshot.grant_scope());
-        let outcome = match choice {
-            "allow_once" => state.store(|s| s.approve(id, DECIDED_BY, now).map(|_| ())),
-            "allow_session" => state.store(|s| {
-                s.approve(id, DECIDED_BY, now)?;
-                s.grant_session(&self.id, &target, &snapshot.definition_sha256, &scope, now)
-            }),
-            _ => state.store(|s| s.reject(id, DECIDED_BY, now).map(|_| ())),
-        };
-        if let Err(e) = outcome {
-            tracing::info!(request = id, "elicitation answer not applied: {e}");
-        }
+    }
+    let params = json!({
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": properties, "required": ["decision"]}
+    });
+    let Ok(answer) = asker.ask(params).await else {
+        return;
+    };
+    let choice = match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => answer
+            .pointer("/content/decision")
+            .and_then(Value::as_str)
+            .unwrap_or("reject"),
+        // Declined or dismissed: leave the request for the other channels.
+        _ => return,
+    };
+    let now = Timestamp::now();
+    let target = snapshot.grant_target();
+    // A prefix the human chose, when it is shorter than the args shown; otherwise exactly this call.
+    let scope = answer
+        .pointer("/content/prefix_args")
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n < arg_count)
+        .and_then(|n| snapshot.prefix_scope(n))
+        .unwrap_or_else(|| snapshot.grant_scope());
+    let outcome = match (choice, session) {
+        ("allow_once", _) => state.store(|s| s.approve(id, DECIDED_BY, now).map(|_| ())),
+        ("allow_session", Some(session)) => state.store(|s| {
+            s.approve(id, DECIDED_BY, now)?;
+            s.grant_session(session, &target, &snapshot.definition_sha256, &scope, now)
+        }),
+        // Anything else, a session grant with no session to hold it included, is not an approval.
+        _ => state.store(|s| s.reject(id, DECIDED_BY, now).map(|_| ())),
+    };
+    if let Err(e) = outcome {
+        tracing::info!(request = id, "elicitation answer not applied: {e}");
     }
 }

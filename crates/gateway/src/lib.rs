@@ -34,6 +34,7 @@ mod pipeline_flow_tests;
 mod progress;
 mod rebuild;
 mod record;
+mod requester;
 mod session;
 #[cfg(test)]
 mod session_flow_tests;

@@ -50,12 +50,12 @@ impl Session {
                 &params,
             )),
             // The governed requests: decided, recorded, then run (see `pipeline`).
-            "tools/call" => self.call_tool(params, cancel).await,
+            "tools/call" => self.call_tool(id, params, cancel).await,
             "prompts/get"
             | "resources/read"
             | "resources/subscribe"
             | "resources/unsubscribe"
-            | "completion/complete" => self.govern_read(method, params, cancel).await,
+            | "completion/complete" => self.govern_read(id, method, params, cancel).await,
             "logging/setLevel" if !modern => Reply::from_result(self.set_level(params).await),
             _ => Reply::Error(error_object(
                 jsonrpc::METHOD_NOT_FOUND,

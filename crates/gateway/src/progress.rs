@@ -1,29 +1,22 @@
-//! Progress routing: a client's progress token is replaced by one unique across clients while its call is
-//! forwarded, so an upstream's progress notifications reach the client (and the call) that asked for them. The
-//! route lives exactly as long as the call (`ProgressGuard`).
+//! Progress routing: a requester's progress token is replaced by one unique across requesters while its call is
+//! forwarded, so an upstream's progress notifications reach the requester (and the call) that asked for them,
+//! through the call's `Progress` sink. The route lives exactly as long as the call (`ProgressGuard`).
 
 use crate::gateway::Gateway;
-use crate::outbox::Outbox;
-use crate::session::Session;
+use crate::pipeline::Progress;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 impl Gateway {
-    /// Replaces a client's progress token with one unique across clients; the guard removes it when the call ends.
-    pub(crate) fn register_progress(
-        &self,
-        session: &Session,
-        client_token: Value,
-    ) -> ProgressGuard {
+    /// A gateway token, unique across requesters, routed to `progress`; the guard removes it when the call ends.
+    pub(crate) fn register_progress(&self, progress: Progress) -> ProgressGuard {
         let token = format!(
             "tg-progress-{}",
             self.progress.next.fetch_add(1, Ordering::Relaxed)
         );
-        self.progress
-            .lock()
-            .insert(token.clone(), (session.outbox(), client_token));
+        self.progress.lock().insert(token.clone(), progress);
         ProgressGuard {
             table: Arc::clone(&self.progress),
             token,
@@ -37,35 +30,30 @@ impl Gateway {
     }
 }
 
-/// Gateway progress token → (the client's outbox, the client's own token).
+/// Gateway progress token → the requester's own token and sink.
 #[derive(Default)]
 pub(crate) struct ProgressTable {
-    routes: Mutex<HashMap<String, (Outbox, Value)>>,
+    routes: Mutex<HashMap<String, Progress>>,
     pub(crate) next: AtomicU64,
 }
 
 impl ProgressTable {
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Outbox, Value)>> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Progress>> {
         self.routes.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 impl upstream::ProgressRoutes for ProgressTable {
-    /// Runs on the upstream's reader, so it only posts: a client that does not read loses its session, it does
-    /// not stall the upstream for everyone else.
+    /// Runs on the upstream's reader, so it only posts (`ProgressSink` never waits): a client that does not read
+    /// loses its session, it does not stall the upstream for everyone else.
     fn deliver(&self, params: &Value) -> bool {
         let Some(token) = params.get("progressToken").and_then(Value::as_str) else {
             return false;
         };
-        let Some((outbox, client_token)) = self.lock().get(token).cloned() else {
+        let Some(progress) = self.lock().get(token).cloned() else {
             return false;
         };
-        let mut params = params.clone();
-        params["progressToken"] = client_token;
-        outbox.post(jsonrpc::notification(
-            "notifications/progress",
-            Some(params),
-        ));
+        progress.report(params.clone());
         true
     }
 }

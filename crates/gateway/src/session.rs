@@ -138,6 +138,7 @@ impl Session {
     }
 
     /// This client's outbox, for messages that must keep their order with responses.
+    #[cfg(test)]
     pub(crate) fn outbox(&self) -> Outbox {
         self.out.clone()
     }

@@ -227,7 +227,10 @@ async fn client_that_never_reads_is_closed_not_waited_on() {
         }
         b
     });
-    let route = gw.register_progress(&a_session, json!("a-token"));
+    let route = gw.register_progress(crate::pipeline::Progress {
+        token: json!("a-token"),
+        sink: a_session.clone(),
+    });
     let routes = gw.progress_routes();
     let flood = async {
         for i in 0..MESSAGES {

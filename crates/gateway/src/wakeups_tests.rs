@@ -1,10 +1,10 @@
 //! Held calls wake on changes, from this process or another, and nothing runs while nothing is held.
 
 use super::*;
-use crate::approval::Held;
+use crate::approval::{hold, Held};
 use crate::gateway::{Gateway, Options};
 use crate::guard::Guard;
-use crate::session::Session;
+use crate::pipeline::{CallContext, GrantScope, HoldPolicy, Origin};
 use crate::snapshot::{Kind, Snapshot};
 use policy::{Decision, Effect, Operation, ReasonCode};
 use serde_json::json;
@@ -46,24 +46,18 @@ impl Fixture {
             .id
     }
 
-    /// A gateway with no upstream over this state, and one session on it.
-    fn session(
-        &self,
-        approvals: impl FnOnce(&mut config::Approvals),
-    ) -> (Arc<Gateway>, Arc<Session>) {
+    /// A gateway with no upstream over this state.
+    fn gateway(&self, approvals: impl FnOnce(&mut config::Approvals)) -> Arc<Gateway> {
         let config = config::Config::empty();
         let guard = Guard::load(&config, &self.dir.path().join("ws")).unwrap();
         let mut opts = Options::from_config(&config, false);
         approvals(&mut opts.approvals);
-        let gw = Gateway::start(
+        Gateway::start(
             &config,
             opts,
             Arc::new(guard),
             Some(Arc::clone(&self.state)),
-        );
-        let (out, _client) = crate::outbox::Outbox::new(1 << 20);
-        let session = Session::new(Arc::clone(&gw), out);
-        (gw, session)
+        )
     }
 
     async fn pending(&self) -> String {
@@ -80,6 +74,17 @@ impl Fixture {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+}
+
+/// A client's call that waits while held, in one session's grants.
+fn waiting(cancel: &CancellationToken) -> CallContext {
+    let origin = Origin::Client {
+        session_id: "s-wakeups".into(),
+    };
+    let mut ctx = CallContext::new(origin, HoldPolicy::Wait, cancel.clone());
+    ctx.trace_id = "trace-wakeups".into();
+    ctx.grants = GrantScope::Session("s-wakeups".into());
+    ctx
 }
 
 fn ask() -> (Snapshot, Decision) {
@@ -106,13 +111,14 @@ fn ask() -> (Snapshot, Decision) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_call_is_released_by_an_approval_from_another_process_without_polling_its_row() {
     let f = Fixture::new();
-    let (gw, session) = f.session(|_| {});
+    let gw = f.gateway(|_| {});
     let (snapshot, decision) = ask();
-    let held = tokio::spawn(async move {
-        let cancel = CancellationToken::new();
-        session
-            .hold("trace-wakeups", snapshot, decision, None, &cancel)
-            .await
+    let held = tokio::spawn({
+        let gw = Arc::clone(&gw);
+        async move {
+            let ctx = waiting(&CancellationToken::new());
+            hold(&gw, &ctx, snapshot, decision).await
+        }
     });
     let id = f.pending().await;
     // Long enough that the old loop would have read the row ten times.
@@ -149,18 +155,15 @@ async fn held_call_is_released_by_an_approval_from_another_process_without_polli
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_call_whose_request_expires_before_its_wait_ends_is_answered_at_expiry() {
     let f = Fixture::new();
-    let (gw, session) = f.session(|a| {
+    let gw = f.gateway(|a| {
         a.wait.value = Duration::from_secs(30);
         a.expire.value = Duration::from_millis(300);
     });
     let (snapshot, decision) = ask();
-    let cancel = CancellationToken::new();
-    let held = tokio::time::timeout(
-        Duration::from_secs(10),
-        session.hold("trace-wakeups", snapshot, decision, None, &cancel),
-    )
-    .await
-    .expect("answered long before the 30 s wait ends");
+    let ctx = waiting(&CancellationToken::new());
+    let held = tokio::time::timeout(Duration::from_secs(10), hold(&gw, &ctx, snapshot, decision))
+        .await
+        .expect("answered long before the 30 s wait ends");
     let Held::Answer(answer) = held else {
         panic!("an expired request does not run");
     };

@@ -1,49 +1,146 @@
-//! What the pipeline is told about one governed request besides the request itself: its trace id, where it came
-//! from, whether the client wants progress, and its cancellation. It holds no transport: a front end (a stdio
-//! session today, an HTTP request or a code-mode run later) builds one per request.
+//! What the pipeline is told about one governed request besides the request itself: everything it needs from
+//! whoever asked. Its trace id, where it came from, whose session grants apply, where progress goes, whether and
+//! how a human can be asked, whether a held call waits, and its cancellation. It holds no transport: a front end
+//! (a client session today, an HTTP request or a code-mode run later) builds one per request, and the pipeline
+//! reaches the requester only through the two small traits here.
+//!
+//! It decides nothing and records nothing.
 
+use crate::session::Session;
+use jsonrpc::Id;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
 
 /// Where a governed request came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Origin {
-    /// A client's request.
-    Client,
+    /// A client's request on one of its sessions.
+    Client { session_id: String },
+    /// A call a code-mode program made; each call has its own trace id, and this names the run's.
+    #[cfg_attr(not(test), allow(dead_code))]
+    CodeRun { run_trace_id: String },
     /// `toolgate_resume` of an approved call, which re-enters after the approval stage under the trace id and
     /// tool name of the call that was held.
     Resume,
 }
 
+/// Which session grants apply to the request, and where a grant a human gives while it is held goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum GrantScope {
+    /// No grant applies and none can be made: every ask is decided on its own.
+    None,
+    /// The grants of this session (a client connection's id).
+    Session(String),
+}
+
+impl GrantScope {
+    /// The session whose grants apply, if any. Never an empty id: an empty id would match every other
+    /// request that has no session.
+    pub(crate) fn session(&self) -> Option<&str> {
+        match self {
+            GrantScope::None => None,
+            GrantScope::Session(id) => Some(id.as_str()).filter(|id| !id.is_empty()),
+        }
+    }
+}
+
+/// What a held call does while a human decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HoldPolicy {
+    /// Block up to `approvals.wait`, then hand out a Contract V1 handle (a client's request).
+    Wait,
+    /// Hand out the handle at once, without waiting (a caller that resumes on its own schedule).
+    #[cfg_attr(not(test), allow(dead_code))]
+    HandleNow,
+}
+
+/// How progress reaches whoever asked for a call. Implementations never wait: they run on an upstream's reader
+/// and inside held calls, and a requester that does not read must stall neither.
+pub(crate) trait ProgressSink: Send + Sync {
+    /// Posts one `notifications/progress` with these params; false when it could not be queued.
+    fn post_progress(&self, params: Value) -> bool;
+}
+
+/// Progress the requester asked for: its own token, and where the notifications go.
+#[derive(Clone)]
+pub(crate) struct Progress {
+    pub token: Value,
+    pub sink: Arc<dyn ProgressSink>,
+}
+
+impl Progress {
+    /// One notification, `params` carrying the requester's own token (an upstream's carries the gateway's).
+    pub(crate) fn report(&self, mut params: Value) -> bool {
+        params["progressToken"] = self.token.clone();
+        self.sink.post_progress(params)
+    }
+}
+
+/// What `AskHuman::ask` returns: the answer, or the error the requester gave (or made up when it could not ask).
+pub(crate) type AskFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, Value>> + Send + 'a>>;
+
+/// A way to put a held request to a human besides the admin channels (today: MCP elicitation through the
+/// client). Only the asking is the requester's; the question and what the answer does are `elicit`'s.
+pub(crate) trait AskHuman: Send + Sync {
+    /// Whether a human can be asked this way at all (the client declared elicitation).
+    fn can_ask(&self) -> bool;
+    /// Sends one `elicitation/create` with these params and waits, bounded, for the answer.
+    fn ask(&self, params: Value) -> AskFuture<'_>;
+}
+
+/// The client request a governed request serves: the session it came on and its id there. What an upstream
+/// asks while the request runs belongs to it.
+#[derive(Clone)]
+#[allow(dead_code)] // Read by the routing of upstream-initiated requests to the call that caused them.
+pub(crate) struct Requester {
+    pub session: Weak<Session>,
+    pub request: Id,
+}
+
 /// One governed request's context.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct CallContext {
     /// One id from first sight through approval, resume and execution.
     pub trace_id: String,
     pub origin: Origin,
-    /// The client's progress token, when it asked for progress (a held call reports that it is waiting).
-    pub progress: Option<Value>,
+    pub grants: GrantScope,
+    /// Set when the requester asked for progress (a held call reports that it is waiting; an upstream's
+    /// progress is routed back).
+    pub progress: Option<Progress>,
+    /// Set when a human can be asked besides the admin channels.
+    pub asker: Option<Arc<dyn AskHuman>>,
+    pub hold: HoldPolicy,
+    /// The client request behind this one, when there is one.
+    pub requester: Option<Requester>,
     pub cancel: CancellationToken,
 }
 
 impl CallContext {
-    /// A client's request with these params (its progress token is read from `_meta`).
-    pub(crate) fn client(params: &Value, cancel: &CancellationToken) -> Self {
+    /// A request from `origin` under a fresh trace id, with no grants, no progress, no one to ask and no client
+    /// request behind it; the builder of the context adds what its requester has.
+    pub(crate) fn new(origin: Origin, hold: HoldPolicy, cancel: CancellationToken) -> Self {
         Self {
             trace_id: crate::ids::trace_id(),
-            origin: Origin::Client,
-            progress: params.pointer("/_meta/progressToken").cloned(),
-            cancel: cancel.clone(),
+            origin,
+            grants: GrantScope::None,
+            progress: None,
+            asker: None,
+            hold,
+            requester: None,
+            cancel,
         }
     }
 
-    /// The context an approved call runs in when it is resumed: the held call's trace.
+    /// The context an approved call runs in when it is resumed: the held call's trace, everything else the
+    /// resumer's.
     pub(crate) fn resumed(&self, trace_id: &str) -> Self {
         Self {
             trace_id: trace_id.to_owned(),
             origin: Origin::Resume,
-            progress: self.progress.clone(),
-            cancel: self.cancel.clone(),
+            ..self.clone()
         }
     }
 }

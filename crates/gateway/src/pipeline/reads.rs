@@ -11,14 +11,14 @@
 //! notifications.
 
 use super::{audit_refusal, CallContext, Finish};
+use crate::approval;
+use crate::calls::forward;
+use crate::gateway::Gateway;
 use crate::guard::Verdict;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
-use crate::session::Session;
 use crate::snapshot::{Kind, Snapshot};
-use crate::wire::{self, Reply, Shape};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 /// What a non-tool request asks for, once routed.
 enum Target {
@@ -37,157 +37,147 @@ enum Then {
     Refuse,
 }
 
-impl Session {
-    /// `prompts/get`, `resources/read`, `resources/subscribe`, `resources/unsubscribe` and `completion/complete`.
-    pub(crate) async fn govern_read(
-        self: &Arc<Self>,
-        method: &str,
-        params: Value,
-        cancel: &CancellationToken,
-    ) -> Reply {
-        let outcome = if method == "resources/unsubscribe" {
-            let uri = params
-                .get("uri")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            match self
-                .gateway
-                .aggregate()
-                .route_resource(uri)
-                .map(str::to_owned)
-            {
-                Some(server) => self.forward(&server, method, params, cancel).await,
-                None => no_resource(uri),
-            }
-        } else {
-            let ctx = CallContext::client(&params, cancel);
-            let arguments = params
-                .get("arguments")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
-            let mut finish = Finish::new(&self.gateway, &ctx.trace_id, method, arguments);
-            let outcome = self.read_stages(&ctx, &mut finish, method, params).await;
-            finish.close(&outcome).await;
-            outcome
+/// `prompts/get`, `resources/read`, `resources/subscribe`, `resources/unsubscribe` and `completion/complete`.
+pub(crate) async fn govern_read(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    method: &str,
+    params: Value,
+) -> CallOutcome {
+    if method == "resources/unsubscribe" {
+        let uri = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let owner = gw.aggregate().route_resource(uri).map(str::to_owned);
+        return match owner {
+            Some(server) => forward(gw, ctx, &server, method, params).await,
+            None => no_resource(uri),
         };
-        wire::reply(outcome, Shape::RpcError, None)
     }
+    let arguments = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let mut finish = Finish::new(gw, &ctx.trace_id, method, arguments);
+    let outcome = read_stages(gw, ctx, &mut finish, method, params).await;
+    finish.close(&outcome).await;
+    outcome
+}
 
-    async fn read_stages(
-        self: &Arc<Self>,
-        ctx: &CallContext,
-        finish: &mut Finish,
-        method: &str,
-        mut params: Value,
-    ) -> CallOutcome {
-        let str_at = |p: &Value, at: &str| {
-            p.pointer(at)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        // Route: which prompt or resource, owned by which upstream; a completion names its reference.
-        let (target, then, name_at) = match method {
-            "prompts/get" => (
-                Target::Prompt {
-                    name: str_at(&params, "/name"),
-                },
-                Then::Hold,
-                "/name",
-            ),
-            "resources/read" => (
-                Target::Resource {
-                    uri: str_at(&params, "/uri"),
-                },
-                Then::Hold,
-                "",
-            ),
-            "resources/subscribe" => (
-                Target::Resource {
-                    uri: str_at(&params, "/uri"),
-                },
-                Then::Proceed,
-                "",
-            ),
-            _ => match params.pointer("/ref/type").and_then(Value::as_str) {
-                Some("ref/prompt") => (
-                    Target::Prompt {
-                        name: str_at(&params, "/ref/name"),
-                    },
-                    Then::Refuse,
-                    "/ref/name",
-                ),
-                Some("ref/resource") => (
-                    Target::Resource {
-                        uri: str_at(&params, "/ref/uri"),
-                    },
-                    Then::Refuse,
-                    "",
-                ),
-                _ => {
-                    let why = "completion/complete needs ref.type ref/prompt or ref/resource";
-                    return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
-                }
+async fn read_stages(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    finish: &mut Finish,
+    method: &str,
+    mut params: Value,
+) -> CallOutcome {
+    let str_at = |p: &Value, at: &str| {
+        p.pointer(at)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // Route: which prompt or resource, owned by which upstream; a completion names its reference.
+    let (target, then, name_at) = match method {
+        "prompts/get" => (
+            Target::Prompt {
+                name: str_at(&params, "/name"),
             },
-        };
-        let agg = self.gateway.aggregate();
-        let routed = match &target {
-            Target::Prompt { name } => agg
-                .route_prompt(name)
-                .map(|r| (r.server.clone(), r.name.clone())),
-            Target::Resource { uri } => {
-                agg.route_resource(uri).map(|s| (s.to_owned(), uri.clone()))
+            Then::Hold,
+            "/name",
+        ),
+        "resources/read" => (
+            Target::Resource {
+                uri: str_at(&params, "/uri"),
+            },
+            Then::Hold,
+            "",
+        ),
+        "resources/subscribe" => (
+            Target::Resource {
+                uri: str_at(&params, "/uri"),
+            },
+            Then::Proceed,
+            "",
+        ),
+        _ => match params.pointer("/ref/type").and_then(Value::as_str) {
+            Some("ref/prompt") => (
+                Target::Prompt {
+                    name: str_at(&params, "/ref/name"),
+                },
+                Then::Refuse,
+                "/ref/name",
+            ),
+            Some("ref/resource") => (
+                Target::Resource {
+                    uri: str_at(&params, "/ref/uri"),
+                },
+                Then::Refuse,
+                "",
+            ),
+            _ => {
+                let why = "completion/complete needs ref.type ref/prompt or ref/resource";
+                return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
             }
-        };
-        drop(agg);
-        let Some((server, upstream_name)) = routed else {
-            return match &target {
-                Target::Prompt { name } if method == "prompts/get" => {
-                    CallOutcome::Refused(Refusal::new(
-                        RefusalCode::UnknownTarget,
-                        format!("unknown prompt: {name}"),
-                    ))
-                }
-                Target::Prompt { .. } => CallOutcome::Refused(Refusal::new(
+        },
+    };
+    let agg = gw.aggregate();
+    let routed = match &target {
+        Target::Prompt { name } => agg
+            .route_prompt(name)
+            .map(|r| (r.server.clone(), r.name.clone())),
+        Target::Resource { uri } => agg.route_resource(uri).map(|s| (s.to_owned(), uri.clone())),
+    };
+    drop(agg);
+    let Some((server, upstream_name)) = routed else {
+        return match &target {
+            Target::Prompt { name } if method == "prompts/get" => {
+                CallOutcome::Refused(Refusal::new(
                     RefusalCode::UnknownTarget,
-                    "no upstream owns the completion reference",
-                )),
-                Target::Resource { uri } => no_resource(uri),
-            };
+                    format!("unknown prompt: {name}"),
+                ))
+            }
+            Target::Prompt { .. } => CallOutcome::Refused(Refusal::new(
+                RefusalCode::UnknownTarget,
+                "no upstream owns the completion reference",
+            )),
+            Target::Resource { uri } => no_resource(uri),
         };
-        // The record names a prompt by its upstream name; a resource only among what the call touches (the audit
-        // log redacts those), since a URI can carry secrets.
-        let (what, verdict) = match &target {
-            Target::Prompt { name } => {
-                finish.routed(&server, &upstream_name);
-                (
-                    format!("the prompt {name}"),
-                    self.gateway.guard.check_prompt(&server, &upstream_name),
-                )
-            }
-            Target::Resource { uri } => {
-                finish.routed(&server, method);
-                finish.touches(vec![uri.clone()]);
-                (
-                    format!("reading {uri}"),
-                    self.gateway.guard.check_resource(&server, uri),
-                )
-            }
-        };
-        if let Some(refused) = audit_refusal(&self.gateway, &what) {
-            return CallOutcome::Refused(refused);
+    };
+    // The record names a prompt by its upstream name; a resource only among what the call touches (the audit
+    // log redacts those), since a URI can carry secrets.
+    let (what, verdict) = match &target {
+        Target::Prompt { name } => {
+            finish.routed(&server, &upstream_name);
+            (
+                format!("the prompt {name}"),
+                gw.guard.check_prompt(&server, &upstream_name),
+            )
         }
-        finish.decide(super::record_decision(&verdict));
-        finish.commit();
-        if !name_at.is_empty() {
-            if let Some(slot) = params.pointer_mut(name_at) {
-                *slot = Value::String(upstream_name.clone());
-            }
+        Target::Resource { uri } => {
+            finish.routed(&server, method);
+            finish.touches(vec![uri.clone()]);
+            (
+                format!("reading {uri}"),
+                gw.guard.check_resource(&server, uri),
+            )
         }
-        match (verdict, then) {
+    };
+    if let Some(refused) = audit_refusal(gw, &what) {
+        return CallOutcome::Refused(refused);
+    }
+    finish.decide(super::record_decision(&verdict));
+    finish.commit();
+    if !name_at.is_empty() {
+        if let Some(slot) = params.pointer_mut(name_at) {
+            *slot = Value::String(upstream_name.clone());
+        }
+    }
+    match (verdict, then) {
             (Verdict::Refuse(refused), _) => CallOutcome::Refused(refused),
             (Verdict::Allow(_), _) | (Verdict::Ask(_), Then::Proceed) => {
-                self.forward(&server, method, params, &ctx.cancel).await
+                forward(gw, ctx, &server, method, params).await
             }
             (Verdict::Ask(d), Then::Refuse) => CallOutcome::Refused(
                 Refusal::new(
@@ -219,12 +209,9 @@ impl Session {
                     command: None,
                     note: None,
                 };
-                self.hold(&ctx.trace_id, snapshot, d, ctx.progress.clone(), &ctx.cancel)
-                    .await
-                    .into_outcome()
+                approval::hold(gw, ctx, snapshot, d).await.into_outcome()
             }
         }
-    }
 }
 
 fn no_resource(uri: &str) -> CallOutcome {

@@ -1,0 +1,99 @@
+//! A client session as the requester of governed calls: the `CallContext` it builds for each of its requests
+//! (its session's grants, its progress token, elicitation through its client, a held call that waits), and the
+//! two ways the pipeline reaches it back (`ProgressSink`, `AskHuman`).
+//!
+//! It runs no stage itself: the pipeline does, given the context; here the outcome is only shaped for the wire.
+
+use crate::pipeline::{
+    self, AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
+    Requester,
+};
+use crate::session::{ClientEra, Session};
+use crate::wire::{self, Reply, Shape};
+use jsonrpc::Id;
+use serde_json::Value;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+impl Session {
+    /// The context of client request `request` with these params: this session's grants, its progress token
+    /// (read from `_meta`), elicitation through this client, and a held call that waits.
+    pub(crate) fn call_context(
+        self: &Arc<Self>,
+        request: &Id,
+        params: &Value,
+        cancel: &CancellationToken,
+    ) -> CallContext {
+        let origin = Origin::Client {
+            session_id: self.id.clone(),
+        };
+        let mut ctx = CallContext::new(origin, HoldPolicy::Wait, cancel.clone());
+        ctx.grants = GrantScope::Session(self.id.clone());
+        ctx.progress = params
+            .pointer("/_meta/progressToken")
+            .map(|token| Progress {
+                token: token.clone(),
+                sink: Arc::clone(self) as Arc<dyn ProgressSink>,
+            });
+        ctx.asker = Some(Arc::clone(self) as Arc<dyn AskHuman>);
+        ctx.requester = Some(Requester {
+            session: Arc::downgrade(self),
+            request: request.clone(),
+        });
+        ctx
+    }
+
+    /// `tools/call` from this session's client, as the client receives it. toolgate's own answers (a refusal,
+    /// a hold, an approval outcome) are fitted to the called tool's `outputSchema`, so that official clients,
+    /// which validate structured content, show them.
+    pub(crate) async fn call_tool(
+        self: &Arc<Self>,
+        request: &Id,
+        params: Value,
+        cancel: &CancellationToken,
+    ) -> Reply {
+        let definition = params
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| self.gateway.aggregate().tool_definition(name).cloned());
+        let ctx = self.call_context(request, &params, cancel);
+        let outcome = pipeline::govern_tool(&self.gateway, &ctx, params).await;
+        wire::reply(outcome, Shape::ToolResult, definition.as_ref())
+    }
+
+    /// `prompts/get`, `resources/read`, `resources/subscribe`, `resources/unsubscribe` and
+    /// `completion/complete` from this session's client.
+    pub(crate) async fn govern_read(
+        self: &Arc<Self>,
+        request: &Id,
+        method: &str,
+        params: Value,
+        cancel: &CancellationToken,
+    ) -> Reply {
+        let ctx = self.call_context(request, &params, cancel);
+        let outcome = pipeline::govern_read(&self.gateway, &ctx, method, params).await;
+        wire::reply(outcome, Shape::RpcError, None)
+    }
+}
+
+impl ProgressSink for Session {
+    /// Posted, never awaited: a client that does not read is closed, it does not hold the upstream's reader.
+    fn post_progress(&self, params: Value) -> bool {
+        self.post(jsonrpc::notification(
+            "notifications/progress",
+            Some(params),
+        ))
+    }
+}
+
+impl AskHuman for Session {
+    /// Only a legacy client that declared elicitation: a modern one would need multi round-trip results.
+    fn can_ask(&self) -> bool {
+        let st = self.lock();
+        matches!(st.era, ClientEra::Legacy(_)) && st.client_caps.get("elicitation").is_some()
+    }
+
+    fn ask(&self, params: Value) -> AskFuture<'_> {
+        Box::pin(self.ask_client("elicitation/create", params))
+    }
+}
