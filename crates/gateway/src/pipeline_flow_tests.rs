@@ -266,3 +266,53 @@ async fn audit_unavailable_refuses_the_call_and_its_records_survive_the_repair()
     );
     h.stop(&[&client]).await;
 }
+
+/// A held call that waits (no handle at once): an approval written by another store connection, as the admin
+/// CLI in another process writes it, wakes the call, which runs and answers under the trace it was held with.
+#[tokio::test]
+async fn waiting_held_call_runs_when_another_store_connection_approves_it() {
+    let mut policy = policy();
+    policy["approvals"] = json!({"wait_seconds": 15, "elicitation": false});
+    let h = Harness::start(policy, FixtureOptions::default()).await;
+    let mut client = legacy_client(&h).await;
+    let before = h.audit().len();
+    let id = client
+        .send_request(
+            "tools/call",
+            json!({"name": "fx__echo", "arguments": {"text": "woken"}}),
+        )
+        .await;
+    let mut admin = store::Store::open(h.state.namespace()).unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    let pending = loop {
+        let now = store::Timestamp::now();
+        let listed = admin
+            .list_requests(Some(store::ApprovalStatus::Pending), now)
+            .unwrap();
+        if let Some(request) = listed.into_iter().next() {
+            break request;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call was not held"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    admin
+        .approve(&pending.id, "test operator", store::Timestamp::now())
+        .unwrap();
+    let answer = client.response(&id).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "woken", "{answer}");
+    let traces = h.by_trace(before, None);
+    let records = traces
+        .get(&pending.trace_id)
+        .unwrap_or_else(|| panic!("the held trace runs: {traces:#?}"));
+    assert_eq!(traces.len(), 1, "{traces:#?}");
+    assert_eq!(records.0, vec!["ASK_RULE".to_owned()], "one decision");
+    assert_eq!(
+        records.1.last().map(String::as_str),
+        Some("SUCCEEDED"),
+        "{records:?}"
+    );
+    h.stop(&[&client]).await;
+}

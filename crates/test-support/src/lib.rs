@@ -2,7 +2,7 @@
 //! (pagination, progress, cancellation, list changes, server→client requests, rich payloads, misbehaviour).
 //!
 //! It is bundled into the `toolgate` binary as a hidden subcommand so `toolgate demo` and the benchmarks need
-//! nothing else installed. It is a test peer, not a product feature: it has no policy and no confinement.
+//! nothing else installed, and it runs in process over channels (`serve`) for tests that want no process. It is a test peer, not a product feature: it has no policy and no confinement.
 
 #![deny(clippy::print_stdout)]
 
