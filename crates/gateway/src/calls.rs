@@ -145,6 +145,8 @@ impl Session {
             params["_meta"]["progressToken"] = Value::String(guard.token.clone());
             guard
         });
+        // While it runs, what the upstream sends on its own is attributed to this session's request (`route`).
+        let _call = self.gateway.correlation.begin(server, self);
         let answer = conn
             .request(method, Some(params), up.request_timeout(), cancel)
             .await;

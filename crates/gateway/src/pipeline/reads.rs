@@ -56,7 +56,10 @@ impl Session {
                 .route_resource(uri)
                 .map(str::to_owned)
             {
-                Some(server) => self.forward(&server, method, params, cancel).await,
+                Some(server) => {
+                    let uri = uri.to_owned();
+                    self.unsubscribe(&server, &uri, params, cancel).await
+                }
                 None => no_resource(uri),
             }
         } else {
@@ -187,7 +190,14 @@ impl Session {
         match (verdict, then) {
             (Verdict::Refuse(refused), _) => CallOutcome::Refused(refused),
             (Verdict::Allow(_), _) | (Verdict::Ask(_), Then::Proceed) => {
-                self.forward(&server, method, params, &ctx.cancel).await
+                let outcome = self.forward(&server, method, params, &ctx.cancel).await;
+                // Updates of a resource reach only the sessions whose subscription the upstream accepted.
+                if let (Target::Resource { uri }, CallOutcome::Complete(..)) = (&target, &outcome) {
+                    if method == "resources/subscribe" {
+                        self.subscribed(&server, uri);
+                    }
+                }
+                outcome
             }
             (Verdict::Ask(d), Then::Refuse) => CallOutcome::Refused(
                 Refusal::new(

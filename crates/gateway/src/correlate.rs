@@ -1,0 +1,161 @@
+//! The correlation table: which client session (and which of its requests) caused each call now forwarded to an
+//! upstream, and which session each upstream request was relayed to. It is what lets an upstream's request,
+//! log message or cancellation reach the one client it concerns instead of "the first" or "every" client.
+//!
+//! A stdio upstream's request carries no link to the call that caused it, so the table attributes by what is in
+//! flight on that upstream: calls of one session only attribute to that session (and to its request when there
+//! is exactly one); calls of several sessions attribute to nobody, and the caller refuses rather than guesses.
+//! Deciding what to do with an attribution is `route`'s; this file only keeps the facts.
+
+use crate::session::Session;
+use jsonrpc::Id;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+tokio::task_local! {
+    /// The client request whose task is running: set around each request's dispatch, read where a call is
+    /// forwarded, so the stages between need not carry it.
+    static CLIENT_REQUEST: Id;
+}
+
+/// Runs `f` (one client request's work) with `id` known as the request that causes its upstream calls.
+pub(crate) async fn in_request<F: Future>(id: Id, f: F) -> F::Output {
+    CLIENT_REQUEST.scope(id, f).await
+}
+
+/// The client request the running task serves, when it serves one.
+fn current_request() -> Option<Id> {
+    CLIENT_REQUEST.try_with(Id::clone).ok()
+}
+
+/// What caused an upstream's message, as far as the calls in flight on it tell.
+#[derive(Clone, Debug)]
+pub(crate) enum Cause {
+    /// Every call in flight on the upstream came from this session; `request` names the client request when
+    /// exactly one call is in flight.
+    Call {
+        session: Weak<Session>,
+        request: Option<Id>,
+    },
+    /// Calls of this many different sessions are in flight: the message cannot be attributed.
+    Ambiguous { sessions: usize },
+    /// No call is in flight on the upstream.
+    Idle,
+}
+
+/// One call forwarded to an upstream and not yet answered.
+struct Call {
+    server: String,
+    session_id: String,
+    session: Weak<Session>,
+    request: Option<Id>,
+}
+
+#[derive(Default)]
+struct Inner {
+    calls: HashMap<u64, Call>,
+    /// Upstream requests relayed to a client: (server, the upstream's id as JSON text) → that client's session.
+    relays: HashMap<(String, String), Weak<Session>>,
+}
+
+#[derive(Default)]
+pub(crate) struct Correlation {
+    inner: Mutex<Inner>,
+    next: AtomicU64,
+}
+
+impl Correlation {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that `session` has a call in flight on `server`, caused by the client request the running task
+    /// serves; the guard removes it when the call ends, however it ends.
+    pub(crate) fn begin(self: &Arc<Self>, server: &str, session: &Arc<Session>) -> CallGuard {
+        self.begin_for(server, session, current_request())
+    }
+
+    pub(crate) fn begin_for(
+        self: &Arc<Self>,
+        server: &str,
+        session: &Arc<Session>,
+        request: Option<Id>,
+    ) -> CallGuard {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().calls.insert(
+            key,
+            Call {
+                server: server.to_owned(),
+                session_id: session.id.clone(),
+                session: Arc::downgrade(session),
+                request,
+            },
+        );
+        CallGuard {
+            table: Arc::clone(self),
+            key,
+        }
+    }
+
+    /// What the calls in flight on `server` say about who caused a message it sends now.
+    pub(crate) fn cause(&self, server: &str) -> Cause {
+        let inner = self.lock();
+        let mut calls = inner.calls.values().filter(|c| c.server == server);
+        let Some(first) = calls.next() else {
+            return Cause::Idle;
+        };
+        let mut sessions = vec![first.session_id.as_str()];
+        let mut count = 1;
+        for c in calls {
+            count += 1;
+            if !sessions.contains(&c.session_id.as_str()) {
+                sessions.push(&c.session_id);
+            }
+        }
+        match sessions.len() {
+            1 => Cause::Call {
+                session: first.session.clone(),
+                request: if count == 1 {
+                    first.request.clone()
+                } else {
+                    None
+                },
+            },
+            n => Cause::Ambiguous { sessions: n },
+        }
+    }
+
+    /// Records that the upstream request `upstream_id` of `server` was relayed to `session`.
+    pub(crate) fn relayed(&self, server: &str, upstream_id: &Value, session: &Arc<Session>) {
+        self.lock()
+            .relays
+            .insert(relay_key(server, upstream_id), Arc::downgrade(session));
+    }
+
+    /// Forgets a relayed request (answered, withdrawn or never delivered); returns the session it went to.
+    pub(crate) fn relay_ended(&self, server: &str, upstream_id: &Value) -> Option<Arc<Session>> {
+        self.lock()
+            .relays
+            .remove(&relay_key(server, upstream_id))
+            .and_then(|s| s.upgrade())
+    }
+}
+
+fn relay_key(server: &str, upstream_id: &Value) -> (String, String) {
+    (server.to_owned(), upstream_id.to_string())
+}
+
+/// Removes a call from the table when it ends.
+pub(crate) struct CallGuard {
+    table: Arc<Correlation>,
+    key: u64,
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        self.table.lock().calls.remove(&self.key);
+    }
+}
