@@ -6,6 +6,11 @@
 //! flight on that upstream: calls of one session only attribute to that session (and to its request when there
 //! is exactly one); calls of several sessions attribute to nobody, and the caller refuses rather than guesses.
 //! Deciding what to do with an attribution is `route`'s; this file only keeps the facts.
+//!
+//! A call's answer is read ahead of the notifications the upstream sent before it: they wait in the gateway's
+//! event queue, the answer goes straight to the call. So an ended call stays counted until the event loop has
+//! handled every event that was queued when it ended; otherwise a log line written just before the answer would
+//! find no call and go to every client.
 
 use crate::session::Session;
 use jsonrpc::Id;
@@ -14,6 +19,8 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::mpsc;
+use upstream::Event;
 
 tokio::task_local! {
     /// The client request whose task is running: set around each request's dispatch, read where a call is
@@ -52,6 +59,8 @@ struct Call {
     session_id: String,
     session: Weak<Session>,
     request: Option<Id>,
+    /// Once the call ended: the count of handled events after which it is forgotten.
+    forget_after: Option<u64>,
 }
 
 #[derive(Default)]
@@ -65,9 +74,43 @@ struct Inner {
 pub(crate) struct Correlation {
     inner: Mutex<Inner>,
     next: AtomicU64,
+    /// The gateway's event queue (weak: the table must not keep it open), to see what is still queued.
+    events: Option<mpsc::WeakSender<Event>>,
+    /// Events the event loop has handled so far.
+    handled: AtomicU64,
 }
 
 impl Correlation {
+    /// A table that keeps ended calls until the events queued before their end on `events` are handled.
+    pub(crate) fn watching(events: mpsc::WeakSender<Event>) -> Self {
+        Self {
+            events: Some(events),
+            ..Self::default()
+        }
+    }
+
+    /// The event loop handled one more event: calls whose queued events are all handled are forgotten.
+    pub(crate) fn handled_one(&self) {
+        let handled = self.handled.fetch_add(1, Ordering::Relaxed) + 1;
+        self.lock()
+            .calls
+            .retain(|_, c| c.forget_after.is_none_or(|n| n > handled));
+    }
+
+    /// A call ended: forgotten at once when nothing is queued, else once what is queued now was handled.
+    fn end(&self, key: u64) {
+        let queued = self
+            .events
+            .as_ref()
+            .and_then(mpsc::WeakSender::upgrade)
+            .map_or(0, |tx| tx.max_capacity() - tx.capacity());
+        let mut inner = self.lock();
+        if queued == 0 {
+            inner.calls.remove(&key);
+        } else if let Some(call) = inner.calls.get_mut(&key) {
+            call.forget_after = Some(self.handled.load(Ordering::Relaxed) + queued as u64);
+        }
+    }
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -92,6 +135,7 @@ impl Correlation {
                 session_id: session.id.clone(),
                 session: Arc::downgrade(session),
                 request,
+                forget_after: None,
             },
         );
         CallGuard {
@@ -156,6 +200,6 @@ pub(crate) struct CallGuard {
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        self.table.lock().calls.remove(&self.key);
+        self.table.end(self.key);
     }
 }

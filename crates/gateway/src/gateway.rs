@@ -121,6 +121,7 @@ impl Gateway {
         builtin: Option<Arc<builtin::Builtin>>,
     ) -> Arc<Self> {
         let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
+        let correlation = Arc::new(Correlation::watching(tx.downgrade()));
         let progress = Arc::new(ProgressTable::default());
         let routes: Arc<dyn upstream::ProgressRoutes> = progress.clone();
         let sinks = upstream::Sinks {
@@ -142,7 +143,7 @@ impl Gateway {
             merged: Arc::default(),
             sessions: Mutex::new(Vec::new()),
             progress,
-            correlation: Arc::default(),
+            correlation,
             first_list: OnceCell::new(),
             shutdown: CancellationToken::new(),
         });
@@ -370,6 +371,7 @@ impl Gateway {
                 () = self.shutdown.cancelled() => return,
             };
             self.on_event(event).await;
+            self.correlation.handled_one();
         }
     }
 

@@ -358,3 +358,35 @@ async fn roots_change_of_one_client_does_not_reach_an_upstream_for_another() {
     drop((on_a, on_b, on_files));
     gw.shutdown().await;
 }
+
+/// An upstream writes a log line and then its answer: the answer ends the call at once, the log line still waits
+/// in the event queue. The call must stay counted until that line is handled, or the line finds no call and goes
+/// to every client.
+#[tokio::test]
+async fn log_line_queued_before_the_answer_is_still_attributed_to_its_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC)]);
+    let a = Client::open(&gw, json!({})).await;
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let table = Arc::new(crate::correlate::Correlation::watching(tx.downgrade()));
+    let attributed = |table: &crate::correlate::Correlation| matches!(table.cause("fx"), Cause::Call { session, .. } if session.upgrade().unwrap().id == a.session.id);
+    let call = table.begin_for("fx", &a.session, None);
+    for level in ["info", "debug"] {
+        tx.send(note("fx", "notifications/message", json!({"level": level})))
+            .await
+            .unwrap();
+    }
+    drop(call);
+    assert!(attributed(&table), "ended with two events queued");
+    // What the event loop does: take one event, handle it, count it.
+    rx.recv().await.unwrap();
+    table.handled_one();
+    assert!(attributed(&table), "one queued event is not handled yet");
+    rx.recv().await.unwrap();
+    table.handled_one();
+    assert!(matches!(table.cause("fx"), Cause::Idle));
+    // Nothing queued: forgotten as it ends.
+    drop(table.begin_for("fx", &a.session, None));
+    assert!(matches!(table.cause("fx"), Cause::Idle));
+    gw.shutdown().await;
+}
