@@ -390,3 +390,24 @@ async fn log_line_queued_before_the_answer_is_still_attributed_to_its_call() {
     assert!(matches!(table.cause("fx"), Cause::Idle));
     gw.shutdown().await;
 }
+
+/// Forwarding registers with `begin`, which takes the client request from the task serving it (`Session::handle`
+/// runs each request inside `in_request`); outside a request the call is the session's without a request id.
+#[tokio::test]
+async fn calls_forwarded_while_serving_a_request_carry_its_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC)]);
+    let a = Client::open(&gw, json!({})).await;
+    let request = |table: &crate::correlate::Correlation| match table.cause("fx") {
+        Cause::Call { request, .. } => request,
+        other => panic!("not attributed: {other:?}"),
+    };
+    let work = async { gw.correlation.begin("fx", &a.session) };
+    let call = crate::correlate::in_request(Id::Str("r-1".into()), work).await;
+    assert_eq!(request(&gw.correlation), Some(Id::Str("r-1".into())));
+    drop(call);
+    let call = gw.correlation.begin("fx", &a.session);
+    assert_eq!(request(&gw.correlation), None);
+    drop(call);
+    gw.shutdown().await;
+}
