@@ -20,7 +20,7 @@ use crate::correlate::Cause;
 use crate::errors::invalid_params;
 use crate::gateway::Gateway;
 use crate::outcome::CallOutcome;
-use crate::session::Session;
+use crate::session::{Relayed, Session};
 use jsonrpc::{error_object, Id};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -245,6 +245,45 @@ impl Gateway {
             .min()
     }
 
+    /// Sets every upstream that logs to `level`.
+    async fn set_upstream_level(&self, level: LogLevel) {
+        for up in self.upstreams() {
+            if up.catalog().has("logging") {
+                if let Ok(conn) = up.connection() {
+                    let never = CancellationToken::new();
+                    let params = json!({"level": level.as_str()});
+                    let _ = conn
+                        .request(
+                            "logging/setLevel",
+                            Some(params),
+                            up.request_timeout(),
+                            &never,
+                        )
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// What a closed session leaves upstream: the requests relayed to it are answered with an error (nobody will
+    /// answer them), and when it had set a log level, upstreams follow the sessions still open (unchanged when no
+    /// open session set one: MCP has no way back to a server's default).
+    pub(crate) async fn session_closed(self: Arc<Self>, relayed: Vec<Relayed>, had_level: bool) {
+        for r in relayed {
+            self.correlation.relay_ended(&r.server, &r.upstream_id);
+            let err = error_object(
+                jsonrpc::INTERNAL_ERROR,
+                "the client this request was relayed to has disconnected",
+                None,
+            );
+            self.answer_upstream(&r.server, r.upstream_id, Err(err))
+                .await;
+        }
+        if let Some(level) = self.upstream_log_level().filter(|_| had_level) {
+            self.set_upstream_level(level).await;
+        }
+    }
+
     /// Whether a session other than `session` is subscribed to `uri` on `server`.
     fn subscribed_elsewhere(&self, session: &Session, server: &str, uri: &str) -> bool {
         self.live_sessions()
@@ -307,22 +346,7 @@ impl Session {
         };
         self.lock().log_level = Some(level);
         let upstream_level = self.gateway.upstream_log_level().unwrap_or(level);
-        for up in self.gateway.upstreams() {
-            if up.catalog().has("logging") {
-                if let Ok(conn) = up.connection() {
-                    let never = CancellationToken::new();
-                    let params = json!({"level": upstream_level.as_str()});
-                    let _ = conn
-                        .request(
-                            "logging/setLevel",
-                            Some(params),
-                            up.request_timeout(),
-                            &never,
-                        )
-                        .await;
-                }
-            }
-        }
+        self.gateway.set_upstream_level(upstream_level).await;
         Ok(json!({}))
     }
 

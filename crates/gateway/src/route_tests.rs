@@ -324,6 +324,10 @@ async fn log_levels_are_per_session() {
     assert!(a.received().await.is_empty());
     assert_eq!(b.received().await.len(), 1);
     drop(call);
+
+    // B leaves: upstreams follow A, the one still open.
+    b.session.close();
+    assert_eq!(gw.upstream_log_level(), Some(LogLevel::Error));
     gw.shutdown().await;
 }
 

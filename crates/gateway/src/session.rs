@@ -139,12 +139,17 @@ impl Session {
     /// Ends the session: every request still running is cancelled (and its upstream told so), and the session's
     /// grants are revoked (its id is never used again, so they could only ever be clutter).
     pub(crate) fn close(&self) {
-        {
+        let (relayed, had_level) = {
             let mut st = self.lock();
             st.closed = true;
             for (_, token) in st.in_flight.drain() {
                 token.cancel();
             }
+            let relayed: Vec<_> = st.relayed.drain().map(|(_, r)| r).collect();
+            (relayed, st.log_level.is_some())
+        };
+        if !relayed.is_empty() || had_level {
+            tokio::spawn(Arc::clone(&self.gateway).session_closed(relayed, had_level));
         }
         if let Some(state) = &self.gateway.state {
             if let Err(e) = state.store(|s| s.revoke_session(&self.id)) {
