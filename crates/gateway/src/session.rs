@@ -136,8 +136,8 @@ impl Session {
         !self.lock().closed && !self.out.is_closed()
     }
 
-    /// Ends the session: every request still running is cancelled (and its upstream told so), and the session's
-    /// grants are revoked (its id is never used again, so they could only ever be clutter).
+    /// Ends the session: every request still running is cancelled (and its upstream told so), requests relayed to
+    /// it are answered upstream with an error (`Gateway::session_closed`), and the session's grants are revoked (its id is never used again, so they could only ever be clutter).
     pub(crate) fn close(&self) {
         let (relayed, had_level) = {
             let mut st = self.lock();
@@ -311,7 +311,10 @@ impl Session {
             ClientEra::Legacy(_) => Some(format!(
                 "toolgate cannot relay {method}: the client did not declare the {cap:?} capability"
             )),
-            _ => Some(format!(
+            ClientEra::Unknown => Some(format!(
+                "toolgate cannot relay {method}: the client has not initialized its connection"
+            )),
+            ClientEra::Modern => Some(format!(
                 "toolgate cannot relay {method}: the client speaks protocol {MODERN_VERSION}, and bridging \
                  server requests into multi round-trip results is not supported yet"
             )),
