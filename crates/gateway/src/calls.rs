@@ -152,9 +152,18 @@ pub(crate) async fn forward(
             None
         }
     };
-    // What the upstream asks while this request runs belongs to `ctx.requester` (the session and client
-    // request that caused it, when there is one): its correlation is registered here, for as long as the
-    // request runs.
+    // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
+    // client request that caused it); with no client behind the call it goes nowhere (`route`).
+    let _call = match ctx
+        .requester
+        .as_ref()
+        .and_then(|r| Some((r.session.upgrade()?, r)))
+    {
+        Some((session, r)) => gw
+            .correlation
+            .begin_for(server, &session, Some(r.request.clone())),
+        None => gw.correlation.begin_unowned(server, &ctx.trace_id),
+    };
     let answer = conn
         .request(method, Some(params), up.request_timeout(), &ctx.cancel)
         .await;

@@ -7,6 +7,7 @@
 //! by `Gateway::shutdown`, which the binary calls on stdin EOF, SIGINT or SIGTERM.
 
 use crate::aggregate::{Aggregate, Naming};
+use crate::correlate::Correlation;
 use crate::cursor::PageLimits;
 use crate::guard::Guard;
 use crate::pins::PinView;
@@ -94,6 +95,8 @@ pub struct Gateway {
     merged: Arc<Merged>,
     sessions: Mutex<Vec<Weak<Session>>>,
     pub(crate) progress: Arc<ProgressTable>,
+    /// Which session and request caused each call in flight, and where upstream requests were relayed (`route`).
+    pub(crate) correlation: Arc<Correlation>,
     /// Set once the first list has waited (bounded) for upstreams still starting.
     first_list: OnceCell<()>,
     shutdown: CancellationToken,
@@ -132,6 +135,7 @@ impl Gateway {
         links: &HashMap<String, Arc<dyn upstream::Connector>>,
     ) -> Arc<Self> {
         let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
+        let correlation = Arc::new(Correlation::watching(tx.downgrade()));
         let progress = Arc::new(ProgressTable::default());
         let routes: Arc<dyn upstream::ProgressRoutes> = progress.clone();
         let sinks = upstream::Sinks {
@@ -161,6 +165,7 @@ impl Gateway {
             merged: Arc::default(),
             sessions: Mutex::new(Vec::new()),
             progress,
+            correlation,
             first_list: OnceCell::new(),
             shutdown: CancellationToken::new(),
         });
@@ -388,6 +393,7 @@ impl Gateway {
                 () = self.shutdown.cancelled() => return,
             };
             self.on_event(event).await;
+            self.correlation.handled_one();
         }
     }
 
@@ -422,38 +428,7 @@ impl Gateway {
                 id,
                 method,
                 params,
-            } => match self.live_sessions().into_iter().find(|s| s.is_open()) {
-                Some(session) => session.relay(&server, id, method, params).await,
-                None => {
-                    let err = jsonrpc::error_object(
-                        jsonrpc::INTERNAL_ERROR,
-                        "no client is connected",
-                        None,
-                    );
-                    self.answer_upstream(&server, id, Err(err)).await;
-                }
-            },
-        }
-    }
-
-    async fn on_notification(&self, server: &str, method: String, params: Option<Value>) {
-        match method.as_str() {
-            // Routed progress went straight to its client from the upstream's reader; the rest has no owner.
-            "notifications/progress" => {}
-            "notifications/cancelled" => {
-                // An upstream withdrawing a request it sent to the client.
-                let Some(id) = params.as_ref().and_then(|p| p.get("requestId")).cloned() else {
-                    return;
-                };
-                for session in self.live_sessions() {
-                    session.relay_cancelled(server, &id).await;
-                }
-            }
-            _ => {
-                for session in self.live_sessions() {
-                    session.forward_notification(&method, params.clone()).await;
-                }
-            }
+            } => self.on_upstream_request(&server, id, method, params).await,
         }
     }
 }

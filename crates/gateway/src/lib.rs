@@ -13,6 +13,7 @@ mod approval;
 mod calls;
 mod canon;
 mod contract;
+mod correlate;
 mod cursor;
 mod elicit;
 mod error;
@@ -35,6 +36,7 @@ mod progress;
 mod rebuild;
 mod record;
 mod requester;
+mod route;
 mod session;
 #[cfg(test)]
 mod session_flow_tests;

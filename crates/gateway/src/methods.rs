@@ -237,23 +237,4 @@ impl Session {
         )
         .map_err(invalid_params)
     }
-
-    async fn set_level(&self, params: Value) -> Result<Value, Value> {
-        for up in self.gateway.upstreams() {
-            if up.catalog().has("logging") {
-                if let Ok(conn) = up.connection() {
-                    let never = CancellationToken::new();
-                    let _ = conn
-                        .request(
-                            "logging/setLevel",
-                            Some(params.clone()),
-                            up.request_timeout(),
-                            &never,
-                        )
-                        .await;
-                }
-            }
-        }
-        Ok(json!({}))
-    }
 }

@@ -11,10 +11,11 @@
 
 use crate::gateway::Gateway;
 use crate::outbox::Outbox;
+use crate::route::LogLevel;
 use crate::wire::Reply;
 use jsonrpc::{error_object, error_response, notification, result_response, Id, Message};
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
@@ -70,13 +71,25 @@ pub(crate) struct State {
     pub era: ClientEra,
     pub client_caps: Value,
     pub in_flight: HashMap<Id, CancellationToken>,
-    /// Gateway id sent to the client → (server, the upstream's own id).
-    pub relayed: HashMap<Id, (String, Value)>,
+    /// Gateway id sent to the client → the upstream request it stands for.
+    pub relayed: HashMap<Id, Relayed>,
     /// Open `subscriptions/listen` streams of a modern client: (listen request id, filter).
     pub listens: Vec<(Id, Value)>,
     /// Requests toolgate itself sent the client (elicitation for approvals), awaiting answers.
     pub asked: HashMap<Id, oneshot::Sender<Result<Value, Value>>>,
+    /// Resources this client subscribed to: (server, URI). Only these updates reach it.
+    pub subscriptions: HashSet<(String, String)>,
+    /// The log level this client set; `None` admits every message.
+    pub log_level: Option<LogLevel>,
     pub closed: bool,
+}
+
+/// An upstream request relayed to this client.
+pub(crate) struct Relayed {
+    pub server: String,
+    pub upstream_id: Value,
+    /// The client request whose call caused it, when one did: the stream the request belongs to.
+    pub cause: Option<Id>,
 }
 
 pub struct Session {
@@ -103,6 +116,8 @@ impl Session {
                 relayed: HashMap::new(),
                 listens: Vec::new(),
                 asked: HashMap::new(),
+                subscriptions: HashSet::new(),
+                log_level: None,
                 closed: false,
             }),
             next_relay: AtomicU64::new(1),
@@ -120,15 +135,20 @@ impl Session {
         !self.lock().closed && !self.out.is_closed()
     }
 
-    /// Ends the session: every request still running is cancelled (and its upstream told so), and the session's
-    /// grants are revoked (its id is never used again, so they could only ever be clutter).
+    /// Ends the session: every request still running is cancelled (and its upstream told so), requests relayed to
+    /// it are answered upstream with an error (`Gateway::session_closed`), and the session's grants are revoked (its id is never used again, so they could only ever be clutter).
     pub(crate) fn close(&self) {
-        {
+        let (relayed, had_level) = {
             let mut st = self.lock();
             st.closed = true;
             for (_, token) in st.in_flight.drain() {
                 token.cancel();
             }
+            let relayed: Vec<_> = st.relayed.drain().map(|(_, r)| r).collect();
+            (relayed, st.log_level.is_some())
+        };
+        if !relayed.is_empty() || had_level {
+            tokio::spawn(Arc::clone(&self.gateway).session_closed(relayed, had_level));
         }
         if let Some(state) = &self.gateway.state {
             if let Err(e) = state.store(|s| s.revoke_session(&self.id)) {
@@ -220,9 +240,13 @@ impl Session {
                 };
                 if let Some(waiter) = asked {
                     let _ = waiter.send(outcome);
-                } else if let Some((server, upstream_id)) = relayed {
+                } else if let Some(r) = relayed {
+                    tracing::debug!(server = r.server, cause = ?r.cause, "relayed request answered");
                     self.gateway
-                        .answer_upstream(&server, upstream_id, outcome)
+                        .correlation
+                        .relay_ended(&r.server, &r.upstream_id);
+                    self.gateway
+                        .answer_upstream(&r.server, r.upstream_id, outcome)
                         .await;
                 }
             }
@@ -243,13 +267,7 @@ impl Session {
                 }
             }
             "notifications/initialized" => {}
-            "notifications/roots/list_changed" => {
-                for up in self.gateway.upstreams() {
-                    if let Ok(conn) = up.connection() {
-                        let _ = conn.notify(method, None).await;
-                    }
-                }
-            }
+            "notifications/roots/list_changed" => self.roots_changed().await,
             _ => tracing::debug!("ignoring client notification {method}"),
         }
     }
@@ -275,72 +293,65 @@ impl Session {
     }
 
     /// Upstream notifications other than progress and cancellation (log messages, resource updates) go to legacy
-    /// clients as they came. Modern clients receive log messages only for requests that asked for them, which
-    /// this version does not track, so they get none.
+    /// clients as they came, once `route` decided they concern this one. Modern clients receive log messages only
+    /// for requests that asked for them, which this version does not track, so they get none.
     pub(crate) async fn forward_notification(&self, method: &str, params: Option<Value>) {
         if matches!(self.lock().era, ClientEra::Legacy(_)) {
             self.notify(method, params).await;
         }
     }
 
-    /// Relays an upstream's request to this client when it declared the capability; refuses clearly otherwise.
+    /// Why this client cannot take an upstream's request needing capability `cap`; `None` when it can.
+    pub(crate) fn relay_refusal(&self, method: &str, cap: &str) -> Option<String> {
+        let st = self.lock();
+        match &st.era {
+            ClientEra::Legacy(_) if st.client_caps.get(cap).is_some() => None,
+            ClientEra::Legacy(_) => Some(format!(
+                "toolgate cannot relay {method}: the client did not declare the {cap:?} capability"
+            )),
+            ClientEra::Unknown => Some(format!(
+                "toolgate cannot relay {method}: the client has not initialized its connection"
+            )),
+            ClientEra::Modern => Some(format!(
+                "toolgate cannot relay {method}: the client speaks protocol {MODERN_VERSION}, and bridging \
+                 server requests into multi round-trip results is not supported yet"
+            )),
+        }
+    }
+
+    /// Relays an upstream's request to this client (`route` decided it is this client's); `cause` is the client
+    /// request whose call caused it, when one did.
     pub(crate) async fn relay(
-        &self,
+        self: &Arc<Self>,
         server: &str,
         upstream_id: Value,
         method: String,
         params: Option<Value>,
+        cause: Option<Id>,
     ) {
-        let needed = match method.as_str() {
-            "sampling/createMessage" => Some("sampling"),
-            "elicitation/create" => Some("elicitation"),
-            "roots/list" => Some("roots"),
-            _ => None,
-        };
-        let refusal = {
-            let st = self.lock();
-            match (&st.era, needed) {
-                (_, None) => Some(format!("toolgate does not relay {method} to clients")),
-                // The client's roots would replace the directories the policy resolves this server's paths in.
-                (_, Some("roots")) if self.gateway.guard.keeps_own_directories(server) => Some(format!(
-                    "toolgate does not relay {method} to {server}: its policy resolves paths in the directories \
-                     the server was started with"
-                )),
-                (ClientEra::Legacy(_), Some(cap)) if st.client_caps.get(cap).is_some() => None,
-                (ClientEra::Legacy(_), Some(cap)) => Some(format!(
-                    "toolgate cannot relay {method}: the client did not declare the {cap:?} capability"
-                )),
-                (_, Some(_)) => Some(format!(
-                    "toolgate cannot relay {method}: the client speaks protocol {MODERN_VERSION}, and bridging \
-                     server requests into multi round-trip results is not supported yet"
-                )),
-            }
-        };
-        if let Some(why) = refusal {
-            let err = error_object(jsonrpc::METHOD_NOT_FOUND, why, None);
-            self.gateway
-                .answer_upstream(server, upstream_id, Err(err))
-                .await;
-            return;
-        }
         let id = Id::Str(format!(
             "tg-relay-{}",
             self.next_relay.fetch_add(1, Ordering::Relaxed)
         ));
-        self.lock()
-            .relayed
-            .insert(id.clone(), (server.to_owned(), upstream_id));
+        self.gateway.correlation.relayed(server, &upstream_id, self);
+        let relayed = Relayed {
+            server: server.to_owned(),
+            upstream_id,
+            cause,
+        };
+        self.lock().relayed.insert(id.clone(), relayed);
         if !self.post(jsonrpc::request(&id, &method, params)) {
-            let Some((_, upstream_id)) = self.lock().relayed.remove(&id) else {
+            let Some(r) = self.lock().relayed.remove(&id) else {
                 return;
             };
+            self.gateway.correlation.relay_ended(server, &r.upstream_id);
             let err = error_object(
                 jsonrpc::INTERNAL_ERROR,
                 "the request could not be queued for the client (its session is closed, or it is over the message limit)",
                 None,
             );
             self.gateway
-                .answer_upstream(server, upstream_id, Err(err))
+                .answer_upstream(server, r.upstream_id, Err(err))
                 .await;
         }
     }
@@ -382,7 +393,7 @@ impl Session {
             let key = st
                 .relayed
                 .iter()
-                .find(|(_, (s, u))| s == server && u == upstream_id)
+                .find(|(_, r)| r.server == server && &r.upstream_id == upstream_id)
                 .map(|(k, _)| k.clone());
             key.inspect(|k| {
                 st.relayed.remove(k);

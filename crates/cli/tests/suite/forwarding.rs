@@ -170,6 +170,92 @@ async fn sampling_is_relayed_to_a_client_that_declared_it() {
     assert_eq!(r["structuredContent"], answer);
 }
 
+/// Upstream requests go to the client whose call caused them. Calls of one client running side by side on the
+/// upstream still attribute to it: the sampling request reaches it and its answer reaches the server.
+#[tokio::test]
+async fn sampling_is_relayed_while_other_calls_of_the_same_client_run() {
+    let setup = Setup::fixture(&[], json!({}));
+    let answer = json!({"role": "assistant", "content": {"type": "text", "text": "side by side"}, "model": "m"});
+    let client = setup.serve_with(
+        HashMap::from([("sampling/createMessage".to_owned(), answer.clone())]),
+        &[],
+    );
+    client
+        .initialize("2025-11-25", json!({"sampling": {}}))
+        .await
+        .unwrap();
+    let slow = call(&client, "fx__slow", json!({"steps": 10, "delay_ms": 100}));
+    let sample = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        call(&client, "fx__sample", json!({"prompt": "hi"})).await
+    };
+    let (slow, sample) = tokio::join!(slow, sample);
+    assert_eq!(sample.unwrap()["structuredContent"], answer);
+    assert_eq!(text(&slow.unwrap()), "done after 10 steps");
+    assert_eq!(client.requests_of("sampling/createMessage").len(), 1);
+}
+
+#[tokio::test]
+async fn elicitation_of_an_upstream_is_relayed_to_the_client_whose_call_caused_it() {
+    let setup = Setup::fixture(&[], json!({}));
+    let answer = json!({"action": "accept", "content": {}});
+    let client = setup.serve_with(
+        HashMap::from([("elicitation/create".to_owned(), answer.clone())]),
+        &[],
+    );
+    client
+        .initialize("2025-11-25", json!({"elicitation": {}}))
+        .await
+        .unwrap();
+    let r = call(&client, "fx__elicit", json!({"message": "which one?"}))
+        .await
+        .unwrap();
+    assert_eq!(r["structuredContent"], answer);
+    let asked = client.requests_of("elicitation/create");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0]["params"]["message"], "which one?");
+}
+
+/// A client's `logging/setLevel` is its own: toolgate keeps it and filters the upstream's log messages by it.
+#[tokio::test]
+async fn log_messages_reach_the_client_only_at_its_own_level() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    client
+        .request("logging/setLevel", json!({"level": "warning"}))
+        .await
+        .unwrap();
+    call(
+        &client,
+        "fx__log",
+        json!({"level": "info", "data": "quiet"}),
+    )
+    .await
+    .unwrap();
+    call(
+        &client,
+        "fx__log",
+        json!({"level": "error", "data": "loud"}),
+    )
+    .await
+    .unwrap();
+    let loud = client
+        .wait_notification(Duration::from_secs(5), |n| n["params"]["data"] == "loud")
+        .await;
+    assert!(loud.is_some(), "{:?}", client.notifications());
+    let quiet = client
+        .notifications()
+        .into_iter()
+        .filter(|n| n["params"]["data"] == "quiet")
+        .count();
+    assert_eq!(quiet, 0, "below the level the client set");
+    let bad = client
+        .request("logging/setLevel", json!({"level": "chatty"}))
+        .await
+        .unwrap_err();
+    assert_eq!(bad["code"], jsonrpc::INVALID_PARAMS, "{bad}");
+}
+
 #[tokio::test]
 async fn sampling_is_refused_clearly_when_the_client_did_not_declare_it() {
     let setup = Setup::fixture(&[], json!({}));

@@ -51,7 +51,15 @@ pub(crate) async fn govern_read(
             .unwrap_or_default();
         let owner = gw.aggregate().route_resource(uri).map(str::to_owned);
         return match owner {
-            Some(server) => forward(gw, ctx, &server, method, params).await,
+            Some(server) => {
+                // This session stops hearing of `uri` at once; the upstream's subscription is shared, so it is
+                // told only when no other session is still subscribed there.
+                let session = ctx.requester.as_ref().and_then(|r| r.session.upgrade());
+                if session.is_some_and(|s| !s.unsubscribe(&server, uri)) {
+                    return CallOutcome::complete(json!({}));
+                }
+                forward(gw, ctx, &server, method, params).await
+            }
             None => no_resource(uri),
         };
     }
@@ -177,7 +185,16 @@ async fn read_stages(
     match (verdict, then) {
             (Verdict::Refuse(refused), _) => CallOutcome::Refused(refused),
             (Verdict::Allow(_), _) | (Verdict::Ask(_), Then::Proceed) => {
-                forward(gw, ctx, &server, method, params).await
+                let outcome = forward(gw, ctx, &server, method, params).await;
+                // Updates of a resource reach only the sessions whose subscription the upstream accepted.
+                if let (Target::Resource { uri }, CallOutcome::Complete(..), "resources/subscribe") =
+                    (&target, &outcome, method)
+                {
+                    if let Some(session) = ctx.requester.as_ref().and_then(|r| r.session.upgrade()) {
+                        session.subscribed(&server, uri);
+                    }
+                }
+                outcome
             }
             (Verdict::Ask(d), Then::Refuse) => CallOutcome::Refused(
                 Refusal::new(

@@ -1,0 +1,201 @@
+//! The correlation table: which client session (and which of its requests) caused each call now forwarded to an
+//! upstream, and which session each upstream request was relayed to. It is what lets an upstream's request,
+//! log message or cancellation reach the one client it concerns instead of "the first" or "every" client.
+//!
+//! A stdio upstream's request carries no link to the call that caused it, so the table attributes by what is in
+//! flight on that upstream: calls of one session only attribute to that session (and to its request when there
+//! is exactly one); calls of several sessions attribute to nobody, and the caller refuses rather than guesses.
+//! Deciding what to do with an attribution is `route`'s; this file only keeps the facts.
+//!
+//! A call's answer is read ahead of the notifications the upstream sent before it: they wait in the gateway's
+//! event queue, the answer goes straight to the call. So an ended call stays counted until the event loop has
+//! handled every event that was queued when it ended; otherwise a log line written just before the answer would
+//! find no call and go to every client.
+
+use crate::session::Session;
+use jsonrpc::Id;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::mpsc;
+use upstream::Event;
+
+/// What caused an upstream's message, as far as the calls in flight on it tell.
+#[derive(Clone, Debug)]
+pub(crate) enum Cause {
+    /// Every call in flight on the upstream came from this session; `request` names the client request when
+    /// exactly one call is in flight.
+    Call {
+        session: Weak<Session>,
+        request: Option<Id>,
+    },
+    /// Calls of this many different sessions are in flight: the message cannot be attributed.
+    Ambiguous { sessions: usize },
+    /// No call is in flight on the upstream.
+    Idle,
+}
+
+/// One call forwarded to an upstream and not yet answered.
+struct Call {
+    server: String,
+    session_id: String,
+    session: Weak<Session>,
+    request: Option<Id>,
+    /// Once the call ended: the count of handled events after which it is forgotten.
+    forget_after: Option<u64>,
+}
+
+#[derive(Default)]
+struct Inner {
+    calls: HashMap<u64, Call>,
+    /// Upstream requests relayed to a client: (server, the upstream's id as JSON text) → that client's session.
+    relays: HashMap<(String, String), Weak<Session>>,
+}
+
+#[derive(Default)]
+pub(crate) struct Correlation {
+    inner: Mutex<Inner>,
+    next: AtomicU64,
+    /// The gateway's event queue (weak: the table must not keep it open), to see what is still queued.
+    events: Option<mpsc::WeakSender<Event>>,
+    /// Events the event loop has handled so far.
+    handled: AtomicU64,
+}
+
+impl Correlation {
+    /// A table that keeps ended calls until the events queued before their end on `events` are handled.
+    pub(crate) fn watching(events: mpsc::WeakSender<Event>) -> Self {
+        Self {
+            events: Some(events),
+            ..Self::default()
+        }
+    }
+
+    /// The event loop handled one more event: calls whose queued events are all handled are forgotten.
+    pub(crate) fn handled_one(&self) {
+        let handled = self.handled.fetch_add(1, Ordering::Relaxed) + 1;
+        self.lock()
+            .calls
+            .retain(|_, c| c.forget_after.is_none_or(|n| n > handled));
+    }
+
+    /// A call ended: forgotten at once when nothing is queued, else once what is queued now was handled.
+    fn end(&self, key: u64) {
+        let queued = self
+            .events
+            .as_ref()
+            .and_then(mpsc::WeakSender::upgrade)
+            .map_or(0, |tx| tx.max_capacity() - tx.capacity());
+        let mut inner = self.lock();
+        if queued == 0 {
+            inner.calls.remove(&key);
+        } else if let Some(call) = inner.calls.get_mut(&key) {
+            call.forget_after = Some(self.handled.load(Ordering::Relaxed) + queued as u64);
+        }
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that `session` has a call in flight on `server`, caused by its client request `request` (the
+    /// call's `Requester`); the guard removes it when the call ends, however it ends.
+    pub(crate) fn begin_for(
+        self: &Arc<Self>,
+        server: &str,
+        session: &Arc<Session>,
+        request: Option<Id>,
+    ) -> CallGuard {
+        self.insert(server, session.id.clone(), Arc::downgrade(session), request)
+    }
+
+    /// Records a call in flight on `server` that no client session stands behind (a code-mode run's call):
+    /// what the upstream asks while it runs has no client to go to, so it is refused, and it is never
+    /// attributed to some other session that happens to be open.
+    pub(crate) fn begin_unowned(self: &Arc<Self>, server: &str, trace_id: &str) -> CallGuard {
+        self.insert(server, format!("call {trace_id}"), Weak::new(), None)
+    }
+
+    fn insert(
+        self: &Arc<Self>,
+        server: &str,
+        session_id: String,
+        session: Weak<Session>,
+        request: Option<Id>,
+    ) -> CallGuard {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().calls.insert(
+            key,
+            Call {
+                server: server.to_owned(),
+                session_id,
+                session,
+                request,
+                forget_after: None,
+            },
+        );
+        CallGuard {
+            table: Arc::clone(self),
+            key,
+        }
+    }
+
+    /// What the calls in flight on `server` say about who caused a message it sends now.
+    pub(crate) fn cause(&self, server: &str) -> Cause {
+        let inner = self.lock();
+        let mut calls = inner.calls.values().filter(|c| c.server == server);
+        let Some(first) = calls.next() else {
+            return Cause::Idle;
+        };
+        let mut sessions = vec![first.session_id.as_str()];
+        let mut count = 1;
+        for c in calls {
+            count += 1;
+            if !sessions.contains(&c.session_id.as_str()) {
+                sessions.push(&c.session_id);
+            }
+        }
+        match sessions.len() {
+            1 => Cause::Call {
+                session: first.session.clone(),
+                request: if count == 1 {
+                    first.request.clone()
+                } else {
+                    None
+                },
+            },
+            n => Cause::Ambiguous { sessions: n },
+        }
+    }
+
+    /// Records that the upstream request `upstream_id` of `server` was relayed to `session`.
+    pub(crate) fn relayed(&self, server: &str, upstream_id: &Value, session: &Arc<Session>) {
+        self.lock()
+            .relays
+            .insert(relay_key(server, upstream_id), Arc::downgrade(session));
+    }
+
+    /// Forgets a relayed request (answered, withdrawn or never delivered); returns the session it went to.
+    pub(crate) fn relay_ended(&self, server: &str, upstream_id: &Value) -> Option<Arc<Session>> {
+        self.lock()
+            .relays
+            .remove(&relay_key(server, upstream_id))
+            .and_then(|s| s.upgrade())
+    }
+}
+
+fn relay_key(server: &str, upstream_id: &Value) -> (String, String) {
+    (server.to_owned(), upstream_id.to_string())
+}
+
+/// Removes a call from the table when it ends.
+pub(crate) struct CallGuard {
+    table: Arc<Correlation>,
+    key: u64,
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        self.table.end(self.key);
+    }
+}

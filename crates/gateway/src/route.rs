@@ -1,0 +1,354 @@
+//! Where what an upstream sends on its own goes, and whom a client's own settings reach: upstream requests
+//! (sampling, elicitation, roots) to the session whose call caused them, log messages and resource updates to
+//! the sessions they concern, cancellations to the session the request was relayed to; a client's log level and
+//! roots change reach upstreams on that client's behalf only.
+//!
+//! The rule for an upstream's request: attributed by the calls in flight on that upstream (`correlate`). Calls of
+//! one session only: that session, which must be able to answer (else refused, never handed to another client).
+//! Calls of several sessions: refused, because a stdio server's request names no call. No call in flight (a
+//! server asking for roots after start-up, say): the only open session that can answer it, else refused. A
+//! client's `roots/list_changed` reaches an upstream only when that client is the one a `roots/list` from it
+//! would go to now, by the same rule.
+//!
+//! Log messages go to the session whose calls are the only ones in flight on that upstream, else to every
+//! session; either way only where that session's own level admits them. Each upstream is set to the most verbose
+//! level any open session asked for. Resource updates go only to the sessions subscribed to that URI on that
+//! upstream. Modern clients receive none of these notifications, as before: they come on request streams this
+//! version does not keep open.
+
+use crate::correlate::Cause;
+use crate::errors::invalid_params;
+use crate::gateway::Gateway;
+use crate::session::{Relayed, Session};
+use jsonrpc::{error_object, Id};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use upstream::Upstream;
+
+/// MCP's log levels (RFC 5424's), least severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl LogLevel {
+    const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+}
+
+/// The client capability an upstream request needs; `None` for requests toolgate never relays.
+fn needed_capability(method: &str) -> Option<&'static str> {
+    match method {
+        "sampling/createMessage" => Some("sampling"),
+        "elicitation/create" => Some("elicitation"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
+}
+
+impl Gateway {
+    /// The session an upstream's request goes to and the client request that caused it (when one did), or the
+    /// error the upstream is answered with.
+    pub(crate) fn route_request(
+        &self,
+        server: &str,
+        method: &str,
+    ) -> Result<(Arc<Session>, Option<Id>), Value> {
+        let refused = |why: String| Err(error_object(jsonrpc::METHOD_NOT_FOUND, why, None));
+        let unattributed = |why: String| Err(error_object(jsonrpc::INTERNAL_ERROR, why, None));
+        let Some(cap) = needed_capability(method) else {
+            return refused(format!("toolgate does not relay {method} to clients"));
+        };
+        // The client's roots would replace the directories the policy resolves this server's paths in.
+        if cap == "roots" && self.guard.keeps_own_directories(server) {
+            return refused(format!(
+                "toolgate does not relay {method} to {server}: its policy resolves paths in the directories the \
+                 server was started with"
+            ));
+        }
+        match self.correlation.cause(server) {
+            Cause::Call { session, request } => {
+                let Some(session) = session.upgrade().filter(|s| s.is_open()) else {
+                    return unattributed(format!(
+                        "toolgate cannot relay {method}: the call that caused it has no client to ask (the client is gone, or no client session stands behind the call)"
+                    ));
+                };
+                match session.relay_refusal(method, cap) {
+                    Some(why) => refused(why),
+                    None => Ok((session, request)),
+                }
+            }
+            Cause::Ambiguous { sessions } => unattributed(format!(
+                "toolgate cannot relay {method}: calls of {sessions} clients are in flight on {server}, and a \
+                 server's request does not say which call caused it, so toolgate refuses rather than guess"
+            )),
+            Cause::Idle => {
+                let open: Vec<_> = self
+                    .live_sessions()
+                    .into_iter()
+                    .filter(|s| s.is_open())
+                    .collect();
+                let able: Vec<_> = open
+                    .iter()
+                    .filter(|s| s.relay_refusal(method, cap).is_none())
+                    .collect();
+                match (able.as_slice(), open.as_slice()) {
+                    ([one], _) => Ok((Arc::clone(one), None)),
+                    ([], []) => unattributed("no client is connected".to_owned()),
+                    ([], [only]) => refused(only.relay_refusal(method, cap).unwrap_or_default()),
+                    ([], _) => refused(format!(
+                        "toolgate cannot relay {method}: no connected client declared the {cap:?} capability"
+                    )),
+                    (several, _) => unattributed(format!(
+                        "toolgate cannot relay {method}: it came outside any call, and {} connected clients could \
+                         answer it; toolgate refuses rather than guess",
+                        several.len()
+                    )),
+                }
+            }
+        }
+    }
+
+    /// An upstream's request: relayed to the session it is attributed to, or refused.
+    pub(crate) async fn on_upstream_request(
+        &self,
+        server: &str,
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    ) {
+        match self.route_request(server, &method) {
+            Ok((session, cause)) => session.relay(server, id, method, params, cause).await,
+            Err(err) => {
+                tracing::info!(server, method, error = %err, "upstream request refused");
+                self.answer_upstream(server, id, Err(err)).await;
+            }
+        }
+    }
+
+    /// An upstream's notification other than what its reader delivered itself (routed progress).
+    pub(crate) async fn on_notification(
+        &self,
+        server: &str,
+        method: String,
+        params: Option<Value>,
+    ) {
+        match method.as_str() {
+            // Routed progress went straight to its client from the upstream's reader; the rest has no owner.
+            "notifications/progress" => {}
+            "notifications/cancelled" => {
+                // An upstream withdrawing a request it relayed: only the client it went to hears of it.
+                let Some(id) = params.as_ref().and_then(|p| p.get("requestId")) else {
+                    return;
+                };
+                if let Some(session) = self.correlation.relay_ended(server, id) {
+                    session.relay_cancelled(server, id).await;
+                }
+            }
+            "notifications/resources/updated" => {
+                let Some(uri) = params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str)
+                else {
+                    return;
+                };
+                for session in self.live_sessions() {
+                    if session.is_subscribed(server, uri) {
+                        session.forward_notification(&method, params.clone()).await;
+                    }
+                }
+            }
+            "notifications/message" => {
+                // A level toolgate does not know is treated as the least severe: only sessions that want
+                // everything (or set no level) see it.
+                let level = params
+                    .as_ref()
+                    .and_then(|p| p.get("level"))
+                    .and_then(Value::as_str)
+                    .and_then(LogLevel::parse)
+                    .unwrap_or(LogLevel::Debug);
+                for session in self.concerned(server) {
+                    if session.admits(level) {
+                        session.forward_notification(&method, params.clone()).await;
+                    }
+                }
+            }
+            _ => {
+                for session in self.concerned(server) {
+                    session.forward_notification(&method, params.clone()).await;
+                }
+            }
+        }
+    }
+
+    /// The sessions a notification of `server` concerns: the one whose calls are the only ones in flight on it,
+    /// else every session.
+    fn concerned(&self, server: &str) -> Vec<Arc<Session>> {
+        match self.correlation.cause(server) {
+            Cause::Call { session, .. } => session.upgrade().into_iter().collect(),
+            Cause::Ambiguous { .. } | Cause::Idle => self.live_sessions(),
+        }
+    }
+
+    /// The upstreams a roots change of `session` is passed to: those whose `roots/list` would go to it now.
+    pub(crate) fn roots_targets(&self, session: &Session) -> Vec<Arc<Upstream>> {
+        self.upstreams()
+            .iter()
+            .filter(|up| {
+                matches!(self.route_request(up.name(), "roots/list"), Ok((s, _)) if s.id == session.id)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The level upstreams are set to: the most verbose any open session asked for (`None` when none did).
+    pub(crate) fn upstream_log_level(&self) -> Option<LogLevel> {
+        self.live_sessions()
+            .iter()
+            .filter(|s| s.is_open())
+            .filter_map(|s| s.lock().log_level)
+            .min()
+    }
+
+    /// Sets every upstream that logs to `level`.
+    async fn set_upstream_level(&self, level: LogLevel) {
+        for up in self.upstreams() {
+            if up.catalog().has("logging") {
+                if let Ok(conn) = up.connection() {
+                    let never = CancellationToken::new();
+                    let params = json!({"level": level.as_str()});
+                    let _ = conn
+                        .request(
+                            "logging/setLevel",
+                            Some(params),
+                            up.request_timeout(),
+                            &never,
+                        )
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// What a closed session leaves upstream: the requests relayed to it are answered with an error (nobody will
+    /// answer them), and when it had set a log level, upstreams follow the sessions still open (unchanged when no
+    /// open session set one: MCP has no way back to a server's default).
+    pub(crate) async fn session_closed(self: Arc<Self>, relayed: Vec<Relayed>, had_level: bool) {
+        for r in relayed {
+            self.correlation.relay_ended(&r.server, &r.upstream_id);
+            let err = error_object(
+                jsonrpc::INTERNAL_ERROR,
+                "the client this request was relayed to has disconnected",
+                None,
+            );
+            self.answer_upstream(&r.server, r.upstream_id, Err(err))
+                .await;
+        }
+        if let Some(level) = self.upstream_log_level().filter(|_| had_level) {
+            self.set_upstream_level(level).await;
+        }
+    }
+
+    /// Whether a session other than `session` is subscribed to `uri` on `server`.
+    fn subscribed_elsewhere(&self, session: &Session, server: &str, uri: &str) -> bool {
+        self.live_sessions()
+            .iter()
+            .any(|s| s.id != session.id && s.is_open() && s.is_subscribed(server, uri))
+    }
+}
+
+impl Session {
+    pub(crate) fn is_subscribed(&self, server: &str, uri: &str) -> bool {
+        self.lock()
+            .subscriptions
+            .contains(&(server.to_owned(), uri.to_owned()))
+    }
+
+    /// Records a subscription the upstream accepted for this session.
+    pub(crate) fn subscribed(&self, server: &str, uri: &str) {
+        self.lock()
+            .subscriptions
+            .insert((server.to_owned(), uri.to_owned()));
+    }
+
+    /// Whether a log message of `level` reaches this client: its own level admits it (no level set admits all).
+    pub(crate) fn admits(&self, level: LogLevel) -> bool {
+        self.lock().log_level.is_none_or(|own| level >= own)
+    }
+
+    /// `resources/unsubscribe`: this session stops hearing of `uri` at once. Whether the upstream must be told:
+    /// only when no other session is still subscribed to it there (its subscription is shared).
+    pub(crate) fn unsubscribe(&self, server: &str, uri: &str) -> bool {
+        self.lock()
+            .subscriptions
+            .remove(&(server.to_owned(), uri.to_owned()));
+        !self.gateway.subscribed_elsewhere(self, server, uri)
+    }
+
+    /// `logging/setLevel`: this session's level, kept by toolgate; upstreams that log are set to the most
+    /// verbose level any open session asked for.
+    pub(crate) async fn set_level(&self, params: Value) -> Result<Value, Value> {
+        let Some(level) = params
+            .get("level")
+            .and_then(Value::as_str)
+            .and_then(LogLevel::parse)
+        else {
+            let names: Vec<_> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
+            return Err(invalid_params(format!(
+                "logging/setLevel needs \"level\", one of {}",
+                names.join(", ")
+            )));
+        };
+        self.lock().log_level = Some(level);
+        let upstream_level = self.gateway.upstream_log_level().unwrap_or(level);
+        self.gateway.set_upstream_level(upstream_level).await;
+        Ok(json!({}))
+    }
+
+    /// `notifications/roots/list_changed` from this client: passed to the upstreams whose roots it provides.
+    pub(crate) async fn roots_changed(&self) {
+        for up in self.gateway.roots_targets(self) {
+            if let Ok(conn) = up.connection() {
+                let _ = conn.notify("notifications/roots/list_changed", None).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "route_tests.rs"]
+mod tests;

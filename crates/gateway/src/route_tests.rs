@@ -1,0 +1,412 @@
+//! Two sessions open on one gateway: what an upstream sends on its own reaches only the client it concerns, and
+//! a client's log level and roots reach upstreams on that client's behalf only.
+//!
+//! The upstream side is a stand-in: the tests hand the gateway the events an upstream's reader would deliver,
+//! and mark calls in flight the way forwarding does (`Correlation::begin_for`). The upstreams are configured
+//! HTTP servers, which this version lists but never connects, so nothing here starts a process.
+
+use super::*;
+use crate::guard::Guard;
+use crate::outbox::{Drain, Outbox};
+use jsonrpc::Message;
+use std::time::Duration;
+use upstream::Event;
+
+fn server(name: &str, kind: config::ServerKind) -> config::ServerConfig {
+    config::ServerConfig {
+        name: name.to_owned(),
+        transport: config::Transport::Http {
+            url: format!("http://127.0.0.1:9/{name}"),
+            headers: Default::default(),
+            sse: false,
+        },
+        protocol: config::Protocol::Auto,
+        kind,
+        request_timeout: None,
+        startup_timeout: None,
+        tools: Default::default(),
+        notes: Vec::new(),
+    }
+}
+
+fn gateway(workspace: &std::path::Path, servers: &[(&str, config::ServerKind)]) -> Arc<Gateway> {
+    let mut config = config::Config::empty();
+    config.servers = servers.iter().map(|(n, k)| server(n, *k)).collect();
+    let guard = Guard::load(&config, workspace).unwrap();
+    let opts = crate::gateway::Options::from_config(&config, false);
+    Gateway::start(&config, opts, Arc::new(guard), None)
+}
+
+/// One client: its session, and what toolgate queued for it.
+struct Client {
+    session: Arc<Session>,
+    drain: Drain,
+    next_id: i64,
+}
+
+impl Client {
+    /// A legacy client that declared `capabilities`.
+    async fn open(gw: &Arc<Gateway>, capabilities: Value) -> Self {
+        let (out, drain) = Outbox::new(1 << 20);
+        let mut c = Self {
+            session: Session::new(Arc::clone(gw), out),
+            drain,
+            next_id: 0,
+        };
+        let init = c
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": capabilities}),
+            )
+            .await;
+        assert!(init.get("result").is_some(), "{init}");
+        c
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let msg = Message::Request {
+            id: Id::Int(self.next_id),
+            method: method.to_owned(),
+            params: Some(params),
+        };
+        self.session.handle(msg).await;
+        self.next().await.expect("an answer")
+    }
+
+    /// The next message queued for this client, if one comes soon.
+    async fn next(&mut self) -> Option<Value> {
+        let line = tokio::time::timeout(Duration::from_millis(200), self.drain.next())
+            .await
+            .ok()??;
+        self.drain.written(&line);
+        Some(serde_json::from_slice(&line.bytes).unwrap())
+    }
+
+    /// Everything queued for this client by now.
+    async fn received(&mut self) -> Vec<Value> {
+        let mut all = Vec::new();
+        while let Some(m) = self.next().await {
+            all.push(m);
+        }
+        all
+    }
+}
+
+fn sampling(id: i64) -> Event {
+    Event::Request {
+        server: "fx".into(),
+        id: json!(id),
+        method: "sampling/createMessage".into(),
+        params: Some(json!({"messages": [], "maxTokens": 5})),
+    }
+}
+
+fn note(server: &str, method: &str, params: Value) -> Event {
+    Event::Notification {
+        server: server.into(),
+        method: method.into(),
+        params: Some(params),
+    }
+}
+
+/// The error the upstream is answered with; failing the test when the request was routed to a client.
+fn refusal(gw: &Gateway, server: &str, method: &str) -> Value {
+    match gw.route_request(server, method) {
+        Ok((session, _)) => panic!("{method} of {server} was routed to session {}", session.id),
+        Err(e) => e,
+    }
+}
+
+const GENERIC: config::ServerKind = config::ServerKind::Generic;
+
+#[tokio::test]
+async fn upstream_request_reaches_only_the_client_whose_call_caused_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC)]);
+    let mut a = Client::open(&gw, json!({"sampling": {}})).await;
+    let mut b = Client::open(&gw, json!({"sampling": {}})).await;
+
+    let a_call = gw.correlation.begin_for("fx", &a.session, Some(Id::Int(7)));
+    gw.on_event(sampling(1)).await;
+    let to_a = a.received().await;
+    assert_eq!(to_a.len(), 1, "{to_a:?}");
+    assert_eq!(to_a[0]["method"], "sampling/createMessage");
+    assert!(b.received().await.is_empty(), "B must not see A's request");
+    let cause = a
+        .session
+        .lock()
+        .relayed
+        .values()
+        .map(|r| r.cause.clone())
+        .collect::<Vec<_>>();
+    assert_eq!(cause, vec![Some(Id::Int(7))], "the stream it belongs to");
+    drop(a_call);
+
+    let b_call = gw.correlation.begin_for("fx", &b.session, Some(Id::Int(3)));
+    gw.on_event(sampling(2)).await;
+    assert_eq!(b.received().await[0]["method"], "sampling/createMessage");
+    assert!(a.received().await.is_empty(), "A must not see B's request");
+
+    // The upstream withdraws its first request: only A, which it was relayed to, hears of it.
+    gw.on_event(note(
+        "fx",
+        "notifications/cancelled",
+        json!({"requestId": 1}),
+    ))
+    .await;
+    let cancelled = a.received().await;
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0]["method"], "notifications/cancelled");
+    assert!(b.received().await.is_empty());
+    drop(b_call);
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn upstream_request_with_calls_of_two_clients_in_flight_is_refused_not_guessed() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC)]);
+    let mut a = Client::open(&gw, json!({"sampling": {}})).await;
+    let mut b = Client::open(&gw, json!({"sampling": {}})).await;
+
+    // Several calls of the same client are still that client's.
+    let first = gw.correlation.begin_for("fx", &a.session, Some(Id::Int(1)));
+    let second = gw.correlation.begin_for("fx", &a.session, Some(Id::Int(2)));
+    let (to, cause) = gw.route_request("fx", "sampling/createMessage").unwrap();
+    assert_eq!((to.id.as_str(), cause), (a.session.id.as_str(), None));
+
+    let other = gw.correlation.begin_for("fx", &b.session, Some(Id::Int(1)));
+    let err = refusal(&gw, "fx", "sampling/createMessage");
+    assert_eq!(err["code"], jsonrpc::INTERNAL_ERROR);
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains("calls of 2 clients are in flight on fx"),
+        "{message}"
+    );
+    gw.on_event(sampling(9)).await;
+    assert!(a.received().await.is_empty());
+    assert!(b.received().await.is_empty());
+    drop((first, second));
+
+    // The client whose call caused it is gone: refused, not handed to the one still open.
+    a.session.close();
+    let gone = gw.correlation.begin_for("fx", &a.session, None);
+    drop(other);
+    let err = refusal(&gw, "fx", "sampling/createMessage");
+    assert!(
+        err["message"].as_str().unwrap().contains("is gone"),
+        "{err}"
+    );
+    drop(gone);
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn upstream_request_never_falls_back_to_another_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC)]);
+    let a = Client::open(&gw, json!({})).await;
+    let mut b = Client::open(&gw, json!({"sampling": {}, "roots": {}})).await;
+
+    // A's call caused it and A cannot answer: refused although B could.
+    let call = gw.correlation.begin_for("fx", &a.session, None);
+    let err = refusal(&gw, "fx", "sampling/createMessage");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not declare the \"sampling\" capability"),
+        "{err}"
+    );
+    gw.on_event(sampling(1)).await;
+    assert!(b.received().await.is_empty());
+    drop(call);
+
+    // Outside any call: the only client that can answer it.
+    let (to, _) = gw.route_request("fx", "roots/list").unwrap();
+    assert_eq!(to.id, b.session.id);
+    let mut c = Client::open(&gw, json!({"roots": {}})).await;
+    let err = refusal(&gw, "fx", "roots/list");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 connected clients could answer"),
+        "{err}"
+    );
+    assert!(c.received().await.is_empty());
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn resource_updates_reach_only_subscribed_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC), ("gx", GENERIC)]);
+    let mut a = Client::open(&gw, json!({})).await;
+    let mut b = Client::open(&gw, json!({})).await;
+    let uri = "fixture://static/1";
+    a.session.subscribed("fx", uri);
+    let updated = |server: &str, uri: &str| {
+        note(
+            server,
+            "notifications/resources/updated",
+            json!({"uri": uri}),
+        )
+    };
+
+    gw.on_event(updated("fx", uri)).await;
+    assert_eq!(a.received().await[0]["params"]["uri"], uri);
+    assert!(b.received().await.is_empty(), "B did not subscribe");
+    // Another server announcing the same URI is not the one A subscribed at.
+    gw.on_event(updated("gx", uri)).await;
+    gw.on_event(updated("fx", "fixture://static/2")).await;
+    assert!(a.received().await.is_empty());
+
+    // The upstream's subscription is shared: A leaving must not end B's, so it is not forwarded.
+    b.session.subscribed("fx", uri);
+    assert!(
+        !a.session.unsubscribe("fx", uri),
+        "B is still subscribed there: the upstream must not be told"
+    );
+    gw.on_event(updated("fx", uri)).await;
+    assert!(a.received().await.is_empty(), "A unsubscribed");
+    assert_eq!(b.received().await.len(), 1);
+    // The last subscriber's unsubscribe goes to the upstream.
+    assert!(b.session.unsubscribe("fx", uri));
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn log_levels_are_per_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC)]);
+    let mut a = Client::open(&gw, json!({})).await;
+    let mut b = Client::open(&gw, json!({})).await;
+    let set = a
+        .request("logging/setLevel", json!({"level": "error"}))
+        .await;
+    assert_eq!(set["result"], json!({}), "{set}");
+    assert_eq!(gw.upstream_log_level(), Some(LogLevel::Error));
+    b.request("logging/setLevel", json!({"level": "debug"}))
+        .await;
+    assert_eq!(
+        gw.upstream_log_level(),
+        Some(LogLevel::Debug),
+        "the most verbose"
+    );
+    let bad = a
+        .request("logging/setLevel", json!({"level": "loud"}))
+        .await;
+    assert_eq!(bad["error"]["code"], jsonrpc::INVALID_PARAMS, "{bad}");
+
+    let log = |level: &str| {
+        note(
+            "fx",
+            "notifications/message",
+            json!({"level": level, "data": level}),
+        )
+    };
+    gw.on_event(log("info")).await;
+    assert!(a.received().await.is_empty(), "A asked for errors only");
+    assert_eq!(b.received().await.len(), 1);
+    gw.on_event(log("critical")).await;
+    assert_eq!(a.received().await.len(), 1);
+    assert_eq!(b.received().await.len(), 1);
+
+    // While only B's call runs on fx, its messages are B's.
+    let call = gw.correlation.begin_for("fx", &b.session, None);
+    gw.on_event(log("critical")).await;
+    assert!(a.received().await.is_empty());
+    assert_eq!(b.received().await.len(), 1);
+    drop(call);
+
+    // B leaves: upstreams follow A, the one still open.
+    b.session.close();
+    assert_eq!(gw.upstream_log_level(), Some(LogLevel::Error));
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn roots_change_of_one_client_does_not_reach_an_upstream_for_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let servers = [
+        ("a", GENERIC),
+        ("b", GENERIC),
+        ("files", config::ServerKind::Filesystem),
+    ];
+    let gw = gateway(dir.path(), &servers);
+    let names =
+        |ups: Vec<Arc<Upstream>>| ups.iter().map(|u| u.name().to_owned()).collect::<Vec<_>>();
+    let a = Client::open(&gw, json!({"roots": {"listChanged": true}})).await;
+    let b = Client::open(&gw, json!({"sampling": {}})).await;
+
+    // Only A can give roots: its change reaches every upstream that takes roots; B's reaches none.
+    assert_eq!(names(gw.roots_targets(&a.session)), ["a", "b"]);
+    assert!(gw.roots_targets(&b.session).is_empty());
+
+    // Both can: each reaches only the upstream its own call runs on, and none outside a call.
+    let b = Client::open(&gw, json!({"roots": {}})).await;
+    assert!(gw.roots_targets(&a.session).is_empty());
+    let on_a = gw.correlation.begin_for("a", &a.session, None);
+    let on_b = gw.correlation.begin_for("b", &b.session, None);
+    assert_eq!(names(gw.roots_targets(&a.session)), ["a"]);
+    assert_eq!(names(gw.roots_targets(&b.session)), ["b"]);
+    // A filesystem server keeps the directories it was started with, whoever calls it.
+    let on_files = gw.correlation.begin_for("files", &a.session, None);
+    assert_eq!(names(gw.roots_targets(&a.session)), ["a"]);
+    drop((on_a, on_b, on_files));
+    gw.shutdown().await;
+}
+
+/// An upstream writes a log line and then its answer: the answer ends the call at once, the log line still waits
+/// in the event queue. The call must stay counted until that line is handled, or the line finds no call and goes
+/// to every client.
+#[tokio::test]
+async fn log_line_queued_before_the_answer_is_still_attributed_to_its_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC)]);
+    let a = Client::open(&gw, json!({})).await;
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let table = Arc::new(crate::correlate::Correlation::watching(tx.downgrade()));
+    let attributed = |table: &crate::correlate::Correlation| matches!(table.cause("fx"), Cause::Call { session, .. } if session.upgrade().unwrap().id == a.session.id);
+    let call = table.begin_for("fx", &a.session, None);
+    for level in ["info", "debug"] {
+        tx.send(note("fx", "notifications/message", json!({"level": level})))
+            .await
+            .unwrap();
+    }
+    drop(call);
+    assert!(attributed(&table), "ended with two events queued");
+    // What the event loop does: take one event, handle it, count it.
+    rx.recv().await.unwrap();
+    table.handled_one();
+    assert!(attributed(&table), "one queued event is not handled yet");
+    rx.recv().await.unwrap();
+    table.handled_one();
+    assert!(matches!(table.cause("fx"), Cause::Idle));
+    // Nothing queued: forgotten as it ends.
+    drop(table.begin_for("fx", &a.session, None));
+    assert!(matches!(table.cause("fx"), Cause::Idle));
+    gw.shutdown().await;
+}
+
+/// A call no client session stands behind (a code-mode run's) is in flight: what its upstream asks meanwhile
+/// is refused, never handed to the one session that happens to be open.
+#[tokio::test]
+async fn upstream_request_during_a_call_with_no_client_session_is_refused_not_given_to_an_open_session(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC)]);
+    let _a = Client::open(&gw, json!({"sampling": {}})).await;
+    let call = gw.correlation.begin_unowned("fx", "trace-1");
+    let Err(err) = gw.route_request("fx", "sampling/createMessage") else {
+        panic!("a request during a sessionless call must be refused");
+    };
+    assert!(
+        err["message"].as_str().unwrap().contains("no client"),
+        "{err}"
+    );
+    drop(call);
+    gw.shutdown().await;
+}
