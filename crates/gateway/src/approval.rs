@@ -11,6 +11,7 @@
 //! read here must be authentic (sealed by toolgate); a tampered one is refused. No MCP tool can approve anything.
 
 use crate::contract;
+use crate::outbox::Stream;
 use crate::outcome::{ApprovalState, CallOutcome, HeldCall, Refusal, RefusalCode};
 use crate::session::Session;
 use crate::snapshot::Kind;
@@ -75,6 +76,7 @@ impl Session {
         snapshot: Snapshot,
         decision: Decision,
         progress: Option<Value>,
+        stream: &Stream,
         cancel: &CancellationToken,
     ) -> Held {
         let Some(state) = self.gateway.state.clone() else {
@@ -146,8 +148,8 @@ impl Session {
         tracing::info!(request = %approval.id, target = %target, "approval requested");
         if self.may_elicit(&decision) {
             let session = Arc::clone(self);
-            let (id, snapshot) = (approval.id.clone(), snapshot.clone());
-            tokio::spawn(async move { session.elicit(&id, &snapshot).await });
+            let (id, snapshot, stream) = (approval.id.clone(), snapshot.clone(), stream.clone());
+            tokio::spawn(async move { session.elicit(stream, &id, &snapshot).await });
         }
         let deadline = Instant::now() + opts.wait.value;
         let mut next_progress = Instant::now();
@@ -181,11 +183,11 @@ impl Session {
             }
             if let (Some(token), true) = (&progress, Instant::now() >= next_progress) {
                 let message = format!("waiting for approval of request {}", approval.id);
-                self.notify(
+                self.notify_on(
+                    stream.clone(),
                     "notifications/progress",
                     Some(json!({"progressToken": token, "progress": 0, "message": message})),
-                )
-                .await;
+                );
                 next_progress = Instant::now() + PROGRESS_EVERY;
             }
             let timer = [

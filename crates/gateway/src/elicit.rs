@@ -8,6 +8,7 @@
 //! elicitation unless `approvals.elicitation_for_writes` is set: a client dialog is easy to click through, the
 //! admin CLI shows the full request. A declined or dismissed dialog leaves the request to the other channels.
 
+use crate::outbox::Stream;
 use crate::session::Session;
 use crate::snapshot::{Snapshot, MAX_PREFIX_ARGS};
 use policy::{Decision, Operation};
@@ -36,8 +37,8 @@ impl Session {
             && st.client_caps.get("elicitation").is_some()
     }
 
-    /// Asks the human through the client and applies the answer to request `id`.
-    pub(crate) async fn elicit(self: &Arc<Self>, id: &str, snapshot: &Snapshot) {
+    /// Asks the human through the client, on the stream of the call held by request `id`, and applies the answer.
+    pub(crate) async fn elicit(self: &Arc<Self>, stream: Stream, id: &str, snapshot: &Snapshot) {
         let Some(state) = self.gateway.state.clone() else {
             return;
         };
@@ -66,7 +67,7 @@ impl Session {
             "message": message,
             "requestedSchema": {"type": "object", "properties": properties, "required": ["decision"]}
         });
-        let Ok(answer) = self.ask_client("elicitation/create", params).await else {
+        let Ok(answer) = self.ask_client(stream, "elicitation/create", params).await else {
             return;
         };
         let choice = match answer.get("action").and_then(Value::as_str) {

@@ -50,12 +50,12 @@ impl Session {
                 &params,
             )),
             // The governed requests: decided, recorded, then run (see `pipeline`).
-            "tools/call" => self.call_tool(params, cancel).await,
+            "tools/call" => self.call_tool(id, params, cancel).await,
             "prompts/get"
             | "resources/read"
             | "resources/subscribe"
             | "resources/unsubscribe"
-            | "completion/complete" => self.govern_read(method, params, cancel).await,
+            | "completion/complete" => self.govern_read(id, method, params, cancel).await,
             "logging/setLevel" if !modern => Reply::from_result(self.set_level(params).await),
             _ => Reply::Error(error_object(
                 jsonrpc::METHOD_NOT_FOUND,
@@ -199,11 +199,11 @@ impl Session {
         let granted = Value::Object(granted);
         self.lock().listens.push((id.clone(), granted.clone()));
         let meta = json!({"io.modelcontextprotocol/subscriptionId": id.to_value()});
-        self.notify(
+        self.notify_on(
+            crate::outbox::Stream::Request(id.clone()),
             "notifications/subscriptions/acknowledged",
             Some(json!({"notifications": granted, "_meta": meta})),
-        )
-        .await;
+        );
         // The stream stays open until the connection ends; its only answer would be a graceful close.
         Reply::StreamOpen
     }

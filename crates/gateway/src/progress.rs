@@ -3,7 +3,7 @@
 //! route lives exactly as long as the call (`ProgressGuard`).
 
 use crate::gateway::Gateway;
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, Stream};
 use crate::session::Session;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -12,18 +12,20 @@ use std::sync::{Arc, Mutex};
 
 impl Gateway {
     /// Replaces a client's progress token with one unique across clients; the guard removes it when the call ends.
+    /// The progress goes on the stream of the session's request that gave the token.
     pub(crate) fn register_progress(
         &self,
         session: &Session,
         client_token: Value,
     ) -> ProgressGuard {
+        let stream = session.progress_stream(&client_token);
         let token = format!(
             "tg-progress-{}",
             self.progress.next.fetch_add(1, Ordering::Relaxed)
         );
         self.progress
             .lock()
-            .insert(token.clone(), (session.outbox(), client_token));
+            .insert(token.clone(), (session.outbox(), stream, client_token));
         ProgressGuard {
             table: Arc::clone(&self.progress),
             token,
@@ -37,15 +39,17 @@ impl Gateway {
     }
 }
 
-/// Gateway progress token → (the client's outbox, the client's own token).
+type Route = (Outbox, Stream, Value);
+
+/// Gateway progress token → (the client's outbox, the stream of the request it is for, the client's own token).
 #[derive(Default)]
 pub(crate) struct ProgressTable {
-    routes: Mutex<HashMap<String, (Outbox, Value)>>,
+    routes: Mutex<HashMap<String, Route>>,
     pub(crate) next: AtomicU64,
 }
 
 impl ProgressTable {
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Outbox, Value)>> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Route>> {
         self.routes.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -57,15 +61,15 @@ impl upstream::ProgressRoutes for ProgressTable {
         let Some(token) = params.get("progressToken").and_then(Value::as_str) else {
             return false;
         };
-        let Some((outbox, client_token)) = self.lock().get(token).cloned() else {
+        let Some((outbox, stream, client_token)) = self.lock().get(token).cloned() else {
             return false;
         };
         let mut params = params.clone();
         params["progressToken"] = client_token;
-        outbox.post(jsonrpc::notification(
-            "notifications/progress",
-            Some(params),
-        ));
+        outbox.post(
+            stream,
+            jsonrpc::notification("notifications/progress", Some(params)),
+        );
         true
     }
 }

@@ -111,7 +111,14 @@ async fn held_call_is_released_by_an_approval_from_another_process_without_polli
     let held = tokio::spawn(async move {
         let cancel = CancellationToken::new();
         session
-            .hold("trace-wakeups", snapshot, decision, None, &cancel)
+            .hold(
+                "trace-wakeups",
+                snapshot,
+                decision,
+                None,
+                &crate::outbox::Stream::Session,
+                &cancel,
+            )
             .await
     });
     let id = f.pending().await;
@@ -157,7 +164,14 @@ async fn held_call_whose_request_expires_before_its_wait_ends_is_answered_at_exp
     let cancel = CancellationToken::new();
     let held = tokio::time::timeout(
         Duration::from_secs(10),
-        session.hold("trace-wakeups", snapshot, decision, None, &cancel),
+        session.hold(
+            "trace-wakeups",
+            snapshot,
+            decision,
+            None,
+            &crate::outbox::Stream::Session,
+            &cancel,
+        ),
     )
     .await
     .expect("answered long before the 30 s wait ends");

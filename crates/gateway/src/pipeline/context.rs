@@ -2,6 +2,7 @@
 //! from, whether the client wants progress, and its cancellation. It holds no transport: a front end (a stdio
 //! session today, an HTTP request or a code-mode run later) builds one per request.
 
+use crate::outbox::Stream;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -21,17 +22,21 @@ pub(crate) struct CallContext {
     /// One id from first sight through approval, resume and execution.
     pub trace_id: String,
     pub origin: Origin,
+    /// The stream of the client request this call answers: what the call sends its client besides the answer
+    /// (that it is waiting for approval, the approval question itself) goes there.
+    pub stream: Stream,
     /// The client's progress token, when it asked for progress (a held call reports that it is waiting).
     pub progress: Option<Value>,
     pub cancel: CancellationToken,
 }
 
 impl CallContext {
-    /// A client's request with these params (its progress token is read from `_meta`).
-    pub(crate) fn client(params: &Value, cancel: &CancellationToken) -> Self {
+    /// A client's request with these params (its progress token is read from `_meta`), answered on `stream`.
+    pub(crate) fn client(stream: Stream, params: &Value, cancel: &CancellationToken) -> Self {
         Self {
             trace_id: crate::ids::trace_id(),
             origin: Origin::Client,
+            stream,
             progress: params.pointer("/_meta/progressToken").cloned(),
             cancel: cancel.clone(),
         }
@@ -42,6 +47,7 @@ impl CallContext {
         Self {
             trace_id: trace_id.to_owned(),
             origin: Origin::Resume,
+            stream: self.stream.clone(),
             progress: self.progress.clone(),
             cancel: self.cancel.clone(),
         }

@@ -65,6 +65,7 @@ impl Session {
     /// which validate structured content, show them.
     pub(crate) async fn call_tool(
         self: &Arc<Self>,
+        id: &jsonrpc::Id,
         params: Value,
         cancel: &CancellationToken,
     ) -> Reply {
@@ -72,7 +73,8 @@ impl Session {
             .get("name")
             .and_then(Value::as_str)
             .and_then(|name| self.gateway.aggregate().tool_definition(name).cloned());
-        let ctx = CallContext::client(&params, cancel);
+        let stream = crate::outbox::Stream::Request(id.clone());
+        let ctx = CallContext::client(stream, &params, cancel);
         let outcome = self.govern_call(&ctx, params).await;
         wire::reply(outcome, Shape::ToolResult, definition.as_ref())
     }
@@ -219,6 +221,7 @@ impl Session {
                     snapshot,
                     d,
                     ctx.progress.clone(),
+                    &ctx.stream,
                     &ctx.cancel,
                 )
                 .await

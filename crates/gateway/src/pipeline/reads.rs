@@ -41,6 +41,7 @@ impl Session {
     /// `prompts/get`, `resources/read`, `resources/subscribe`, `resources/unsubscribe` and `completion/complete`.
     pub(crate) async fn govern_read(
         self: &Arc<Self>,
+        id: &jsonrpc::Id,
         method: &str,
         params: Value,
         cancel: &CancellationToken,
@@ -60,7 +61,8 @@ impl Session {
                 None => no_resource(uri),
             }
         } else {
-            let ctx = CallContext::client(&params, cancel);
+            let stream = crate::outbox::Stream::Request(id.clone());
+            let ctx = CallContext::client(stream, &params, cancel);
             let arguments = params
                 .get("arguments")
                 .cloned()
@@ -219,7 +221,7 @@ impl Session {
                     command: None,
                     note: None,
                 };
-                self.hold(&ctx.trace_id, snapshot, d, ctx.progress.clone(), &ctx.cancel)
+                self.hold(&ctx.trace_id, snapshot, d, ctx.progress.clone(), &ctx.stream, &ctx.cancel)
                     .await
                     .into_outcome()
             }
