@@ -52,6 +52,18 @@ impl Client {
         (out.stream().clone(), msg)
     }
 
+    /// Closes the session and waits (bounded) until its requests have ended: a call still held would otherwise
+    /// be cancelled only after the gateway shut down.
+    pub(crate) async fn closed(&self) {
+        self.session.close();
+        for _ in 0..100 {
+            if Arc::strong_count(&self.session) == 1 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// Whether the drain has ended (bounded wait).
     pub(crate) async fn ended(&mut self) -> bool {
         let next = tokio::time::timeout(Duration::from_secs(10), self.drain.next()).await;
@@ -169,6 +181,7 @@ async fn approval_question_carries_the_calls_stream() {
     };
     let declined = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}});
     client.send(declined).await;
+    client.closed().await;
     gw.shutdown().await;
 }
 
@@ -201,6 +214,7 @@ async fn forwarded_progress_carries_the_stream_of_the_request_that_gave_the_toke
         assert_eq!(progress["params"]["progressToken"], client_token);
         assert_eq!(stream, expected);
     }
+    client.closed().await;
     gw.shutdown().await;
 }
 
@@ -276,6 +290,7 @@ async fn session_refuses_messages_from_another_identity() {
     client.request(json!(3), "ping", json!({})).await;
     let (_, pong) = client.next().await;
     assert_eq!(pong["result"], json!({}), "{pong}");
+    client.closed().await;
     gw.shutdown().await;
 }
 
