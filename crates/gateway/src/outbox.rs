@@ -35,7 +35,8 @@ pub enum Stream {
     /// What belongs to one of the client's requests: its response, its progress, the notifications of a call
     /// held for approval, and requests toolgate sends the client about that call (approval elicitation).
     Request(Id),
-    /// Everything else: list changes, notifications not caused by one request, requests relayed from upstreams.
+    /// Everything else: what no single request of this client caused (a legacy client's list changes, upstream
+    /// notifications that are not about one call).
     Session,
 }
 
