@@ -366,3 +366,28 @@ async fn framing_errors_are_answered_on_the_stream_of_their_id() {
         .contains("exceeds the limit"));
     gw.shutdown().await;
 }
+
+/// Closing a session keeps what was already queued for its client: the drain yields it, then ends once the
+/// session and its requests are gone, so a front end flushes the last answers and stops without a timeout.
+#[tokio::test]
+async fn drain_yields_what_was_queued_then_ends_after_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), json!({}));
+    let mut client = Client::open(&gw);
+    client.initialize(json!({})).await;
+    client.request(json!(1), "ping", json!({})).await;
+    // The ping's answer is queued by its own task; it is in the outbox once the task has let go of the session.
+    client.closed().await;
+    let Client {
+        session, mut drain, ..
+    } = client;
+    drop(session);
+    let answer = drain.next().await.expect("the answer queued before close");
+    assert_eq!(answer.stream(), &Stream::Request(Id::Int(1)));
+    let ended = tokio::time::timeout(Duration::from_secs(10), drain.next()).await;
+    assert!(
+        matches!(ended, Ok(None)),
+        "the drain ends once nothing can send"
+    );
+    gw.shutdown().await;
+}
