@@ -253,7 +253,7 @@ pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
         // No start-up step can stop serving: an upstream that fails, or lists what cannot be served, is reported
         // by `toolgate_status` and `doctor` while the others serve.
         let (input, output) = jsonrpc::stdio_streams();
-        let served = gateway::serve_stdio(Arc::clone(&gw), input, output);
+        let served = frontend::serve_stdio(Arc::clone(&gw), input, output);
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let code = tokio::select! {
             r = served => {

@@ -3,7 +3,9 @@
 //! progress-token and cancellation remapping, relays upstream requests to clients that can answer them, and
 //! fits every result to the era of the client that reads it.
 //!
-//! It never writes to stdout itself: the stdio front end owns that stream and carries protocol bytes only.
+//! Front ends (the `frontend` crate) drive sessions through the transport-neutral API exported here (`Session`,
+//! `RequestMeta`, `Drain`, `Outgoing`, `Stream`). This crate reads and writes no transport: it never writes to
+//! stdout, which the stdio front end owns for protocol bytes only.
 
 #![deny(clippy::print_stdout)]
 
@@ -18,6 +20,7 @@ mod cursor;
 mod elicit;
 mod error;
 mod errors;
+mod front;
 mod fsdirs;
 mod gateway;
 mod guard;
@@ -43,7 +46,6 @@ mod session_flow_tests;
 mod snapshot;
 mod state;
 mod status;
-mod stdio;
 #[cfg(test)]
 mod testkit;
 mod wakeups;
@@ -53,12 +55,14 @@ mod write_behind;
 pub use aggregate::{Aggregate, Held, Naming, Route};
 pub use canon::canonicalise;
 pub use error::Error;
+pub use front::{FramingError, RequestMeta};
 pub use gateway::{Gateway, Options};
 pub use guard::{Guard, Verdict, OWN_SERVER};
 pub use hooks::{command_hooks, CallHook, CommandHook, HookCall, HookDecision, HookOutcome};
+pub use jsonrpc::{Id, Message};
 pub use names::{expose, is_portable};
+pub use outbox::{Drain, Outgoing, Stream};
 pub use pins::{Item as PinItem, PinStatus, PinView};
-pub use session::SUPPORTED_VERSIONS;
+pub use session::{Session, MAX_IN_FLIGHT, SUPPORTED_VERSIONS};
 pub use state::{state_root, State};
 pub use status::AuditHealth;
-pub use stdio::serve_stdio;

@@ -199,11 +199,11 @@ impl Session {
         let granted = Value::Object(granted);
         self.lock().listens.push((id.clone(), granted.clone()));
         let meta = json!({"io.modelcontextprotocol/subscriptionId": id.to_value()});
-        self.notify(
+        self.notify_on(
+            crate::outbox::Stream::Request(id.clone()),
             "notifications/subscriptions/acknowledged",
             Some(json!({"notifications": granted, "_meta": meta})),
-        )
-        .await;
+        );
         // The stream stays open until the connection ends; its only answer would be a graceful close.
         Reply::StreamOpen
     }

@@ -9,7 +9,12 @@
 //! reason), its messages are dropped, and the front end ends the session. One client that does not read therefore
 //! never stalls an upstream or the event loop for anyone, and never makes toolgate hold more than the bounds.
 //! This module does not write to the client (the front end's writer does) nor decide what is sent.
+//!
+//! Every message is tagged with the stream it belongs to (`Stream`): a front end that gives each request its own
+//! response stream (Streamable HTTP) sends it there, one with a single stream (stdio) ignores the tag. Messages
+//! keep one order across streams, and the bounds are the session's, whatever stream a message is for.
 
+use jsonrpc::Id;
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -24,19 +29,74 @@ const BYTES_PER_MAX_MESSAGE: usize = 4;
 /// The byte budget is counted by a semaphore, whose permits are a `u32`.
 const MAX_BYTES_CEILING: usize = 1 << 30;
 
-/// One encoded line and the byte permits it holds.
-pub(crate) struct Line {
-    pub bytes: Vec<u8>,
-    permits: u32,
+/// The stream an outgoing message belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Stream {
+    /// What belongs to one of the client's requests: its response, its progress, the notifications of a call
+    /// held for approval, and requests toolgate sends the client about that call (approval elicitation).
+    Request(Id),
+    /// Everything else: what no single request of this client caused (a legacy client's list changes, upstream
+    /// notifications that are not about one call).
+    Session,
 }
 
-#[derive(Clone)]
-pub(crate) struct Outbox {
+/// One encoded message on its way to the client. Its room in the session's bounds is given back when it is
+/// dropped, so a front end drops it once written: until then it still counts against a client that does not read.
+pub struct Outgoing {
+    stream: Stream,
+    bytes: Vec<u8>,
+    permits: u32,
     shared: Arc<Shared>,
 }
 
-struct Shared {
+impl Outgoing {
+    /// The stream this message belongs to.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The message as one line of JSON text ending in a newline, at most the session's message limit long.
+    pub fn line(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The message's JSON text without the newline (for framings other than newline-delimited).
+    pub fn json(&self) -> &[u8] {
+        self.bytes.strip_suffix(b"\n").unwrap_or(&self.bytes)
+    }
+}
+
+impl std::fmt::Debug for Outgoing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outgoing")
+            .field("stream", &self.stream)
+            .field("json", &String::from_utf8_lossy(self.json()))
+            .finish()
+    }
+}
+
+impl Drop for Outgoing {
+    fn drop(&mut self) {
+        self.shared.release(self.permits);
+    }
+}
+
+/// One encoded line and the byte permits it holds, until it is handed to the front end as an `Outgoing`.
+struct Line {
+    stream: Stream,
+    bytes: Vec<u8>,
+    permits: u32,
+}
+
+/// The producers' end. The channel's senders live only here, so the front end's `Drain` ends once every
+/// producer (the session and its running requests, progress routes) is gone.
+#[derive(Clone)]
+pub(crate) struct Outbox {
+    shared: Arc<Shared>,
     lines: mpsc::UnboundedSender<Line>,
+}
+
+struct Shared {
     messages: Semaphore,
     bytes: Semaphore,
     max_bytes: usize,
@@ -49,8 +109,8 @@ struct Shared {
     waiting_bytes: AtomicUsize,
 }
 
-/// The writer's end: lines in order, and the permits to give back once each is written.
-pub(crate) struct Drain {
+/// The front end's end of a session's outbox: its outgoing messages in order, each tagged with its stream.
+pub struct Drain {
     lines: mpsc::UnboundedReceiver<Line>,
     shared: Arc<Shared>,
 }
@@ -69,7 +129,6 @@ impl Outbox {
         let (tx, rx) = mpsc::unbounded_channel();
         let max_bytes = max_bytes.min(MAX_BYTES_CEILING);
         let shared = Arc::new(Shared {
-            lines: tx,
             messages: Semaphore::new(messages),
             bytes: Semaphore::new(max_bytes),
             max_bytes,
@@ -83,7 +142,7 @@ impl Outbox {
             lines: rx,
             shared: Arc::clone(&shared),
         };
-        (Self { shared }, drain)
+        (Self { shared, lines: tx }, drain)
     }
 
     /// Queues the answer to one of the client's requests, waiting for room. Returns once queued, or at once when
@@ -91,7 +150,7 @@ impl Outbox {
     ///
     /// Answers waiting for room count too: past twice the byte budget (queued and waiting), the client is not
     /// reading and is closed, so a few huge answers cannot pin memory behind a client that never reads.
-    pub(crate) async fn send(&self, msg: Value) {
+    pub(crate) async fn send(&self, stream: Stream, msg: Value) {
         let Some(bytes) = self.shared.encode(&msg) else {
             return;
         };
@@ -121,12 +180,16 @@ impl Outbox {
         };
         m.forget();
         b.forget();
-        self.shared.queue(Line { bytes, permits });
+        self.queue(Line {
+            stream,
+            bytes,
+            permits,
+        });
     }
 
     /// Queues a message the client did not ask for; never waits. False when it was not queued: the outbox is
     /// closed, or it is full and is closed now, because a client this far behind is not reading.
-    pub(crate) fn post(&self, msg: Value) -> bool {
+    pub(crate) fn post(&self, stream: Stream, msg: Value) -> bool {
         if self.is_closed() {
             return false;
         }
@@ -150,8 +213,22 @@ impl Outbox {
         };
         m.forget();
         b.forget();
-        self.shared.queue(Line { bytes, permits });
+        self.queue(Line {
+            stream,
+            bytes,
+            permits,
+        });
         true
+    }
+
+    fn queue(&self, line: Line) {
+        let now = self
+            .shared
+            .queued_bytes
+            .fetch_add(line.permits as usize, Ordering::Relaxed)
+            + line.permits as usize;
+        self.shared.peak_bytes.fetch_max(now, Ordering::Relaxed);
+        let _ = self.lines.send(line);
     }
 
     /// Closes the outbox: waiting senders return, queued messages are dropped, the front end ends the session.
@@ -200,33 +277,30 @@ impl Shared {
         len.clamp(1, self.max_bytes) as u32
     }
 
-    fn queue(&self, line: Line) {
-        let now = self
-            .queued_bytes
-            .fetch_add(line.permits as usize, Ordering::Relaxed)
-            + line.permits as usize;
-        self.peak_bytes.fetch_max(now, Ordering::Relaxed);
-        let _ = self.lines.send(line);
+    /// A line was written (or dropped unwritten): its room is free again.
+    fn release(&self, permits: u32) {
+        self.queued_bytes
+            .fetch_sub(permits as usize, Ordering::Relaxed);
+        self.bytes.add_permits(permits as usize);
+        self.messages.add_permits(1);
     }
 }
 
 impl Drain {
-    /// The next line to write; `None` once the outbox is closed or every sender is gone.
-    pub(crate) async fn next(&mut self) -> Option<Line> {
-        tokio::select! {
+    /// The next message to send; `None` once the session is closed (its queued messages are dropped: a
+    /// client that stopped reading would block the write forever) or has ended.
+    pub async fn next(&mut self) -> Option<Outgoing> {
+        let line = tokio::select! {
             biased;
             () = self.shared.closed.cancelled() => None,
             line = self.lines.recv() => line,
-        }
-    }
-
-    /// The line was written: its room is free again.
-    pub(crate) fn written(&self, line: &Line) {
-        self.shared
-            .queued_bytes
-            .fetch_sub(line.permits as usize, Ordering::Relaxed);
-        self.shared.bytes.add_permits(line.permits as usize);
-        self.shared.messages.add_permits(1);
+        }?;
+        Some(Outgoing {
+            stream: line.stream,
+            bytes: line.bytes,
+            permits: line.permits,
+            shared: Arc::clone(&self.shared),
+        })
     }
 }
 

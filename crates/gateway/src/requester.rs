@@ -1,9 +1,10 @@
 //! A client session as the requester of governed calls: the `CallContext` it builds for each of its requests
 //! (its session's grants, its progress token, elicitation through its client, a held call that waits), and the
-//! two ways the pipeline reaches it back (`ProgressSink`, `AskHuman`).
+//! two ways the pipeline reaches it back (`ProgressSink`, `AskHuman`), both on the stream of the request.
 //!
 //! It runs no stage itself: the pipeline does, given the context; here the outcome is only shaped for the wire.
 
+use crate::outbox::Stream;
 use crate::pipeline::{
     self, AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
     Requester,
@@ -28,19 +29,37 @@ impl Session {
             session_id: self.id.clone(),
         };
         let mut ctx = CallContext::new(origin, HoldPolicy::Wait, cancel.clone());
+        let channel = self.channel(request);
         ctx.grants = GrantScope::Session(self.id.clone());
         ctx.progress = params
             .pointer("/_meta/progressToken")
             .map(|token| Progress {
                 token: token.clone(),
-                sink: Arc::clone(self) as Arc<dyn ProgressSink>,
+                sink: Arc::clone(&channel) as Arc<dyn ProgressSink>,
             });
-        ctx.asker = Some(Arc::clone(self) as Arc<dyn AskHuman>);
+        ctx.asker = Some(channel as Arc<dyn AskHuman>);
         ctx.requester = Some(Requester {
             session: Arc::downgrade(self),
             request: request.clone(),
         });
         ctx
+    }
+
+    /// Client request `request` as the pipeline reaches back to it.
+    fn channel(self: &Arc<Self>, request: &Id) -> Arc<RequestChannel> {
+        Arc::new(RequestChannel {
+            session: Arc::clone(self),
+            stream: Stream::Request(request.clone()),
+        })
+    }
+
+    /// Where progress for client request `request`, which gave progress token `token`, goes.
+    #[cfg(test)]
+    pub(crate) fn progress_for(self: &Arc<Self>, request: &Id, token: Value) -> Progress {
+        Progress {
+            token,
+            sink: self.channel(request),
+        }
     }
 
     /// `tools/call` from this session's client, as the client receives it. toolgate's own answers (a refusal,
@@ -76,24 +95,34 @@ impl Session {
     }
 }
 
-impl ProgressSink for Session {
+/// One client request as the pipeline reaches back to it: its progress and the approval questions about it go
+/// on that request's stream.
+struct RequestChannel {
+    session: Arc<Session>,
+    stream: Stream,
+}
+
+impl ProgressSink for RequestChannel {
     /// Posted, never awaited: a client that does not read is closed, it does not hold the upstream's reader.
     fn post_progress(&self, params: Value) -> bool {
-        self.post(jsonrpc::notification(
-            "notifications/progress",
-            Some(params),
-        ))
+        self.session.post_on(
+            self.stream.clone(),
+            jsonrpc::notification("notifications/progress", Some(params)),
+        )
     }
 }
 
-impl AskHuman for Session {
+impl AskHuman for RequestChannel {
     /// Only a legacy client that declared elicitation: a modern one would need multi round-trip results.
     fn can_ask(&self) -> bool {
-        let st = self.lock();
+        let st = self.session.lock();
         matches!(st.era, ClientEra::Legacy(_)) && st.client_caps.get("elicitation").is_some()
     }
 
     fn ask(&self, params: Value) -> AskFuture<'_> {
-        Box::pin(self.ask_client("elicitation/create", params))
+        Box::pin(
+            self.session
+                .ask_client(self.stream.clone(), "elicitation/create", params),
+        )
     }
 }

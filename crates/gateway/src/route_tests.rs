@@ -70,7 +70,9 @@ impl Client {
             method: method.to_owned(),
             params: Some(params),
         };
-        self.session.handle(msg).await;
+        self.session
+            .handle(msg, &crate::RequestMeta::default())
+            .await;
         self.next().await.expect("an answer")
     }
 
@@ -79,8 +81,7 @@ impl Client {
         let line = tokio::time::timeout(Duration::from_millis(200), self.drain.next())
             .await
             .ok()??;
-        self.drain.written(&line);
-        Some(serde_json::from_slice(&line.bytes).unwrap())
+        Some(serde_json::from_slice(line.json()).unwrap())
     }
 
     /// Everything queued for this client by now.

@@ -5,12 +5,17 @@
 //! until one finishes, so a client that floods requests (or never reads its answers) holds a fixed amount of
 //! memory instead of one task per request.
 //!
+//! This is the API every front end drives (with `front`): `Session::open`, `handle` each decoded message with what
+//! its transport said about it, take outgoing messages from the `Drain` (each tagged with its `Stream`), `close`.
+//! Nothing here knows a transport.
+//!
 //! Era per connection: `initialize` makes it legacy; a request carrying
 //! `_meta["io.modelcontextprotocol/protocolVersion"]` makes it modern. `server/discover` may come first either way,
 //! because clients probe with it before choosing.
 
+use crate::front::{Binding, RequestMeta};
 use crate::gateway::Gateway;
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, Stream};
 use crate::route::LogLevel;
 use crate::wire::Reply;
 use jsonrpc::{error_object, error_response, notification, result_response, Id, Message};
@@ -34,7 +39,7 @@ pub const SUPPORTED_VERSIONS: &[&str] = &[
 /// Requests of one client running at once. Past it the client's input is not read until one finishes: enough
 /// for any agent's parallel calls, small enough that a flood costs a bounded amount of memory. A request held
 /// for approval counts too; approval waits are bounded, so the slot comes back.
-pub(crate) const MAX_IN_FLIGHT: usize = 64;
+pub const MAX_IN_FLIGHT: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ClientEra {
@@ -71,6 +76,8 @@ pub(crate) struct State {
     pub era: ClientEra,
     pub client_caps: Value,
     pub in_flight: HashMap<Id, CancellationToken>,
+    /// The identity this session serves (`front`).
+    pub binding: Binding,
     /// Gateway id sent to the client → the upstream request it stands for.
     pub relayed: HashMap<Id, Relayed>,
     /// Open `subscriptions/listen` streams of a modern client: (listen request id, filter).
@@ -92,6 +99,7 @@ pub(crate) struct Relayed {
     pub cause: Option<Id>,
 }
 
+/// One client's session; front ends hold it as `Arc<Session>` (see `Session::open`).
 pub struct Session {
     /// Identifies this connection for session grants.
     pub(crate) id: String,
@@ -113,6 +121,7 @@ impl Session {
                 era: ClientEra::Unknown,
                 client_caps: json!({}),
                 in_flight: HashMap::new(),
+                binding: Binding::Unbound,
                 relayed: HashMap::new(),
                 listens: Vec::new(),
                 asked: HashMap::new(),
@@ -131,13 +140,16 @@ impl Session {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn is_open(&self) -> bool {
+    /// Whether the session still serves its client (not closed, and its outbox did not overflow).
+    pub fn is_open(&self) -> bool {
         !self.lock().closed && !self.out.is_closed()
     }
 
     /// Ends the session: every request still running is cancelled (and its upstream told so), requests relayed to
-    /// it are answered upstream with an error (`Gateway::session_closed`), and the session's grants are revoked (its id is never used again, so they could only ever be clutter).
-    pub(crate) fn close(&self) {
+    /// it are answered upstream with an error (`Gateway::session_closed`), and the session's grants are revoked
+    /// (its id is never used again, so they could only ever be clutter). What is already queued stays in the
+    /// drain, which ends once the session and its requests are gone.
+    pub fn close(&self) {
         let (relayed, had_level) = {
             let mut st = self.lock();
             st.closed = true;
@@ -158,25 +170,35 @@ impl Session {
     }
 
     /// This client's outbox, for messages that must keep their order with responses.
-    #[cfg(test)]
     pub(crate) fn outbox(&self) -> Outbox {
         self.out.clone()
     }
 
-    /// Queues the answer to one of this client's requests; waits for room (the waiting task is that request).
-    pub(crate) async fn send(&self, msg: Value) {
-        self.out.send(msg).await;
+    /// Queues the answer to request `id` on its stream; waits for room (the waiting task is that request).
+    pub(crate) async fn send(&self, id: &Id, msg: Value) {
+        self.out.send(Stream::Request(id.clone()), msg).await;
     }
 
-    /// Queues a message the client did not ask for; never waits, so the event loop and the upstreams' readers
-    /// are never held by a client that does not read (its outbox closes instead). False when not queued.
+    /// Queues a message the client did not ask for on the session's stream; never waits, so the event loop and the
+    /// upstreams' readers are never held by a client that does not read (its outbox closes instead). False when
+    /// not queued.
     pub(crate) fn post(&self, msg: Value) -> bool {
-        self.out.post(msg)
+        self.post_on(Stream::Session, msg)
     }
 
-    /// A notification to the client; like `post`, it never waits.
+    /// Like `post`, on the given stream (what belongs to one request goes on that request's stream).
+    pub(crate) fn post_on(&self, stream: Stream, msg: Value) -> bool {
+        self.out.post(stream, msg)
+    }
+
+    /// A notification to the client on the session's stream; like `post`, it never waits.
     pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
         self.post(notification(method, params));
+    }
+
+    /// A notification on the given stream; never waits.
+    pub(crate) fn notify_on(&self, stream: Stream, method: &str, params: Option<Value>) {
+        self.post_on(stream, notification(method, params));
     }
 
     /// Waits for a free request slot. The front end's reader waits here, which is what stops it reading.
@@ -184,9 +206,17 @@ impl Session {
         Arc::clone(&self.slots).acquire_owned().await.ok()
     }
 
-    /// Handles one decoded message from the client. Requests run as their own tasks, at most `MAX_IN_FLIGHT`
-    /// at once: a request beyond that waits here for a slot, and so does the reader that called this.
-    pub(crate) async fn handle(self: &Arc<Self>, msg: Message) {
+    /// Handles one decoded message from the client, with what its transport said about it (`meta`). Requests
+    /// run as their own tasks, at most `MAX_IN_FLIGHT` at once: a request beyond that waits here for a slot, and
+    /// so does the reader that called this, which is what stops a flood from being read.
+    pub async fn handle(self: &Arc<Self>, msg: Message, meta: &RequestMeta) {
+        if let Err(e) = self.admit(&msg, meta) {
+            // Only a request can be answered; anything else that is not admitted is dropped.
+            if let Message::Request { id, .. } = msg {
+                self.send(&id, error_response(Some(&id), e)).await;
+            }
+            return;
+        }
         match msg {
             Message::Request { id, method, params } => {
                 let Some(slot) = self.slot().await else {
@@ -195,7 +225,7 @@ impl Session {
                 let params = params.unwrap_or_else(|| json!({}));
                 let modern = match self.era_gate(&method, &params) {
                     Ok(m) => m,
-                    Err(e) => return self.send(error_response(Some(&id), e)).await,
+                    Err(e) => return self.send(&id, error_response(Some(&id), e)).await,
                 };
                 let token = CancellationToken::new();
                 let duplicate = {
@@ -212,7 +242,7 @@ impl Session {
                         format!("request id {id} is already in flight; ids must be unique among open requests"),
                         None,
                     );
-                    self.send(error_response(Some(&id), err)).await;
+                    self.send(&id, error_response(Some(&id), err)).await;
                     return;
                 }
                 let session = Arc::clone(self);
@@ -220,8 +250,12 @@ impl Session {
                     let outcome = session.dispatch(&id, &method, params, modern, &token).await;
                     session.lock().in_flight.remove(&id);
                     match outcome {
-                        Reply::Result(result) => session.send(result_response(&id, result)).await,
-                        Reply::Error(error) => session.send(error_response(Some(&id), error)).await,
+                        Reply::Result(result) => {
+                            session.send(&id, result_response(&id, result)).await
+                        }
+                        Reply::Error(error) => {
+                            session.send(&id, error_response(Some(&id), error)).await
+                        }
                         Reply::Cancelled | Reply::StreamOpen => {}
                     }
                     // Released only once the answer is queued: a client that does not read its answers fills
@@ -284,7 +318,8 @@ impl Session {
                 for (id, filter) in listens {
                     if filter.get(kind.filter_key()) == Some(&Value::Bool(true)) {
                         let meta = json!({"_meta": {"io.modelcontextprotocol/subscriptionId": id.to_value()}});
-                        self.notify(kind.method(), Some(meta)).await;
+                        // It answers that listen request, whose stream stays open for it.
+                        self.notify_on(Stream::Request(id), kind.method(), Some(meta));
                     }
                 }
             }
@@ -334,13 +369,15 @@ impl Session {
             self.next_relay.fetch_add(1, Ordering::Relaxed)
         ));
         self.gateway.correlation.relayed(server, &upstream_id, self);
+        // It belongs on the stream of the request whose call caused it.
+        let stream = cause.clone().map_or(Stream::Session, Stream::Request);
         let relayed = Relayed {
             server: server.to_owned(),
             upstream_id,
             cause,
         };
         self.lock().relayed.insert(id.clone(), relayed);
-        if !self.post(jsonrpc::request(&id, &method, params)) {
+        if !self.post_on(stream, jsonrpc::request(&id, &method, params)) {
             let Some(r) = self.lock().relayed.remove(&id) else {
                 return;
             };
@@ -358,14 +395,20 @@ impl Session {
 
     /// Sends toolgate's own request to the client and waits for the answer (bounded: a client that never answers
     /// must not keep a waiter forever).
-    pub(crate) async fn ask_client(&self, method: &str, params: Value) -> Result<Value, Value> {
+    /// `stream` is the stream of the call the question is about.
+    pub(crate) async fn ask_client(
+        &self,
+        stream: Stream,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, Value> {
         let id = Id::Str(format!(
             "tg-ask-{}",
             self.next_relay.fetch_add(1, Ordering::Relaxed)
         ));
         let (tx, rx) = oneshot::channel();
         self.lock().asked.insert(id.clone(), tx);
-        if !self.post(jsonrpc::request(&id, method, Some(params))) {
+        if !self.post_on(stream, jsonrpc::request(&id, method, Some(params))) {
             self.lock().asked.remove(&id);
             return Err(error_object(
                 jsonrpc::INTERNAL_ERROR,

@@ -39,13 +39,14 @@ impl Wire {
     async fn handle(&self, msg: &Value) {
         let bytes = serde_json::to_vec(msg).unwrap();
         let decoded = jsonrpc::decode(&bytes, &jsonrpc::Limits::default()).unwrap();
-        self.session.handle(decoded).await;
+        self.session
+            .handle(decoded, &crate::RequestMeta::default())
+            .await;
     }
 
     async fn next(&mut self) -> Option<Value> {
         let line = self.drain.next().await?;
-        self.drain.written(&line);
-        Some(serde_json::from_slice(&line.bytes).unwrap())
+        Some(serde_json::from_slice(line.json()).unwrap())
     }
 
     fn close(&self) {

@@ -1,110 +1,19 @@
-//! The stdio front end under a client that floods requests and does not read its answers.
+//! Sessions under clients that do not read and an audit writer that stalls, driven through the public session API
+//! with no transport: the bounds hold, and nothing one client does stalls another. (A client that floods requests
+//! through the stdio front end is tested with that front end.)
 
-use super::*;
+use super::tests::Client;
+use crate::gateway::Gateway;
 use crate::guard::Guard;
-use crate::session::MAX_IN_FLIGHT;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use std::sync::Arc;
+use std::time::Duration;
 
 fn gateway(workspace: &std::path::Path) -> Arc<Gateway> {
     let config = config::Config::empty();
     let guard = Guard::load(&config, workspace).unwrap();
     let opts = crate::gateway::Options::from_config(&config, false);
     Gateway::start(&config, opts, Arc::new(guard), None)
-}
-
-/// 9.13: one task per request made a client that never reads grow toolgate without bound. Requests in flight
-/// are bounded and the reader stops; once the client reads, every request is answered.
-#[tokio::test(flavor = "current_thread")]
-async fn client_that_never_reads_holds_bounded_tasks_and_is_served_once_it_reads() {
-    const REQUESTS: usize = 20_000;
-    let dir = tempfile::tempdir().unwrap();
-    let gw = gateway(dir.path());
-    let (mut client_in, server_in) = tokio::io::duplex(64 * 1024);
-    let (server_out, client_out) = tokio::io::duplex(64 * 1024);
-    let served = tokio::spawn(serve_stdio(Arc::clone(&gw), server_in, server_out));
-    let written = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let count = Arc::clone(&written);
-    let writer = tokio::spawn(async move {
-        client_in
-            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}}\n")
-            .await
-            .unwrap();
-        for id in 1..=REQUESTS {
-            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
-            client_in.write_all(line.as_bytes()).await.unwrap();
-            count.store(id, std::sync::atomic::Ordering::Relaxed);
-        }
-        client_in
-    });
-    // Let the gateway run until it can make no more progress without the client reading.
-    let metrics = tokio::runtime::Handle::current().metrics();
-    let mut peak = 0;
-    for _ in 0..200 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        peak = peak.max(metrics.num_alive_tasks());
-    }
-    let sent = written.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(
-        sent < REQUESTS,
-        "the gateway kept reading ({sent} requests) although nobody read its answers"
-    );
-    // The serve task, its writer, the event loop, the in-flight requests, and the test's own tasks.
-    assert!(
-        peak <= MAX_IN_FLIGHT + 16,
-        "{peak} tasks alive with {MAX_IN_FLIGHT} requests allowed in flight"
-    );
-    let mut lines = tokio::io::BufReader::new(client_out).lines();
-    let mut answered = 0;
-    while answered < REQUESTS + 1 {
-        let line = lines.next_line().await.unwrap().unwrap();
-        let msg: Value = serde_json::from_str(&line).unwrap();
-        assert!(msg.get("result").is_some(), "{msg}");
-        answered += 1;
-    }
-    drop(writer.await.unwrap());
-    served.await.unwrap().unwrap();
-    gw.shutdown().await;
-}
-
-/// A client connected over duplex pipes: what it writes, and its answers line by line.
-struct Piped {
-    input: tokio::io::DuplexStream,
-    answers: tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>,
-}
-
-impl Piped {
-    fn serve(gw: &Arc<Gateway>) -> (Self, tokio::task::JoinHandle<std::io::Result<()>>) {
-        let (input, server_in) = tokio::io::duplex(64 * 1024);
-        let (server_out, client_out) = tokio::io::duplex(64 * 1024);
-        let served = tokio::spawn(serve_stdio(Arc::clone(gw), server_in, server_out));
-        let answers = tokio::io::BufReader::new(client_out).lines();
-        (Self { input, answers }, served)
-    }
-
-    async fn send(&mut self, msg: Value) {
-        let mut line = serde_json::to_vec(&msg).unwrap();
-        line.push(b'\n');
-        self.input.write_all(&line).await.unwrap();
-    }
-
-    async fn answer(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(30), self.answers.next_line())
-            .await
-            .expect("an answer")
-            .unwrap()
-            .unwrap();
-        serde_json::from_str(&line).unwrap()
-    }
-
-    async fn initialize(&mut self) {
-        self.send(
-            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}),
-        )
-        .await;
-        assert!(self.answer().await.get("result").is_some());
-    }
 }
 
 /// A writer that hangs (a disk that stops answering) must not hang calls or lose their records: a call waits for
@@ -124,8 +33,8 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
     let guard = Guard::load(&config, &ws).unwrap();
     let opts = crate::gateway::Options::from_config(&config, false);
     let gw = Gateway::start(&config, opts, Arc::new(guard), Some(Arc::clone(&state)));
-    let (mut client, served) = Piped::serve(&gw);
-    client.initialize().await;
+    let mut client = Client::open(&gw);
+    client.initialize(json!({})).await;
     let call = |id: usize| {
         serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": crate::contract::CAPABILITIES_TOOL, "arguments": {}}})
@@ -136,7 +45,7 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
     let (mut ran, mut refused) = (0, 0);
     for id in 1..=CALLS {
         client.send(call(id)).await;
-        let answer = client.answer().await;
+        let (_, answer) = client.next().await;
         match answer.pointer("/result/structuredContent/error/code") {
             Some(code) => {
                 assert_eq!(code, "AUDIT_UNAVAILABLE", "{answer}");
@@ -164,7 +73,7 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
     let mut resumed = false;
     for id in CALLS + 1..CALLS + 100 {
         client.send(call(id)).await;
-        let answer = client.answer().await;
+        let (_, answer) = client.next().await;
         if answer.pointer("/result/structuredContent/error").is_none() {
             ran += 1;
             resumed = true;
@@ -199,8 +108,7 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
         assert!(decided, "the call that ran has its decision record: {e}");
     }
     assert!(state.verify_audit().unwrap().is_ok());
-    drop(client);
-    served.await.unwrap().unwrap();
+    client.session.close();
     gw.shutdown().await;
 }
 
@@ -213,24 +121,22 @@ async fn client_that_never_reads_is_closed_not_waited_on() {
     const MESSAGES: usize = 5_000;
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path());
-    let (mut a, a_served) = Piped::serve(&gw);
-    a.initialize().await;
-    let a_session = gw.live_sessions().pop().unwrap();
-    let (mut b, b_served) = Piped::serve(&gw);
-    b.initialize().await;
+    let mut a = Client::open(&gw);
+    a.initialize(json!({})).await;
+    let a_session = Arc::clone(&a.session);
+    let mut b = Client::open(&gw);
+    b.initialize(json!({})).await;
     let b_reader = tokio::spawn(async move {
         let mut logs = 0;
         while logs < MESSAGES {
-            if b.answer().await["method"] == "notifications/message" {
+            if b.next().await.1["method"] == "notifications/message" {
                 logs += 1;
             }
         }
         b
     });
-    let route = gw.register_progress(crate::pipeline::Progress {
-        token: json!("a-token"),
-        sink: a_session.clone(),
-    });
+    let route =
+        gw.register_progress(a_session.progress_for(&jsonrpc::Id::Int(1), json!("a-token")));
     let routes = gw.progress_routes();
     let flood = async {
         for i in 0..MESSAGES {
@@ -262,17 +168,15 @@ async fn client_that_never_reads_is_closed_not_waited_on() {
         outbox.peak_bytes(),
         outbox.max_bytes()
     );
-    tokio::time::timeout(Duration::from_secs(10), a_served)
+    tokio::time::timeout(Duration::from_secs(10), a.session.closed())
         .await
-        .expect("A's session ended by itself")
-        .unwrap()
-        .unwrap();
+        .expect("A's session ended by itself");
+    assert!(a.ended().await, "A's drain ends once its session is closed");
     let b = tokio::time::timeout(Duration::from_secs(60), b_reader)
         .await
         .expect("B received every message")
         .unwrap();
-    drop((a, b));
-    b_served.await.unwrap().unwrap();
+    b.session.close();
     drop(route);
     gw.shutdown().await;
 }
@@ -285,29 +189,28 @@ async fn huge_results_are_bounded_in_bytes_not_only_count() {
     const CALLS: usize = 160;
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path());
-    let (mut client, served) = Piped::serve(&gw);
-    client.initialize().await;
-    let session = gw.live_sessions().pop().unwrap();
+    let mut client = Client::open(&gw);
+    client.initialize(json!({})).await;
+    let session = Arc::clone(&client.session);
     // An unknown tool's name is quoted back in the error: an answer as large as the request.
     let name = "n".repeat(512 * 1024);
-    let Piped { mut input, answers } = client;
-    let writer = tokio::spawn(async move {
+    let calls = async {
         for id in 1..=CALLS {
-            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": name, "arguments": {}}});
-            let mut line = serde_json::to_vec(&call).unwrap();
-            line.push(b'\n');
-            if input.write_all(&line).await.is_err() {
-                break; // toolgate stopped reading: the session is over
+            let call = json!({"name": name, "arguments": {}});
+            // What a front end does: stop reading the client once its session is closed.
+            tokio::select! {
+                () = session.closed() => break,
+                () = client.request(json!(id), "tools/call", call) => {}
             }
         }
-        input
-    });
-    tokio::time::timeout(Duration::from_secs(60), served)
+    };
+    tokio::time::timeout(Duration::from_secs(60), calls)
         .await
-        .expect("the session of a client that reads nothing ends by itself")
-        .unwrap()
-        .unwrap();
+        .expect("the handling of a client that reads nothing never waits for it");
+    tokio::time::timeout(Duration::from_secs(60), session.closed())
+        .await
+        .expect("the session of a client that reads nothing ends by itself");
+    assert!(client.ended().await);
     let outbox = session.outbox();
     assert!(outbox.is_closed());
     assert!(
@@ -316,7 +219,5 @@ async fn huge_results_are_bounded_in_bytes_not_only_count() {
         outbox.peak_bytes(),
         outbox.max_bytes()
     );
-    drop(answers);
-    drop(writer.await.unwrap());
     gw.shutdown().await;
 }
