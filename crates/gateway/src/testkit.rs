@@ -138,6 +138,17 @@ impl Client {
     pub(crate) fn close(&self) {
         self.wire.close();
     }
+
+    /// Closes the session and lets go of it, as a front end whose client went away does; whether its drain then
+    /// ended within `within` (it ends once the session and its requests are gone).
+    pub(crate) async fn leave(self, within: Duration) -> bool {
+        let Wire { session, mut drain } = self.wire;
+        session.close();
+        drop(session);
+        tokio::time::timeout(within, async { while drain.next().await.is_some() {} })
+            .await
+            .is_ok()
+    }
 }
 
 /// The `_meta` a modern client puts on every request.
