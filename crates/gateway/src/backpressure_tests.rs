@@ -108,7 +108,7 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
         assert!(decided, "the call that ran has its decision record: {e}");
     }
     assert!(state.verify_audit().unwrap().is_ok());
-    client.session.close();
+    client.session().close();
     gw.shutdown().await;
 }
 
@@ -123,7 +123,7 @@ async fn client_that_never_reads_is_closed_not_waited_on() {
     let gw = gateway(dir.path());
     let mut a = Client::open(&gw);
     a.initialize(json!({})).await;
-    let a_session = Arc::clone(&a.session);
+    let a_session = Arc::clone(a.session());
     let mut b = Client::open(&gw);
     b.initialize(json!({})).await;
     let b_reader = tokio::spawn(async move {
@@ -168,7 +168,7 @@ async fn client_that_never_reads_is_closed_not_waited_on() {
         outbox.peak_bytes(),
         outbox.max_bytes()
     );
-    tokio::time::timeout(Duration::from_secs(10), a.session.closed())
+    tokio::time::timeout(Duration::from_secs(10), a.session().closed())
         .await
         .expect("A's session ended by itself");
     assert!(a.ended().await, "A's drain ends once its session is closed");
@@ -176,7 +176,7 @@ async fn client_that_never_reads_is_closed_not_waited_on() {
         .await
         .expect("B received every message")
         .unwrap();
-    b.session.close();
+    b.session().close();
     drop(route);
     gw.shutdown().await;
 }
@@ -191,7 +191,7 @@ async fn huge_results_are_bounded_in_bytes_not_only_count() {
     let gw = gateway(dir.path());
     let mut client = Client::open(&gw);
     client.initialize(json!({})).await;
-    let session = Arc::clone(&client.session);
+    let session = Arc::clone(client.session());
     // An unknown tool's name is quoted back in the error: an answer as large as the request.
     let name = "n".repeat(512 * 1024);
     let calls = async {

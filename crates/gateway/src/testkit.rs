@@ -5,9 +5,10 @@
 //! How a session is opened, fed and read is confined to `Wire`, the one adapter over the session API. It does not
 //! check anything itself; the tests do.
 
+use crate::front::RequestMeta;
 use crate::gateway::{Gateway, Options};
 use crate::guard::Guard;
-use crate::outbox::{Drain, Outbox};
+use crate::outbox::{Drain, Stream};
 use crate::session::Session;
 use crate::state::State;
 use serde_json::{json, Value};
@@ -23,34 +24,56 @@ pub(crate) type Records = (Vec<String>, Vec<String>);
 /// How long a test waits for anything before it fails.
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
-/// The one adapter over the session API: open a session, hand it a message, read what it sends.
-struct Wire {
-    session: Arc<Session>,
+/// The one adapter over the session API, shared by every test that drives a session: open a session as a front
+/// end does (`Session::open`), hand it a message with the `RequestMeta` a transport would give, read what it
+/// queues with the stream it is tagged with.
+pub(crate) struct Wire {
+    pub session: Arc<Session>,
     drain: Drain,
+    /// What the transport says about each message; a test changes it to play another transport or identity.
+    pub meta: RequestMeta,
 }
 
 impl Wire {
-    fn open(gateway: &Arc<Gateway>) -> Self {
-        let (outbox, drain) = Outbox::new(gateway.opts.limits.max_message_bytes);
-        let session = Session::new(Arc::clone(gateway), outbox);
-        Self { session, drain }
+    pub(crate) fn open(gateway: &Arc<Gateway>) -> Self {
+        let (session, drain) = Session::open(gateway);
+        Self {
+            session,
+            drain,
+            meta: RequestMeta::default(),
+        }
     }
 
-    async fn handle(&self, msg: &Value) {
+    /// Decodes `msg` under the session's limits, as a front end would, and hands it to the session.
+    pub(crate) async fn handle(&self, msg: &Value) {
         let bytes = serde_json::to_vec(msg).unwrap();
-        let decoded = jsonrpc::decode(&bytes, &jsonrpc::Limits::default()).unwrap();
-        self.session
-            .handle(decoded, &crate::RequestMeta::default())
-            .await;
+        let decoded = jsonrpc::decode(&bytes, &self.session.limits()).unwrap();
+        self.session.handle(decoded, &self.meta).await;
     }
 
-    async fn next(&mut self) -> Option<Value> {
+    /// The next message queued for the client and its stream; `None` once the drain has ended.
+    pub(crate) async fn next(&mut self) -> Option<(Stream, Value)> {
         let line = self.drain.next().await?;
-        Some(serde_json::from_slice(line.json()).unwrap())
+        Some((
+            line.stream().clone(),
+            serde_json::from_slice(line.json()).unwrap(),
+        ))
     }
 
-    fn close(&self) {
+    /// Whether the drain ended within `within` (discarding what was still queued).
+    pub(crate) async fn ended(&mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, async { while self.next().await.is_some() {} })
+            .await
+            .is_ok()
+    }
+
+    pub(crate) fn close(&self) {
         self.session.close();
+    }
+
+    /// Lets go of the session, as a front end that is done with it does; what it queued stays in the drain.
+    pub(crate) fn release(self) -> Drain {
+        self.drain
     }
 }
 
@@ -104,7 +127,7 @@ impl Client {
         }
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let msg = tokio::time::timeout_at(deadline, self.wire.next())
+            let (_, msg) = tokio::time::timeout_at(deadline, self.wire.next())
                 .await
                 .unwrap_or_else(|_| panic!("nothing expected arrived; kept {:#?}", self.kept))
                 .expect("the session was closed");
@@ -142,9 +165,8 @@ impl Client {
     /// Closes the session and lets go of it, as a front end whose client went away does; whether its drain then
     /// ended within `within` (it ends once the session and its requests are gone).
     pub(crate) async fn leave(self, within: Duration) -> bool {
-        let Wire { session, mut drain } = self.wire;
-        session.close();
-        drop(session);
+        self.wire.close();
+        let mut drain = self.wire.release();
         tokio::time::timeout(within, async { while drain.next().await.is_some() {} })
             .await
             .is_ok()
