@@ -4,16 +4,12 @@
 
 use super::tests::Client;
 use crate::gateway::Gateway;
-use crate::guard::Guard;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
 fn gateway(workspace: &std::path::Path) -> Arc<Gateway> {
-    let config = config::Config::empty();
-    let guard = Guard::load(&config, workspace).unwrap();
-    let opts = crate::gateway::Options::from_config(&config, false);
-    Gateway::start(&config, opts, Arc::new(guard), None)
+    crate::testkit::gateway(&config::Config::empty(), workspace, None)
 }
 
 /// A writer that hangs (a disk that stops answering) must not hang calls or lose their records: a call waits for
@@ -29,10 +25,7 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
     let state = Arc::new(
         crate::state::State::open_with_queue(&dir.path().join("state"), &ws, 4, wait).unwrap(),
     );
-    let config = config::Config::empty();
-    let guard = Guard::load(&config, &ws).unwrap();
-    let opts = crate::gateway::Options::from_config(&config, false);
-    let gw = Gateway::start(&config, opts, Arc::new(guard), Some(Arc::clone(&state)));
+    let gw = crate::testkit::gateway(&config::Config::empty(), &ws, Some(Arc::clone(&state)));
     let mut client = Client::open(&gw);
     client.initialize(json!({})).await;
     let call = |id: usize| {

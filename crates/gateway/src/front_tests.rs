@@ -2,8 +2,7 @@
 //! is tagged with, the checks made with each message's `RequestMeta`, and the answers to framing errors.
 
 use crate::front::FramingError;
-use crate::gateway::{Gateway, Options};
-use crate::guard::Guard;
+use crate::gateway::Gateway;
 use crate::outbox::Stream;
 use crate::session::{ListKind, Session};
 use crate::state::State;
@@ -91,10 +90,8 @@ fn gateway(dir: &Path, config: Value) -> Arc<Gateway> {
         &config::Overrides::default(),
     )
     .unwrap();
-    let guard = Guard::load(&config, &ws).unwrap();
     let state = State::open_in(&dir.join("state"), &ws).unwrap();
-    let opts = Options::from_config(&config, false);
-    Gateway::start(&config, opts, Arc::new(guard), Some(Arc::new(state)))
+    crate::testkit::gateway(&config, &ws, Some(Arc::new(state)))
 }
 
 /// `toolgate_status` is held for a human; nothing decides, so the call waits `wait_seconds`.

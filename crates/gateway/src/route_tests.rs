@@ -6,7 +6,6 @@
 //! HTTP servers, which this version lists but never connects, so nothing here starts a process.
 
 use super::*;
-use crate::guard::Guard;
 use crate::testkit::Wire;
 use std::time::Duration;
 use upstream::Event;
@@ -31,9 +30,7 @@ fn server(name: &str, kind: config::ServerKind) -> config::ServerConfig {
 fn gateway(workspace: &std::path::Path, servers: &[(&str, config::ServerKind)]) -> Arc<Gateway> {
     let mut config = config::Config::empty();
     config.servers = servers.iter().map(|(n, k)| server(n, *k)).collect();
-    let guard = Guard::load(&config, workspace).unwrap();
-    let opts = crate::gateway::Options::from_config(&config, false);
-    Gateway::start(&config, opts, Arc::new(guard), None)
+    crate::testkit::gateway(&config, workspace, None)
 }
 
 /// One client: its session, and what toolgate queued for it, over `testkit::Wire` (whose `session` the tests

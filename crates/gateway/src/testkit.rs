@@ -2,8 +2,9 @@
 //! a policy given as config, the fixture MCP server in this process over the in-memory upstream link, and a
 //! scripted client that drives one session message by message.
 //!
-//! How a session is opened, fed and read is confined to `Wire`, the one adapter over the session API. It does not
-//! check anything itself; the tests do.
+//! How a session is opened, fed and read is confined to `Wire`, the one adapter over the session API, which every
+//! session test's client is built on; `gateway` builds the bare gateway (no in-process upstream) those tests share.
+//! Nothing here checks anything itself; the tests do.
 
 use crate::front::RequestMeta;
 use crate::gateway::{Gateway, Options};
@@ -178,6 +179,18 @@ pub(crate) fn modern_meta(capabilities: Value) -> Value {
     json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
            "io.modelcontextprotocol/clientCapabilities": capabilities,
            "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "1"}})
+}
+
+/// A gateway for `config` whose upstreams are never started in process (none, or HTTP ones this version does not
+/// connect), guarding `workspace`, with `state` if given.
+pub(crate) fn gateway(
+    config: &config::Config,
+    workspace: &std::path::Path,
+    state: Option<Arc<State>>,
+) -> Arc<Gateway> {
+    let guard = Guard::load(config, workspace).unwrap();
+    let opts = Options::from_config(config, false);
+    Gateway::start(config, opts, Arc::new(guard), state)
 }
 
 /// A gateway with state and policy, and the fixture as upstream `fx` in this process.
