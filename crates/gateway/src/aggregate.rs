@@ -386,15 +386,6 @@ impl Aggregate {
             _ => None,
         }
     }
-
-    /// Every server that declared `capability`.
-    pub fn servers_with(catalogs: &[(String, Arc<Catalog>)], capability: &str) -> Vec<String> {
-        catalogs
-            .iter()
-            .filter(|(_, c)| c.has(capability))
-            .map(|(s, _)| s.clone())
-            .collect()
-    }
 }
 
 fn route(claim: &Claim) -> Route {

@@ -4,16 +4,12 @@
 
 use super::tests::Client;
 use crate::gateway::Gateway;
-use crate::guard::Guard;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
 fn gateway(workspace: &std::path::Path) -> Arc<Gateway> {
-    let config = config::Config::empty();
-    let guard = Guard::load(&config, workspace).unwrap();
-    let opts = crate::gateway::Options::from_config(&config, false);
-    Gateway::start(&config, opts, Arc::new(guard), None)
+    crate::testkit::gateway(&config::Config::empty(), workspace, None)
 }
 
 /// A writer that hangs (a disk that stops answering) must not hang calls or lose their records: a call waits for
@@ -29,10 +25,7 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
     let state = Arc::new(
         crate::state::State::open_with_queue(&dir.path().join("state"), &ws, 4, wait).unwrap(),
     );
-    let config = config::Config::empty();
-    let guard = Guard::load(&config, &ws).unwrap();
-    let opts = crate::gateway::Options::from_config(&config, false);
-    let gw = Gateway::start(&config, opts, Arc::new(guard), Some(Arc::clone(&state)));
+    let gw = crate::testkit::gateway(&config::Config::empty(), &ws, Some(Arc::clone(&state)));
     let mut client = Client::open(&gw);
     client.initialize(json!({})).await;
     let call = |id: usize| {
@@ -108,7 +101,7 @@ async fn stalled_audit_writer_fails_calls_closed_after_the_bound_and_loses_no_re
         assert!(decided, "the call that ran has its decision record: {e}");
     }
     assert!(state.verify_audit().unwrap().is_ok());
-    client.session.close();
+    client.session().close();
     gw.shutdown().await;
 }
 
@@ -123,7 +116,7 @@ async fn client_that_never_reads_is_closed_not_waited_on() {
     let gw = gateway(dir.path());
     let mut a = Client::open(&gw);
     a.initialize(json!({})).await;
-    let a_session = Arc::clone(&a.session);
+    let a_session = Arc::clone(a.session());
     let mut b = Client::open(&gw);
     b.initialize(json!({})).await;
     let b_reader = tokio::spawn(async move {
@@ -168,7 +161,7 @@ async fn client_that_never_reads_is_closed_not_waited_on() {
         outbox.peak_bytes(),
         outbox.max_bytes()
     );
-    tokio::time::timeout(Duration::from_secs(10), a.session.closed())
+    tokio::time::timeout(Duration::from_secs(10), a.session().closed())
         .await
         .expect("A's session ended by itself");
     assert!(a.ended().await, "A's drain ends once its session is closed");
@@ -176,7 +169,7 @@ async fn client_that_never_reads_is_closed_not_waited_on() {
         .await
         .expect("B received every message")
         .unwrap();
-    b.session.close();
+    b.session().close();
     drop(route);
     gw.shutdown().await;
 }
@@ -191,7 +184,7 @@ async fn huge_results_are_bounded_in_bytes_not_only_count() {
     let gw = gateway(dir.path());
     let mut client = Client::open(&gw);
     client.initialize(json!({})).await;
-    let session = Arc::clone(&client.session);
+    let session = Arc::clone(client.session());
     // An unknown tool's name is quoted back in the error: an answer as large as the request.
     let name = "n".repeat(512 * 1024);
     let calls = async {

@@ -1,12 +1,12 @@
 //! The transport-neutral session API, driven with no process and no transport: the stream each outgoing message
 //! is tagged with, the checks made with each message's `RequestMeta`, and the answers to framing errors.
 
-use crate::front::{FramingError, RequestMeta};
-use crate::gateway::{Gateway, Options};
-use crate::guard::Guard;
-use crate::outbox::{Drain, Stream};
+use crate::front::FramingError;
+use crate::gateway::Gateway;
+use crate::outbox::Stream;
 use crate::session::{ListKind, Session};
 use crate::state::State;
+use crate::testkit::Wire;
 use jsonrpc::Id;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -14,27 +14,25 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A client of the public API: what a front end does, minus the transport.
+/// A client of the public API that names its own request ids and sees each message's stream; a front end minus
+/// the transport (`testkit::Wire`).
 pub(crate) struct Client {
-    pub session: Arc<Session>,
-    drain: Drain,
-    pub meta: RequestMeta,
+    pub wire: Wire,
 }
 
 impl Client {
     pub(crate) fn open(gw: &Arc<Gateway>) -> Self {
-        let (session, drain) = Session::open(gw);
         Self {
-            session,
-            drain,
-            meta: RequestMeta::default(),
+            wire: Wire::open(gw),
         }
     }
 
+    pub(crate) fn session(&self) -> &Arc<Session> {
+        &self.wire.session
+    }
+
     pub(crate) async fn send(&self, msg: Value) {
-        let msg =
-            jsonrpc::decode(&serde_json::to_vec(&msg).unwrap(), &self.session.limits()).unwrap();
-        self.session.handle(msg, &self.meta).await;
+        self.wire.handle(&msg).await;
     }
 
     pub(crate) async fn request(&self, id: Value, method: &str, params: Value) {
@@ -44,20 +42,18 @@ impl Client {
 
     /// The next outgoing message and its stream.
     pub(crate) async fn next(&mut self) -> (Stream, Value) {
-        let out = tokio::time::timeout(Duration::from_secs(30), self.drain.next())
+        tokio::time::timeout(Duration::from_secs(30), self.wire.next())
             .await
             .expect("a message within 30 s")
-            .expect("the session is open");
-        let msg = serde_json::from_slice(out.json()).unwrap();
-        (out.stream().clone(), msg)
+            .expect("the session is open")
     }
 
     /// Closes the session and waits (bounded) until its requests have ended: a call still held would otherwise
     /// be cancelled only after the gateway shut down.
     pub(crate) async fn closed(&self) {
-        self.session.close();
+        self.wire.close();
         for _ in 0..100 {
-            if Arc::strong_count(&self.session) == 1 {
+            if Arc::strong_count(self.session()) == 1 {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -66,8 +62,7 @@ impl Client {
 
     /// Whether the drain has ended (bounded wait).
     pub(crate) async fn ended(&mut self) -> bool {
-        let next = tokio::time::timeout(Duration::from_secs(10), self.drain.next()).await;
-        matches!(next, Ok(None))
+        self.wire.ended(Duration::from_secs(10)).await
     }
 
     pub(crate) async fn initialize(&mut self, capabilities: Value) {
@@ -95,10 +90,8 @@ fn gateway(dir: &Path, config: Value) -> Arc<Gateway> {
         &config::Overrides::default(),
     )
     .unwrap();
-    let guard = Guard::load(&config, &ws).unwrap();
     let state = State::open_in(&dir.join("state"), &ws).unwrap();
-    let opts = Options::from_config(&config, false);
-    Gateway::start(&config, opts, Arc::new(guard), Some(Arc::new(state)))
+    crate::testkit::gateway(&config, &ws, Some(Arc::new(state)))
 }
 
 /// `toolgate_status` is held for a human; nothing decides, so the call waits `wait_seconds`.
@@ -206,7 +199,7 @@ async fn forwarded_progress_carries_the_stream_of_the_request_that_gave_the_toke
             unreachable!()
         };
         let route =
-            gw.register_progress(client.session.progress_for(request, client_token.clone()));
+            gw.register_progress(client.session().progress_for(request, client_token.clone()));
         assert!(routes.deliver(&json!({"progressToken": route.token, "progress": 1})));
         let (stream, progress) = loop {
             let (stream, msg) = client.next().await;
@@ -229,7 +222,7 @@ async fn list_change_carries_the_session_stream_or_the_listen_requests() {
     let gw = gateway(dir.path(), json!({}));
     let mut legacy = Client::open(&gw);
     legacy.initialize(json!({})).await;
-    legacy.session.list_changed(ListKind::Tools).await;
+    legacy.session().list_changed(ListKind::Tools).await;
     let (stream, changed) = legacy.next().await;
     assert_eq!(changed["method"], "notifications/tools/list_changed");
     assert_eq!(stream, Stream::Session);
@@ -244,7 +237,7 @@ async fn list_change_carries_the_session_stream_or_the_listen_requests() {
     let (stream, ack) = modern.next().await;
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(stream, Stream::Request(Id::Str("l".into())));
-    modern.session.list_changed(ListKind::Tools).await;
+    modern.session().list_changed(ListKind::Tools).await;
     let (stream, changed) = modern.next().await;
     assert_eq!(changed["method"], "notifications/tools/list_changed");
     assert_eq!(stream, Stream::Request(Id::Str("l".into())));
@@ -258,7 +251,7 @@ async fn session_refuses_messages_from_another_identity() {
     let dir = tempfile::tempdir().unwrap();
     let gw = held_status(dir.path(), false);
     let mut client = Client::open(&gw);
-    client.meta.identity = Some("alice".into());
+    client.wire.meta.identity = Some("alice".into());
     client.initialize(json!({})).await;
     let (id, params) = held_call(1);
     client.request(id, "tools/call", params).await;
@@ -266,7 +259,7 @@ async fn session_refuses_messages_from_another_identity() {
     assert_eq!(waiting["method"], "notifications/progress");
 
     for intruder in [Some("mallory".to_owned()), None] {
-        client.meta.identity = intruder;
+        client.wire.meta.identity = intruder;
         client.request(json!(2), "ping", json!({})).await;
         let (stream, refused) = client.next().await;
         assert_eq!(stream, Stream::Request(Id::Int(2)));
@@ -278,7 +271,7 @@ async fn session_refuses_messages_from_another_identity() {
         let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
         client.send(cancel).await;
         let token = client
-            .session
+            .session()
             .lock()
             .in_flight
             .get(&Id::Int(1))
@@ -289,7 +282,7 @@ async fn session_refuses_messages_from_another_identity() {
             "another identity cancelled the owner's call"
         );
     }
-    client.meta.identity = Some("alice".into());
+    client.wire.meta.identity = Some("alice".into());
     client.request(json!(3), "ping", json!({})).await;
     let (_, pong) = client.next().await;
     assert_eq!(pong["result"], json!({}), "{pong}");
@@ -305,7 +298,7 @@ async fn transport_version_that_disagrees_with_the_message_is_refused() {
     let code = |msg: &Value| msg["error"]["code"].as_i64();
 
     let mut unknown = Client::open(&gw);
-    unknown.meta.protocol_version = Some("1999-01-01".into());
+    unknown.wire.meta.protocol_version = Some("1999-01-01".into());
     unknown.request(json!(1), "ping", json!({})).await;
     assert_eq!(
         code(&unknown.next().await.1),
@@ -313,23 +306,23 @@ async fn transport_version_that_disagrees_with_the_message_is_refused() {
     );
 
     let mut legacy = Client::open(&gw);
-    legacy.meta.protocol_version = Some("2025-06-18".into());
+    legacy.wire.meta.protocol_version = Some("2025-06-18".into());
     legacy.initialize(json!({})).await;
     legacy.request(json!(1), "ping", json!({})).await;
     assert_eq!(code(&legacy.next().await.1), Some(jsonrpc::HEADER_MISMATCH));
-    legacy.meta.protocol_version = Some("2025-11-25".into());
+    legacy.wire.meta.protocol_version = Some("2025-11-25".into());
     legacy.request(json!(2), "ping", json!({})).await;
     assert_eq!(code(&legacy.next().await.1), None);
 
     let mut modern = Client::open(&gw);
-    modern.meta.protocol_version = Some("2025-11-25".into());
+    modern.wire.meta.protocol_version = Some("2025-11-25".into());
     let meta = json!({"io.modelcontextprotocol/protocolVersion": upstream::MODERN_VERSION,
                       "io.modelcontextprotocol/clientCapabilities": {}});
     modern
         .request(json!(1), "server/discover", json!({"_meta": meta}))
         .await;
     assert_eq!(code(&modern.next().await.1), Some(jsonrpc::HEADER_MISMATCH));
-    modern.meta.protocol_version = Some(upstream::MODERN_VERSION.into());
+    modern.wire.meta.protocol_version = Some(upstream::MODERN_VERSION.into());
     modern
         .request(json!(2), "server/discover", json!({"_meta": meta}))
         .await;
@@ -343,17 +336,17 @@ async fn framing_errors_are_answered_on_the_stream_of_their_id() {
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path(), json!({}));
     let mut client = Client::open(&gw);
-    let limits = client.session.limits();
+    let limits = client.session().limits();
     let bad = jsonrpc::decode(br#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#, &limits).unwrap_err();
     client
-        .session
+        .session()
         .answer_framing_error(FramingError::Undecodable(bad))
         .await;
     let (stream, answer) = client.next().await;
     assert_eq!(stream, Stream::Request(Id::Int(4)));
     assert_eq!(answer["id"], 4);
     client
-        .session
+        .session()
         .answer_framing_error(FramingError::Oversized {
             len: 1 << 30,
             id: None,
@@ -381,10 +374,7 @@ async fn drain_yields_what_was_queued_then_ends_after_close() {
     client.request(json!(1), "ping", json!({})).await;
     // The ping's answer is queued by its own task; it is in the outbox once the task has let go of the session.
     client.closed().await;
-    let Client {
-        session, mut drain, ..
-    } = client;
-    drop(session);
+    let mut drain = client.wire.release();
     let answer = drain.next().await.expect("the answer queued before close");
     assert_eq!(answer.stream(), &Stream::Request(Id::Int(1)));
     let ended = tokio::time::timeout(Duration::from_secs(10), drain.next()).await;

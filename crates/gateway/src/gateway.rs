@@ -33,6 +33,11 @@ const EVENT_CAPACITY: usize = 1024;
 /// enough that a silent upstream does not stall a client that has work to do (the start-up timeout is 30 s).
 const FIRST_LIST_WAIT: Duration = Duration::from_secs(10);
 
+/// How long shutdown waits for cancelled calls to record how they ended. A cancelled call only writes its records
+/// and answers the upstream it was forwarded to, so this is ample; a call stuck past it must not keep toolgate
+/// from exiting.
+const SETTLE_WAIT: Duration = Duration::from_secs(2);
+
 #[derive(Clone, Debug)]
 pub struct Options {
     pub naming: Naming,
@@ -315,9 +320,28 @@ impl Gateway {
         self.upstreams.iter().map(|u| u.status()).collect()
     }
 
-    /// Ends every upstream process group and waits for them.
+    /// Closes every session still open, lets the calls that cancels record how they ended (bounded), writes what
+    /// is queued for the audit log and the report, then ends every upstream process group and waits for them.
+    ///
+    /// The calls must run before the flush: on a current-thread runtime the flush blocks the one thread their
+    /// cancellation runs on, so a held call not yet cancelled would leave its approval pending and its records
+    /// unwritten by the time toolgate exits. A front end whose loop was dropped (a signal) never closed its
+    /// session, which is why it is closed here too.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
+        let sessions = self.live_sessions();
+        for session in &sessions {
+            session.close();
+        }
+        let settled = async {
+            for session in &sessions {
+                session.settled().await;
+            }
+        };
+        if tokio::time::timeout(SETTLE_WAIT, settled).await.is_err() {
+            tracing::warn!("calls still running at shutdown; their records may be missing");
+        }
+        drop(sessions);
         if let Some(state) = &self.state {
             // What calls left queued for the audit log and the report is written before toolgate exits.
             state.flush();

@@ -6,9 +6,7 @@
 //! HTTP servers, which this version lists but never connects, so nothing here starts a process.
 
 use super::*;
-use crate::guard::Guard;
-use crate::outbox::{Drain, Outbox};
-use jsonrpc::Message;
+use crate::testkit::Wire;
 use std::time::Duration;
 use upstream::Event;
 
@@ -32,25 +30,29 @@ fn server(name: &str, kind: config::ServerKind) -> config::ServerConfig {
 fn gateway(workspace: &std::path::Path, servers: &[(&str, config::ServerKind)]) -> Arc<Gateway> {
     let mut config = config::Config::empty();
     config.servers = servers.iter().map(|(n, k)| server(n, *k)).collect();
-    let guard = Guard::load(&config, workspace).unwrap();
-    let opts = crate::gateway::Options::from_config(&config, false);
-    Gateway::start(&config, opts, Arc::new(guard), None)
+    crate::testkit::gateway(&config, workspace, None)
 }
 
-/// One client: its session, and what toolgate queued for it.
+/// One client: its session, and what toolgate queued for it, over `testkit::Wire` (whose `session` the tests
+/// reach through this client).
 struct Client {
-    session: Arc<Session>,
-    drain: Drain,
+    wire: Wire,
     next_id: i64,
+}
+
+impl std::ops::Deref for Client {
+    type Target = Wire;
+
+    fn deref(&self) -> &Wire {
+        &self.wire
+    }
 }
 
 impl Client {
     /// A legacy client that declared `capabilities`.
     async fn open(gw: &Arc<Gateway>, capabilities: Value) -> Self {
-        let (out, drain) = Outbox::new(1 << 20);
         let mut c = Self {
-            session: Session::new(Arc::clone(gw), out),
-            drain,
+            wire: Wire::open(gw),
             next_id: 0,
         };
         let init = c
@@ -65,23 +67,15 @@ impl Client {
 
     async fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
-        let msg = Message::Request {
-            id: Id::Int(self.next_id),
-            method: method.to_owned(),
-            params: Some(params),
-        };
-        self.session
-            .handle(msg, &crate::RequestMeta::default())
-            .await;
+        let msg = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        self.wire.handle(&msg).await;
         self.next().await.expect("an answer")
     }
 
     /// The next message queued for this client, if one comes soon.
     async fn next(&mut self) -> Option<Value> {
-        let line = tokio::time::timeout(Duration::from_millis(200), self.drain.next())
-            .await
-            .ok()??;
-        Some(serde_json::from_slice(line.json()).unwrap())
+        let next = tokio::time::timeout(Duration::from_millis(200), self.wire.next()).await;
+        next.ok()?.map(|(_, msg)| msg)
     }
 
     /// Everything queued for this client by now.

@@ -149,16 +149,24 @@ impl Session {
     /// it are answered upstream with an error (`Gateway::session_closed`), and the session's grants are revoked
     /// (its id is never used again, so they could only ever be clutter). What is already queued stays in the
     /// drain, which ends once the session and its requests are gone.
+    /// Questions toolgate asked the client (elicitation) are answered with an error at once: a waiter kept for
+    /// an answer that cannot come would keep the session, and so its drain, alive. Closing twice does nothing more.
     pub fn close(&self) {
-        let (relayed, had_level) = {
+        let (relayed, had_level, asked) = {
             let mut st = self.lock();
+            if st.closed {
+                return;
+            }
             st.closed = true;
             for (_, token) in st.in_flight.drain() {
                 token.cancel();
             }
             let relayed: Vec<_> = st.relayed.drain().map(|(_, r)| r).collect();
-            (relayed, st.log_level.is_some())
+            let asked: Vec<_> = st.asked.drain().map(|(_, waiter)| waiter).collect();
+            (relayed, st.log_level.is_some(), asked)
         };
+        // Dropped outside the lock: each waiter wakes and takes it to remove nothing.
+        drop(asked);
         if !relayed.is_empty() || had_level {
             tokio::spawn(Arc::clone(&self.gateway).session_closed(relayed, had_level));
         }
@@ -167,6 +175,13 @@ impl Session {
                 tracing::warn!("session grants not revoked: {e}");
             }
         }
+    }
+
+    /// Resolves once none of this session's requests is running (each holds a slot until its answer is queued,
+    /// or until its task ends). `Gateway::shutdown` waits here after closing the session, so a cancelled call
+    /// records its end before the audit queue is flushed.
+    pub(crate) async fn settled(&self) {
+        let _all = self.slots.acquire_many(MAX_IN_FLIGHT as u32).await;
     }
 
     /// This client's outbox, for messages that must keep their order with responses.

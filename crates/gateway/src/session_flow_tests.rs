@@ -1,6 +1,7 @@
 //! Sessions without processes: the era gate in arrival order, cancellation of a running call reaching the
-//! upstream and the record, and a request from the upstream relayed to the client that can answer it. The
-//! fixture runs in this process over the in-memory link (`testkit`).
+//! upstream and the record, a request from the upstream relayed to the client that can answer it, and a held
+//! call whose session ends or whose gateway shuts down recording its cancellation. The fixture runs in this
+//! process over the in-memory link (`testkit`).
 
 use crate::testkit::{modern_meta, Client, Harness};
 use pretty_assertions::assert_eq;
@@ -208,4 +209,102 @@ async fn upstream_that_ends_is_restarted_and_serves_the_same_session_again() {
     let sum = client.call("fx__add", json!({"a": 20, "b": 22})).await;
     assert_eq!(sum["result"]["structuredContent"]["sum"], 42.0, "{sum}");
     h.stop(&[&client]).await;
+}
+
+/// Asks for `fx__echo` and holds it for up to 30 s; elicitation as given.
+fn held(elicitation: bool) -> Value {
+    json!({
+        "permissions": {"default": "allow", "ask": ["mcp__fx__echo"]},
+        "approvals": {"wait_seconds": 30, "elicitation": elicitation},
+        "pins": {"newTools": "accept"},
+    })
+}
+
+/// Sends a call of `fx__echo` and waits until its approval request is pending; returns the request's id.
+async fn hold_a_call(h: &Harness, client: &mut Client) -> String {
+    client
+        .send_request(
+            "tools/call",
+            json!({"name": "fx__echo", "arguments": {"text": "x"}}),
+        )
+        .await;
+    let deadline = std::time::Instant::now() + crate::testkit::WAIT;
+    loop {
+        let now = store::Timestamp::now();
+        let pending = h
+            .state
+            .store(|s| s.list_requests(Some(store::ApprovalStatus::Pending), now))
+            .unwrap();
+        if let Some(a) = pending.into_iter().next() {
+            return a.id;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call was never held"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The audit records of `kind` with `outcome` in the log as it is on disk: nothing is flushed first, so only what
+/// was written before the caller looked counts.
+fn on_disk(h: &Harness, kind: &str, outcome: &str) -> usize {
+    std::fs::read_to_string(h.state.audit_log().path())
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["kind"] == kind && r["outcome"] == outcome)
+        .count()
+}
+
+/// Shutdown on a current-thread runtime (`serve`'s) while a call is held and its session was never closed (a
+/// signal dropped the front end's loop): the call is cancelled and records it before the audit queue is flushed,
+/// and the approval is no longer pending, so nobody can approve what no one waits for.
+#[tokio::test(flavor = "current_thread")]
+async fn shutdown_with_a_held_call_records_it_cancelled_before_flushing() {
+    let h = Harness::start(held(false), FixtureOptions::default()).await;
+    let mut client = h.client();
+    client.initialize(json!({})).await;
+    let id = hold_a_call(&h, &mut client).await;
+    let started = std::time::Instant::now();
+    h.gateway.shutdown().await;
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "shutdown took {took:?}"
+    );
+    assert_eq!(
+        on_disk(&h, "approval", "CANCELLED"),
+        1,
+        "the held call's approval record"
+    );
+    assert_eq!(
+        on_disk(&h, "execution", "CANCELLED"),
+        1,
+        "the held call's finished record"
+    );
+    let row = h
+        .state
+        .store(|s| s.get_request(&id, store::Timestamp::now()))
+        .unwrap();
+    assert_eq!(row.status, store::ApprovalStatus::Cancelled);
+}
+
+/// A client that goes away while toolgate's elicitation question about its held call is unanswered: the question
+/// is answered with an error when the session closes, so the session (and with it the front end's output) ends at
+/// once instead of when the front end stops waiting, and the held call still records its cancellation.
+#[tokio::test(flavor = "current_thread")]
+async fn client_gone_during_an_unanswered_elicitation_ends_its_session_at_once() {
+    let h = Harness::start(held(true), FixtureOptions::default()).await;
+    let mut client = h.client();
+    client.initialize(json!({"elicitation": {}})).await;
+    hold_a_call(&h, &mut client).await;
+    client
+        .wait_for(|m| m["method"] == "elicitation/create")
+        .await;
+    let ended = client.leave(std::time::Duration::from_secs(3)).await;
+    assert!(ended, "the session outlived its client");
+    h.state.flush();
+    assert_eq!(on_disk(&h, "approval", "CANCELLED"), 1);
+    h.gateway.shutdown().await;
 }

@@ -2,12 +2,14 @@
 //! a policy given as config, the fixture MCP server in this process over the in-memory upstream link, and a
 //! scripted client that drives one session message by message.
 //!
-//! How a session is opened, fed and read is confined to `Wire`, the one adapter over the session API. It does not
-//! check anything itself; the tests do.
+//! How a session is opened, fed and read is confined to `Wire`, the one adapter over the session API, which every
+//! session test's client is built on; `gateway` builds the bare gateway (no in-process upstream) those tests share.
+//! Nothing here checks anything itself; the tests do.
 
+use crate::front::RequestMeta;
 use crate::gateway::{Gateway, Options};
 use crate::guard::Guard;
-use crate::outbox::{Drain, Outbox};
+use crate::outbox::{Drain, Stream};
 use crate::session::Session;
 use crate::state::State;
 use serde_json::{json, Value};
@@ -23,34 +25,56 @@ pub(crate) type Records = (Vec<String>, Vec<String>);
 /// How long a test waits for anything before it fails.
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
-/// The one adapter over the session API: open a session, hand it a message, read what it sends.
-struct Wire {
-    session: Arc<Session>,
+/// The one adapter over the session API, shared by every test that drives a session: open a session as a front
+/// end does (`Session::open`), hand it a message with the `RequestMeta` a transport would give, read what it
+/// queues with the stream it is tagged with.
+pub(crate) struct Wire {
+    pub session: Arc<Session>,
     drain: Drain,
+    /// What the transport says about each message; a test changes it to play another transport or identity.
+    pub meta: RequestMeta,
 }
 
 impl Wire {
-    fn open(gateway: &Arc<Gateway>) -> Self {
-        let (outbox, drain) = Outbox::new(gateway.opts.limits.max_message_bytes);
-        let session = Session::new(Arc::clone(gateway), outbox);
-        Self { session, drain }
+    pub(crate) fn open(gateway: &Arc<Gateway>) -> Self {
+        let (session, drain) = Session::open(gateway);
+        Self {
+            session,
+            drain,
+            meta: RequestMeta::default(),
+        }
     }
 
-    async fn handle(&self, msg: &Value) {
+    /// Decodes `msg` under the session's limits, as a front end would, and hands it to the session.
+    pub(crate) async fn handle(&self, msg: &Value) {
         let bytes = serde_json::to_vec(msg).unwrap();
-        let decoded = jsonrpc::decode(&bytes, &jsonrpc::Limits::default()).unwrap();
-        self.session
-            .handle(decoded, &crate::RequestMeta::default())
-            .await;
+        let decoded = jsonrpc::decode(&bytes, &self.session.limits()).unwrap();
+        self.session.handle(decoded, &self.meta).await;
     }
 
-    async fn next(&mut self) -> Option<Value> {
+    /// The next message queued for the client and its stream; `None` once the drain has ended.
+    pub(crate) async fn next(&mut self) -> Option<(Stream, Value)> {
         let line = self.drain.next().await?;
-        Some(serde_json::from_slice(line.json()).unwrap())
+        Some((
+            line.stream().clone(),
+            serde_json::from_slice(line.json()).unwrap(),
+        ))
     }
 
-    fn close(&self) {
+    /// Whether the drain ended within `within` (discarding what was still queued).
+    pub(crate) async fn ended(&mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, async { while self.next().await.is_some() {} })
+            .await
+            .is_ok()
+    }
+
+    pub(crate) fn close(&self) {
         self.session.close();
+    }
+
+    /// Lets go of the session, as a front end that is done with it does; what it queued stays in the drain.
+    pub(crate) fn release(self) -> Drain {
+        self.drain
     }
 }
 
@@ -104,7 +128,7 @@ impl Client {
         }
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let msg = tokio::time::timeout_at(deadline, self.wire.next())
+            let (_, msg) = tokio::time::timeout_at(deadline, self.wire.next())
                 .await
                 .unwrap_or_else(|_| panic!("nothing expected arrived; kept {:#?}", self.kept))
                 .expect("the session was closed");
@@ -138,6 +162,16 @@ impl Client {
     pub(crate) fn close(&self) {
         self.wire.close();
     }
+
+    /// Closes the session and lets go of it, as a front end whose client went away does; whether its drain then
+    /// ended within `within` (it ends once the session and its requests are gone).
+    pub(crate) async fn leave(self, within: Duration) -> bool {
+        self.wire.close();
+        let mut drain = self.wire.release();
+        tokio::time::timeout(within, async { while drain.next().await.is_some() {} })
+            .await
+            .is_ok()
+    }
 }
 
 /// The `_meta` a modern client puts on every request.
@@ -145,6 +179,18 @@ pub(crate) fn modern_meta(capabilities: Value) -> Value {
     json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
            "io.modelcontextprotocol/clientCapabilities": capabilities,
            "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "1"}})
+}
+
+/// A gateway for `config` whose upstreams are never started in process (none, or HTTP ones this version does not
+/// connect), guarding `workspace`, with `state` if given.
+pub(crate) fn gateway(
+    config: &config::Config,
+    workspace: &std::path::Path,
+    state: Option<Arc<State>>,
+) -> Arc<Gateway> {
+    let guard = Guard::load(config, workspace).unwrap();
+    let opts = Options::from_config(config, false);
+    Gateway::start(config, opts, Arc::new(guard), state)
 }
 
 /// A gateway with state and policy, and the fixture as upstream `fx` in this process.

@@ -2,11 +2,14 @@
 //! eras, the whole catalog, a call, a request from the server, and a restart when the server ends. No process.
 
 use super::*;
+use crate::era::Era;
 use crate::memory::MemoryConnector;
 use config::{ServerKind, ToolFilter};
 use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use test_support::FixtureOptions;
+use tokio::sync::mpsc;
 
 const LONG: Duration = Duration::from_secs(20);
 

@@ -8,6 +8,7 @@ mod adapters;
 mod admin;
 mod approvals;
 mod approvals_attacks;
+mod approvals_exit;
 mod audit_health;
 mod audit_trail;
 mod client_configs;
