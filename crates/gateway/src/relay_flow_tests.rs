@@ -6,7 +6,7 @@
 use crate::outbox::Stream;
 use crate::outcome::CallOutcome;
 use crate::pipeline::{self, CallContext, HoldPolicy, Origin};
-use crate::testkit::{Client, Harness};
+use crate::testkit::{Client, Harness, WAIT};
 use jsonrpc::Id;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -169,12 +169,10 @@ async fn sampling_asked_during_a_call_with_no_client_session_is_refused_and_the_
         run_trace_id: "run-1".into(),
     };
     let ctx = CallContext::new(origin, HoldPolicy::HandleNow, CancellationToken::new());
-    let outcome = pipeline::govern_tool(
-        &h.gateway,
-        &ctx,
-        call("fx__sample", json!({"prompt": "hi"})),
-    )
-    .await;
+    let params = call("fx__sample", json!({"prompt": "hi"}));
+    let outcome = tokio::time::timeout(WAIT, pipeline::govern_tool(&h.gateway, &ctx, params))
+        .await
+        .expect("refused at once, not left waiting for a client to answer");
     let CallOutcome::Failed(failure) = &outcome else {
         panic!("the call must fail with the refusal: {outcome:?}");
     };
