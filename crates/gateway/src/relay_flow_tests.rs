@@ -184,3 +184,24 @@ async fn sampling_asked_during_a_call_with_no_client_session_is_refused_and_the_
     assert_eq!(a.unexpected().await, Vec::<Value>::new());
     h.stop(&[&a]).await;
 }
+
+/// A modern client's call makes the upstream ask for sampling: toolgate cannot bridge it into that client's era,
+/// so it is refused, and the legacy session that declared sampling is not asked in its place.
+#[tokio::test]
+async fn sampling_asked_during_a_modern_call_is_refused_not_handed_to_a_legacy_session_that_could_answer(
+) {
+    let h = harness().await;
+    let mut legacy = client(&h, json!({"sampling": {}})).await;
+    let mut modern = h.client();
+    let answer = modern
+        .modern("tools/call", call("fx__sample", json!({"prompt": "hi"})))
+        .await;
+    let said = answer.to_string();
+    assert!(
+        said.contains("bridging server requests into multi round-trip results is not supported"),
+        "the modern client sees the refusal: {answer}"
+    );
+    assert_eq!(modern.unexpected().await, Vec::<Value>::new());
+    assert_eq!(legacy.unexpected().await, Vec::<Value>::new());
+    h.stop(&[&legacy, &modern]).await;
+}
