@@ -353,15 +353,64 @@ async fn log_line_queued_before_the_answer_is_still_attributed_to_its_call() {
     }
     drop(call);
     assert!(attributed(&table), "ended with two events queued");
-    // What the event loop does: take one event, handle it, count it.
+    // What the event loop does: take one event, count it taken, handle it, count it handled.
     rx.recv().await.unwrap();
+    table.took_one();
     table.handled_one();
     assert!(attributed(&table), "one queued event is not handled yet");
     rx.recv().await.unwrap();
+    table.took_one();
     table.handled_one();
     assert!(matches!(table.cause("fx"), Cause::Idle));
     // Nothing queued: forgotten as it ends.
     drop(table.begin_for("fx", &a.session, None));
+    assert!(matches!(table.cause("fx"), Cause::Idle));
+    gw.shutdown().await;
+}
+
+/// The event loop has taken an upstream's log line off the queue but not handled it yet (it is still busy with
+/// an event before it, say a catalog rebuild) when the call's answer ends the call. The line is no longer queued,
+/// so counting the queue alone forgot the call one event early, and the line went to every client.
+#[tokio::test]
+async fn log_line_taken_but_not_yet_handled_when_its_call_ends_is_still_attributed_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC)]);
+    let a = Client::open(&gw, json!({})).await;
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let table = Arc::new(crate::correlate::Correlation::watching(tx.downgrade()));
+    let attributed = |table: &crate::correlate::Correlation| matches!(table.cause("fx"), Cause::Call { session, .. } if session.upgrade().unwrap().id == a.session.id);
+
+    // Taken, queue empty: the call ends while the loop handles the one event.
+    let call = table.begin_for("fx", &a.session, None);
+    tx.send(note(
+        "fx",
+        "notifications/message",
+        json!({"level": "info"}),
+    ))
+    .await
+    .unwrap();
+    rx.recv().await.unwrap();
+    table.took_one();
+    drop(call);
+    assert!(attributed(&table), "the line being handled is the call's");
+    table.handled_one();
+    assert!(matches!(table.cause("fx"), Cause::Idle));
+
+    // One being handled and one queued: kept until both are handled.
+    let call = table.begin_for("fx", &a.session, None);
+    for level in ["info", "debug"] {
+        tx.send(note("fx", "notifications/message", json!({"level": level})))
+            .await
+            .unwrap();
+    }
+    rx.recv().await.unwrap();
+    table.took_one();
+    drop(call);
+    table.handled_one();
+    assert!(attributed(&table), "the queued line is not handled yet");
+    rx.recv().await.unwrap();
+    table.took_one();
+    table.handled_one();
     assert!(matches!(table.cause("fx"), Cause::Idle));
     gw.shutdown().await;
 }
