@@ -9,8 +9,9 @@
 //!
 //! A call's answer is read ahead of the notifications the upstream sent before it: they wait in the gateway's
 //! event queue, the answer goes straight to the call. So an ended call stays counted until the event loop has
-//! handled every event that was queued when it ended; otherwise a log line written just before the answer would
-//! find no call and go to every client.
+//! handled every event that was queued when it ended, and the one it was handling then (taken off the queue, not
+//! yet handled: a log line the loop took while it waited on a catalog rebuild is no longer queued, but not yet
+//! routed either); otherwise a log line written just before the answer would find no call and go to every client.
 
 use crate::session::Session;
 use jsonrpc::Id;
@@ -59,6 +60,8 @@ pub(crate) struct Correlation {
     next: AtomicU64,
     /// The gateway's event queue (weak: the table must not keep it open), to see what is still queued.
     events: Option<mpsc::WeakSender<Event>>,
+    /// Events the event loop has taken off the queue so far (handled, or being handled).
+    taken: AtomicU64,
     /// Events the event loop has handled so far.
     handled: AtomicU64,
 }
@@ -72,26 +75,35 @@ impl Correlation {
         }
     }
 
+    /// The event loop took one more event off the queue; it calls `handled_one` once that event is handled.
+    pub(crate) fn took_one(&self) {
+        self.taken.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// The event loop handled one more event: calls whose queued events are all handled are forgotten.
     pub(crate) fn handled_one(&self) {
-        let handled = self.handled.fetch_add(1, Ordering::Relaxed) + 1;
+        let handled = self.handled.fetch_add(1, Ordering::SeqCst) + 1;
         self.lock()
             .calls
             .retain(|_, c| c.forget_after.is_none_or(|n| n > handled));
     }
 
-    /// A call ended: forgotten at once when nothing is queued, else once what is queued now was handled.
+    /// A call ended: forgotten at once when nothing is queued or being handled, else once what is queued now and
+    /// what is being handled were handled. The queue is read before the count of taken events: an event taken in
+    /// between is then counted as taken, where the other order would miss it in both.
     fn end(&self, key: u64) {
         let queued = self
             .events
             .as_ref()
             .and_then(mpsc::WeakSender::upgrade)
-            .map_or(0, |tx| tx.max_capacity() - tx.capacity());
+            .map_or(0, |tx| tx.max_capacity() - tx.capacity()) as u64;
+        let taken = self.taken.load(Ordering::SeqCst);
         let mut inner = self.lock();
-        if queued == 0 {
+        let forget_after = taken + queued;
+        if forget_after <= self.handled.load(Ordering::SeqCst) {
             inner.calls.remove(&key);
         } else if let Some(call) = inner.calls.get_mut(&key) {
-            call.forget_after = Some(self.handled.load(Ordering::Relaxed) + queued as u64);
+            call.forget_after = Some(forget_after);
         }
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

@@ -416,6 +416,7 @@ impl Gateway {
                 e = rx.recv() => match e { Some(e) => e, None => return },
                 () = self.shutdown.cancelled() => return,
             };
+            self.correlation.took_one();
             self.on_event(event).await;
             self.correlation.handled_one();
         }

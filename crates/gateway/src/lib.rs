@@ -28,6 +28,8 @@ mod hooks;
 mod ids;
 mod intrinsics;
 mod methods;
+#[cfg(test)]
+mod modern_flow_tests;
 mod names;
 mod outbox;
 mod outcome;
@@ -38,6 +40,8 @@ mod pipeline_flow_tests;
 mod progress;
 mod rebuild;
 mod record;
+#[cfg(test)]
+mod relay_flow_tests;
 mod requester;
 mod route;
 mod session;

@@ -1,10 +1,11 @@
 //! Test harness for sessions and the pipeline without processes: a `Gateway` over a temporary state directory,
-//! a policy given as config, the fixture MCP server in this process over the in-memory upstream link, and a
-//! scripted client that drives one session message by message.
+//! a policy given as config, the fixture MCP server in this process over the in-memory upstream link, and
+//! scripted clients, each driving one session of that gateway message by message (as many as a test opens).
 //!
 //! How a session is opened, fed and read is confined to `Wire`, the one adapter over the session API, which every
-//! session test's client is built on; `gateway` builds the bare gateway (no in-process upstream) those tests share.
-//! Nothing here checks anything itself; the tests do.
+//! session test's client is built on; it keeps the stream each outgoing message was tagged with, so tests can tell
+//! which request a message belongs to. `gateway` builds the bare gateway (no in-process upstream) those tests
+//! share. Nothing here checks anything itself; the tests do.
 
 use crate::front::RequestMeta;
 use crate::gateway::{Gateway, Options};
@@ -79,14 +80,38 @@ impl Wire {
 }
 
 /// A client scripted message by message. What arrives while it waits for one answer (notifications, requests
-/// from toolgate) is kept for `wait_for`.
+/// from toolgate) is kept, with its stream, for `wait_for`.
 pub(crate) struct Client {
     wire: Wire,
     next_id: i64,
-    kept: VecDeque<Value>,
+    kept: VecDeque<(Stream, Value)>,
 }
 
+/// How long a client listens for messages that must not come (`unexpected`): what toolgate sends a client is
+/// queued before the call that caused it answers, so a short pause after that answer is enough.
+const QUIET: Duration = Duration::from_millis(300);
+
 impl Client {
+    /// Sends a request of the modern era (without `initialize`: `modern_meta` with no capabilities is merged into
+    /// the `_meta` given, if any); returns its id.
+    pub(crate) async fn send_modern(&mut self, method: &str, mut params: Value) -> Value {
+        if !params["_meta"].is_object() {
+            params["_meta"] = json!({});
+        }
+        if let (Some(meta), Value::Object(modern)) =
+            (params["_meta"].as_object_mut(), modern_meta(json!({})))
+        {
+            meta.extend(modern);
+        }
+        self.send_request(method, params).await
+    }
+
+    /// A modern-era request (`send_modern`) and its whole response.
+    pub(crate) async fn modern(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_modern(method, params).await;
+        self.response(&id).await
+    }
+
     /// Sends a request and returns its whole response (`result` or `error`).
     pub(crate) async fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.send_request(method, params).await;
@@ -123,25 +148,39 @@ impl Client {
 
     /// The first message (kept or new) that `pred` accepts; fails the test after `WAIT`.
     pub(crate) async fn wait_for(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        if let Some(i) = self.kept.iter().position(&pred) {
+        self.wait_for_on(pred).await.1
+    }
+
+    /// Like `wait_for`, with the stream the message was sent on.
+    pub(crate) async fn wait_for_on(&mut self, pred: impl Fn(&Value) -> bool) -> (Stream, Value) {
+        if let Some(i) = self.kept.iter().position(|(_, m)| pred(m)) {
             return self.kept.remove(i).unwrap();
         }
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let (_, msg) = tokio::time::timeout_at(deadline, self.wire.next())
+            let (stream, msg) = tokio::time::timeout_at(deadline, self.wire.next())
                 .await
                 .unwrap_or_else(|_| panic!("nothing expected arrived; kept {:#?}", self.kept))
                 .expect("the session was closed");
             if pred(&msg) {
-                return msg;
+                return (stream, msg);
             }
-            self.kept.push_back(msg);
+            self.kept.push_back((stream, msg));
         }
     }
 
     /// Whether a message `pred` accepts arrived and is still kept (not taken by `wait_for`).
     pub(crate) fn kept(&self, pred: impl Fn(&Value) -> bool) -> bool {
-        self.kept.iter().any(pred)
+        self.kept.iter().any(|(_, m)| pred(m))
+    }
+
+    /// Everything kept and everything that arrives within `QUIET` (taken): for asserting what must not come.
+    pub(crate) async fn unexpected(&mut self) -> Vec<Value> {
+        let mut all: Vec<Value> = self.kept.drain(..).map(|(_, m)| m).collect();
+        while let Ok(Some((_, msg))) = tokio::time::timeout(QUIET, self.wire.next()).await {
+            all.push(msg);
+        }
+        all
     }
 
     /// A tools/call in the client's era; returns the whole response.

@@ -1,0 +1,207 @@
+//! Two client sessions on one gateway, through real forwarding to the fixture in this process (`testkit`): what
+//! the upstream asks or logs during a call reaches only the client whose call caused it, on that call's stream;
+//! what it asks while calls of two clients, or a call no client stands behind, are in flight is refused and
+//! reaches nobody. The table's rules in isolation are in `route_tests`.
+
+use crate::outbox::Stream;
+use crate::outcome::CallOutcome;
+use crate::pipeline::{self, CallContext, HoldPolicy, Origin};
+use crate::testkit::{Client, Harness, WAIT};
+use jsonrpc::Id;
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use test_support::FixtureOptions;
+use tokio_util::sync::CancellationToken;
+
+async fn harness() -> Harness {
+    let policy = json!({"permissions": {"default": "allow"}, "pins": {"newTools": "accept"}});
+    Harness::start(policy, FixtureOptions::default()).await
+}
+
+/// A legacy client that declared `capabilities`.
+async fn client(h: &Harness, capabilities: Value) -> Client {
+    let mut c = h.client();
+    let init = c.initialize(capabilities).await;
+    assert!(init.get("result").is_some(), "{init}");
+    c
+}
+
+fn is_request(m: &Value) -> bool {
+    m.get("method").is_some() && m.get("id").is_some()
+}
+
+fn call(tool: &str, arguments: Value) -> Value {
+    json!({"name": tool, "arguments": arguments})
+}
+
+/// The stream of client request `id` (as the scripted client numbers them).
+fn stream_of(id: &Value) -> Stream {
+    Stream::Request(Id::from_value(id).unwrap())
+}
+
+/// A calls `tool`, which makes the fixture send `method`: A gets it on its call's stream under toolgate's own
+/// id, its answer goes back to the upstream and into A's result; B, which could answer it too, gets nothing.
+async fn ask_reaches_only_the_caller(tool: &str, method: &str, answer: Value) -> Value {
+    let h = harness().await;
+    let caps = json!({"sampling": {}, "elicitation": {}});
+    let mut a = client(&h, caps.clone()).await;
+    let mut b = client(&h, caps).await;
+    let id = a.send_request("tools/call", call(tool, json!({}))).await;
+    let (stream, asked) = a.wait_for_on(|m| m["method"] == method).await;
+    assert_eq!(stream, stream_of(&id), "on the stream of A's call: {asked}");
+    assert!(
+        !asked["id"].as_str().is_some_and(|s| s.starts_with("fx-")),
+        "the upstream's own id never reaches the client: {asked}"
+    );
+    a.respond(&asked["id"], answer).await;
+    let result = a.response(&id).await;
+    assert_eq!(b.unexpected().await, Vec::<Value>::new(), "B gets nothing");
+    assert_eq!(
+        a.unexpected().await,
+        Vec::<Value>::new(),
+        "nothing else for A"
+    );
+    h.stop(&[&a, &b]).await;
+    result
+}
+
+#[tokio::test]
+async fn sampling_asked_during_a_call_reaches_only_its_caller_on_that_calls_stream() {
+    let answer = json!({"role": "assistant", "content": {"type": "text", "text": "from A"},
+                        "model": "scripted"});
+    let result = ask_reaches_only_the_caller("fx__sample", "sampling/createMessage", answer).await;
+    assert_eq!(
+        result["result"]["content"][0]["text"], "from A",
+        "A's answer reached the upstream and completed A's call: {result}"
+    );
+}
+
+#[tokio::test]
+async fn elicitation_asked_during_a_call_reaches_only_its_caller_on_that_calls_stream() {
+    let answer = json!({"action": "decline"});
+    let result = ask_reaches_only_the_caller("fx__elicit", "elicitation/create", answer).await;
+    assert_eq!(
+        result["result"]["structuredContent"]["action"], "decline",
+        "A's answer reached the upstream and completed A's call: {result}"
+    );
+}
+
+/// B's call runs on the upstream when A's call makes it ask: the upstream's request names no call, so toolgate
+/// refuses it; the fixture's tool fails with that refusal and neither client is asked anything.
+#[tokio::test]
+async fn upstream_request_while_calls_of_two_sessions_run_is_refused_and_reaches_neither() {
+    let h = harness().await;
+    let caps = json!({"sampling": {}});
+    let mut a = client(&h, caps.clone()).await;
+    let mut b = client(&h, caps).await;
+    let slow = json!({"name": "fx__slow", "arguments": {"steps": 400, "delay_ms": 25},
+                      "_meta": {"progressToken": "b-1"}});
+    let b_call = b.send_request("tools/call", slow).await;
+    // B's first progress proves its call runs upstream.
+    b.wait_for(|m| m["method"] == "notifications/progress")
+        .await;
+    let answer = a
+        .call("fx__sample", json!({"prompt": "whose is this?"}))
+        .await;
+    let error = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("calls of 2 clients are in flight on fx"),
+        "A sees the upstream's failure, which carries the refusal: {answer}"
+    );
+    b.notify("notifications/cancelled", json!({"requestId": b_call}))
+        .await;
+    let to_a = a.unexpected().await;
+    let to_b = b.unexpected().await;
+    assert!(!to_a.iter().any(is_request), "{to_a:#?}");
+    assert!(!to_b.iter().any(is_request), "{to_b:#?}");
+    assert!(
+        !to_b.iter().any(|m| m.get("id") == Some(&b_call)),
+        "B's cancelled call gets no response"
+    );
+    h.stop(&[&a, &b]).await;
+}
+
+/// A log line the upstream writes during A's call is A's: filtered by A's own level, never sent to B, although B
+/// asked for every level.
+#[tokio::test]
+async fn log_line_written_during_a_call_reaches_its_caller_at_its_level_and_not_the_other_session()
+{
+    let h = harness().await;
+    let mut a = client(&h, json!({})).await;
+    let mut b = client(&h, json!({})).await;
+    let set = a
+        .request("logging/setLevel", json!({"level": "warning"}))
+        .await;
+    assert_eq!(set["result"], json!({}), "{set}");
+    b.request("logging/setLevel", json!({"level": "debug"}))
+        .await;
+    let quiet = a
+        .call(
+            "fx__log",
+            json!({"level": "info", "data": "below A's level"}),
+        )
+        .await;
+    assert_eq!(quiet["result"]["content"][0]["text"], "logged", "{quiet}");
+    let loud = a
+        .call("fx__log", json!({"level": "error", "data": "for A"}))
+        .await;
+    assert_eq!(loud["result"]["content"][0]["text"], "logged", "{loud}");
+    let logged = a.wait_for(|m| m["method"] == "notifications/message").await;
+    assert_eq!(logged["params"]["data"], "for A", "{logged}");
+    // The event loop handles the upstream's lines in order: the info line was handled before the error line.
+    assert_eq!(a.unexpected().await, Vec::<Value>::new(), "below A's level");
+    assert_eq!(
+        b.unexpected().await,
+        Vec::<Value>::new(),
+        "A's call's log lines are not B's"
+    );
+    h.stop(&[&a, &b]).await;
+}
+
+/// A governed call no client session stands behind (a code-mode run's) makes its upstream ask for sampling while
+/// a session that declared sampling is open: refused, and that session is asked nothing.
+#[tokio::test]
+async fn sampling_asked_during_a_call_with_no_client_session_is_refused_and_the_open_session_gets_nothing(
+) {
+    let h = harness().await;
+    let mut a = client(&h, json!({"sampling": {}})).await;
+    let origin = Origin::CodeRun {
+        run_trace_id: "run-1".into(),
+    };
+    let ctx = CallContext::new(origin, HoldPolicy::HandleNow, CancellationToken::new());
+    let params = call("fx__sample", json!({"prompt": "hi"}));
+    let outcome = tokio::time::timeout(WAIT, pipeline::govern_tool(&h.gateway, &ctx, params))
+        .await
+        .expect("refused at once, not left waiting for a client to answer");
+    let CallOutcome::Failed(failure) = &outcome else {
+        panic!("the call must fail with the refusal: {outcome:?}");
+    };
+    let said = format!("{failure:?}");
+    assert!(
+        said.contains("no client session stands behind the call"),
+        "{said}"
+    );
+    assert_eq!(a.unexpected().await, Vec::<Value>::new());
+    h.stop(&[&a]).await;
+}
+
+/// A modern client's call makes the upstream ask for sampling: toolgate cannot bridge it into that client's era,
+/// so it is refused, and the legacy session that declared sampling is not asked in its place.
+#[tokio::test]
+async fn sampling_asked_during_a_modern_call_is_refused_not_handed_to_a_legacy_session_that_could_answer(
+) {
+    let h = harness().await;
+    let mut legacy = client(&h, json!({"sampling": {}})).await;
+    let mut modern = h.client();
+    let answer = modern
+        .modern("tools/call", call("fx__sample", json!({"prompt": "hi"})))
+        .await;
+    let said = answer.to_string();
+    assert!(
+        said.contains("bridging server requests into multi round-trip results is not supported"),
+        "the modern client sees the refusal: {answer}"
+    );
+    assert_eq!(modern.unexpected().await, Vec::<Value>::new());
+    assert_eq!(legacy.unexpected().await, Vec::<Value>::new());
+    h.stop(&[&legacy, &modern]).await;
+}
