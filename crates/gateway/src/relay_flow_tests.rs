@@ -1,7 +1,8 @@
 //! Two client sessions on one gateway, through real forwarding to the fixture in this process (`testkit`): what
 //! the upstream asks or logs during a call reaches only the client whose call caused it, on that call's stream;
 //! what it asks while calls of two clients, or a call no client stands behind, are in flight is refused and
-//! reaches nobody. The table's rules in isolation are in `route_tests`.
+//! reaches nobody; a resource subscription two clients share ends upstream only when the last of them leaves.
+//! The table's rules in isolation are in `route_tests`.
 
 use crate::outbox::Stream;
 use crate::outcome::CallOutcome;
@@ -204,4 +205,52 @@ async fn sampling_asked_during_a_modern_call_is_refused_not_handed_to_a_legacy_s
     assert_eq!(modern.unexpected().await, Vec::<Value>::new());
     assert_eq!(legacy.unexpected().await, Vec::<Value>::new());
     h.stop(&[&legacy, &modern]).await;
+}
+
+/// The URIs the fixture holds a subscription for, as `observer` asks it.
+async fn fixture_subscriptions(observer: &mut Client) -> Value {
+    let answer = observer.call("fx__subscriptions", json!({})).await;
+    answer["result"]["structuredContent"]["uris"].clone()
+}
+
+/// A and B subscribe to the same resource, which the upstream holds as one subscription: A leaving does not end
+/// it (B still hears of updates); B, the last subscriber, leaving does, so the upstream stops sending updates
+/// nobody would hear of.
+#[tokio::test]
+async fn upstream_subscription_ends_when_its_last_subscriber_closes_and_not_before() {
+    let h = harness().await;
+    let mut a = client(&h, json!({})).await;
+    let mut b = client(&h, json!({})).await;
+    let mut observer = client(&h, json!({})).await;
+    let uri = json!({"uri": "fixture://static/1"});
+    for c in [&mut a, &mut b] {
+        let subscribed = c.request("resources/subscribe", uri.clone()).await;
+        assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    }
+    assert_eq!(
+        fixture_subscriptions(&mut observer).await,
+        json!(["fixture://static/1"])
+    );
+    assert!(a.leave(WAIT).await, "A's session ended");
+    // What a close sends upstream is sent from a task of its own: give it time to come if it wrongly would.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        fixture_subscriptions(&mut observer).await,
+        json!(["fixture://static/1"]),
+        "B is still subscribed: the upstream must not be told"
+    );
+    assert!(b.leave(WAIT).await, "B's session ended");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let uris = fixture_subscriptions(&mut observer).await;
+        if uris == json!([]) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the last subscriber left, the upstream still holds {uris}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    h.stop(&[&observer]).await;
 }

@@ -13,13 +13,14 @@
 //! Log messages go to the session whose calls are the only ones in flight on that upstream, else to every
 //! session; either way only where that session's own level admits them. Each upstream is set to the most verbose
 //! level any open session asked for. Resource updates go only to the sessions subscribed to that URI on that
-//! upstream. Modern clients receive none of these notifications, as before: they come on request streams this
+//! upstream; the upstream holds one subscription for all of them, ended when the last one unsubscribes or closes.
+//! Modern clients receive none of these notifications, as before: they come on request streams this
 //! version does not keep open.
 
 use crate::correlate::Cause;
 use crate::errors::invalid_params;
 use crate::gateway::Gateway;
-use crate::session::{Relayed, Session};
+use crate::session::{Left, Session};
 use jsonrpc::{error_object, Id};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -265,10 +266,11 @@ impl Gateway {
     }
 
     /// What a closed session leaves upstream: the requests relayed to it are answered with an error (nobody will
-    /// answer them), and when it had set a log level, upstreams follow the sessions still open (unchanged when no
-    /// open session set one: MCP has no way back to a server's default).
-    pub(crate) async fn session_closed(self: Arc<Self>, relayed: Vec<Relayed>, had_level: bool) {
-        for r in relayed {
+    /// answer them); each subscription no open session still shares is ended upstream, else the upstream would go
+    /// on sending updates nobody hears of; and when it had set a log level, upstreams follow the sessions still
+    /// open (unchanged when no open session set one: MCP has no way back to a server's default).
+    pub(crate) async fn session_closed(self: Arc<Self>, left: Left) {
+        for r in left.relayed {
             self.correlation.relay_ended(&r.server, &r.upstream_id);
             let err = error_object(
                 jsonrpc::INTERNAL_ERROR,
@@ -278,16 +280,49 @@ impl Gateway {
             self.answer_upstream(&r.server, r.upstream_id, Err(err))
                 .await;
         }
-        if let Some(level) = self.upstream_log_level().filter(|_| had_level) {
+        for (server, uri) in left.subscriptions {
+            if !self.subscribed_anywhere(&server, &uri) {
+                // One task each: an upstream slow to answer holds up neither the others nor this close.
+                tokio::spawn(Arc::clone(&self).end_subscription(server, uri));
+            }
+        }
+        if let Some(level) = self.upstream_log_level().filter(|_| left.had_level) {
             self.set_upstream_level(level).await;
         }
     }
 
-    /// Whether a session other than `session` is subscribed to `uri` on `server`.
-    fn subscribed_elsewhere(&self, session: &Session, server: &str, uri: &str) -> bool {
+    /// Tells `server` that nobody is subscribed to `uri` any more; best effort (the upstream may be gone).
+    async fn end_subscription(self: Arc<Self>, server: String, uri: String) {
+        let Some(up) = self.upstream(&server).cloned() else {
+            return;
+        };
+        let never = CancellationToken::new();
+        let answer = match up.connection() {
+            Ok(conn) => {
+                conn.request(
+                    "resources/unsubscribe",
+                    Some(json!({"uri": uri})),
+                    up.request_timeout(),
+                    &never,
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = answer {
+            tracing::debug!(
+                server,
+                uri,
+                "subscription of a closed session not ended upstream: {e}"
+            );
+        }
+    }
+
+    /// Whether an open session is subscribed to `uri` on `server`.
+    fn subscribed_anywhere(&self, server: &str, uri: &str) -> bool {
         self.live_sessions()
             .iter()
-            .any(|s| s.id != session.id && s.is_open() && s.is_subscribed(server, uri))
+            .any(|s| s.is_open() && s.is_subscribed(server, uri))
     }
 }
 
@@ -316,7 +351,7 @@ impl Session {
         self.lock()
             .subscriptions
             .remove(&(server.to_owned(), uri.to_owned()));
-        !self.gateway.subscribed_elsewhere(self, server, uri)
+        !self.gateway.subscribed_anywhere(server, uri)
     }
 
     /// `logging/setLevel`: this session's level, kept by toolgate; upstreams that log are set to the most

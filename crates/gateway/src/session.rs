@@ -99,6 +99,16 @@ pub(crate) struct Relayed {
     pub cause: Option<Id>,
 }
 
+/// What a closed session leaves upstream for `Gateway::session_closed` to settle.
+pub(crate) struct Left {
+    /// Upstream requests relayed to it and not yet answered.
+    pub relayed: Vec<Relayed>,
+    /// Whether it had set a log level.
+    pub had_level: bool,
+    /// Its resource subscriptions, as (server, uri).
+    pub subscriptions: Vec<(String, String)>,
+}
+
 /// One client's session; front ends hold it as `Arc<Session>` (see `Session::open`).
 pub struct Session {
     /// Identifies this connection for session grants.
@@ -146,13 +156,14 @@ impl Session {
     }
 
     /// Ends the session: every request still running is cancelled (and its upstream told so), requests relayed to
-    /// it are answered upstream with an error (`Gateway::session_closed`), and the session's grants are revoked
+    /// it are answered upstream with an error and its subscriptions no other session shares are ended upstream
+    /// (`Gateway::session_closed`), and the session's grants are revoked
     /// (its id is never used again, so they could only ever be clutter). What is already queued stays in the
     /// drain, which ends once the session and its requests are gone.
     /// Questions toolgate asked the client (elicitation) are answered with an error at once: a waiter kept for
     /// an answer that cannot come would keep the session, and so its drain, alive. Closing twice does nothing more.
     pub fn close(&self) {
-        let (relayed, had_level, asked) = {
+        let (relayed, had_level, asked, subscriptions) = {
             let mut st = self.lock();
             if st.closed {
                 return;
@@ -163,12 +174,18 @@ impl Session {
             }
             let relayed: Vec<_> = st.relayed.drain().map(|(_, r)| r).collect();
             let asked: Vec<_> = st.asked.drain().map(|(_, waiter)| waiter).collect();
-            (relayed, st.log_level.is_some(), asked)
+            let subscriptions: Vec<_> = st.subscriptions.drain().collect();
+            (relayed, st.log_level.is_some(), asked, subscriptions)
         };
         // Dropped outside the lock: each waiter wakes and takes it to remove nothing.
         drop(asked);
-        if !relayed.is_empty() || had_level {
-            tokio::spawn(Arc::clone(&self.gateway).session_closed(relayed, had_level));
+        if !relayed.is_empty() || had_level || !subscriptions.is_empty() {
+            let left = Left {
+                relayed,
+                had_level,
+                subscriptions,
+            };
+            tokio::spawn(Arc::clone(&self.gateway).session_closed(left));
         }
         if let Some(state) = &self.gateway.state {
             if let Err(e) = state.store(|s| s.revoke_session(&self.id)) {
