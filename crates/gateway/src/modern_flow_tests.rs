@@ -4,7 +4,7 @@
 //! counterparts are in `session_flow_tests` and `pipeline_flow_tests`; the fixture runs in process (`testkit`).
 
 use crate::outbox::Stream;
-use crate::testkit::{Client, Harness, WAIT};
+use crate::testkit::{Client, Harness};
 use jsonrpc::Id;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -129,23 +129,7 @@ async fn modern_call_cancelled_while_held_gets_no_response_and_its_approval_is_w
         )
         .await;
     let admin = store::Store::open(h.state.namespace()).unwrap();
-    let deadline = std::time::Instant::now() + WAIT;
-    let pending = loop {
-        let listed = admin
-            .list_requests(
-                Some(store::ApprovalStatus::Pending),
-                store::Timestamp::now(),
-            )
-            .unwrap();
-        if let Some(request) = listed.into_iter().next() {
-            break request;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call was not held"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let pending = h.pending_request().await;
     client
         .notify("notifications/cancelled", json!({"requestId": id}))
         .await;

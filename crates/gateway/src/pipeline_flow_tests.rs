@@ -283,21 +283,7 @@ async fn waiting_held_call_runs_when_another_store_connection_approves_it() {
         )
         .await;
     let mut admin = store::Store::open(h.state.namespace()).unwrap();
-    let deadline = std::time::Instant::now() + WAIT;
-    let pending = loop {
-        let now = store::Timestamp::now();
-        let listed = admin
-            .list_requests(Some(store::ApprovalStatus::Pending), now)
-            .unwrap();
-        if let Some(request) = listed.into_iter().next() {
-            break request;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call was not held"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let pending = h.pending_request().await;
     admin
         .approve(&pending.id, "test operator", store::Timestamp::now())
         .unwrap();

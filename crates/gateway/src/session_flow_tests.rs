@@ -3,7 +3,7 @@
 //! call whose session ends or whose gateway shuts down recording its cancellation. The fixture runs in this
 //! process over the in-memory link (`testkit`).
 
-use crate::testkit::{modern_meta, Client, Harness};
+use crate::testkit::{Client, Harness};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use test_support::FixtureOptions;
@@ -23,11 +23,6 @@ fn error_message(answer: &Value) -> String {
         .to_owned()
 }
 
-async fn modern_request(client: &mut Client, method: &str, mut params: Value) -> Value {
-    params["_meta"] = modern_meta(json!({}));
-    client.request(method, params).await
-}
-
 #[tokio::test]
 async fn initialize_settles_the_legacy_era_and_a_modern_request_is_then_refused() {
     let h = harness().await;
@@ -36,7 +31,7 @@ async fn initialize_settles_the_legacy_era_and_a_modern_request_is_then_refused(
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
     let listed = client.request("tools/list", json!({})).await;
     assert!(listed["result"]["tools"].as_array().is_some(), "{listed}");
-    let mixed = modern_request(&mut client, "tools/list", json!({})).await;
+    let mixed = client.modern("tools/list", json!({})).await;
     assert!(
         error_message(&mixed).contains("initialized with protocol 2025-11-25"),
         "{mixed}"
@@ -48,7 +43,7 @@ async fn initialize_settles_the_legacy_era_and_a_modern_request_is_then_refused(
 async fn modern_meta_settles_the_modern_era_and_initialize_is_then_refused() {
     let h = harness().await;
     let mut client = h.client();
-    let listed = modern_request(&mut client, "tools/list", json!({})).await;
+    let listed = client.modern("tools/list", json!({})).await;
     assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
     let again = client
         .request(
@@ -81,7 +76,7 @@ async fn request_before_either_era_is_refused_as_not_initialized() {
 async fn server_discover_first_leaves_the_era_open_for_initialize() {
     let h = harness().await;
     let mut client = h.client();
-    let discovered = modern_request(&mut client, "server/discover", json!({})).await;
+    let discovered = client.modern("server/discover", json!({})).await;
     assert!(
         discovered["result"]["supportedVersions"]
             .as_array()
@@ -99,7 +94,7 @@ async fn server_discover_first_leaves_the_era_open_for_modern_requests() {
     let mut client = h.client();
     let discovered = client.request("server/discover", json!({})).await;
     assert!(discovered.get("result").is_some(), "{discovered}");
-    let listed = modern_request(&mut client, "tools/list", json!({})).await;
+    let listed = client.modern("tools/list", json!({})).await;
     assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
     h.stop(&[&client]).await;
 }
@@ -228,22 +223,7 @@ async fn hold_a_call(h: &Harness, client: &mut Client) -> String {
             json!({"name": "fx__echo", "arguments": {"text": "x"}}),
         )
         .await;
-    let deadline = std::time::Instant::now() + crate::testkit::WAIT;
-    loop {
-        let now = store::Timestamp::now();
-        let pending = h
-            .state
-            .store(|s| s.list_requests(Some(store::ApprovalStatus::Pending), now))
-            .unwrap();
-        if let Some(a) = pending.into_iter().next() {
-            return a.id;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call was never held"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    h.pending_request().await.id
 }
 
 /// The audit records of `kind` with `outcome` in the log as it is on disk: nothing is flushed first, so only what

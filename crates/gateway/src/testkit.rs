@@ -337,6 +337,26 @@ impl Harness {
         }
     }
 
+    /// Waits until an approval request is pending in the store; returns the newest.
+    pub(crate) async fn pending_request(&self) -> store::Approval {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let now = store::Timestamp::now();
+            let pending = self
+                .state
+                .store(|s| s.list_requests(Some(store::ApprovalStatus::Pending), now))
+                .unwrap();
+            if let Some(request) = pending.into_iter().next() {
+                return request;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the call was never held"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     pub(crate) async fn stop(self, clients: &[&Client]) {
         for c in clients {
             c.close();
