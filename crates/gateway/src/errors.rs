@@ -31,3 +31,12 @@ pub fn invalid_params(message: impl Into<String>) -> Value {
 pub fn invalid_request(message: impl Into<String>) -> Value {
     error_object(jsonrpc::INVALID_REQUEST, message, None)
 }
+
+/// A protocol version toolgate does not speak where it was declared (a request's `_meta`, a transport header).
+pub fn unsupported_version(supported: &[&str], requested: &Value) -> Value {
+    error_object(
+        jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
+        "Unsupported protocol version",
+        Some(serde_json::json!({"supported": supported, "requested": requested})),
+    )
+}

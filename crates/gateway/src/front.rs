@@ -4,7 +4,7 @@
 //! transport: a front end decodes its frames, calls `Session::handle`, and writes what the session's `Drain`
 //! yields to the stream each message names.
 
-use crate::errors::invalid_request;
+use crate::errors::{invalid_request, unsupported_version};
 use crate::gateway::Gateway;
 use crate::outbox::{Drain, Outbox, Stream};
 use crate::session::{ClientEra, Session, SUPPORTED_VERSIONS};
@@ -115,7 +115,7 @@ impl Session {
                 return if SUPPORTED_VERSIONS.contains(&declared.as_str()) {
                     Ok(())
                 } else {
-                    Err(unsupported(declared))
+                    Err(unsupported_version(SUPPORTED_VERSIONS, &json!(declared)))
                 };
             }
         };
@@ -131,14 +131,6 @@ impl Session {
             None,
         ))
     }
-}
-
-fn unsupported(declared: &str) -> Value {
-    error_object(
-        jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
-        "Unsupported protocol version",
-        Some(json!({"supported": SUPPORTED_VERSIONS, "requested": declared})),
-    )
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! What each client request does: the era gate, then the method. Results are fitted to the era of the request.
 
 use crate::cursor;
-use crate::errors::{invalid_params, invalid_request};
+use crate::errors::{invalid_params, invalid_request, unsupported_version};
 use crate::session::{ClientEra, Session, SUPPORTED_VERSIONS};
 use crate::wire::{self, Reply};
 use jsonrpc::{error_object, Id};
@@ -75,11 +75,7 @@ impl Session {
         let mut st = self.lock();
         if let Some(version) = version {
             if version.as_str() != Some(MODERN_VERSION) {
-                return Err(error_object(
-                    jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
-                    "Unsupported protocol version",
-                    Some(json!({"supported": [MODERN_VERSION], "requested": version})),
-                ));
+                return Err(unsupported_version(&[MODERN_VERSION], version));
             }
             if let ClientEra::Legacy(v) = &st.era {
                 return Err(invalid_request(format!(

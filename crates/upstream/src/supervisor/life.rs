@@ -54,20 +54,17 @@ impl Upstream {
             inner.last_error = None;
         }
         self.settled.send_replace(true);
-        let _ = self
-            .sinks
-            .events
-            .send(Event::StatusChanged {
-                server: self.config.name.clone(),
-            })
-            .await;
-        let _ = self
-            .sinks
-            .events
-            .send(Event::CatalogChanged {
-                server: self.config.name.clone(),
-            })
-            .await;
+        let server = &self.config.name;
+        for event in [
+            Event::StatusChanged {
+                server: server.clone(),
+            },
+            Event::CatalogChanged {
+                server: server.clone(),
+            },
+        ] {
+            let _ = self.sinks.events.send(event).await;
+        }
         loop {
             tokio::select! {
                 () = conn.closed() => break,
