@@ -21,7 +21,8 @@ pub use env::{upstream_env, UPSTREAM_ENV_ALLOWLIST};
 pub use error::{ConfigError, Result};
 pub use load::{load, parse_str, Format, Overrides};
 pub use model::{
-    Approvals, Config, DisabledServer, HookCommand, HookStage, Hooks, Limits, PolicyConfig,
-    Protocol, Provenance, Sandbox, SandboxLimits, ServerConfig, ServerKind, Setting, ToolFilter,
-    Transport, DEFAULT_HOOK_TIMEOUT, DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
+    Approvals, CodeMode, Config, DisabledServer, HookCommand, HookStage, Hooks, Limits, Mode,
+    PolicyConfig, Protocol, Provenance, Sandbox, SandboxLimits, ServerConfig, ServerKind, Setting,
+    ToolFilter, Transport, DEFAULT_HOOK_TIMEOUT, DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND,
+    SANDBOX_LAYERS,
 };

@@ -295,6 +295,32 @@ impl Default for SandboxLimits {
     }
 }
 
+/// What a client sees and calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Every allowed tool is listed and called directly.
+    #[default]
+    Direct,
+    /// The client sees `search_tools`, `run_code` and toolgate's control tools; every other tool is reached only
+    /// from programs.
+    Code,
+}
+
+/// Code mode's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeMode {
+    /// Wall clock of one `run_code` (`sandbox.timeoutSeconds`, 5 … 86,400 s).
+    pub timeout: Setting<std::time::Duration>,
+}
+
+impl Default for CodeMode {
+    fn default() -> Self {
+        Self {
+            timeout: Setting::default(std::time::Duration::from_secs(120)),
+        }
+    }
+}
+
 /// The layer names `sandbox.require` accepts.
 pub const SANDBOX_LAYERS: &[&str] = &[
     "pid_namespace",
@@ -324,6 +350,10 @@ pub struct Config {
     /// listed is pinned as it is, instead of held until a human accepts it like a changed one.
     pub pins_accept_new_tools: bool,
     pub sandbox: Sandbox,
+    /// What the client's `tools/list` shows: every tool (`direct`), or `search_tools` and `run_code` (`code`).
+    pub mode: Setting<Mode>,
+    /// Code mode's settings.
+    pub code: CodeMode,
     /// External command hooks, in configured order.
     pub hooks: Hooks,
     pub workspace: Option<Setting<PathBuf>>,
@@ -351,6 +381,8 @@ impl Config {
             pins_on_change_ask: false,
             pins_accept_new_tools: false,
             sandbox: Sandbox::default(),
+            mode: Setting::default(Mode::Direct),
+            code: CodeMode::default(),
             hooks: Hooks::default(),
             state_dir: None,
             workspace: None,
