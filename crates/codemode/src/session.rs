@@ -4,12 +4,14 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 /// The code-mode state of one client session.
 #[derive(Debug)]
 pub struct CodeSession {
     files: Option<PathBuf>,
+    next: AtomicU32,
     results: Mutex<Vec<(u32, Value)>>,
 }
 
@@ -18,14 +20,14 @@ impl CodeSession {
     pub fn new(files: Option<PathBuf>) -> Self {
         Self {
             files,
+            next: AtomicU32::new(1),
             results: Mutex::new(Vec::new()),
         }
     }
 
-    /// The number the next call gets (`#n`).
-    pub fn next_seq(&self) -> u32 {
-        let results = self.results.lock().unwrap_or_else(|p| p.into_inner());
-        results.last().map_or(1, |(n, _)| n + 1)
+    /// Takes the next call number (`#n`, from 1), also for calls that run at the same time.
+    pub fn reserve(&self) -> u32 {
+        self.next.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Keeps call `seq`'s value for `recall`.
