@@ -7,9 +7,11 @@
 #![deny(clippy::print_stdout)]
 
 mod client;
+mod context;
 mod fixture;
 mod tasks;
 
 pub use client::{exited, list_all, modern_meta, StdioClient};
+pub use context::{measure, returned, run_params, search_params, Measured};
 pub use fixture::{rich_definition, rich_result, serve, serve_stdio, FixtureOptions};
 pub use tasks::{context_tasks, same_answer, ContextTask};
