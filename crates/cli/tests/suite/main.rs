@@ -13,6 +13,8 @@ mod audit_health;
 mod audit_trail;
 mod client_configs;
 mod clients;
+mod codemode_clients;
+mod codemode_tasks;
 mod config_errors;
 mod demo;
 mod eras;
