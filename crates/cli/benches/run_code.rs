@@ -1,6 +1,7 @@
 //! The latency of `run_code` end to end, through `toolgate serve --mode code`: one program that makes 6 calls to
 //! the fixture's `echo`, from the client's request to its answer — worker spawn, lockdown, the 6 governed calls,
-//! the result. For scale, the same 6 calls made one by one by the client in direct mode.
+//! the result. For scale, the same 6 calls made one by one by the client in direct mode; and the runner alone
+//! (`codemode::Runner`: worker spawn, lockdown, the 6 calls answered at once by a host with no pipeline behind it).
 //!
 //! Run: `cargo bench -p toolgate --bench run_code` (optional: `-- --runs 500`).
 
@@ -8,6 +9,9 @@
 
 mod common;
 
+use codemode::{
+    CodeSession, HostFuture, NestedCall, RunEnd, RunLimits, Runner, ToolHost, WorkerCommand,
+};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -56,6 +60,27 @@ async fn direct_once(client: &StdioClient) {
     }
 }
 
+/// Answers every call as the fixture's `echo` would, at once: what is left is the runner's own cost.
+struct Echo;
+
+impl ToolHost for Echo {
+    fn call(&self, call: NestedCall) -> HostFuture<'_> {
+        Box::pin(async move {
+            let text = call.arguments["text"].clone();
+            Ok(
+                json!({"content": [{"type": "text", "text": text}], "structuredContent": {"text": text}}),
+            )
+        })
+    }
+}
+
+async fn runner_once(runner: &Runner, program: &str) {
+    let session = CodeSession::new(None);
+    let report = runner.run(program, &Echo, &session).await;
+    let expected = Value::String(format!("0{}", "+".repeat(CALLS)));
+    assert_eq!(report.end, RunEnd::Returned(expected), "{report:?}");
+}
+
 fn row(name: &str, ms: &mut [f64]) {
     ms.sort_by(f64::total_cmp);
     println!(
@@ -92,7 +117,17 @@ fn main() {
             run_once(&code, &program).await;
             direct_once(&direct).await;
         }
-        let (mut run_ms, mut direct_ms) = (Vec::new(), Vec::new());
+        let runner = Runner::new(
+            WorkerCommand {
+                program: toolgate(),
+                args: vec!["codemode-worker".to_owned()],
+            },
+            RunLimits::default(),
+        );
+        for _ in 0..WARMUP {
+            runner_once(&runner, &program).await;
+        }
+        let (mut run_ms, mut direct_ms, mut runner_ms) = (Vec::new(), Vec::new(), Vec::new());
         // Interleaved, so machine noise hits both alike.
         for _ in 0..runs {
             let t = Instant::now();
@@ -101,6 +136,9 @@ fn main() {
             let t = Instant::now();
             direct_once(&direct).await;
             direct_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            runner_once(&runner, &program).await;
+            runner_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
         println!("{runs} runs after {WARMUP} warm-up runs, {CALLS} calls each (ms):");
         println!(
@@ -108,6 +146,7 @@ fn main() {
             "", "p50", "p90", "p99", "max", "mean"
         );
         row("run_code, end to end", &mut run_ms);
+        row("runner alone", &mut runner_ms);
         row("6 direct calls", &mut direct_ms);
         println!("Goal: run_code p50 ≤ 5 ms.");
         for client in [&mut code, &mut direct] {
