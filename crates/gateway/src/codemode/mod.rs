@@ -120,6 +120,23 @@ pub(crate) fn definitions() -> Vec<Value> {
     ]
 }
 
+/// What a model is told first in code mode, before the upstreams' own instructions.
+const INSTRUCTIONS: &str = "toolgate is in code mode: find tools with search_tools, then call them from one \
+    run_code program (`await call(name, args)`, `return` the answer); filter and join inside the program and \
+    return only what is needed. Calls the policy refuses throw; a run that needs a human's approval returns a \
+    request id to resume with toolgate_resume.";
+
+impl Gateway {
+    /// The instructions a client gets: the upstreams' (`upstream`), after code mode's own in code mode.
+    pub(crate) fn instructions(&self, upstream: Option<&str>) -> Option<String> {
+        match (self.opts.code.on() && !self.opts.wrap, upstream) {
+            (true, Some(u)) => Some(format!("{INSTRUCTIONS}\n\n{u}")),
+            (true, None) => Some(INSTRUCTIONS.to_owned()),
+            (false, u) => u.map(str::to_owned),
+        }
+    }
+}
+
 /// Whether a client lists tool `owner` in this mode (the profile's visibility applies on top).
 pub(crate) fn client_lists(code_mode: bool, owner: &(String, String)) -> bool {
     !code_mode || (owner.0 == OWN_SERVER && CLIENT_SURFACE.contains(&owner.1.as_str()))

@@ -92,7 +92,13 @@ fn refused_code(outcome: &Result<Value, CallFailure>) -> String {
 #[tokio::test]
 async fn code_mode_lists_only_the_code_tools_and_toolgate_control_tools() {
     let h = harness().await;
-    let mut client = legacy_client(&h).await;
+    let mut client = h.client();
+    let init = client.initialize(json!({})).await;
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.starts_with("toolgate is in code mode"),
+        "{init}"
+    );
     let listed = client.request("tools/list", json!({})).await;
     let names: Vec<&str> = listed["result"]["tools"]
         .as_array()
