@@ -93,8 +93,10 @@ impl Snapshot {
         if self.kind == Kind::CodeRun {
             // Shown to the human beside the program; the run itself scans the program again.
             let program = self.arguments.get("code").and_then(Value::as_str);
-            let names = codemode::scan(program.unwrap_or_default()).literal_names;
-            v["names"] = json!(names);
+            let scan = codemode::scan(program.unwrap_or_default());
+            v["names"] = json!(scan.literal_names);
+            // Names it builds at run time are not approved with it: they run only under allow rules.
+            v["dynamic"] = json!(scan.dynamic);
         }
         v
     }

@@ -311,3 +311,88 @@ async fn pre_run_check_stops_a_denied_literal_and_asks_for_an_ask_literal() {
     }
     h.stop(&[]).await;
 }
+
+#[tokio::test]
+async fn deny_on_a_literal_name_stops_run_code_before_it_starts_and_names_the_rule() {
+    let h = harness().await;
+    let mut client = legacy_client(&h).await;
+    let before = h.audit().len();
+    let code = "const a = await call(\"fx__add\", {a: 1, b: 2});\nreturn await call(\"fx__env_keys\", {});";
+    let answer = client.call(RUN_TOOL, json!({"code": code})).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("did not start this program"), "{text}");
+    assert!(text.contains("DENY_RULE"), "{text}");
+    // One trace, the run_code call's own: nothing the program names ran.
+    let (_, records) = h.one_trace_since(before).await;
+    assert_eq!(records.1, ["REFUSED"]);
+    assert!(under_run(&h).is_empty());
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn ask_on_a_literal_name_holds_the_program_as_a_code_run_snapshot_until_resumed() {
+    let h = harness().await;
+    let mut client = legacy_client(&h).await;
+    let code = "return await call(\"mcp__fx__echo\", {text: \"hi\"});";
+    let answer = client.call(RUN_TOOL, json!({"code": code})).await;
+    let contract = &answer["result"]["structuredContent"];
+    assert_eq!(contract["outcome"], "APPROVAL_REQUIRED", "{answer}");
+    let request_id = contract["approval"]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let held = h.pending_request().await;
+    assert_eq!(held.id, request_id);
+    assert_eq!(held.snapshot["kind"], "code_run");
+    assert_eq!(held.snapshot["arguments"]["code"], code);
+    assert_eq!(held.snapshot["names"], json!(["mcp__fx__echo"]));
+    assert_eq!(held.snapshot["dynamic"], false);
+    // Before a human decides, resuming only reports the status.
+    let early = client
+        .call(
+            crate::contract::RESUME_TOOL,
+            json!({"request_id": request_id}),
+        )
+        .await;
+    assert_eq!(
+        early["result"]["structuredContent"]["outcome"], "APPROVAL_PENDING",
+        "{early}"
+    );
+    h.state
+        .store(|s| s.approve(&request_id, "admin", store::Timestamp::now()))
+        .unwrap();
+    let resumed = client
+        .call(
+            crate::contract::RESUME_TOOL,
+            json!({"request_id": request_id}),
+        )
+        .await;
+    // The approved program ran (or tried to: the worker is the binary's) under the held call's trace.
+    let run_records: Vec<Value> = h
+        .audit()
+        .into_iter()
+        .filter(|r| r["trace_id"] == held.trace_id && r["kind"] == "execution")
+        .collect();
+    let outcomes: Vec<&str> = run_records
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes.len(), 2, "{run_records:#?} {resumed}");
+    assert_eq!(outcomes[0], "APPROVAL_REQUIRED");
+    assert!(!outcomes[1].starts_with("APPROVAL"), "{outcomes:?}");
+    assert_eq!(run_records[1]["tool"], RUN_TOOL);
+    assert_eq!(run_records[1]["request_id"], request_id.as_str());
+    // It runs once.
+    let again = client
+        .call(
+            crate::contract::RESUME_TOOL,
+            json!({"request_id": request_id}),
+        )
+        .await;
+    assert_eq!(
+        again["result"]["structuredContent"]["outcome"], "APPROVAL_CONSUMED",
+        "{again}"
+    );
+    h.stop(&[&client]).await;
+}
