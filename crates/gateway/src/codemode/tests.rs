@@ -396,3 +396,57 @@ async fn ask_on_a_literal_name_holds_the_program_as_a_code_run_snapshot_until_re
     );
     h.stop(&[&client]).await;
 }
+
+#[tokio::test]
+async fn ask_on_a_literal_name_approved_by_elicitation_runs_the_program_in_the_same_call() {
+    let mut policy = policy();
+    policy["approvals"] = json!({"wait_seconds": 20, "elicitation": true});
+    let h = Harness::start_with(policy, FixtureOptions::default(), |c| {
+        c.mode = Setting::default(Mode::Code)
+    })
+    .await;
+    let mut client = h.client();
+    client.initialize(json!({"elicitation": {}})).await;
+    let code = "return await call(\"fx__echo\", {text: \"hi\"});";
+    let id = client
+        .send_request(
+            "tools/call",
+            json!({"name": RUN_TOOL, "arguments": {"code": code}}),
+        )
+        .await;
+    let question = client
+        .wait_for(|m| m["method"] == "elicitation/create")
+        .await;
+    let message = question["params"]["message"].as_str().unwrap();
+    assert!(message.contains("code_run run_code"), "{message}");
+    assert!(message.contains("fx__echo"), "{message}");
+    client
+        .respond(
+            &question["id"],
+            json!({"action": "accept", "content": {"decision": "allow_once"}}),
+        )
+        .await;
+    let answer = client.response(&id).await;
+    // Approved while it waited: the program ran in this call (the worker is the binary's, so here it cannot
+    // start), not a handle.
+    assert!(
+        answer["result"]["structuredContent"]["outcome"].is_null()
+            || !answer["result"]["structuredContent"]["outcome"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("APPROVAL"),
+        "{answer}"
+    );
+    let approved = h
+        .state
+        .store(|s| {
+            s.list_requests(
+                Some(store::ApprovalStatus::Consumed),
+                store::Timestamp::now(),
+            )
+        })
+        .unwrap();
+    assert_eq!(approved.len(), 1);
+    assert_eq!(approved[0].snapshot["kind"], "code_run");
+    h.stop(&[&client]).await;
+}
