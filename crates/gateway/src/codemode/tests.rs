@@ -1,0 +1,452 @@
+//! Code mode in the gateway without a worker: the surface a client lists, refusals of direct calls, search, the
+//! gateway's `ToolHost` (what a program's call may run, and its records under the run's trace id), the pre-run
+//! check, and a held run's snapshot. Programs themselves run in the binary's suite (the binary is the worker).
+
+use super::host::Host;
+use super::prerun::{self, PreRun};
+use super::*;
+use crate::pipeline::RunApproval;
+use crate::testkit::{Client, Harness};
+use codemode::{CallFailure, NestedCall, ToolHost};
+use config::Setting;
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use test_support::FixtureOptions;
+use tokio_util::sync::CancellationToken;
+
+/// Allows by default, asks for `fx__echo`, denies every call of `fx__env_keys`; held calls answer at once.
+fn policy() -> Value {
+    json!({
+        "permissions": {"default": "allow", "ask": ["mcp__fx__echo"], "deny": ["mcp__fx__env_keys"]},
+        "approvals": {"wait_seconds": 0, "elicitation": false},
+        "pins": {"newTools": "accept"},
+    })
+}
+
+async fn harness() -> Harness {
+    Harness::start_with(policy(), FixtureOptions::default(), |c| {
+        c.mode = Setting::default(Mode::Code)
+    })
+    .await
+}
+
+async fn legacy_client(h: &Harness) -> Client {
+    let mut client = h.client();
+    client.initialize(json!({})).await;
+    client
+}
+
+const RUN: &str = "run-trace-1";
+
+/// The host of run `RUN`, approved for `approved` (none: no approval at all).
+fn host(h: &Harness, approved: Option<&[&str]>) -> Host {
+    Host {
+        gw: Arc::clone(&h.gateway),
+        run_trace_id: RUN.to_owned(),
+        cancel: CancellationToken::new(),
+        approval: approved.map(|names| {
+            Arc::new(RunApproval {
+                names: names.iter().map(|n| (*n).to_owned()).collect(),
+            })
+        }),
+    }
+}
+
+async fn call(host: &Host, name: &str, arguments: Value) -> Result<Value, CallFailure> {
+    host.call(NestedCall {
+        seq: 1,
+        name: name.to_owned(),
+        arguments,
+    })
+    .await
+}
+
+/// The (kind, tool, decision reason or outcome) of every record whose parent is run `RUN`.
+fn under_run(h: &Harness) -> Vec<(String, String, String)> {
+    h.audit()
+        .iter()
+        .filter(|r| r["parent_trace_id"] == RUN)
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            let what = match r["kind"].as_str() {
+                Some("decision") => s("reason_code"),
+                _ => s("outcome"),
+            };
+            (s("kind"), s("tool"), what)
+        })
+        .collect()
+}
+
+fn record(kind: &str, tool: &str, what: &str) -> (String, String, String) {
+    (kind.to_owned(), tool.to_owned(), what.to_owned())
+}
+
+fn refused_code(outcome: &Result<Value, CallFailure>) -> String {
+    match outcome {
+        Err(CallFailure::Refused { code, .. }) => code.clone(),
+        other => panic!("a refusal: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn code_mode_lists_only_the_code_tools_and_toolgate_control_tools() {
+    let h = harness().await;
+    let mut client = h.client();
+    let init = client.initialize(json!({})).await;
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.starts_with("toolgate is in code mode"),
+        "{init}"
+    );
+    let listed = client.request("tools/list", json!({})).await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "toolgate_status",
+            "toolgate_request_status",
+            "toolgate_resume",
+            "toolgate_capabilities",
+            SEARCH_TOOL,
+            RUN_TOOL
+        ]
+    );
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn direct_call_of_an_upstream_tool_in_code_mode_is_refused_and_says_to_use_run_code() {
+    let h = harness().await;
+    let mut client = legacy_client(&h).await;
+    let before = h.audit().len();
+    let answer = client.call("fx__add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("in code mode, call it from run_code"),
+        "{text}"
+    );
+    let (_, records) = h.one_trace_since(before).await;
+    assert_eq!(records.1, ["REFUSED"]);
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn search_tools_finds_upstream_tools_and_never_a_tool_denied_for_every_call() {
+    let h = harness().await;
+    let mut client = legacy_client(&h).await;
+    let answer = client
+        .call(SEARCH_TOOL, json!({"query": "add numbers", "limit": 5}))
+        .await;
+    let tools = answer["result"]["structuredContent"]["tools"].clone();
+    assert_eq!(tools[0]["name"], "fx__add", "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("fx__add("), "{text}");
+    let index = h.gateway.search_index();
+    let names: Vec<String> = index
+        .search("env keys", 50)
+        .into_iter()
+        .map(|h| h.name)
+        .collect();
+    assert!(!names.iter().any(|n| n == "fx__env_keys"), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n == RUN_TOOL || n == "toolgate_resume"),
+        "{names:?}"
+    );
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn run_time_name_under_an_ask_rule_is_refused_when_the_run_was_not_approved_for_it() {
+    let h = harness().await;
+    // Approved for another tool only, as a run whose literal names did not include this one.
+    let host = host(&h, Some(&["fx__add"]));
+    let outcome = call(&host, "fx__echo", json!({"text": "hi"})).await;
+    assert_eq!(refused_code(&outcome), "REFUSED");
+    let Err(CallFailure::Refused { message, .. }) = outcome else {
+        unreachable!()
+    };
+    assert!(message.contains("allow rule (for fx__echo)"), "{message}");
+    assert_eq!(
+        under_run(&h),
+        [
+            record("decision", "echo", "ASK_RULE"),
+            record("execution", "echo", "REFUSED")
+        ]
+    );
+    // Nothing was held for a human either.
+    let pending = h
+        .state
+        .store(|s| {
+            s.list_requests(
+                Some(store::ApprovalStatus::Pending),
+                store::Timestamp::now(),
+            )
+        })
+        .unwrap();
+    assert!(pending.is_empty(), "{pending:?}");
+    h.stop(&[]).await;
+}
+
+#[tokio::test]
+async fn approved_literal_name_runs_under_the_run_approval_by_either_name() {
+    let h = harness().await;
+    let host = host(&h, Some(&["fx__echo"]));
+    let direct = call(&host, "fx__echo", json!({"text": "one"}))
+        .await
+        .unwrap();
+    assert_eq!(direct["structuredContent"], json!({"text": "one"}));
+    let toolscript = call(&host, "mcp__fx__echo", json!({"text": "two"}))
+        .await
+        .unwrap();
+    assert_eq!(toolscript["structuredContent"], json!({"text": "two"}));
+    let succeeded = record("execution", "echo", "SUCCEEDED");
+    assert_eq!(under_run(&h).iter().filter(|r| **r == succeeded).count(), 2);
+    h.stop(&[]).await;
+}
+
+#[tokio::test]
+async fn denied_tool_is_refused_from_a_program_and_recorded_under_the_run() {
+    let h = harness().await;
+    let host = host(&h, Some(&["fx__env_keys"]));
+    let outcome = call(&host, "fx__env_keys", json!({})).await;
+    assert_eq!(refused_code(&outcome), "DENY_RULE");
+    assert_eq!(
+        under_run(&h),
+        [
+            record("decision", "env_keys", "DENY_RULE"),
+            record("execution", "env_keys", "REFUSED")
+        ]
+    );
+    h.stop(&[]).await;
+}
+
+#[tokio::test]
+async fn program_cannot_resume_held_calls_or_start_a_run_inside_a_run() {
+    let h = harness().await;
+    let host = host(&h, None);
+    for tool in [crate::contract::RESUME_TOOL, RUN_TOOL, SEARCH_TOOL] {
+        let outcome = call(
+            &host,
+            tool,
+            json!({"request_id": "x", "code": "1", "query": "q"}),
+        )
+        .await;
+        assert_eq!(refused_code(&outcome), "REFUSED", "{tool}");
+    }
+    let refused = under_run(&h)
+        .iter()
+        .filter(|r| r.0 == "execution" && r.2 == "REFUSED")
+        .count();
+    assert_eq!(refused, 3);
+    h.stop(&[]).await;
+}
+
+#[tokio::test]
+async fn call_after_the_run_ended_is_refused_and_recorded_under_the_run() {
+    let h = harness().await;
+    let host = host(&h, Some(&["fx__add"]));
+    host.cancel.cancel();
+    let outcome = call(&host, "fx__add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(refused_code(&outcome), "REFUSED");
+    assert_eq!(
+        under_run(&h),
+        [
+            record("decision", "add", "REFUSED"),
+            record("execution", "add", "REFUSED")
+        ]
+    );
+    h.stop(&[]).await;
+}
+
+#[tokio::test]
+async fn unknown_name_from_a_program_is_refused_and_recorded_under_the_run() {
+    let h = harness().await;
+    let host = host(&h, None);
+    let outcome = call(&host, "mcp__fx__nope", json!({})).await;
+    assert_eq!(refused_code(&outcome), "UNKNOWN_TARGET");
+    assert_eq!(under_run(&h).len(), 2);
+    h.stop(&[]).await;
+}
+
+#[tokio::test]
+async fn pre_run_check_stops_a_denied_literal_and_asks_for_an_ask_literal() {
+    let h = harness().await;
+    let scan = |names: &[&str]| codemode::Scan {
+        literal_names: names.iter().map(|n| (*n).to_owned()).collect(),
+        dynamic: false,
+    };
+    match prerun::check(&h.gateway, &scan(&["fx__add", "mcp__fx__env_keys"])) {
+        PreRun::Stop(r) => {
+            assert!(r.message.contains("\"mcp__fx__env_keys\""), "{}", r.message);
+            assert!(r.message.contains("DENY_RULE"), "{}", r.message);
+        }
+        other => panic!("stopped: {other:?}"),
+    }
+    match prerun::check(&h.gateway, &scan(&["fx__nope"])) {
+        PreRun::Stop(r) => assert_eq!(r.code.as_str(), "UNKNOWN_TARGET"),
+        other => panic!("stopped: {other:?}"),
+    }
+    match prerun::check(&h.gateway, &scan(&["fx__add", "mcp__fx__echo"])) {
+        PreRun::Start { names, ask } => {
+            assert_eq!(
+                names.into_iter().collect::<Vec<_>>(),
+                ["fx__add", "fx__echo"]
+            );
+            assert_eq!(ask.map(|d| d.reason.as_str()), Some("ASK_RULE"));
+        }
+        other => panic!("started: {other:?}"),
+    }
+    match prerun::check(&h.gateway, &scan(&["fx__add"])) {
+        PreRun::Start { ask, .. } => assert!(ask.is_none()),
+        other => panic!("started: {other:?}"),
+    }
+    h.stop(&[]).await;
+}
+
+#[tokio::test]
+async fn deny_on_a_literal_name_stops_run_code_before_it_starts_and_names_the_rule() {
+    let h = harness().await;
+    let mut client = legacy_client(&h).await;
+    let before = h.audit().len();
+    let code = "const a = await call(\"fx__add\", {a: 1, b: 2});\nreturn await call(\"fx__env_keys\", {});";
+    let answer = client.call(RUN_TOOL, json!({"code": code})).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("did not start this program"), "{text}");
+    assert!(text.contains("DENY_RULE"), "{text}");
+    // One trace, the run_code call's own: nothing the program names ran.
+    let (_, records) = h.one_trace_since(before).await;
+    assert_eq!(records.1, ["REFUSED"]);
+    assert!(under_run(&h).is_empty());
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn ask_on_a_literal_name_holds_the_program_as_a_code_run_snapshot_until_resumed() {
+    let h = harness().await;
+    let mut client = legacy_client(&h).await;
+    let code = "return await call(\"mcp__fx__echo\", {text: \"hi\"});";
+    let answer = client.call(RUN_TOOL, json!({"code": code})).await;
+    let contract = &answer["result"]["structuredContent"];
+    assert_eq!(contract["outcome"], "APPROVAL_REQUIRED", "{answer}");
+    let request_id = contract["approval"]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let held = h.pending_request().await;
+    assert_eq!(held.id, request_id);
+    assert_eq!(held.snapshot["kind"], "code_run");
+    assert_eq!(held.snapshot["arguments"]["code"], code);
+    assert_eq!(held.snapshot["names"], json!(["mcp__fx__echo"]));
+    assert_eq!(held.snapshot["dynamic"], false);
+    // Before a human decides, resuming only reports the status.
+    let early = client
+        .call(
+            crate::contract::RESUME_TOOL,
+            json!({"request_id": request_id}),
+        )
+        .await;
+    assert_eq!(
+        early["result"]["structuredContent"]["outcome"], "APPROVAL_PENDING",
+        "{early}"
+    );
+    h.state
+        .store(|s| s.approve(&request_id, "admin", store::Timestamp::now()))
+        .unwrap();
+    let resumed = client
+        .call(
+            crate::contract::RESUME_TOOL,
+            json!({"request_id": request_id}),
+        )
+        .await;
+    // The approved program ran (or tried to: the worker is the binary's) under the held call's trace.
+    let run_records: Vec<Value> = h
+        .audit()
+        .into_iter()
+        .filter(|r| r["trace_id"] == held.trace_id && r["kind"] == "execution")
+        .collect();
+    let outcomes: Vec<&str> = run_records
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes.len(), 2, "{run_records:#?} {resumed}");
+    assert_eq!(outcomes[0], "APPROVAL_REQUIRED");
+    assert!(!outcomes[1].starts_with("APPROVAL"), "{outcomes:?}");
+    assert_eq!(run_records[1]["tool"], RUN_TOOL);
+    assert_eq!(run_records[1]["request_id"], request_id.as_str());
+    // It runs once.
+    let again = client
+        .call(
+            crate::contract::RESUME_TOOL,
+            json!({"request_id": request_id}),
+        )
+        .await;
+    assert_eq!(
+        again["result"]["structuredContent"]["outcome"], "APPROVAL_CONSUMED",
+        "{again}"
+    );
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn ask_on_a_literal_name_approved_by_elicitation_runs_the_program_in_the_same_call() {
+    let mut policy = policy();
+    policy["approvals"] = json!({"wait_seconds": 20, "elicitation": true});
+    let h = Harness::start_with(policy, FixtureOptions::default(), |c| {
+        c.mode = Setting::default(Mode::Code)
+    })
+    .await;
+    let mut client = h.client();
+    client.initialize(json!({"elicitation": {}})).await;
+    let code = "return await call(\"fx__echo\", {text: \"hi\"});";
+    let id = client
+        .send_request(
+            "tools/call",
+            json!({"name": RUN_TOOL, "arguments": {"code": code}}),
+        )
+        .await;
+    let question = client
+        .wait_for(|m| m["method"] == "elicitation/create")
+        .await;
+    let message = question["params"]["message"].as_str().unwrap();
+    assert!(message.contains("code_run run_code"), "{message}");
+    assert!(message.contains("fx__echo"), "{message}");
+    client
+        .respond(
+            &question["id"],
+            json!({"action": "accept", "content": {"decision": "allow_once"}}),
+        )
+        .await;
+    let answer = client.response(&id).await;
+    // Approved while it waited: the program ran in this call (the worker is the binary's, so here it cannot
+    // start), not a handle.
+    assert!(
+        answer["result"]["structuredContent"]["outcome"].is_null()
+            || !answer["result"]["structuredContent"]["outcome"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("APPROVAL"),
+        "{answer}"
+    );
+    let approved = h
+        .state
+        .store(|s| {
+            s.list_requests(
+                Some(store::ApprovalStatus::Consumed),
+                store::Timestamp::now(),
+            )
+        })
+        .unwrap();
+    assert_eq!(approved.len(), 1);
+    assert_eq!(approved[0].snapshot["kind"], "code_run");
+    h.stop(&[&client]).await;
+}
