@@ -13,6 +13,7 @@ mod audit_health;
 mod audit_trail;
 mod client_configs;
 mod clients;
+mod codemode_escape;
 mod config_errors;
 mod demo;
 mod eras;
