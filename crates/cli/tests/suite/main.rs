@@ -14,6 +14,7 @@ mod audit_trail;
 mod client_configs;
 mod clients;
 mod codemode;
+mod codemode_escape;
 mod config_errors;
 mod demo;
 mod eras;
