@@ -73,6 +73,7 @@ impl CodeOptions {
             mode: config.mode.value,
             limits: RunLimits {
                 wall: config.code.timeout.value,
+                require: worker_require(&config.sandbox.require),
                 ..RunLimits::default()
             },
             worker: WorkerCommand {
@@ -85,6 +86,19 @@ impl CodeOptions {
     pub(crate) fn on(&self) -> bool {
         self.mode == Mode::Code
     }
+}
+
+/// The layers a worker must have, from the layers `sandbox.require` asks of every command. A worker allows no
+/// socket at all (its syscall allowlist has none), so where commands must have the socket filter a worker must
+/// have its syscall allowlist instead; every other layer is required of the worker as named.
+fn worker_require(required: &[String]) -> Vec<String> {
+    required
+        .iter()
+        .map(|layer| match layer.as_str() {
+            "socket_filter" => "syscall_allowlist".to_owned(),
+            other => other.to_owned(),
+        })
+        .collect()
 }
 
 /// The two code-mode tools, listed with toolgate's own tools in code mode.

@@ -450,3 +450,13 @@ async fn ask_on_a_literal_name_approved_by_elicitation_runs_the_program_in_the_s
     assert_eq!(approved[0].snapshot["kind"], "code_run");
     h.stop(&[&client]).await;
 }
+
+#[test]
+fn layers_required_of_commands_are_required_of_the_worker_with_its_allowlist_for_the_socket_filter()
+{
+    let required = ["no_network", "socket_filter", "landlock"].map(String::from);
+    assert_eq!(
+        worker_require(&required),
+        ["no_network", "syscall_allowlist", "landlock"]
+    );
+}
