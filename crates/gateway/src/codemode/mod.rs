@@ -47,15 +47,9 @@ const CLIENT_SURFACE: &[&str] = &[
     RUN_TOOL,
 ];
 
-/// toolgate's own tools a program may not call: resuming a held call or a held run, or starting a run inside
-/// a run, belongs to the client (and its human), not to a program.
-const NOT_FROM_PROGRAMS: &[&str] = &[
-    RESUME_TOOL,
-    STATUS_TOOL,
-    CAPABILITIES_TOOL,
-    SEARCH_TOOL,
-    RUN_TOOL,
-];
+/// toolgate's own tools a program may not call: resuming a held call or a held run, starting a run inside a
+/// run, or searching (the client's step before a run) belong to the client and its human, not to a program.
+const NOT_FROM_PROGRAMS: &[&str] = &[RESUME_TOOL, SEARCH_TOOL, RUN_TOOL];
 
 /// Code mode's settings as the gateway runs them.
 #[derive(Clone, Debug)]
@@ -212,7 +206,9 @@ pub(crate) fn program_ask(
         .as_deref()
         .unwrap_or(decision.reason.as_str());
     let message = format!(
-        "toolgate refused {name}: its calls need a human's approval ({rule}) and this run was not approved for          it. A run is approved only for the tools its program names as string literals in call(\"…\"); a tool          named any other way runs only under an allow rule (for {server}__{tool})"
+        "toolgate refused {name}: its calls need a human's approval ({rule}) and this run was not approved \
+         for it. A run is approved only for the tools its program names as string literals in call(\"…\"); \
+         a tool named any other way runs only under an allow rule (for {server}__{tool})"
     );
     Err(Refusal::new(RefusalCode::Refused, message).with_decision(decision.clone()))
 }
