@@ -371,7 +371,7 @@ async fn unapproved_run_is_held_then_approved_with_the_cli_and_resumed() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(code.pending(), [id.clone()]);
+    assert_eq!(code.pending(), std::slice::from_ref(&id));
     let shown = code.admin(&["approvals", "show", &id], "");
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("kind        code_run"), "{shown}");
