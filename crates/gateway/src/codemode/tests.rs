@@ -418,8 +418,11 @@ async fn ask_on_a_literal_name_approved_by_elicitation_runs_the_program_in_the_s
         .wait_for(|m| m["method"] == "elicitation/create")
         .await;
     let message = question["params"]["message"].as_str().unwrap();
-    assert!(message.contains("code_run run_code"), "{message}");
-    assert!(message.contains("fx__echo"), "{message}");
+    assert!(
+        message.contains("allow this run_code program to run, calling \"fx__echo\""),
+        "{message}"
+    );
+    assert!(message.contains("Program: {\"code\":"), "{message}");
     client
         .respond(
             &question["id"],
