@@ -144,6 +144,8 @@ impl Gateway {
         builtin: Option<Arc<builtin::Builtin>>,
         links: &HashMap<String, Arc<dyn upstream::Connector>>,
     ) -> Arc<Self> {
+        let mut opts = opts;
+        opts.code.settle(config, &guard);
         let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
         let correlation = Arc::new(Correlation::watching(tx.downgrade()));
         let progress = Arc::new(ProgressTable::default());

@@ -77,6 +77,18 @@ impl CodeOptions {
         }
     }
 
+    /// The mode in force: the `--mode` flag, else the active profile's, else the config's `"mode"`.
+    pub(crate) fn settle(&mut self, config: &Config, guard: &Guard) {
+        if matches!(config.mode.from, config::Provenance::Flag(_)) {
+            return;
+        }
+        match guard.policy().active_mode() {
+            Some(policy::ProfileMode::Code) => self.mode = Mode::Code,
+            Some(policy::ProfileMode::Direct) => self.mode = Mode::Direct,
+            None => {}
+        }
+    }
+
     pub(crate) fn on(&self) -> bool {
         self.mode == Mode::Code
     }

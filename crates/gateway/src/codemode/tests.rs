@@ -463,3 +463,42 @@ fn layers_required_of_commands_are_required_of_the_worker_with_its_allowlist_for
         ["no_network", "syscall_allowlist", "landlock"]
     );
 }
+
+/// The names a legacy client lists on a gateway started from `config` (top level without servers).
+async fn listed_under(config: Value) -> Vec<String> {
+    let h = Harness::start(config, FixtureOptions::default()).await;
+    let mut client = legacy_client(&h).await;
+    let listed = client.request("tools/list", json!({})).await;
+    h.stop(&[&client]).await;
+    listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn mode_comes_from_the_config_or_the_active_profile_which_overrides_it() {
+    let code_tools = |names: &[String]| names.iter().any(|n| n == RUN_TOOL);
+    let direct_tools = |names: &[String]| names.iter().any(|n| n == "fx__add");
+    let file = listed_under(json!({"mode": "code", "permissions": {"default": "allow"}})).await;
+    assert!(code_tools(&file) && !direct_tools(&file), "{file:?}");
+    let profile = listed_under(json!({
+        "mode": "direct",
+        "profiles": {"review": {"mode": "code", "default": "allow"}},
+        "profile": "review",
+    }))
+    .await;
+    assert!(
+        code_tools(&profile) && !direct_tools(&profile),
+        "{profile:?}"
+    );
+    let back = listed_under(json!({
+        "mode": "code",
+        "profiles": {"plain": {"mode": "direct", "default": "allow"}},
+        "profile": "plain",
+    }))
+    .await;
+    assert!(!code_tools(&back) && direct_tools(&back), "{back:?}");
+}
