@@ -5,6 +5,7 @@
 use super::host::Host;
 use super::prerun::{self, PreRun};
 use super::*;
+use crate::outcome::CallOutcome;
 use crate::pipeline::RunApproval;
 use crate::testkit::{Client, Harness};
 use codemode::{CallFailure, NestedCall, ToolHost};
@@ -501,4 +502,35 @@ async fn mode_comes_from_the_config_or_the_active_profile_which_overrides_it() {
     }))
     .await;
     assert!(!code_tools(&back) && direct_tools(&back), "{back:?}");
+}
+
+#[tokio::test]
+async fn search_tools_lists_servers_that_failed_to_start_with_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = json!({
+        "mode": "code",
+        "mcpServers": {"broken": {"command": dir.path().join("no-such-server")}},
+    });
+    let config = config::parse_str(
+        &text.to_string(),
+        config::Format::Json,
+        &dir.path().join("toolgate.json"),
+        &|_| None,
+        &config::Overrides::default(),
+    )
+    .unwrap();
+    let gw = crate::testkit::gateway(&config, dir.path(), None);
+    gw.ready().await;
+    let CallOutcome::Complete(result, _) = tools::search(&gw, &json!({"query": "anything"})) else {
+        panic!("search answers");
+    };
+    let unavailable = &result["structuredContent"]["unavailable"];
+    assert_eq!(unavailable[0]["server"], "broken", "{result}");
+    assert!(
+        !unavailable[0]["reason"].as_str().unwrap().is_empty(),
+        "{result}"
+    );
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("server broken is not connected"), "{text}");
+    gw.shutdown().await;
 }
