@@ -313,4 +313,6 @@ impl Sessions {
 }
 
 #[cfg(test)]
+mod host_tests;
+#[cfg(test)]
 mod tests;
