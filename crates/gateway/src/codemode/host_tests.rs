@@ -177,3 +177,34 @@ async fn unknown_name_from_a_program_is_refused_and_recorded_under_the_run() {
     assert_eq!(under_run(&h).len(), 2);
     h.stop(&[]).await;
 }
+
+/// A pre-hook that asks about every call of `add`.
+struct AsksAboutAdd;
+
+impl crate::hooks::CallHook for AsksAboutAdd {
+    fn before(&self, call: &crate::hooks::HookCall) -> crate::hooks::HookDecision {
+        match call.tool.as_str() {
+            "add" => crate::hooks::HookDecision::Ask {
+                reason: "these arguments need a look".into(),
+            },
+            _ => crate::hooks::HookDecision::Allow,
+        }
+    }
+}
+
+#[tokio::test]
+async fn hook_ask_about_one_call_is_not_answered_by_the_run_approval() {
+    let h = harness().await;
+    h.gateway.set_hooks(vec![Arc::new(AsksAboutAdd)]);
+    let host = host(&h, Some(&["fx__add", "fx__echo"]));
+    let outcome = call(&host, "fx__add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(refused_code(&outcome), "REFUSED");
+    assert_eq!(
+        under_run(&h),
+        [
+            record("decision", "add", "HOOK_ASK"),
+            record("execution", "add", "REFUSED")
+        ]
+    );
+    h.stop(&[]).await;
+}

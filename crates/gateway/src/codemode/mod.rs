@@ -198,7 +198,10 @@ pub(crate) fn route_refusal(
 }
 
 /// A program's call the policy asks about: it runs when the run was approved for its (literal) name, and is
-/// refused otherwise, naming the allow rule that would let it through.
+/// refused otherwise, naming the allow rule that would let it through. The run's approval answers the policy's
+/// rules about the tool, which the human saw before the run; it never answers a question raised by this call
+/// alone — a hook that asks about these arguments, or a definition changed since it was accepted (quarantine) —
+/// and those calls are refused.
 pub(crate) fn program_ask(
     ctx: &CallContext,
     name: &str,
@@ -206,10 +209,13 @@ pub(crate) fn program_ask(
     tool: &str,
     decision: &policy::Decision,
 ) -> Result<(), Refusal> {
-    if ctx
-        .run_approval
-        .as_ref()
-        .is_some_and(|a| a.names.contains(name))
+    let per_call = decision.reason == policy::ReasonCode::HookAsk
+        || decision.rule_id.as_deref() == Some(crate::pins::QUARANTINE_RULE);
+    if !per_call
+        && ctx
+            .run_approval
+            .as_ref()
+            .is_some_and(|a| a.names.contains(name))
     {
         return Ok(());
     }
