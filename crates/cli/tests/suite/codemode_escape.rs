@@ -205,6 +205,36 @@ async fn required_layer_that_is_missing_stops_the_run_before_the_program() {
     assert!(seen.is_empty());
 }
 
+/// The engine's standard library still works once the worker is locked down (time zone, clock, randomness).
+#[tokio::test]
+async fn built_ins_work_under_the_lockdown() {
+    let (report, _) = run(
+        "builtins",
+        SHORT,
+        r#"
+        const d = new Date(0);
+        return [typeof d.toString(), d.getTimezoneOffset() === d.getTimezoneOffset(),
+                Math.random() < 1, /a+/.test("aa"), [3, 1, 2].sort().join(), typeof performance];
+        "#,
+    )
+    .await;
+    assert_eq!(
+        report.end,
+        RunEnd::Returned(json!(["string", true, true, true, "1,2,3", "object"]))
+    );
+}
+
+#[tokio::test]
+async fn unbounded_recursion_throws_a_range_error() {
+    let (report, _) = run(
+        "recursion",
+        SHORT,
+        "function f() { return f() + 1; } return f();",
+    )
+    .await;
+    assert!(threw(&report).starts_with("RangeError"), "{report:?}");
+}
+
 #[tokio::test]
 async fn require_fs_is_not_defined() {
     let (report, _) = run(

@@ -416,3 +416,7 @@ fn unexpected(channel: &Channel, incoming: Incoming) -> RunEnd {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "serve_tests.rs"]
+mod tests;
