@@ -11,8 +11,8 @@ use codemode::{
 };
 use serde_json::{json, Value};
 
-/// Answers `echo` with its arguments (as structured content), refuses `denied`, fails `broken`, never answers
-/// `hang`, and remembers every call it was asked to run.
+/// Answers `echo` with its arguments (as structured content), `slow` after 600 ms, refuses `denied`, never
+/// answers `hang`, fails anything else, and remembers every call it was asked to run.
 #[derive(Default)]
 struct Host {
     seen: Mutex<Vec<NestedCall>>,
@@ -38,6 +38,10 @@ impl ToolHost for Host {
                     message: "denied by rule deny-all".into(),
                 }),
                 "hang" => std::future::pending().await,
+                "slow" => {
+                    tokio::time::sleep(Duration::from_millis(600)).await;
+                    Ok(json!({"content": [{"type": "text", "text": "slow"}]}))
+                }
                 _ => Err(CallFailure::Failed {
                     message: format!("no tool {}", call.name),
                 }),
@@ -494,4 +498,22 @@ async fn dropping_the_run_kills_the_worker() {
         .await
         .is_err());
     assert_gone(&tag);
+}
+
+/// A worker dies with the thread that started it (so it never outlives toolgate); a pooled blocking thread that
+/// exits when idle must not be that thread, or a run longer than its idle time is killed mid-way.
+#[test]
+fn worker_outlives_idle_threads_of_the_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_keep_alive(Duration::from_millis(50))
+        .enable_all()
+        .build()
+        .unwrap();
+    let (report, _) = runtime.block_on(run(
+        "keepalive",
+        Duration::from_secs(3),
+        r#"await call("slow", {}); return await call("slow", {});"#,
+    ));
+    assert_eq!(report.end, RunEnd::Returned(json!("slow")));
 }

@@ -147,10 +147,8 @@ pub(super) async fn run(
         ));
     }
     let spec = spec(command, limits);
-    // Fork and exec block for a moment; a run dropped meanwhile drops the worker there, which kills it.
-    let worker = match tokio::task::spawn_blocking(move || sandbox::spawn_piped(&spec)).await {
-        Ok(Ok(worker)) => worker,
-        Ok(Err(e)) => return failed(format!("the worker did not start: {e}")),
+    let worker = match super::spawner::spawn(spec).await {
+        Ok(worker) => worker,
         Err(e) => return failed(format!("the worker did not start: {e}")),
     };
     report.layers = parent_layers(&worker);
