@@ -4,7 +4,8 @@
 //! sandbox ties a worker's life to the thread that started it (`PR_SET_PDEATHSIG`, so a worker never outlives
 //! toolgate), and a pooled blocking thread exits after a few idle seconds, which would kill every worker it had
 //! started mid-run. One dedicated thread, started on first use and never ending, serves every spawn instead.
-//! This module does not choose what to start.
+//! The same thread reaps the workers of finished runs, so an answer does not wait for that. This module does
+//! not choose what to start.
 
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
@@ -12,7 +13,11 @@ use std::sync::{Mutex, OnceLock};
 use sandbox::{Piped, PipedSpec};
 use tokio::sync::oneshot;
 
-type Request = (PipedSpec, oneshot::Sender<sandbox::Result<Piped>>);
+enum Request {
+    Spawn(PipedSpec, oneshot::Sender<sandbox::Result<Piped>>),
+    /// A worker whose run is over: killed at once, reaped here, so the run's answer does not wait for it.
+    Dispose(Piped),
+}
 
 fn spawner() -> Result<&'static Mutex<mpsc::Sender<Request>>, String> {
     static SPAWNER: OnceLock<Result<Mutex<mpsc::Sender<Request>>, String>> = OnceLock::new();
@@ -22,9 +27,14 @@ fn spawner() -> Result<&'static Mutex<mpsc::Sender<Request>>, String> {
             std::thread::Builder::new()
                 .name("codemode-spawner".into())
                 .spawn(move || {
-                    for (spec, reply) in rx {
-                        // A run dropped meanwhile drops the worker here, which kills it.
-                        let _ = reply.send(sandbox::spawn_piped(&spec));
+                    for request in rx {
+                        match request {
+                            // A run dropped meanwhile drops the worker here, which kills it.
+                            Request::Spawn(spec, reply) => {
+                                let _ = reply.send(sandbox::spawn_piped(&spec));
+                            }
+                            Request::Dispose(worker) => drop(worker),
+                        }
                     }
                 })
                 .map(|_| Mutex::new(tx))
@@ -40,11 +50,25 @@ pub(super) async fn spawn(spec: PipedSpec) -> Result<Piped, String> {
     spawner()?
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .send((spec, tx))
+        .send(Request::Spawn(spec, tx))
         .map_err(|_| "the worker spawner thread is gone".to_owned())?;
     match rx.await {
         Ok(Ok(worker)) => Ok(worker),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("the worker spawner thread is gone".to_owned()),
+    }
+}
+
+/// Ends a worker whose run is over: its tree is killed now, and reaped on the spawner thread (or here, when that
+/// thread is gone).
+pub(super) fn dispose(worker: Piped) {
+    worker.signal_kill();
+    if let Ok(spawner) = spawner() {
+        let sent = spawner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(Request::Dispose(worker));
+        // A send that failed hands the worker back, and dropping it here reaps it.
+        drop(sent);
     }
 }
