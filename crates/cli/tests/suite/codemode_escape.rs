@@ -247,13 +247,19 @@ async fn require_fs_is_not_defined() {
         "return require('fs').readFileSync('/etc/passwd')",
     )
     .await;
-    assert_eq!(threw(&report), "ReferenceError: require is not defined");
+    assert_eq!(
+        threw(&report),
+        "ReferenceError: require is not defined (line 1)"
+    );
 }
 
 #[tokio::test]
 async fn process_env_is_not_defined() {
     let (report, _) = run("process", SHORT, "return process.env").await;
-    assert_eq!(threw(&report), "ReferenceError: process is not defined");
+    assert_eq!(
+        threw(&report),
+        "ReferenceError: process is not defined (line 1)"
+    );
 }
 
 #[tokio::test]
