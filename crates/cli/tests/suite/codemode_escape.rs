@@ -11,7 +11,7 @@ use codemode::{
 };
 use serde_json::{json, Value};
 
-/// Answers `echo` with its arguments (as structured content), `slow` after 600 ms, refuses `denied`, never
+/// Answers `echo` with its arguments (as structured content), `big` with 12 MiB of text, `slow` after 600 ms, refuses `denied`, never
 /// answers `hang`, fails anything else, and remembers every call it was asked to run.
 #[derive(Default)]
 struct Host {
@@ -38,6 +38,7 @@ impl ToolHost for Host {
                     message: "denied by rule deny-all".into(),
                 }),
                 "hang" => std::future::pending().await,
+                "big" => Ok(json!({"content": [{"type": "text", "text": "x".repeat(12 << 20)}]})),
                 "slow" => {
                     tokio::time::sleep(Duration::from_millis(600)).await;
                     Ok(json!({"content": [{"type": "text", "text": "slow"}]}))
@@ -461,6 +462,40 @@ async fn calls_from_a_promise_that_settles_after_return_never_run() {
         "{seen:?}"
     );
     assert!(report.calls.len() <= 1, "{:?}", report.calls);
+}
+
+/// Serialising the returned value or the thrown error runs the program's own code (`toJSON`, getters); a call
+/// made from there, after the end, is refused in the worker and never reaches the host.
+#[tokio::test]
+async fn calls_from_serialising_the_answer_never_run() {
+    let (report, seen) = run(
+        "tojson",
+        SHORT,
+        r#"return {toJSON() { call("echo", {late: true}); return 1; }};"#,
+    )
+    .await;
+    assert!(seen.is_empty(), "{seen:?}");
+    assert!(threw(&report).contains("already ended"), "{report:?}");
+    let (report, seen) = run(
+        "errorname",
+        SHORT,
+        r#"const e = new Error("x"); Object.defineProperty(e, "name", {get() { call("echo", {late: true}); return "E"; }}); throw e;"#,
+    )
+    .await;
+    assert!(seen.is_empty(), "{seen:?}");
+    assert!(matches!(report.end, RunEnd::Threw { .. }), "{report:?}");
+}
+
+/// A tool result larger than a program may receive is refused with an error the program can catch.
+#[tokio::test]
+async fn tool_result_too_large_for_the_worker_is_a_catchable_error() {
+    let (report, _) = run(
+        "bigresult",
+        SHORT,
+        r#"try { await call("big", {}); return "received"; } catch (e) { return e.code; }"#,
+    )
+    .await;
+    assert_eq!(report.end, RunEnd::Returned(json!("RESULT_TOO_LARGE")));
 }
 
 /// A host that never answers does not keep the run past its wall clock.

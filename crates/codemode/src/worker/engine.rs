@@ -123,7 +123,10 @@ fn drive<'js>(
 ) -> WorkerEnd {
     let promise = match start(ctx, program) {
         Ok(p) => p,
-        Err(e) => return thrown(ctx, fired, e),
+        Err(e) => {
+            bridge.borrow_mut().close();
+            return thrown(ctx, fired, e);
+        }
     };
     loop {
         // One job at a time, checking the program's promise before each: once it has settled no further job
@@ -133,6 +136,9 @@ fn drive<'js>(
         }
         if fired.get() {
             return out_of_time();
+        }
+        if promise.state() != PromiseState::Pending {
+            bridge.borrow_mut().close();
         }
         match promise.state() {
             PromiseState::Resolved => return returned(ctx, &promise, limits),
