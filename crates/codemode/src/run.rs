@@ -4,7 +4,7 @@
 //! process group is killed, since the engine's own interrupt misses some native loops), or when it breaks a cap.
 //!
 //! `serve` is one run from start to end (spawn, layers, program, requests), `channel` the worker's pipes as
-//! queues; the protocol itself is documented in `worker::protocol`.
+//! queues, `spawner` the thread workers are started from; the protocol itself is documented in `worker::protocol`.
 
 use crate::host::ToolHost;
 use crate::session::CodeSession;
@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 mod channel;
 mod serve;
+mod spawner;
 
 /// How to start a worker: the toolgate binary and the arguments that make it one.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -207,15 +207,23 @@ impl Piped {
         String::from_utf8_lossy(&kept).into_owned()
     }
 
-    /// Kills the whole tree (its process group; with a PID namespace, its init takes every other process in it
-    /// along) and reaps the leader. Idempotent.
-    pub fn kill(&mut self) {
+    /// Sends SIGKILL to the whole tree (its process group; with a PID namespace, its init takes every other
+    /// process in it along) without waiting for it; [`Piped::kill`] or dropping reaps it.
+    pub fn signal_kill(&self) {
         if self.reaped {
             return;
         }
         // The leader is not reaped yet, so the group id cannot have been reused.
         let group = Pid::from_raw(self.child.id() as libc::pid_t);
         let _ = killpg(group, Signal::SIGKILL);
+    }
+
+    /// Kills the whole tree and reaps the leader. Idempotent.
+    pub fn kill(&mut self) {
+        if self.reaped {
+            return;
+        }
+        self.signal_kill();
         let _ = self.child.wait();
         self.reaped = true;
     }

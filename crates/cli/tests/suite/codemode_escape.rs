@@ -11,8 +11,8 @@ use codemode::{
 };
 use serde_json::{json, Value};
 
-/// Answers `echo` with its arguments (as structured content), refuses `denied`, fails `broken`, never answers
-/// `hang`, and remembers every call it was asked to run.
+/// Answers `echo` with its arguments (as structured content), `big` with 12 MiB of text, `slow` after 600 ms, refuses `denied`, never
+/// answers `hang`, fails anything else, and remembers every call it was asked to run.
 #[derive(Default)]
 struct Host {
     seen: Mutex<Vec<NestedCall>>,
@@ -38,6 +38,11 @@ impl ToolHost for Host {
                     message: "denied by rule deny-all".into(),
                 }),
                 "hang" => std::future::pending().await,
+                "big" => Ok(json!({"content": [{"type": "text", "text": "x".repeat(12 << 20)}]})),
+                "slow" => {
+                    tokio::time::sleep(Duration::from_millis(600)).await;
+                    Ok(json!({"content": [{"type": "text", "text": "slow"}]}))
+                }
                 _ => Err(CallFailure::Failed {
                     message: format!("no tool {}", call.name),
                 }),
@@ -205,6 +210,36 @@ async fn required_layer_that_is_missing_stops_the_run_before_the_program() {
     assert!(seen.is_empty());
 }
 
+/// The engine's standard library still works once the worker is locked down (time zone, clock, randomness).
+#[tokio::test]
+async fn built_ins_work_under_the_lockdown() {
+    let (report, _) = run(
+        "builtins",
+        SHORT,
+        r#"
+        const d = new Date(0);
+        return [typeof d.toString(), d.getTimezoneOffset() === d.getTimezoneOffset(),
+                Math.random() < 1, /a+/.test("aa"), [3, 1, 2].sort().join(), typeof performance];
+        "#,
+    )
+    .await;
+    assert_eq!(
+        report.end,
+        RunEnd::Returned(json!(["string", true, true, true, "1,2,3", "object"]))
+    );
+}
+
+#[tokio::test]
+async fn unbounded_recursion_throws_a_range_error() {
+    let (report, _) = run(
+        "recursion",
+        SHORT,
+        "function f() { return f() + 1; } return f();",
+    )
+    .await;
+    assert!(threw(&report).starts_with("RangeError"), "{report:?}");
+}
+
 #[tokio::test]
 async fn require_fs_is_not_defined() {
     let (report, _) = run(
@@ -213,13 +248,19 @@ async fn require_fs_is_not_defined() {
         "return require('fs').readFileSync('/etc/passwd')",
     )
     .await;
-    assert_eq!(threw(&report), "ReferenceError: require is not defined");
+    assert_eq!(
+        threw(&report),
+        "ReferenceError: require is not defined (line 1)"
+    );
 }
 
 #[tokio::test]
 async fn process_env_is_not_defined() {
     let (report, _) = run("process", SHORT, "return process.env").await;
-    assert_eq!(threw(&report), "ReferenceError: process is not defined");
+    assert_eq!(
+        threw(&report),
+        "ReferenceError: process is not defined (line 1)"
+    );
 }
 
 #[tokio::test]
@@ -423,6 +464,40 @@ async fn calls_from_a_promise_that_settles_after_return_never_run() {
     assert!(report.calls.len() <= 1, "{:?}", report.calls);
 }
 
+/// Serialising the returned value or the thrown error runs the program's own code (`toJSON`, getters); a call
+/// made from there, after the end, is refused in the worker and never reaches the host.
+#[tokio::test]
+async fn calls_from_serialising_the_answer_never_run() {
+    let (report, seen) = run(
+        "tojson",
+        SHORT,
+        r#"return {toJSON() { call("echo", {late: true}); return 1; }};"#,
+    )
+    .await;
+    assert!(seen.is_empty(), "{seen:?}");
+    assert!(threw(&report).contains("already ended"), "{report:?}");
+    let (report, seen) = run(
+        "errorname",
+        SHORT,
+        r#"const e = new Error("x"); Object.defineProperty(e, "name", {get() { call("echo", {late: true}); return "E"; }}); throw e;"#,
+    )
+    .await;
+    assert!(seen.is_empty(), "{seen:?}");
+    assert!(matches!(report.end, RunEnd::Threw { .. }), "{report:?}");
+}
+
+/// A tool result larger than a program may receive is refused with an error the program can catch.
+#[tokio::test]
+async fn tool_result_too_large_for_the_worker_is_a_catchable_error() {
+    let (report, _) = run(
+        "bigresult",
+        SHORT,
+        r#"try { await call("big", {}); return "received"; } catch (e) { return e.code; }"#,
+    )
+    .await;
+    assert_eq!(report.end, RunEnd::Returned(json!("RESULT_TOO_LARGE")));
+}
+
 /// A host that never answers does not keep the run past its wall clock.
 #[tokio::test]
 async fn a_call_that_never_answers_ends_at_the_wall_clock() {
@@ -464,4 +539,22 @@ async fn dropping_the_run_kills_the_worker() {
         .await
         .is_err());
     assert_gone(&tag);
+}
+
+/// A worker dies with the thread that started it (so it never outlives toolgate); a pooled blocking thread that
+/// exits when idle must not be that thread, or a run longer than its idle time is killed mid-way.
+#[test]
+fn worker_outlives_idle_threads_of_the_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_keep_alive(Duration::from_millis(50))
+        .enable_all()
+        .build()
+        .unwrap();
+    let (report, _) = runtime.block_on(run(
+        "keepalive",
+        Duration::from_secs(3),
+        r#"await call("slow", {}); return await call("slow", {});"#,
+    ));
+    assert_eq!(report.end, RunEnd::Returned(json!("slow")));
 }

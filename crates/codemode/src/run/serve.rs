@@ -27,6 +27,8 @@ const STACK_BYTES: usize = 1 << 20;
 /// Address space the worker may map beyond the engine's heap: the binary, its libraries, the C library's
 /// arenas and the copies of lines in flight.
 const ADDRESS_SPACE_SLACK: u64 = 768 << 20;
+/// `recall`, `saveFile` and `readFile` requests one run may make.
+const MAX_OTHER_REQUESTS: u32 = 10_000;
 /// Room on top of the largest payload for the rest of a line.
 const LINE_SLACK: usize = 64 << 10;
 
@@ -147,10 +149,8 @@ pub(super) async fn run(
         ));
     }
     let spec = spec(command, limits);
-    // Fork and exec block for a moment; a run dropped meanwhile drops the worker there, which kills it.
-    let worker = match tokio::task::spawn_blocking(move || sandbox::spawn_piped(&spec)).await {
-        Ok(Ok(worker)) => worker,
-        Ok(Err(e)) => return failed(format!("the worker did not start: {e}")),
+    let worker = match super::spawner::spawn(spec).await {
+        Ok(worker) => worker,
         Err(e) => return failed(format!("the worker did not start: {e}")),
     };
     report.layers = parent_layers(&worker);
@@ -160,10 +160,7 @@ pub(super) async fn run(
         .max(wl.result_bytes)
         .max(wl.log_bytes)
         .saturating_add(LINE_SLACK);
-    let queued = usize::try_from(limits.max_calls)
-        .unwrap_or(usize::MAX)
-        .saturating_add(4);
-    let mut channel = match Channel::open(worker, line_bytes, queued) {
+    let mut channel = match Channel::open(worker, line_bytes) {
         Ok(c) => c,
         Err(e) => return failed(e),
     };
@@ -174,7 +171,7 @@ pub(super) async fn run(
             None
         }
     };
-    channel.send(&ToWorker::Start { limits: wl, filter }).await;
+    channel.send(&ToWorker::Start { limits: wl, filter });
     match channel.next().await {
         Incoming::Message(FromWorker::Ready { layers }) => report.layers.extend(layers),
         other => return unexpected(&channel, other),
@@ -182,8 +179,10 @@ pub(super) async fn run(
     if let Some(why) = unmet(&limits.require, &report.layers) {
         return failed(why);
     }
-    channel.send_line(run_line).await;
-    serve(&mut channel, limits, wl.line_bytes, host, session, report).await
+    channel.send_line(run_line);
+    let end = serve(&mut channel, limits, wl.line_bytes, host, session, report).await;
+    super::spawner::dispose(channel.worker);
+    end
 }
 
 type CallFuture<'a> =
@@ -218,6 +217,8 @@ async fn serve(
 ) -> RunEnd {
     let mut in_flight = InFlight(Vec::new());
     let mut made = 0u32;
+    // recall, saveFile and readFile requests, bounded too: each reply waits in memory until the worker reads it.
+    let mut other_requests = 0u32;
     // Calls asked for and not answered yet, by number.
     let mut open: Vec<u32> = Vec::new();
     loop {
@@ -241,7 +242,7 @@ async fn serve(
                         Reply::Error { code, message }
                     }
                 };
-                reply_to(channel, id, reply, reply_bytes).await;
+                reply_to(channel, id, reply, reply_bytes);
                 continue;
             }
         };
@@ -278,7 +279,18 @@ async fn serve(
                     .0
                     .push(Box::pin(async move { (id, seq, host.call(call).await) }));
             }
+            FromWorker::Recall { .. } | FromWorker::Save { .. } | FromWorker::Read { .. }
+                if other_requests >= MAX_OTHER_REQUESTS =>
+            {
+                return limit(
+                    LimitKind::Calls,
+                    format!(
+                        "the program made more than {MAX_OTHER_REQUESTS} recall, saveFile and readFile requests"
+                    ),
+                );
+            }
             FromWorker::Recall { id, n } => {
+                other_requests += 1;
                 let reply = match session.recall(n) {
                     Some(value) => Reply::Value { value },
                     None => Reply::Error {
@@ -286,9 +298,10 @@ async fn serve(
                         message: format!("no call #{n} of this session has a result to recall"),
                     },
                 };
-                reply_to(channel, id, reply, reply_bytes).await;
+                reply_to(channel, id, reply, reply_bytes);
             }
             FromWorker::Save { id, name, data } => {
+                other_requests += 1;
                 let reply = match session.save_file(&name, &data) {
                     Ok(path) => Reply::Value {
                         value: Value::String(path.display().to_string()),
@@ -298,9 +311,10 @@ async fn serve(
                         message,
                     },
                 };
-                reply_to(channel, id, reply, reply_bytes).await;
+                reply_to(channel, id, reply, reply_bytes);
             }
             FromWorker::Read { id, path } => {
+                other_requests += 1;
                 let reply = match session.read_file(std::path::Path::new(&path)) {
                     Ok(text) => Reply::Value {
                         value: Value::String(text),
@@ -310,7 +324,7 @@ async fn serve(
                         message,
                     },
                 };
-                reply_to(channel, id, reply, reply_bytes).await;
+                reply_to(channel, id, reply, reply_bytes);
             }
             FromWorker::Log { text, truncated } => keep_log(report, limits, &text, truncated),
             FromWorker::Done { end } => {
@@ -328,11 +342,11 @@ async fn serve(
     }
 }
 
-/// Sends a reply, or, when the value is too large for the worker to read, an error in its place.
-async fn reply_to(channel: &Channel, id: u64, reply: Reply, reply_bytes: usize) {
+/// Queues a reply, or, when the value is too large for the worker to read, an error in its place.
+fn reply_to(channel: &mut Channel, id: u64, reply: Reply, reply_bytes: usize) {
     let line = encode(&ToWorker::Reply { id, reply });
     if line.len() <= reply_bytes {
-        return channel.send_line(line).await;
+        return channel.send_line(line);
     }
     let reply = Reply::Error {
         code: "RESULT_TOO_LARGE".to_owned(),
@@ -341,7 +355,7 @@ async fn reply_to(channel: &Channel, id: u64, reply: Reply, reply_bytes: usize) 
             line.len()
         ),
     };
-    channel.send(&ToWorker::Reply { id, reply }).await;
+    channel.send(&ToWorker::Reply { id, reply });
 }
 
 /// Keeps `console` output up to the log limit (the worker cuts too; this does not rely on it).
@@ -416,3 +430,7 @@ fn unexpected(channel: &Channel, incoming: Incoming) -> RunEnd {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "serve_tests.rs"]
+mod tests;

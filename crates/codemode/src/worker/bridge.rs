@@ -26,6 +26,9 @@ pub(crate) struct Bridge<'js> {
     log_left: usize,
     log_truncated: bool,
     line_bytes: usize,
+    /// Set once the program's promise has settled: serialising its value or its error may still run its code
+    /// (`toJSON`, getters), which must not make a request after the end.
+    closed: bool,
 }
 
 pub(crate) type Shared<'js> = Rc<RefCell<Bridge<'js>>>;
@@ -38,7 +41,13 @@ impl<'js> Bridge<'js> {
             log_left: log_bytes,
             log_truncated: false,
             line_bytes,
+            closed: false,
         }))
+    }
+
+    /// Refuses every request from now on.
+    pub(crate) fn close(&mut self) {
+        self.closed = true;
     }
 
     /// Whether some request still waits for its reply.
@@ -64,6 +73,12 @@ fn request<'js>(
     what: &str,
     make: impl FnOnce(u64) -> FromWorker,
 ) -> rquickjs::Result<Promise<'js>> {
+    if bridge.borrow().closed {
+        return Err(Exception::throw_message(
+            ctx,
+            &format!("{what}: the program has already ended"),
+        ));
+    }
     let (promise, resolve, reject) = ctx.promise()?;
     let mut b = bridge.borrow_mut();
     let id = b.next_id + 1;

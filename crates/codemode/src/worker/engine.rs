@@ -123,7 +123,10 @@ fn drive<'js>(
 ) -> WorkerEnd {
     let promise = match start(ctx, program) {
         Ok(p) => p,
-        Err(e) => return thrown(ctx, fired, e),
+        Err(e) => {
+            bridge.borrow_mut().close();
+            return thrown(ctx, fired, e);
+        }
     };
     loop {
         // One job at a time, checking the program's promise before each: once it has settled no further job
@@ -133,6 +136,9 @@ fn drive<'js>(
         }
         if fired.get() {
             return out_of_time();
+        }
+        if promise.state() != PromiseState::Pending {
+            bridge.borrow_mut().close();
         }
         match promise.state() {
             PromiseState::Resolved => return returned(ctx, &promise, limits),
@@ -302,9 +308,13 @@ fn describe<'js>(ctx: &Ctx<'js>, reason: Value<'js>) -> String {
     if let Some(e) = reason.as_exception() {
         let name: Option<String> = e.get("name").ok();
         let message = e.message().unwrap_or_default();
-        return match name {
+        let message = match name {
             Some(n) if !n.is_empty() => format!("{n}: {message}"),
             _ => message,
+        };
+        return match e.stack().as_deref().and_then(program_line) {
+            Some(line) => format!("{message} (line {line})"),
+            None => message,
         };
     }
     match Coerced::<String>::from_js(ctx, reason) {
@@ -313,5 +323,33 @@ fn describe<'js>(ctx: &Ctx<'js>, reason: Value<'js>) -> String {
             let _ = ctx.catch();
             "a value that cannot be shown".to_owned()
         }
+    }
+}
+
+/// The program's line a stack names first. The engine compiles the program as the body of
+/// `(async function anonymous(\n) {\n…`, so its first line is the source's third.
+fn program_line(stack: &str) -> Option<u32> {
+    let (_, rest) = stack.split_once("<input>:")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits
+        .parse::<u32>()
+        .ok()?
+        .checked_sub(2)
+        .filter(|&n| n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::program_line;
+
+    #[test]
+    fn stack_lines_are_counted_from_the_program() {
+        assert_eq!(program_line("    at anonymous (<input>:5:17)\n"), Some(3));
+        assert_eq!(
+            program_line("    at f (<input>:3:1)\n    at anonymous (<input>:9:2)"),
+            Some(1)
+        );
+        assert_eq!(program_line("    at <eval> (native)"), None);
+        assert_eq!(program_line("<input>:1:1"), None);
     }
 }
