@@ -35,13 +35,20 @@ enum Command {
     Completions(commands::completions::Args),
     #[command(name = "fixture-server", hide = true)]
     FixtureServer(commands::fixture::Args),
+    #[command(name = "codemode-worker", hide = true)]
+    CodemodeWorker(commands::codemode_worker::Args),
 }
 
 fn main() -> ExitCode {
     runtime::quiet_broken_pipe();
-    runtime::init_logging();
     let cli = Cli::parse();
-    let result = match cli.command {
+    // The code-mode worker's standard output is its protocol: it runs before logging is set up.
+    let command = match cli.command {
+        Command::CodemodeWorker(args) => return commands::codemode_worker::run(args),
+        command => command,
+    };
+    runtime::init_logging();
+    let result = match command {
         Command::Serve(args) => commands::serve::run(args),
         Command::Wrap(args) => commands::wrap::run(args),
         Command::Demo(args) => commands::demo::run(args),
@@ -54,6 +61,7 @@ fn main() -> ExitCode {
         Command::Preview(args) => commands::preview::run(args),
         Command::Completions(args) => commands::completions::run(args, &mut Cli::command()),
         Command::FixtureServer(args) => commands::fixture::run(args),
+        Command::CodemodeWorker(args) => Ok(commands::codemode_worker::run(args)),
     };
     match result {
         Ok(code) => code,

@@ -2,12 +2,19 @@
 //! mode), send it the program, answer its requests — tool calls through the [`ToolHost`], `recall`, `saveFile`,
 //! `readFile` through the [`CodeSession`] — and end it: on its answer, at the wall-clock deadline (the worker's
 //! process group is killed, since the engine's own interrupt misses some native loops), or when it breaks a cap.
+//!
+//! `serve` is one run from start to end (spawn, layers, program, requests), `channel` the worker's pipes as
+//! queues, `spawner` the thread workers are started from; the protocol itself is documented in `worker::protocol`.
 
 use crate::host::ToolHost;
 use crate::session::CodeSession;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+mod channel;
+mod serve;
+mod spawner;
 
 /// How to start a worker: the toolgate binary and the arguments that make it one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,23 +110,44 @@ impl Runner {
     }
 
     /// Runs `program` (the body of an async function) to its end. Never panics and never leaves the worker
-    /// running.
+    /// running: at the wall-clock deadline, and when this future is dropped (a client cancelling), the worker's
+    /// whole process tree is killed.
     pub async fn run(
         &self,
         program: &str,
         host: &dyn ToolHost,
         session: &CodeSession,
     ) -> RunReport {
-        let _ = (program, host, session);
-        RunReport {
-            end: RunEnd::WorkerFailed {
-                message: "the code mode worker is not available in this build".to_owned(),
-            },
+        let started = Instant::now();
+        let mut report = RunReport {
+            end: RunEnd::Returned(Value::Null),
             calls: Vec::new(),
             log: String::new(),
             log_truncated: false,
             layers: Vec::new(),
             elapsed: Duration::ZERO,
-        }
+        };
+        let work = serve::run(
+            &self.command,
+            &self.limits,
+            program,
+            host,
+            session,
+            &mut report,
+        );
+        // The worker lives inside `work`: when the deadline drops it, the worker's tree is killed with it.
+        let end = match tokio::time::timeout(self.limits.wall, work).await {
+            Ok(end) => end,
+            Err(_) => RunEnd::Limit {
+                kind: LimitKind::WallClock,
+                message: format!(
+                    "the program ran past its wall clock of {} s; its worker was killed",
+                    self.limits.wall.as_secs_f64()
+                ),
+            },
+        };
+        report.end = end;
+        report.elapsed = started.elapsed();
+        report
     }
 }

@@ -53,6 +53,8 @@ const PREFIX_WEIGHT: f64 = 0.5;
 const PREFIX_MIN: usize = 3;
 /// Words one prefix may expand to, so a short prefix stays cheap.
 const PREFIX_TERMS: usize = 16;
+/// Distinct query words used, so a pasted wall of text costs no more than a long question.
+const QUERY_WORDS: usize = 32;
 
 /// The index over one catalog; rebuilt when the catalog changes.
 #[derive(Debug, Clone, Default)]
@@ -106,8 +108,14 @@ impl SearchIndex {
                 }
             }
             for (term, tf) in weighted {
-                let posting = postings.entry(term.to_owned()).or_default();
-                posting.docs.push((index as u32, tf));
+                // Looked up before inserting, so a term already seen costs no new key.
+                match postings.get_mut(term) {
+                    Some(posting) => posting.docs.push((index as u32, tf)),
+                    None => {
+                        let docs = vec![(index as u32, tf)];
+                        postings.insert(term.to_owned(), Posting { idf: 0.0, docs });
+                    }
+                }
             }
         }
         for posting in postings.values_mut() {
@@ -152,6 +160,7 @@ impl SearchIndex {
         let mut words = tokenize::tokens(query);
         let mut seen = std::collections::HashSet::new();
         words.retain(|w| seen.insert(w.clone()));
+        words.truncate(QUERY_WORDS);
         if words.is_empty() {
             return self
                 .by_name

@@ -3,15 +3,15 @@
 //! session saved).
 //!
 //! Everything here is bounded: results kept for `recall` (the last [`KEEP_RESULTS`] calls, at most
-//! [`KEEP_RESULT_BYTES`] in all; an evicted result says so), the size of one file ([`MAX_FILE_BYTES`]) and the
-//! number of files ([`MAX_FILES`]). A file name is one plain name, checked before anything touches the disk;
+//! [`KEEP_RESULT_BYTES`] in all; an evicted result says so), the size of one file ([`MAX_FILE_BYTES`]), the
+//! number of files ([`MAX_FILES`]) and their total ([`MAX_SESSION_BYTES`]). A file name is one plain name, checked before anything touches the disk;
 //! the directory and files are reached without following symlinks (`files`). It does not run programs or
 //! decide which tools they may call.
 
 mod files;
 
 use serde_json::Value;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -25,6 +25,8 @@ pub const KEEP_RESULT_BYTES: usize = 32 << 20;
 pub const MAX_FILE_BYTES: usize = 10 << 20;
 /// Files one session may save.
 pub const MAX_FILES: usize = 1000;
+/// Bytes of all the files one session keeps, so a program cannot fill the disk in steps.
+pub const MAX_SESSION_BYTES: usize = 100 << 20;
 /// The longest file name, in bytes (the common file system limit).
 const MAX_NAME_BYTES: usize = 255;
 
@@ -77,8 +79,8 @@ struct Results {
 struct Saved {
     /// The session directory, opened once without following symlinks.
     dir: Option<OwnedFd>,
-    /// Names saved, exactly as `saveFile` returned their paths.
-    names: BTreeSet<String>,
+    /// Names saved (as `saveFile` returned their paths) and their sizes.
+    names: BTreeMap<String, usize>,
 }
 
 impl CodeSession {
@@ -147,9 +149,17 @@ impl CodeSession {
             return Err("saveFile is not available: this session has no file directory".to_owned());
         };
         let mut saved = self.saved.lock().unwrap_or_else(|p| p.into_inner());
-        if !saved.names.contains(name) && saved.names.len() >= MAX_FILES {
+        let replaced = saved.names.get(name).copied();
+        if replaced.is_none() && saved.names.len() >= MAX_FILES {
             return Err(format!(
                 "saveFile: this session has saved its limit of {MAX_FILES} files"
+            ));
+        }
+        let total: usize = saved.names.values().sum::<usize>() - replaced.unwrap_or(0) + data.len();
+        if total > MAX_SESSION_BYTES {
+            return Err(format!(
+                "saveFile: this session's files would take {total} bytes, more than its limit of \
+                 {MAX_SESSION_BYTES}; save less, or overwrite a file already saved"
             ));
         }
         let dir = match saved.dir.take() {
@@ -160,7 +170,7 @@ impl CodeSession {
             files::write(&dir, name, data.as_bytes()).map_err(|e| format!("saveFile: {e}"));
         saved.dir = Some(dir);
         written?;
-        saved.names.insert(name.to_owned());
+        saved.names.insert(name.to_owned(), data.len());
         Ok(root.join(name))
     }
 
@@ -176,7 +186,7 @@ impl CodeSession {
             return refused();
         }
         let saved = self.saved.lock().unwrap_or_else(|p| p.into_inner());
-        match (&saved.dir, saved.names.contains(name)) {
+        match (&saved.dir, saved.names.contains_key(name)) {
             (Some(dir), true) => {
                 files::read(dir, name, MAX_FILE_BYTES as u64).map_err(|e| format!("readFile: {e}"))
             }

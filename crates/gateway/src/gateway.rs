@@ -144,6 +144,12 @@ impl Gateway {
         builtin: Option<Arc<builtin::Builtin>>,
         links: &HashMap<String, Arc<dyn upstream::Connector>>,
     ) -> Arc<Self> {
+        let mut opts = opts;
+        // A wrapped server must look exactly like itself: no code mode.
+        match opts.wrap {
+            true => opts.code.mode = config::Mode::Direct,
+            false => opts.code.settle(config, &guard),
+        }
         let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
         let correlation = Arc::new(Correlation::watching(tx.downgrade()));
         let progress = Arc::new(ProgressTable::default());

@@ -92,13 +92,24 @@ impl Snapshot {
         }
         if self.kind == Kind::CodeRun {
             // Shown to the human beside the program; the run itself scans the program again.
-            let program = self.arguments.get("code").and_then(Value::as_str);
-            let scan = codemode::scan(program.unwrap_or_default());
+            let scan = self.code_scan();
             v["names"] = json!(scan.literal_names);
             // Names it builds at run time are not approved with it: they run only under allow rules.
             v["dynamic"] = json!(scan.dynamic);
         }
         v
+    }
+
+    /// For a code run: what the program says about the tools it calls.
+    fn code_scan(&self) -> codemode::Scan {
+        let program = self.arguments.get("code").and_then(Value::as_str);
+        codemode::scan(program.unwrap_or_default())
+    }
+
+    /// For a code run: the tool names its program writes as literals, escaped for a one-line question.
+    pub(crate) fn code_names(&self) -> Vec<String> {
+        let names = self.code_scan().literal_names;
+        names.iter().map(|n| ascii_json(&json!(n))).collect()
     }
 
     pub(crate) fn from_json(v: &Value) -> Option<Snapshot> {

@@ -223,3 +223,55 @@ pub(crate) fn restrict_self(ruleset_fd: libc::c_int) -> Result<(), i32> {
         Ok(())
     }
 }
+
+/// `LANDLOCK_ACCESS_FS_IOCTL_DEV` (ABI 5).
+const ACCESS_IOCTL_DEV: u64 = 1 << 15;
+/// `LANDLOCK_ACCESS_NET_BIND_TCP` and `LANDLOCK_ACCESS_NET_CONNECT_TCP` (ABI 4).
+const ACCESS_NET_TCP: u64 = (1 << 0) | (1 << 1);
+
+/// Confines the calling process to nothing: every filesystem right this kernel knows is handled and no rule
+/// grants any, so no path can be opened, listed, executed or created; where the ABI has them, TCP bind and
+/// connect are handled too, and signals and abstract unix sockets stay inside the domain. For a process that
+/// needs no file at all (the code-mode worker after its engine is up). `Err((unavailable, why))`.
+pub(crate) fn restrict_to_nothing() -> Result<(), (bool, String)> {
+    let abi = abi_version().map_err(|why| (true, why))?;
+    let mut fs = handled_rights(abi);
+    if abi >= 5 {
+        fs |= ACCESS_IOCTL_DEV;
+    }
+    let attr = RulesetAttr {
+        handled_access_fs: fs,
+        handled_access_net: if abi >= 4 { ACCESS_NET_TCP } else { 0 },
+        scoped: if abi >= 6 {
+            SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET
+        } else {
+            0
+        },
+    };
+    // SAFETY: `attr` is a valid, initialised struct whose size we pass; the kernel copies it and returns a new fd.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            &attr as *const RulesetAttr,
+            std::mem::size_of::<RulesetAttr>(),
+            0u32,
+        )
+    };
+    if fd < 0 {
+        let why = std::io::Error::last_os_error();
+        return Err((false, format!("landlock_create_ruleset: {why}")));
+    }
+    let fd = i32::try_from(fd).map_err(|_| (false, "descriptor out of range".to_owned()))?;
+    // SAFETY: the syscall just returned this descriptor and nothing else owns it.
+    let ruleset = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: prctl with constant arguments; Landlock needs no_new_privs when unprivileged.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        let why = std::io::Error::last_os_error();
+        return Err((false, format!("no_new_privs: {why}")));
+    }
+    use std::os::fd::AsRawFd;
+    restrict_self(ruleset.as_raw_fd()).map_err(|e| {
+        let why = std::io::Error::from_raw_os_error(e);
+        (false, format!("landlock_restrict_self: {why}"))
+    })
+}

@@ -5,9 +5,14 @@
 //! standard input (nothing, or given bytes then end of file), drains both output streams into fixed-size
 //! buffers, and ends the whole process tree on timeout. It does not decide whether a command may run (policy
 //! and approval happen before), resolve programs on a PATH, or print anything.
+//!
+//! It also starts long-lived workers talked to over their standard streams ([`spawn_piped`]), and gives such a
+//! worker the means to lock itself down once it is loaded ([`lock_down_worker`]: Landlock allowing nothing, no
+//! new descriptors, and a syscall allowlist, [`WorkerFilter`], compiled by the parent).
 
 #![deny(clippy::print_stdout)]
 
+mod allowlist;
 mod capture;
 mod child;
 mod error;
@@ -15,14 +20,19 @@ mod filesystem;
 mod grants;
 mod landlock;
 mod layers;
+mod lockdown;
+mod piped;
 mod run;
 mod seccomp;
 mod spec;
 mod stdin;
 mod watch;
 
+pub use allowlist::{worker_filter, WorkerFilter};
 pub use capture::{Capture, MAX_CAPTURE_BYTES_PER_STREAM};
 pub use error::{Error, Result};
 pub use layers::{probe, Layer, LayerEntry, LayerReport, LayerState};
+pub use lockdown::{lock_down_worker, WorkerLayer};
+pub use piped::{spawn_piped, Piped, PipedSpec};
 pub use run::{run, ExitInfo, Outcome, RunResult};
 pub use spec::{CommandSpec, LayerMode, LayerRequest, Rlimits, Stdin};

@@ -101,7 +101,7 @@ fn validate(spec: &CommandSpec) -> Result<()> {
     Ok(())
 }
 
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -144,7 +144,7 @@ fn limit_list(request: &LayerRequest) -> (LimitList, usize) {
     (list, n)
 }
 
-fn plan(
+pub(crate) fn plan(
     request: &LayerRequest,
     report_fd: RawFd,
     landlock_fd: Option<&OwnedFd>,
@@ -238,7 +238,7 @@ fn exit_info(raw_status: Option<i32>, std_status: std::process::ExitStatus) -> E
     }
 }
 
-fn merge(layers: &mut LayerReport, report: &crate::layers::ChildReport) {
+pub(crate) fn merge(layers: &mut LayerReport, report: &crate::layers::ChildReport) {
     for (layer, state) in &report.layers {
         layers.set(*layer, state.clone());
     }

@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod codemode_worker;
 pub mod common;
 pub mod completions;
 pub mod demo;

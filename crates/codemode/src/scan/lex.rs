@@ -112,6 +112,17 @@ impl Lexer {
                 c if space(c) => self.at += 1,
                 '/' if self.peek(1) == Some('/') => self.line_comment(),
                 '/' if self.peek(1) == Some('*') => self.block_comment(),
+                // Whether a `}` ends a block or an object literal takes a parser to know (`case 1: {}`, a block
+                // after a line break), and the two read a `/` after it differently: rare in real programs, so
+                // not guessed at.
+                '/' if self.out.tokens.last() == Some(&Tok::Punct("}")) => {
+                    self.out.unsure = true;
+                    if self.regex_ok {
+                        self.regex();
+                    } else {
+                        self.punct('/');
+                    }
+                }
                 '/' if self.regex_ok => self.regex(),
                 '\'' | '"' => self.string(c),
                 '`' => {
@@ -155,7 +166,9 @@ impl Lexer {
 
     fn regex(&mut self) {
         self.at += 1;
-        let mut class = false;
+        // Classes nest under the `v` flag (`[[a]/]`); counting depth errs towards an unterminated regex, which
+        // is unsure, never towards ending the regex early.
+        let mut class = 0usize;
         loop {
             match self.peek(0) {
                 None => {
@@ -168,14 +181,14 @@ impl Lexer {
                 }
                 Some('\\') => self.at += 2,
                 Some('[') => {
-                    class = true;
+                    class += 1;
                     self.at += 1;
                 }
                 Some(']') => {
-                    class = false;
+                    class = class.saturating_sub(1);
                     self.at += 1;
                 }
-                Some('/') if !class => {
+                Some('/') if class == 0 => {
                     self.at += 1;
                     break;
                 }

@@ -41,7 +41,6 @@ fn calls_in_comments_strings_templates_and_regexes_are_not_literal_calls() {
            const r = /call\("in_regex"\)[/'"`]/g;
            const q = x / 2 / call("real");
            if (ok) /call("after_control_head")/.test(s);
-           { } /call("after_block")/.test(s);
            return `${await call("in_substitution")} done`;"#,
         &["in_substitution", "real"],
     );
@@ -52,6 +51,20 @@ fn scan_is_not_fooled_by_a_regex_that_looks_like_a_string() {
     // If `/"/` were read as a division and a string, `call(name)` would be hidden inside that string.
     assert_dynamic(r#"if (1) /"/; call(name); x = "/";"#);
     assert_dynamic(r#"x = a ? /'/ : 0; call(name); y = '/'"#);
+}
+
+#[test]
+fn a_slash_after_a_closing_brace_is_dynamic() {
+    // A block (`case 1: {}`, or `{}` after a line break) reads `/"/` as a regex, an object literal as a division.
+    assert_dynamic("switch (1) { case 1: {} /\"/; call(name); x = \"/ \" }");
+    assert_dynamic("let a = 1\n{}\n/\"/; call(name); x = \"/\"");
+    assert_dynamic("x = {} / 2");
+}
+
+#[test]
+fn nested_regex_classes_do_not_end_the_regex_early() {
+    assert_dynamic(r#"x = /[[a]/]"/v; call(name); y = "/"#);
+    assert_plain(r#"x = /[a-z/]+/g.test(await call("t"))"#, &["t"]);
 }
 
 #[test]

@@ -139,3 +139,12 @@ fn a_long_description_is_cut_to_its_limit() {
     assert_eq!(hit.description.chars().count(), DESCRIPTION_CHARS + 1);
     assert!(hit.description.ends_with('…'));
 }
+
+#[test]
+fn a_wall_of_query_text_costs_a_bounded_search() {
+    let index = catalog();
+    let wall: String = (0..100_000).map(|i| format!("w{i} ")).collect();
+    let started = std::time::Instant::now();
+    assert!(index.search(&format!("directory {wall}"), 10).len() <= 1);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}

@@ -245,3 +245,20 @@ fn recall_is_bounded_in_bytes() {
     assert_eq!(s.lookup(4), Recalled::Evicted);
     assert_eq!(s.lookup(3), Recalled::Kept(big));
 }
+
+#[test]
+fn save_file_cannot_fill_the_disk_in_steps() {
+    let t = real_root();
+    let (s, _) = session(&canonical(&t));
+    let chunk = "x".repeat(MAX_FILE_BYTES);
+    let fit = MAX_SESSION_BYTES / MAX_FILE_BYTES;
+    for i in 0..fit {
+        s.save_file(&format!("part{i}"), &chunk).unwrap();
+    }
+    let err = s.save_file("one_more", &chunk).unwrap_err();
+    assert!(err.contains("more than its limit"), "{err}");
+    // Overwriting a saved file counts only its new size.
+    s.save_file("part0", "small").unwrap();
+    s.save_file("one_more", &chunk[..MAX_FILE_BYTES / 2])
+        .unwrap();
+}

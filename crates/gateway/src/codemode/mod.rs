@@ -47,15 +47,9 @@ const CLIENT_SURFACE: &[&str] = &[
     RUN_TOOL,
 ];
 
-/// toolgate's own tools a program may not call: resuming a held call or a held run, or starting a run inside
-/// a run, belongs to the client (and its human), not to a program.
-const NOT_FROM_PROGRAMS: &[&str] = &[
-    RESUME_TOOL,
-    STATUS_TOOL,
-    CAPABILITIES_TOOL,
-    SEARCH_TOOL,
-    RUN_TOOL,
-];
+/// toolgate's own tools a program may not call: resuming a held call or a held run, starting a run inside a
+/// run, or searching (the client's step before a run) belong to the client and its human, not to a program.
+const NOT_FROM_PROGRAMS: &[&str] = &[RESUME_TOOL, SEARCH_TOOL, RUN_TOOL];
 
 /// Code mode's settings as the gateway runs them.
 #[derive(Clone, Debug)]
@@ -73,6 +67,7 @@ impl CodeOptions {
             mode: config.mode.value,
             limits: RunLimits {
                 wall: config.code.timeout.value,
+                require: worker_require(&config.sandbox.require),
                 ..RunLimits::default()
             },
             worker: WorkerCommand {
@@ -82,9 +77,34 @@ impl CodeOptions {
         }
     }
 
+    /// The mode in force: the `--mode` flag, else the active profile's, else the config's `"mode"`.
+    pub(crate) fn settle(&mut self, config: &Config, guard: &Guard) {
+        if matches!(config.mode.from, config::Provenance::Flag(_)) {
+            return;
+        }
+        match guard.policy().active_mode() {
+            Some(policy::ProfileMode::Code) => self.mode = Mode::Code,
+            Some(policy::ProfileMode::Direct) => self.mode = Mode::Direct,
+            None => {}
+        }
+    }
+
     pub(crate) fn on(&self) -> bool {
         self.mode == Mode::Code
     }
+}
+
+/// The layers a worker must have, from the layers `sandbox.require` asks of every command. A worker allows no
+/// socket at all (its syscall allowlist has none), so where commands must have the socket filter a worker must
+/// have its syscall allowlist instead; every other layer is required of the worker as named.
+fn worker_require(required: &[String]) -> Vec<String> {
+    required
+        .iter()
+        .map(|layer| match layer.as_str() {
+            "socket_filter" => "syscall_allowlist".to_owned(),
+            other => other.to_owned(),
+        })
+        .collect()
 }
 
 /// The two code-mode tools, listed with toolgate's own tools in code mode.
@@ -178,7 +198,10 @@ pub(crate) fn route_refusal(
 }
 
 /// A program's call the policy asks about: it runs when the run was approved for its (literal) name, and is
-/// refused otherwise, naming the allow rule that would let it through.
+/// refused otherwise, naming the allow rule that would let it through. The run's approval answers the policy's
+/// rules about the tool, which the human saw before the run; it never answers a question raised by this call
+/// alone — a hook that asks about these arguments, or a definition changed since it was accepted (quarantine) —
+/// and those calls are refused.
 pub(crate) fn program_ask(
     ctx: &CallContext,
     name: &str,
@@ -186,10 +209,13 @@ pub(crate) fn program_ask(
     tool: &str,
     decision: &policy::Decision,
 ) -> Result<(), Refusal> {
-    if ctx
-        .run_approval
-        .as_ref()
-        .is_some_and(|a| a.names.contains(name))
+    let per_call = decision.reason == policy::ReasonCode::HookAsk
+        || decision.rule_id.as_deref() == Some(crate::pins::QUARANTINE_RULE);
+    if !per_call
+        && ctx
+            .run_approval
+            .as_ref()
+            .is_some_and(|a| a.names.contains(name))
     {
         return Ok(());
     }
@@ -198,7 +224,9 @@ pub(crate) fn program_ask(
         .as_deref()
         .unwrap_or(decision.reason.as_str());
     let message = format!(
-        "toolgate refused {name}: its calls need a human's approval ({rule}) and this run was not approved for          it. A run is approved only for the tools its program names as string literals in call(\"…\"); a tool          named any other way runs only under an allow rule (for {server}__{tool})"
+        "toolgate refused {name}: its calls need a human's approval ({rule}) and this run was not approved \
+         for it. A run is approved only for the tools its program names as string literals in call(\"…\"); \
+         a tool named any other way runs only under an allow rule (for {server}__{tool})"
     );
     Err(Refusal::new(RefusalCode::Refused, message).with_decision(decision.clone()))
 }
@@ -290,5 +318,7 @@ impl Sessions {
     }
 }
 
+#[cfg(test)]
+mod host_tests;
 #[cfg(test)]
 mod tests;

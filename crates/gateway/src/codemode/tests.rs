@@ -1,19 +1,16 @@
-//! Code mode in the gateway without a worker: the surface a client lists, refusals of direct calls, search, the
-//! gateway's `ToolHost` (what a program's call may run, and its records under the run's trace id), the pre-run
-//! check, and a held run's snapshot. Programs themselves run in the binary's suite (the binary is the worker).
+//! Code mode in the gateway without a worker: the mode in force, the surface a client lists, refusals of direct
+//! calls, search, the pre-run check, and a held run (its snapshot, elicitation, resume). The host is tested in
+//! `host_tests`; programs themselves run in the binary's suite (the binary is the worker).
 
-use super::host::Host;
+use super::host_tests::under_run;
 use super::prerun::{self, PreRun};
 use super::*;
-use crate::pipeline::RunApproval;
+use crate::outcome::CallOutcome;
 use crate::testkit::{Client, Harness};
-use codemode::{CallFailure, NestedCall, ToolHost};
 use config::Setting;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
-use std::sync::Arc;
 use test_support::FixtureOptions;
-use tokio_util::sync::CancellationToken;
 
 /// Allows by default, asks for `fx__echo`, denies every call of `fx__env_keys`; held calls answer at once.
 fn policy() -> Value {
@@ -24,7 +21,7 @@ fn policy() -> Value {
     })
 }
 
-async fn harness() -> Harness {
+pub(super) async fn harness() -> Harness {
     Harness::start_with(policy(), FixtureOptions::default(), |c| {
         c.mode = Setting::default(Mode::Code)
     })
@@ -35,58 +32,6 @@ async fn legacy_client(h: &Harness) -> Client {
     let mut client = h.client();
     client.initialize(json!({})).await;
     client
-}
-
-const RUN: &str = "run-trace-1";
-
-/// The host of run `RUN`, approved for `approved` (none: no approval at all).
-fn host(h: &Harness, approved: Option<&[&str]>) -> Host {
-    Host {
-        gw: Arc::clone(&h.gateway),
-        run_trace_id: RUN.to_owned(),
-        cancel: CancellationToken::new(),
-        approval: approved.map(|names| {
-            Arc::new(RunApproval {
-                names: names.iter().map(|n| (*n).to_owned()).collect(),
-            })
-        }),
-    }
-}
-
-async fn call(host: &Host, name: &str, arguments: Value) -> Result<Value, CallFailure> {
-    host.call(NestedCall {
-        seq: 1,
-        name: name.to_owned(),
-        arguments,
-    })
-    .await
-}
-
-/// The (kind, tool, decision reason or outcome) of every record whose parent is run `RUN`.
-fn under_run(h: &Harness) -> Vec<(String, String, String)> {
-    h.audit()
-        .iter()
-        .filter(|r| r["parent_trace_id"] == RUN)
-        .map(|r| {
-            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
-            let what = match r["kind"].as_str() {
-                Some("decision") => s("reason_code"),
-                _ => s("outcome"),
-            };
-            (s("kind"), s("tool"), what)
-        })
-        .collect()
-}
-
-fn record(kind: &str, tool: &str, what: &str) -> (String, String, String) {
-    (kind.to_owned(), tool.to_owned(), what.to_owned())
-}
-
-fn refused_code(outcome: &Result<Value, CallFailure>) -> String {
-    match outcome {
-        Err(CallFailure::Refused { code, .. }) => code.clone(),
-        other => panic!("a refusal: {other:?}"),
-    }
 }
 
 #[tokio::test]
@@ -162,119 +107,6 @@ async fn search_tools_finds_upstream_tools_and_never_a_tool_denied_for_every_cal
         "{names:?}"
     );
     h.stop(&[&client]).await;
-}
-
-#[tokio::test]
-async fn run_time_name_under_an_ask_rule_is_refused_when_the_run_was_not_approved_for_it() {
-    let h = harness().await;
-    // Approved for another tool only, as a run whose literal names did not include this one.
-    let host = host(&h, Some(&["fx__add"]));
-    let outcome = call(&host, "fx__echo", json!({"text": "hi"})).await;
-    assert_eq!(refused_code(&outcome), "REFUSED");
-    let Err(CallFailure::Refused { message, .. }) = outcome else {
-        unreachable!()
-    };
-    assert!(message.contains("allow rule (for fx__echo)"), "{message}");
-    assert_eq!(
-        under_run(&h),
-        [
-            record("decision", "echo", "ASK_RULE"),
-            record("execution", "echo", "REFUSED")
-        ]
-    );
-    // Nothing was held for a human either.
-    let pending = h
-        .state
-        .store(|s| {
-            s.list_requests(
-                Some(store::ApprovalStatus::Pending),
-                store::Timestamp::now(),
-            )
-        })
-        .unwrap();
-    assert!(pending.is_empty(), "{pending:?}");
-    h.stop(&[]).await;
-}
-
-#[tokio::test]
-async fn approved_literal_name_runs_under_the_run_approval_by_either_name() {
-    let h = harness().await;
-    let host = host(&h, Some(&["fx__echo"]));
-    let direct = call(&host, "fx__echo", json!({"text": "one"}))
-        .await
-        .unwrap();
-    assert_eq!(direct["structuredContent"], json!({"text": "one"}));
-    let toolscript = call(&host, "mcp__fx__echo", json!({"text": "two"}))
-        .await
-        .unwrap();
-    assert_eq!(toolscript["structuredContent"], json!({"text": "two"}));
-    let succeeded = record("execution", "echo", "SUCCEEDED");
-    assert_eq!(under_run(&h).iter().filter(|r| **r == succeeded).count(), 2);
-    h.stop(&[]).await;
-}
-
-#[tokio::test]
-async fn denied_tool_is_refused_from_a_program_and_recorded_under_the_run() {
-    let h = harness().await;
-    let host = host(&h, Some(&["fx__env_keys"]));
-    let outcome = call(&host, "fx__env_keys", json!({})).await;
-    assert_eq!(refused_code(&outcome), "DENY_RULE");
-    assert_eq!(
-        under_run(&h),
-        [
-            record("decision", "env_keys", "DENY_RULE"),
-            record("execution", "env_keys", "REFUSED")
-        ]
-    );
-    h.stop(&[]).await;
-}
-
-#[tokio::test]
-async fn program_cannot_resume_held_calls_or_start_a_run_inside_a_run() {
-    let h = harness().await;
-    let host = host(&h, None);
-    for tool in [crate::contract::RESUME_TOOL, RUN_TOOL, SEARCH_TOOL] {
-        let outcome = call(
-            &host,
-            tool,
-            json!({"request_id": "x", "code": "1", "query": "q"}),
-        )
-        .await;
-        assert_eq!(refused_code(&outcome), "REFUSED", "{tool}");
-    }
-    let refused = under_run(&h)
-        .iter()
-        .filter(|r| r.0 == "execution" && r.2 == "REFUSED")
-        .count();
-    assert_eq!(refused, 3);
-    h.stop(&[]).await;
-}
-
-#[tokio::test]
-async fn call_after_the_run_ended_is_refused_and_recorded_under_the_run() {
-    let h = harness().await;
-    let host = host(&h, Some(&["fx__add"]));
-    host.cancel.cancel();
-    let outcome = call(&host, "fx__add", json!({"a": 1, "b": 2})).await;
-    assert_eq!(refused_code(&outcome), "REFUSED");
-    assert_eq!(
-        under_run(&h),
-        [
-            record("decision", "add", "REFUSED"),
-            record("execution", "add", "REFUSED")
-        ]
-    );
-    h.stop(&[]).await;
-}
-
-#[tokio::test]
-async fn unknown_name_from_a_program_is_refused_and_recorded_under_the_run() {
-    let h = harness().await;
-    let host = host(&h, None);
-    let outcome = call(&host, "mcp__fx__nope", json!({})).await;
-    assert_eq!(refused_code(&outcome), "UNKNOWN_TARGET");
-    assert_eq!(under_run(&h).len(), 2);
-    h.stop(&[]).await;
 }
 
 #[tokio::test]
@@ -418,8 +250,11 @@ async fn ask_on_a_literal_name_approved_by_elicitation_runs_the_program_in_the_s
         .wait_for(|m| m["method"] == "elicitation/create")
         .await;
     let message = question["params"]["message"].as_str().unwrap();
-    assert!(message.contains("code_run run_code"), "{message}");
-    assert!(message.contains("fx__echo"), "{message}");
+    assert!(
+        message.contains("allow this run_code program to run, calling \"fx__echo\""),
+        "{message}"
+    );
+    assert!(message.contains("Program: {\"code\":"), "{message}");
     client
         .respond(
             &question["id"],
@@ -449,4 +284,84 @@ async fn ask_on_a_literal_name_approved_by_elicitation_runs_the_program_in_the_s
     assert_eq!(approved.len(), 1);
     assert_eq!(approved[0].snapshot["kind"], "code_run");
     h.stop(&[&client]).await;
+}
+
+#[test]
+fn layers_required_of_commands_are_required_of_the_worker_with_its_allowlist_for_the_socket_filter()
+{
+    let required = ["no_network", "socket_filter", "landlock"].map(String::from);
+    assert_eq!(
+        worker_require(&required),
+        ["no_network", "syscall_allowlist", "landlock"]
+    );
+}
+
+/// The names a legacy client lists on a gateway started from `config` (top level without servers).
+async fn listed_under(config: Value) -> Vec<String> {
+    let h = Harness::start(config, FixtureOptions::default()).await;
+    let mut client = legacy_client(&h).await;
+    let listed = client.request("tools/list", json!({})).await;
+    h.stop(&[&client]).await;
+    listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn mode_comes_from_the_config_or_the_active_profile_which_overrides_it() {
+    let code_tools = |names: &[String]| names.iter().any(|n| n == RUN_TOOL);
+    let direct_tools = |names: &[String]| names.iter().any(|n| n == "fx__add");
+    let file = listed_under(json!({"mode": "code", "permissions": {"default": "allow"}})).await;
+    assert!(code_tools(&file) && !direct_tools(&file), "{file:?}");
+    let profile = listed_under(json!({
+        "mode": "direct",
+        "profiles": {"review": {"mode": "code", "default": "allow"}},
+        "profile": "review",
+    }))
+    .await;
+    assert!(
+        code_tools(&profile) && !direct_tools(&profile),
+        "{profile:?}"
+    );
+    let back = listed_under(json!({
+        "mode": "code",
+        "profiles": {"plain": {"mode": "direct", "default": "allow"}},
+        "profile": "plain",
+    }))
+    .await;
+    assert!(!code_tools(&back) && direct_tools(&back), "{back:?}");
+}
+
+#[tokio::test]
+async fn search_tools_lists_servers_that_failed_to_start_with_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = json!({
+        "mode": "code",
+        "mcpServers": {"broken": {"command": dir.path().join("no-such-server")}},
+    });
+    let config = config::parse_str(
+        &text.to_string(),
+        config::Format::Json,
+        &dir.path().join("toolgate.json"),
+        &|_| None,
+        &config::Overrides::default(),
+    )
+    .unwrap();
+    let gw = crate::testkit::gateway(&config, dir.path(), None);
+    gw.ready().await;
+    let CallOutcome::Complete(result, _) = tools::search(&gw, &json!({"query": "anything"})) else {
+        panic!("search answers");
+    };
+    let unavailable = &result["structuredContent"]["unavailable"];
+    assert_eq!(unavailable[0]["server"], "broken", "{result}");
+    assert!(
+        !unavailable[0]["reason"].as_str().unwrap().is_empty(),
+        "{result}"
+    );
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("server broken is not connected"), "{text}");
+    gw.shutdown().await;
 }

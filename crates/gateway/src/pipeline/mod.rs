@@ -139,7 +139,7 @@ async fn tool_stages(
         let mut d = d.clone();
         d.effect = policy::Effect::Ask;
         d.reason = policy::ReasonCode::AskRule;
-        d.rule_id = Some("pins.quarantine".to_owned());
+        d.rule_id = Some(crate::pins::QUARANTINE_RULE.to_owned());
         verdict = Verdict::Ask(d);
     }
     // Pre-hooks may only make the call stricter; a hook's decision replaces the policy's in the records.

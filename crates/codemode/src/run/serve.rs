@@ -1,0 +1,436 @@
+//! One run from the worker's start to its end: start it through the sandbox's piped mode, hand it the limits
+//! and the syscall allowlist, check the layers it reports against the required ones, send the program, and
+//! answer its requests until it is done.
+//!
+//! Calls go to the [`ToolHost`] and may overlap (a program's `Promise.all`): each is a future polled here, at
+//! most `max_calls` in a run; `recall`, `saveFile` and `readFile` are answered from the [`CodeSession`]. The
+//! wall clock is not enforced here but around this future (`Runner::run`), so it also covers a worker stuck in a
+//! native loop and a host that does not answer. This module does not decide whether a call may run.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::OnceLock;
+use std::task::Poll;
+
+use serde_json::Value;
+
+use super::channel::{encode, Channel, Incoming};
+use super::{CallNote, LimitKind, RunEnd, RunLimits, RunReport, WorkerCommand};
+use crate::host::{result_value, CallFailure, NestedCall, ToolHost};
+use crate::session::CodeSession;
+use crate::worker::protocol::{
+    state_text, FromWorker, Reply, ToWorker, WorkerEnd, WorkerLimits, MAX_PROGRAM_LINE,
+};
+
+/// The engine's stack: deep enough for ordinary recursion, far below the worker thread's own.
+const STACK_BYTES: usize = 1 << 20;
+/// Address space the worker may map beyond the engine's heap: the binary, its libraries, the C library's
+/// arenas and the copies of lines in flight.
+const ADDRESS_SPACE_SLACK: u64 = 768 << 20;
+/// `recall`, `saveFile` and `readFile` requests one run may make.
+const MAX_OTHER_REQUESTS: u32 = 10_000;
+/// Room on top of the largest payload for the rest of a line.
+const LINE_SLACK: usize = 64 << 10;
+
+/// The syscall allowlist, compiled once per process (it is the same for every worker).
+fn filter_words() -> &'static Result<Vec<Vec<u64>>, String> {
+    static FILTER: OnceLock<Result<Vec<Vec<u64>>, String>> = OnceLock::new();
+    FILTER.get_or_init(|| sandbox::worker_filter().map(|f| f.to_words()))
+}
+
+fn failed(message: impl Into<String>) -> RunEnd {
+    RunEnd::WorkerFailed {
+        message: message.into(),
+    }
+}
+
+fn limit(kind: LimitKind, message: impl Into<String>) -> RunEnd {
+    RunEnd::Limit {
+        kind,
+        message: message.into(),
+    }
+}
+
+/// The limits the worker applies to itself, and the largest line it may send or receive.
+pub(super) fn worker_limits(limits: &RunLimits) -> WorkerLimits {
+    // The engine stops itself a little before the parent would kill it, so a run over time usually ends
+    // with the worker's own clear answer and the log it sent.
+    let margin = (limits.wall / 10).min(std::time::Duration::from_millis(250));
+    WorkerLimits {
+        memory_bytes: limits.memory_bytes,
+        stack_bytes: STACK_BYTES,
+        budget_ms: u64::try_from(limits.wall.saturating_sub(margin).as_millis())
+            .unwrap_or(u64::MAX),
+        log_bytes: limits.log_bytes,
+        result_bytes: limits.result_bytes,
+        line_bytes: (limits.memory_bytes / 4).max(1 << 20),
+    }
+}
+
+fn mode(limits: &RunLimits, layer: sandbox::Layer) -> sandbox::LayerMode {
+    if limits.require.iter().any(|r| r == layer.as_str()) {
+        sandbox::LayerMode::Required
+    } else {
+        sandbox::LayerMode::BestEffort
+    }
+}
+
+fn spec(command: &WorkerCommand, limits: &RunLimits) -> sandbox::PipedSpec {
+    use sandbox::{Layer, LayerMode};
+    sandbox::PipedSpec {
+        program: command.program.clone(),
+        args: command.args.clone(),
+        layers: sandbox::LayerRequest {
+            pid_namespace: mode(limits, Layer::PidNamespace),
+            no_network: mode(limits, Layer::NoNetwork),
+            landlock: LayerMode::Off,
+            writable_paths: Vec::new(),
+            protected_paths: Vec::new(),
+            private_tmp: false,
+            shared_tmp_readable: false,
+            socket_filter: LayerMode::Off,
+            rlimits: mode(limits, Layer::Rlimits),
+            limits: sandbox::Rlimits {
+                cpu_seconds: Some(limits.wall.as_secs() + 1),
+                address_space_bytes: Some(limits.memory_bytes as u64 + ADDRESS_SPACE_SLACK),
+                file_size_bytes: Some(0),
+                open_files: None,
+                processes: None,
+            },
+            no_new_privs: mode(limits, Layer::NoNewPrivs),
+        },
+    }
+}
+
+/// The parent's layers as the sandbox set them up (the worker reports Landlock itself), and the environment.
+fn parent_layers(worker: &sandbox::Piped) -> Vec<(String, String)> {
+    let mut layers = vec![("empty_env".to_owned(), "active".to_owned())];
+    for entry in &worker.layers().entries {
+        if matches!(
+            entry.layer,
+            sandbox::Layer::Landlock | sandbox::Layer::SocketFilter
+        ) {
+            continue;
+        }
+        layers.push((entry.layer.as_str().to_owned(), state_text(&entry.state)));
+    }
+    layers
+}
+
+/// The first required layer that is not active, as the reason the run does not start.
+fn unmet(required: &[String], layers: &[(String, String)]) -> Option<String> {
+    required
+        .iter()
+        .find_map(|name| match layers.iter().find(|(n, _)| n == name) {
+            Some((_, state)) if state == "active" => None,
+            Some((_, state)) => Some(format!("the required sandbox layer {name} is {state}")),
+            None => Some(format!(
+                "the required sandbox layer {name} is not a layer of the worker"
+            )),
+        })
+}
+
+/// Starts the worker and runs the program to its end, filling `report` as it goes.
+pub(super) async fn run(
+    command: &WorkerCommand,
+    limits: &RunLimits,
+    program: &str,
+    host: &dyn ToolHost,
+    session: &CodeSession,
+    report: &mut RunReport,
+) -> RunEnd {
+    let run_line = encode(&ToWorker::Run {
+        program: program.to_owned(),
+    });
+    if run_line.len() > MAX_PROGRAM_LINE {
+        return failed(format!(
+            "the program is {} bytes, over the limit of {MAX_PROGRAM_LINE}",
+            program.len()
+        ));
+    }
+    let spec = spec(command, limits);
+    let worker = match super::spawner::spawn(spec).await {
+        Ok(worker) => worker,
+        Err(e) => return failed(format!("the worker did not start: {e}")),
+    };
+    report.layers = parent_layers(&worker);
+    let wl = worker_limits(limits);
+    let line_bytes = wl
+        .line_bytes
+        .max(wl.result_bytes)
+        .max(wl.log_bytes)
+        .saturating_add(LINE_SLACK);
+    let mut channel = match Channel::open(worker, line_bytes) {
+        Ok(c) => c,
+        Err(e) => return failed(e),
+    };
+    let filter = match filter_words() {
+        Ok(words) => Some(words.clone()),
+        Err(why) => {
+            tracing::warn!(%why, "code mode runs without a syscall allowlist");
+            None
+        }
+    };
+    channel.send(&ToWorker::Start { limits: wl, filter });
+    match channel.next().await {
+        Incoming::Message(FromWorker::Ready { layers }) => report.layers.extend(layers),
+        other => return unexpected(&channel, other),
+    }
+    if let Some(why) = unmet(&limits.require, &report.layers) {
+        return failed(why);
+    }
+    channel.send_line(run_line);
+    let end = serve(&mut channel, limits, wl.line_bytes, host, session, report).await;
+    super::spawner::dispose(channel.worker);
+    end
+}
+
+type CallFuture<'a> =
+    Pin<Box<dyn Future<Output = (u64, u32, Result<Value, CallFailure>)> + Send + 'a>>;
+
+/// The calls in flight, polled together.
+struct InFlight<'a>(Vec<CallFuture<'a>>);
+
+impl<'a> InFlight<'a> {
+    /// The next call to finish; pending forever while none is in flight.
+    async fn next(&mut self) -> (u64, u32, Result<Value, CallFailure>) {
+        std::future::poll_fn(|cx| {
+            for i in 0..self.0.len() {
+                if let Poll::Ready(done) = self.0[i].as_mut().poll(cx) {
+                    drop(self.0.swap_remove(i));
+                    return Poll::Ready(done);
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+async fn serve(
+    channel: &mut Channel,
+    limits: &RunLimits,
+    reply_bytes: usize,
+    host: &dyn ToolHost,
+    session: &CodeSession,
+    report: &mut RunReport,
+) -> RunEnd {
+    let mut in_flight = InFlight(Vec::new());
+    let mut made = 0u32;
+    // recall, saveFile and readFile requests, bounded too: each reply waits in memory until the worker reads it.
+    let mut other_requests = 0u32;
+    // Calls asked for and not answered yet, by number.
+    let mut open: Vec<u32> = Vec::new();
+    loop {
+        let incoming = tokio::select! {
+            incoming = channel.next() => incoming,
+            (id, seq, outcome) = in_flight.next() => {
+                open.retain(|&n| n != seq);
+                let reply = match outcome.and_then(|result| result_value(&result)) {
+                    Ok(value) => {
+                        session.record(seq, value.clone());
+                        Reply::Value { value }
+                    }
+                    Err(failure) => {
+                        let (code, message) = match failure {
+                            CallFailure::Refused { code, message } => (code, message),
+                            CallFailure::Failed { message } => ("CALL_FAILED".to_owned(), message),
+                        };
+                        if let Some(note) = report.calls.iter_mut().find(|n| n.seq == seq) {
+                            note.error = Some(format!("{code}: {message}"));
+                        }
+                        Reply::Error { code, message }
+                    }
+                };
+                reply_to(channel, id, reply, reply_bytes);
+                continue;
+            }
+        };
+        let message = match incoming {
+            Incoming::Message(m) => m,
+            other => return unexpected(channel, other),
+        };
+        match message {
+            FromWorker::Call {
+                id,
+                name,
+                arguments,
+            } => {
+                if made >= limits.max_calls {
+                    return limit(
+                        LimitKind::Calls,
+                        format!("the program made more than {} calls", limits.max_calls),
+                    );
+                }
+                made += 1;
+                let seq = session.reserve();
+                open.push(seq);
+                report.calls.push(CallNote {
+                    seq,
+                    name: name.clone(),
+                    error: None,
+                });
+                let call = NestedCall {
+                    seq,
+                    name,
+                    arguments,
+                };
+                in_flight
+                    .0
+                    .push(Box::pin(async move { (id, seq, host.call(call).await) }));
+            }
+            FromWorker::Recall { .. } | FromWorker::Save { .. } | FromWorker::Read { .. }
+                if other_requests >= MAX_OTHER_REQUESTS =>
+            {
+                return limit(
+                    LimitKind::Calls,
+                    format!(
+                        "the program made more than {MAX_OTHER_REQUESTS} recall, saveFile and readFile requests"
+                    ),
+                );
+            }
+            FromWorker::Recall { id, n } => {
+                other_requests += 1;
+                let reply = match session.recall(n) {
+                    Some(value) => Reply::Value { value },
+                    None => Reply::Error {
+                        code: "NO_SUCH_CALL".to_owned(),
+                        message: format!("no call #{n} of this session has a result to recall"),
+                    },
+                };
+                reply_to(channel, id, reply, reply_bytes);
+            }
+            FromWorker::Save { id, name, data } => {
+                other_requests += 1;
+                let reply = match session.save_file(&name, &data) {
+                    Ok(path) => Reply::Value {
+                        value: Value::String(path.display().to_string()),
+                    },
+                    Err(message) => Reply::Error {
+                        code: "FILE_REFUSED".to_owned(),
+                        message,
+                    },
+                };
+                reply_to(channel, id, reply, reply_bytes);
+            }
+            FromWorker::Read { id, path } => {
+                other_requests += 1;
+                let reply = match session.read_file(std::path::Path::new(&path)) {
+                    Ok(text) => Reply::Value {
+                        value: Value::String(text),
+                    },
+                    Err(message) => Reply::Error {
+                        code: "FILE_REFUSED".to_owned(),
+                        message,
+                    },
+                };
+                reply_to(channel, id, reply, reply_bytes);
+            }
+            FromWorker::Log { text, truncated } => keep_log(report, limits, &text, truncated),
+            FromWorker::Done { end } => {
+                // Calls the program never awaited are dropped with the run, whether or not they had started.
+                in_flight.0.clear();
+                for note in report.calls.iter_mut().filter(|n| open.contains(&n.seq)) {
+                    note.error = Some("cancelled: the program ended before its answer".to_owned());
+                }
+                return from_worker(end);
+            }
+            FromWorker::Ready { .. } => {
+                return failed("the worker broke the protocol: a second ready")
+            }
+        }
+    }
+}
+
+/// Queues a reply, or, when the value is too large for the worker to read, an error in its place.
+fn reply_to(channel: &mut Channel, id: u64, reply: Reply, reply_bytes: usize) {
+    let line = encode(&ToWorker::Reply { id, reply });
+    if line.len() <= reply_bytes {
+        return channel.send_line(line);
+    }
+    let reply = Reply::Error {
+        code: "RESULT_TOO_LARGE".to_owned(),
+        message: format!(
+            "the result is {} bytes, over the {reply_bytes} a program can receive",
+            line.len()
+        ),
+    };
+    channel.send(&ToWorker::Reply { id, reply });
+}
+
+/// Keeps `console` output up to the log limit (the worker cuts too; this does not rely on it).
+fn keep_log(report: &mut RunReport, limits: &RunLimits, text: &str, truncated: bool) {
+    if report.log_truncated {
+        return;
+    }
+    let left = limits.log_bytes.saturating_sub(report.log.len());
+    if text.len() + 1 > left {
+        let mut cut = left;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        report.log.push_str(&text[..cut]);
+        report.log_truncated = true;
+        return;
+    }
+    report.log.push_str(text);
+    report.log.push('\n');
+    report.log_truncated = truncated;
+}
+
+fn from_worker(end: WorkerEnd) -> RunEnd {
+    match end {
+        WorkerEnd::Returned { value } => RunEnd::Returned(value),
+        WorkerEnd::Threw { message } => RunEnd::Threw { message },
+        WorkerEnd::Limit {
+            limit: kind,
+            message,
+        } => {
+            let kind = match kind.as_str() {
+                "wall_clock" => LimitKind::WallClock,
+                "memory" => LimitKind::Memory,
+                "output" => LimitKind::Output,
+                other => {
+                    return failed(format!(
+                        "the worker named an unknown limit {other}: {message}"
+                    ))
+                }
+            };
+            limit(kind, message)
+        }
+        WorkerEnd::Failed { message } => failed(format!("the worker failed: {message}")),
+    }
+}
+
+/// What to make of anything but a protocol message: a worker gone without an answer, or one breaking the
+/// protocol.
+fn unexpected(channel: &Channel, incoming: Incoming) -> RunEnd {
+    match incoming {
+        Incoming::Message(m) => failed(format!("the worker broke the protocol: {m:?}")),
+        Incoming::Garbage(why) => failed(format!("the worker broke the protocol: {why}")),
+        Incoming::Oversized(len) => limit(
+            LimitKind::Output,
+            format!("the worker sent a line of {len} bytes, over the output limit"),
+        ),
+        Incoming::Closed => {
+            let stderr = channel.worker.stderr_tail();
+            // The Rust allocator reports a failed allocation (the address-space limit) this way.
+            if stderr.contains("memory allocation") {
+                return limit(
+                    LimitKind::Memory,
+                    "the program ran out of memory and its worker stopped",
+                );
+            }
+            let detail = stderr.trim();
+            if detail.is_empty() {
+                failed("the worker exited without an answer")
+            } else {
+                failed(format!("the worker exited without an answer: {detail}"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "serve_tests.rs"]
+mod tests;
