@@ -91,6 +91,8 @@ pub struct AuditEvent {
     pub outcome: Option<String>,
     /// Approval request id, for approval events and resumed executions.
     pub request_id: Option<String>,
+    /// For a call a code-mode program made: the trace id of its run (the `run_code` call).
+    pub parent_trace_id: Option<String>,
     /// Who acted, for approval transitions decided by a human (e.g. the operator name).
     pub actor: Option<String>,
     /// Execution time.
@@ -156,6 +158,7 @@ impl AuditEvent {
             ("reason_code", &self.reason_code),
             ("outcome", &self.outcome),
             ("request_id", &self.request_id),
+            ("parent_trace_id", &self.parent_trace_id),
             ("actor", &self.actor),
         ] {
             if let Some(v) = value {

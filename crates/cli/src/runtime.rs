@@ -169,6 +169,7 @@ pub fn load_config(
         workspace,
         self_exe: self_exe(),
         profile,
+        mode: None,
     };
     let env = |k: &str| std::env::var(k).ok();
     let source = config_source(path);

@@ -25,4 +25,4 @@ pub use host::{result_value, CallFailure, HostFuture, NestedCall, ToolHost};
 pub use run::{CallNote, LimitKind, RunEnd, RunLimits, RunReport, Runner, WorkerCommand};
 pub use scan::{scan, Scan};
 pub use search::{Hit, SearchIndex, ToolDoc};
-pub use session::CodeSession;
+pub use session::{CodeSession, Recalled};

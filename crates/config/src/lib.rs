@@ -7,6 +7,7 @@
 
 #![deny(clippy::print_stdout)]
 
+mod code;
 mod env;
 mod envfile;
 mod error;

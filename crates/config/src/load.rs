@@ -30,6 +30,8 @@ pub struct Overrides {
     pub self_exe: Option<PathBuf>,
     /// `--profile`.
     pub profile: Option<String>,
+    /// `--mode`.
+    pub mode: Option<crate::model::Mode>,
 }
 
 /// Sections reserved for features that this version does not enforce yet. Accepting them silently would let a
@@ -56,6 +58,7 @@ const KNOWN: &[&str] = &[
     "limits",
     "workspace",
     "hooks",
+    "mode",
 ];
 
 /// Reads and validates the config file at `path`; the format follows the extension (`.toml`, else JSON).
@@ -196,6 +199,7 @@ impl Validator<'_> {
                     };
                 }
                 "hooks" => self.hooks(value)?,
+                "mode" => self.mode(&value)?,
                 "stateDir" | "state_dir" => {
                     let s = value
                         .as_str()
@@ -244,6 +248,10 @@ impl Validator<'_> {
         if let Some((key, value)) = servers {
             self.servers(&key, value)?;
         }
+        self.toolscript_policy()?;
+        if let Some(mode) = self.overrides.mode {
+            self.config.mode = crate::code::flag_mode(mode);
+        }
         if let Some(p) = &self.overrides.profile {
             self.config.profile = Some(Setting {
                 value: p.clone(),
@@ -280,6 +288,11 @@ impl Validator<'_> {
 
     /// Kept as written: the policy stage parses, validates and explains these sections.
     fn policy_section(&mut self, key: &str, value: Value) -> Result<()> {
+        if key == "policy" && value.is_array() {
+            // toolscript-mcp's first-match list: translated once the servers are known (`code`).
+            self.config.policy.toolscript = Some(value);
+            return Ok(());
+        }
         if !value.is_object() {
             return Err(ConfigError::invalid(key, "must be an object/table"));
         }
@@ -332,6 +345,7 @@ impl Validator<'_> {
                 format!("network: true contradicts requiring {layer}"),
             ));
         }
+        self.code_sandbox(raw.timeout_seconds, raw.node)?;
         let limits = sandbox_limits(raw.limits)?;
         self.config.sandbox = Sandbox {
             require: raw.require,

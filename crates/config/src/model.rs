@@ -107,6 +107,9 @@ pub struct PolicyConfig {
     pub permissions: Option<serde_json::Value>,
     /// Named rule sets with tool visibility.
     pub profiles: Option<serde_json::Value>,
+    /// A toolscript-mcp `"policy": [{match, action}]` list as written (first match wins); `policy` then holds
+    /// its translation, and `policy check` reports where toolgate's deny-overrides reads it differently.
+    pub toolscript: Option<serde_json::Value>,
 }
 
 impl PolicyConfig {

@@ -71,6 +71,11 @@ pub(crate) struct RawSandbox {
     #[serde(default)]
     pub network: bool,
     pub limits: Option<RawSandboxLimits>,
+    /// Code mode's wall clock per run (toolscript-mcp's key).
+    #[serde(alias = "timeoutSeconds")]
+    pub timeout_seconds: Option<u64>,
+    /// toolscript-mcp's Node binary: accepted with a warning, it does not apply.
+    pub node: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -15,7 +15,8 @@ fn env(k: &str) -> Option<String> {
         "USER" => "me",
         "PATH" => "/usr/bin:/bin",
         "GITHUB_TOKEN" | "DOCS_API_KEY" | "FIGMA_OAUTH_TOKEN" | "FIGMA_KEY"
-        | "CONTEXT7_API_KEY" => "s3cr3t",
+        | "CONTEXT7_API_KEY" | "TRACKER_TOKEN" => "s3cr3t",
+        "NOTES_DIR" => "/home/me/notes",
         _ => return None,
     };
     Some(v.to_owned())
@@ -55,6 +56,7 @@ fn client_config_files_are_accepted_unchanged() {
         "vscode/.vscode/mcp.json",
         "codex_config.toml",
         "cline_mcp_settings.json",
+        "toolscript.json",
     ];
     for file in files {
         let config = load_corpus(file);

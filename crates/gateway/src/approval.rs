@@ -107,7 +107,8 @@ pub(crate) async fn hold(
         return Held::Ran(execute(gw, ctx, &snapshot).await);
     }
     let stored = snapshot.to_json(&decision);
-    if let (Some(session), false) = (session, snapshot.kind == Kind::ToolCall) {
+    let repeated = matches!(snapshot.kind, Kind::Prompt | Kind::Resource);
+    if let (Some(session), true) = (session, repeated) {
         // A prompt or resource read its session repeats after its request was approved runs now, once.
         let hash = serde_json::to_string(&stored)
             .map(|t| jsonrpc::sha256_hex(t.as_bytes()))
@@ -254,7 +255,7 @@ pub(crate) fn claim(gw: &Gateway, request_id: &str) -> Result<Claimed, CallOutco
         Ok(a) if !a.authentic => Err(tampered(&a.id)),
         Ok(a) if a.status == ApprovalStatus::Approved => {
             match Snapshot::from_json(&a.snapshot).map(|s| s.kind) {
-                    Some(Kind::ToolCall) => {
+                    Some(Kind::ToolCall | Kind::CodeRun) => {
                         let (consumed, snapshot) = consume(&state, request_id)?;
                         Ok(Claimed {
                             trace_id: consumed.trace_id,
@@ -376,6 +377,7 @@ pub(crate) async fn execute(
     let (server, target) = (&snapshot.server, &snapshot.tool);
     match snapshot.kind {
         Kind::ToolCall => {}
+        Kind::CodeRun => return crate::codemode::run_approved(gw, ctx, snapshot).await,
         Kind::Prompt | Kind::Resource => {
             let verdict = match snapshot.kind {
                 Kind::Prompt => guard.check_prompt(server, target),
@@ -404,6 +406,10 @@ pub(crate) async fn execute(
     if let crate::guard::Verdict::Refuse(refused) = verdict {
         return CallOutcome::Refused(refused);
     }
+    if snapshot.server == crate::guard::OWN_SERVER && target == crate::codemode::RUN_TOOL {
+        // `run_code` that a rule asked for: the program is checked and run now, in this call's context.
+        return crate::codemode::run_code(gw, ctx, &snapshot.arguments).await;
+    }
     if snapshot.server == crate::guard::OWN_SERVER {
         // An approved command runs exactly as it was resolved; any other own tool runs as it does when the
         // policy allows it (an intrinsic a rule asked for included, which the workspace tools do not know).
@@ -428,7 +434,9 @@ pub(crate) async fn execute(
 fn pending_answer(snapshot: &Snapshot, current: &Approval, trace_id: &str) -> CallOutcome {
     let id = &current.id;
     let then = match snapshot.kind {
-        Kind::ToolCall => format!("then call {} with this request_id", contract::RESUME_TOOL),
+        Kind::ToolCall | Kind::CodeRun => {
+            format!("then call {} with this request_id", contract::RESUME_TOOL)
+        }
         Kind::Prompt | Kind::Resource => format!(
             "then repeat this {} request on this connection",
             snapshot.kind.method()

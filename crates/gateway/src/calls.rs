@@ -31,6 +31,7 @@ pub(crate) async fn intrinsic(gw: &Gateway, tool: &str, arguments: &Value) -> Ca
             )
         }
         crate::intrinsics::PING_TOOL => json!({"content": [{"type": "text", "text": "pong"}]}),
+        crate::codemode::SEARCH_TOOL => return crate::codemode::search(gw, arguments),
         crate::intrinsics::AUDIT_RECENT_TOOL => {
             let limit = arguments
                 .get("limit")

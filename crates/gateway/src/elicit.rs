@@ -13,7 +13,7 @@
 
 use crate::gateway::Gateway;
 use crate::pipeline::{AskHuman, GrantScope};
-use crate::snapshot::{Snapshot, MAX_PREFIX_ARGS};
+use crate::snapshot::{Kind, Snapshot, MAX_PREFIX_ARGS};
 use policy::{Decision, Operation};
 use serde_json::{json, Value};
 use store::Timestamp;
@@ -43,13 +43,23 @@ pub(crate) async fn elicit(
     let Some(state) = gw.state.clone() else {
         return;
     };
-    let message = format!(
+    let message = match snapshot.kind {
+        // A program: what it may call is the question; the program itself follows, escaped.
+        Kind::CodeRun => format!(
+            "toolgate: allow this run_code program to run, calling {} (approved once for this run; any other \
+             tool it names at run time needs an allow rule)? (request {id}; full program: toolgate approvals \
+             show {id}) Program: {}",
+            snapshot.code_names().join(", "),
+            snapshot.escaped_arguments()
+        ),
+        _ => format!(
             "toolgate: allow {} {} with arguments {}? (request {id}; full request: toolgate approvals show {id}) \
              \"Allow for this session\" covers only these exact arguments.",
             snapshot.kind.method(),
             snapshot.exposed,
             snapshot.escaped_arguments()
-        );
+        ),
+    };
     let session = grants.session();
     let mut properties = match session {
         Some(_) => json!({"decision": {"type": "string", "title": "Decision",

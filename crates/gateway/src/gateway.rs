@@ -55,6 +55,8 @@ pub struct Options {
     pub quarantine_asks: bool,
     /// `"pins": {"newTools": "hold"}` (the default): a tool or prompt new to an already-listed server is held.
     pub hold_new_tools: bool,
+    /// Direct or code mode, and how programs run.
+    pub code: crate::codemode::CodeOptions,
 }
 
 impl Options {
@@ -81,6 +83,7 @@ impl Options {
             approvals: config.approvals.clone(),
             quarantine_asks: config.pins_on_change_ask,
             hold_new_tools: !config.pins_accept_new_tools,
+            code: crate::codemode::CodeOptions::from_config(config),
         }
     }
 }
@@ -105,6 +108,8 @@ pub struct Gateway {
     /// Set once the first list has waited (bounded) for upstreams still starting.
     first_list: OnceCell<()>,
     shutdown: CancellationToken,
+    /// Each client session's code-mode state (call numbers for `recall`, saved files).
+    pub(crate) code_sessions: crate::codemode::Sessions,
 }
 
 impl Gateway {
@@ -139,6 +144,12 @@ impl Gateway {
         builtin: Option<Arc<builtin::Builtin>>,
         links: &HashMap<String, Arc<dyn upstream::Connector>>,
     ) -> Arc<Self> {
+        let mut opts = opts;
+        // A wrapped server must look exactly like itself: no code mode.
+        match opts.wrap {
+            true => opts.code.mode = config::Mode::Direct,
+            false => opts.code.settle(config, &guard),
+        }
         let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
         let correlation = Arc::new(Correlation::watching(tx.downgrade()));
         let progress = Arc::new(ProgressTable::default());
@@ -173,6 +184,7 @@ impl Gateway {
             correlation,
             first_list: OnceCell::new(),
             shutdown: CancellationToken::new(),
+            code_sessions: Default::default(),
         });
         // What toolgate offers before any upstream has answered: its own tools, and every list kind to come (no
         // upstream catalog yet, so this build is small enough to run here).
@@ -222,7 +234,7 @@ impl Gateway {
     /// aggregate or the pin view is replaced: listing a large catalog page by page must not recompute it.
     pub(crate) fn visible_tools(&self) -> (Arc<Aggregate>, Arc<Vec<usize>>) {
         self.merged
-            .visible_tools(&self.guard, self.opts.quarantine_asks)
+            .visible_tools(&self.guard, self.opts.quarantine_asks, self.opts.code.on())
     }
 
     /// What one page of a merged list may hold.
@@ -232,6 +244,11 @@ impl Gateway {
 
     pub fn aggregate(&self) -> Arc<Aggregate> {
         self.merged.aggregate()
+    }
+
+    /// Code mode's search index over the current merged catalog (empty in direct mode).
+    pub(crate) fn search_index(&self) -> Arc<codemode::SearchIndex> {
+        self.merged.search()
     }
 
     /// Pin and poisoning status of every upstream tool, keyed `server__tool`.
@@ -364,6 +381,9 @@ impl Gateway {
         if self.state.is_some() {
             tools.extend(crate::intrinsics::definitions());
         }
+        if self.opts.code.on() && !self.opts.wrap {
+            tools.extend(crate::codemode::definitions());
+        }
         if self.builtin.is_some() {
             tools.extend(builtin::tool_definitions());
             tools.extend(crate::intrinsics::workspace_definitions());
@@ -407,6 +427,7 @@ impl Gateway {
             hold_new_tools: self.opts.hold_new_tools,
             quarantine_asks: self.opts.quarantine_asks,
             own_tools: self.own_tools(),
+            code_mode: self.opts.code.on(),
         }
     }
 

@@ -32,6 +32,7 @@ pub const INTRINSICS: &[&str] = &[
     crate::contract::CAPABILITIES_TOOL,
     crate::intrinsics::PING_TOOL,
     crate::intrinsics::AUDIT_RECENT_TOOL,
+    crate::codemode::SEARCH_TOOL,
 ];
 
 /// Schemas larger than this are not compiled: a hostile upstream must not make every call expensive.
@@ -167,7 +168,9 @@ impl Guard {
             decision.reason,
             ReasonCode::DefaultAsk | ReasonCode::DefaultDeny
         );
-        if server == OWN_SERVER && INTRINSICS.contains(&tool) && default {
+        // Nor to `run_code`: every call its program makes is decided on its own, before it starts and as it runs.
+        let own_default_free = INTRINSICS.contains(&tool) || tool == crate::codemode::RUN_TOOL;
+        if server == OWN_SERVER && own_default_free && default {
             decision.effect = Effect::Allow;
             decision.reason = ReasonCode::DefaultAllow;
         }
@@ -308,6 +311,20 @@ impl Guard {
         pins: &crate::pins::PinView,
         quarantine_asks: bool,
     ) -> Vec<bool> {
+        self.surface(tools, pins, quarantine_asks)
+            .iter()
+            .map(|e| e.visibility == Visibility::Visible)
+            .collect()
+    }
+
+    /// How the active profile shows each of `tools`: visible, deferred (found by code mode's search, not
+    /// listed), blocked (with the deny rule that blocks every call, when one does) or unavailable.
+    pub fn surface(
+        &self,
+        tools: &[(String, String)],
+        pins: &crate::pins::PinView,
+        quarantine_asks: bool,
+    ) -> Vec<policy::SurfaceEntry> {
         let listings: Vec<ToolListing> = tools
             .iter()
             .map(|(s, t)| {
@@ -321,12 +338,17 @@ impl Guard {
             })
             .collect();
         match self.policy.tool_surface(None, &listings) {
-            Ok(entries) => entries
-                .iter()
-                .map(|e| e.visibility == Visibility::Visible)
-                .collect(),
+            Ok(entries) => entries,
             // A surface that cannot be computed shows nothing: listing less is the safe side.
-            Err(_) => vec![false; tools.len()],
+            Err(_) => listings
+                .iter()
+                .map(|l| policy::SurfaceEntry {
+                    name: l.name.clone(),
+                    visibility: Visibility::Blocked,
+                    reason: policy::SurfaceReason::ProfileBlocked,
+                    rule_id: None,
+                })
+                .collect(),
         }
     }
 
@@ -362,7 +384,7 @@ impl Guard {
 /// The adapter of toolgate's own tools: the workspace tools' own, from their definitions; the intrinsics read
 /// nothing and are `mcp.call`, decided by name.
 fn own_tools(tool: &str, name: String, arguments: &Value) -> policy::RawAction {
-    if INTRINSICS.contains(&tool) {
+    if INTRINSICS.contains(&tool) || tool == crate::codemode::RUN_TOOL {
         return policy::RawAction::new(policy::Operation::McpCall, name);
     }
     builtin::adapt(tool, name, arguments)

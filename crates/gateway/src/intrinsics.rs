@@ -130,6 +130,7 @@ const AGENT_VISIBLE: &[&str] = &[
     "reason_code",
     "outcome",
     "request_id",
+    "parent_trace_id",
     "duration_ms",
 ];
 

@@ -14,6 +14,7 @@ mod aggregate;
 mod approval;
 mod calls;
 mod canon;
+mod codemode;
 mod contract;
 mod correlate;
 mod cursor;
@@ -58,6 +59,7 @@ mod write_behind;
 
 pub use aggregate::{Aggregate, Held, Naming, Route};
 pub use canon::canonicalise;
+pub use codemode::{CodeOptions, RUN_TOOL, SEARCH_TOOL};
 pub use error::Error;
 pub use front::{FramingError, RequestMeta};
 pub use gateway::{Gateway, Options};

@@ -137,8 +137,8 @@ impl Session {
             "capabilities": agg.capabilities,
             "serverInfo": self.server_info(),
         });
-        if let Some(i) = &agg.instructions {
-            result["instructions"] = Value::String(i.clone());
+        if let Some(i) = self.gateway.instructions(agg.instructions.as_deref()) {
+            result["instructions"] = Value::String(i);
         }
         Ok(result)
     }
@@ -152,8 +152,8 @@ impl Session {
             "ttlMs": 0,
             "cacheScope": "private",
         });
-        if let Some(i) = &agg.instructions {
-            result["instructions"] = Value::String(i.clone());
+        if let Some(i) = self.gateway.instructions(agg.instructions.as_deref()) {
+            result["instructions"] = Value::String(i);
         }
         result
     }

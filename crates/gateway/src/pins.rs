@@ -21,6 +21,9 @@ use std::sync::Arc;
 use store::{Observed, PinCheck};
 use upstream::Catalog;
 
+/// The rule id a quarantined tool's calls ask under (`"pins": {"onChange": "ask"}`).
+pub(crate) const QUARANTINE_RULE: &str = "pins.quarantine";
+
 mod pass;
 pub use pass::PinCache;
 

@@ -12,6 +12,7 @@ use crate::guard::Guard;
 use crate::pins::{PinCache, PinView};
 use crate::session::ListKind;
 use crate::state::State;
+use codemode::SearchIndex;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -30,6 +31,9 @@ pub(crate) struct Inputs {
     pub quarantine_asks: bool,
     /// toolgate's own tools, listed first.
     pub own_tools: Vec<Value>,
+    /// Code mode: a client lists only toolgate's control tools and the code-mode tools, and the search index
+    /// is built with the catalog.
+    pub code_mode: bool,
 }
 
 /// The published merged catalog and pin view.
@@ -45,6 +49,8 @@ pub(crate) struct Merged {
     visible: Mutex<Option<VisibleTools>>,
     /// A list may have been served (set once the first list has waited for the starting upstreams).
     listed: AtomicBool,
+    /// Code mode's search index over the published catalog, published with it.
+    search: RwLock<Arc<SearchIndex>>,
 }
 
 /// The indices of the visible entries of one aggregate's `tools` under one pin view.
@@ -61,6 +67,10 @@ impl Merged {
 
     pub(crate) fn pins(&self) -> Arc<PinView> {
         Arc::clone(&self.pins.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub(crate) fn search(&self) -> Arc<SearchIndex> {
+        Arc::clone(&self.search.read().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// From now on a list may be served from what is published; set before the first one is.
@@ -113,7 +123,22 @@ impl Merged {
             changed
         };
         // Worked out here, off the event loop, so the first page of a large list does not pay for it.
-        let indices = shown(&inputs.guard, inputs.quarantine_asks, &next, &pins);
+        let indices = shown(
+            &inputs.guard,
+            inputs.quarantine_asks,
+            inputs.code_mode,
+            &next,
+            &pins,
+        );
+        let search = match inputs.code_mode {
+            true => Arc::new(crate::codemode::index(
+                &inputs.guard,
+                inputs.quarantine_asks,
+                &next,
+                &pins,
+            )),
+            false => Arc::default(),
+        };
         tracing::debug!(
             tools = next.tools.len(),
             pins_ms = pinned.as_millis(),
@@ -122,6 +147,7 @@ impl Merged {
             "merged catalog built"
         );
         *self.pins.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&pins);
+        *self.search.write().unwrap_or_else(|p| p.into_inner()) = search;
         *self.aggregate.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&next);
         *self.visible.lock().unwrap_or_else(|p| p.into_inner()) = Some(VisibleTools {
             aggregate: next,
@@ -141,6 +167,7 @@ impl Merged {
         &self,
         guard: &Guard,
         quarantine_asks: bool,
+        code_mode: bool,
     ) -> (Arc<Aggregate>, Arc<Vec<usize>>) {
         let aggregate = self.aggregate();
         let pins = self.pins();
@@ -150,7 +177,7 @@ impl Merged {
                 return (aggregate, Arc::clone(&c.indices));
             }
         }
-        let indices = shown(guard, quarantine_asks, &aggregate, &pins);
+        let indices = shown(guard, quarantine_asks, code_mode, &aggregate, &pins);
         *cache = Some(VisibleTools {
             aggregate: Arc::clone(&aggregate),
             pins,
@@ -160,10 +187,12 @@ impl Merged {
     }
 }
 
-/// Which tools of `aggregate` the policy shows under `pins`.
+/// Which tools of `aggregate` the policy shows under `pins` (in code mode, of toolgate's own control and
+/// code-mode tools only).
 fn shown(
     guard: &Guard,
     quarantine_asks: bool,
+    code_mode: bool,
     aggregate: &Aggregate,
     pins: &PinView,
 ) -> Arc<Vec<usize>> {
@@ -171,8 +200,11 @@ fn shown(
     Arc::new(
         shown
             .iter()
+            .zip(&aggregate.tool_owners)
             .enumerate()
-            .filter(|(_, shown)| **shown)
+            .filter(|(_, (shown, owner))| {
+                **shown && crate::codemode::client_lists(code_mode, owner)
+            })
             .map(|(i, _)| i)
             .collect(),
     )
@@ -198,6 +230,7 @@ mod tests {
             hold_new_tools: true,
             quarantine_asks: false,
             own_tools,
+            code_mode: false,
         }
     }
 

@@ -79,6 +79,8 @@ pub(crate) struct CallRecord {
     pub resources: Vec<String>,
     /// The approval request a resumed call ran under.
     pub request_id: Option<String>,
+    /// For a call a code-mode program made: its run's trace id.
+    pub parent_trace_id: Option<String>,
 }
 
 impl CallRecord {
@@ -93,6 +95,7 @@ impl CallRecord {
         e.rule_id = self.decision.rule_id.clone();
         e.reason_code = Some(self.decision.reason.clone());
         e.request_id = self.request_id.clone();
+        e.parent_trace_id = self.parent_trace_id.clone();
         e
     }
 

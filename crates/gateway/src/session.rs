@@ -187,6 +187,7 @@ impl Session {
             };
             tokio::spawn(Arc::clone(&self.gateway).session_closed(left));
         }
+        self.gateway.code_sessions.forget(&self.id);
         if let Some(state) = &self.gateway.state {
             if let Err(e) = state.store(|s| s.revoke_session(&self.id)) {
                 tracing::warn!("session grants not revoked: {e}");

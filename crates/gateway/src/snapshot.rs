@@ -2,8 +2,9 @@
 //! store, and the two views derived from it — the scope a session grant covers and the escaped one-line summary a
 //! human is asked about.
 //!
-//! Three kinds are held: tool calls, prompt gets and resource reads. This module only shapes data; holding,
-//! deciding and running are in `approval` and `elicit`.
+//! Four kinds are held: tool calls, prompt gets, resource reads, and code-mode runs (the program is the snapshot,
+//! stored with the tool names it writes, so the human approves exactly what will run). This module only shapes
+//! data; holding, deciding and running are in `approval`, `elicit` and `codemode`.
 
 use policy::Decision;
 use serde_json::{json, Value};
@@ -14,29 +15,32 @@ pub(crate) enum Kind {
     ToolCall,
     Prompt,
     Resource,
+    /// A `run_code` program, held before it started.
+    CodeRun,
 }
 
 impl Kind {
-    /// The MCP method that runs it, also the stored `kind`.
+    /// The MCP method that runs it (for a run, its kind's name), also the stored `kind`.
     pub(crate) const fn method(self) -> &'static str {
         match self {
             Kind::ToolCall => "tools/call",
             Kind::Prompt => "prompts/get",
             Kind::Resource => "resources/read",
+            Kind::CodeRun => "code_run",
         }
     }
 
     /// The snapshot key that names the target.
     const fn target_key(self) -> &'static str {
         match self {
-            Kind::ToolCall => "tool",
+            Kind::ToolCall | Kind::CodeRun => "tool",
             Kind::Prompt => "prompt",
             Kind::Resource => "uri",
         }
     }
 
     fn from_method(m: &str) -> Option<Self> {
-        [Kind::ToolCall, Kind::Prompt, Kind::Resource]
+        [Kind::ToolCall, Kind::Prompt, Kind::Resource, Kind::CodeRun]
             .into_iter()
             .find(|k| k.method() == m)
     }
@@ -86,7 +90,26 @@ impl Snapshot {
                 map.remove("command");
             }
         }
+        if self.kind == Kind::CodeRun {
+            // Shown to the human beside the program; the run itself scans the program again.
+            let scan = self.code_scan();
+            v["names"] = json!(scan.literal_names);
+            // Names it builds at run time are not approved with it: they run only under allow rules.
+            v["dynamic"] = json!(scan.dynamic);
+        }
         v
+    }
+
+    /// For a code run: what the program says about the tools it calls.
+    fn code_scan(&self) -> codemode::Scan {
+        let program = self.arguments.get("code").and_then(Value::as_str);
+        codemode::scan(program.unwrap_or_default())
+    }
+
+    /// For a code run: the tool names its program writes as literals, escaped for a one-line question.
+    pub(crate) fn code_names(&self) -> Vec<String> {
+        let names = self.code_scan().literal_names;
+        names.iter().map(|n| ascii_json(&json!(n))).collect()
     }
 
     pub(crate) fn from_json(v: &Value) -> Option<Snapshot> {
@@ -100,7 +123,7 @@ impl Snapshot {
             arguments: v.get("arguments").cloned().unwrap_or_else(|| json!({})),
             definition_sha256: match kind {
                 Kind::ToolCall => s("definition_sha256")?,
-                Kind::Prompt | Kind::Resource => String::new(),
+                Kind::Prompt | Kind::Resource | Kind::CodeRun => String::new(),
             },
             command: v.get("command").filter(|c| !c.is_null()).cloned(),
             note: v.get("note").and_then(Value::as_str).map(str::to_owned),
@@ -114,6 +137,7 @@ impl Snapshot {
             Kind::ToolCall => format!("{}__{}", self.server, self.tool),
             Kind::Prompt => format!("prompt:{}__{}", self.server, self.tool),
             Kind::Resource => format!("resource:{}:{}", self.server, self.tool),
+            Kind::CodeRun => format!("code_run:{}__{}", self.server, self.tool),
         }
     }
 
@@ -252,7 +276,7 @@ mod tests {
             operation: policy::Operation::McpCall,
             unknown: None,
         };
-        for kind in [Kind::ToolCall, Kind::Prompt, Kind::Resource] {
+        for kind in [Kind::ToolCall, Kind::Prompt, Kind::Resource, Kind::CodeRun] {
             let mut s = snap(json!({"a": 1}));
             s.kind = kind;
             let back = Snapshot::from_json(&s.to_json(&d)).unwrap();

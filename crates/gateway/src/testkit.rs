@@ -242,6 +242,15 @@ pub(crate) struct Harness {
 impl Harness {
     /// `policy` is the config's top level without servers, workspace or state (`permissions`, `approvals`, …).
     pub(crate) async fn start(policy: Value, fixture: FixtureOptions) -> Self {
+        Self::start_with(policy, fixture, |_| {}).await
+    }
+
+    /// `start`, with the parsed config changed by `configure` first (a setting no config key gives yet).
+    pub(crate) async fn start_with(
+        policy: Value,
+        fixture: FixtureOptions,
+        configure: impl FnOnce(&mut config::Config),
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let workspace = dir.path().join("ws");
         std::fs::create_dir_all(&workspace).unwrap();
@@ -256,6 +265,8 @@ impl Harness {
             &config::Overrides::default(),
         )
         .unwrap();
+        let mut config = config;
+        configure(&mut config);
         let state = Arc::new(State::open_in(&dir.path().join("state"), &workspace).unwrap());
         let guard = Arc::new(Guard::load(&config, &workspace).unwrap());
         let connector = Arc::new(MemoryConnector::new(move |end| {

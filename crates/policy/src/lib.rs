@@ -48,6 +48,7 @@ mod profile;
 mod rule;
 mod shell;
 mod starter;
+mod toolscript;
 mod wrapper;
 
 pub use action::{
@@ -72,6 +73,9 @@ pub use lookalike::lookalike_flags;
 pub use operation::{Effect, Operation};
 pub use path::{file_uri_path, lexical_normalise, Canonicalise, Context, Lexical};
 pub use poison::{inspect_definition, PoisonCode, PoisonFlag};
-pub use profile::{SurfaceEntry, SurfaceReason, ToolListing, ToolVisibility, Visibility};
+pub use profile::{
+    ProfileMode, SurfaceEntry, SurfaceReason, ToolListing, ToolVisibility, Visibility,
+};
 pub use rule::{Example, Mismatch, RuleSpec};
 pub use starter::STARTER_POLICY;
+pub use toolscript::{toolscript_findings, translate_toolscript};

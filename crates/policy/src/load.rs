@@ -17,7 +17,7 @@ use crate::glob::PathCase;
 use crate::index::RuleIndex;
 use crate::operation::Effect;
 use crate::path::{lexical_normalise, Context, Lexical};
-use crate::profile::{Profile, ToolVisibility};
+use crate::profile::{Profile, ProfileMode, ToolVisibility};
 use crate::rule::{Example, Rule, RuleSpec};
 
 /// The raw values the config crate found; any may be absent.
@@ -27,7 +27,7 @@ pub struct PolicySources<'a> {
     pub policy: Option<&'a Value>,
     /// Claude Code form: `{default, allow: [...], ask: [...], deny: [...]}`.
     pub permissions: Option<&'a Value>,
-    /// `{NAME: {description, default, rules, permissions, tools: {visible, deferred, blocked, default}}}`.
+    /// `{NAME: {description, default, mode, rules, permissions, tools: {visible, deferred, blocked, default}}}`.
     pub profiles: Option<&'a Value>,
 }
 
@@ -72,6 +72,9 @@ struct ProfileFile {
     permissions: Option<Value>,
     #[serde(default)]
     tools: ToolVisibility,
+    /// What a client of this profile sees: every tool, or code mode's `search_tools` and `run_code`.
+    #[serde(default)]
+    mode: Option<ProfileMode>,
 }
 
 /// A loaded, validated policy. Cheap to clone; immutable once built.
@@ -264,6 +267,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
                         name,
                         Profile {
                             description: pf.description,
+                            mode: pf.mode,
                             default,
                             rules,
                             tools,

@@ -77,10 +77,21 @@ impl ToolVisibility {
     }
 }
 
+/// What a client sees under a profile (`"mode"`); absent, the config's mode applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileMode {
+    /// Every allowed tool is listed and called directly.
+    Direct,
+    /// `search_tools`, `run_code` and toolgate's control tools; other tools only from programs.
+    Code,
+}
+
 /// A compiled profile.
 #[derive(Debug, Clone)]
 pub(crate) struct Profile {
     pub(crate) description: Option<String>,
+    pub(crate) mode: Option<ProfileMode>,
     pub(crate) default: Option<Effect>,
     pub(crate) rules: Vec<Rule>,
     pub(crate) tools: ToolVisibility,
@@ -203,6 +214,19 @@ impl Policy {
             SurfaceReason::ProfileDefault
         };
         entry(by_globs, reason, None)
+    }
+
+    /// The mode a profile sets, if it sets one (`None` also for an unknown profile).
+    pub fn profile_mode(&self, name: &str) -> Option<ProfileMode> {
+        self.profiles.get(name).and_then(|p| p.mode)
+    }
+
+    /// The mode of the active profile ([`Policy::with_profile`]), if it sets one. The gateway's order: the
+    /// `--mode` flag, then this, then the config's `"mode"`.
+    pub fn active_mode(&self) -> Option<ProfileMode> {
+        self.active
+            .as_ref()
+            .and_then(|(name, _)| self.profile_mode(name))
     }
 
     /// A profile's description, for listings.

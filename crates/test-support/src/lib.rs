@@ -1,4 +1,4 @@
-//! Test support: a scripted stdio client, and a fixture MCP server that speaks both protocol eras and exercises what the gateway must carry
+//! Test support: a scripted stdio client, the code-mode benchmark's tasks, and a fixture MCP server that speaks both protocol eras and exercises what the gateway must carry
 //! (pagination, progress, cancellation, list changes, server→client requests, rich payloads, misbehaviour).
 //!
 //! It is bundled into the `toolgate` binary as a hidden subcommand so `toolgate demo` and the benchmarks need
@@ -7,7 +7,11 @@
 #![deny(clippy::print_stdout)]
 
 mod client;
+mod context;
 mod fixture;
+mod tasks;
 
 pub use client::{exited, list_all, modern_meta, StdioClient};
+pub use context::{measure, returned, run_params, search_params, Measured};
 pub use fixture::{rich_definition, rich_result, serve, serve_stdio, FixtureOptions};
+pub use tasks::{context_tasks, same_answer, ContextTask};

@@ -175,6 +175,7 @@ fn readable(event: &Value) -> String {
         "actor",
         "duration_ms",
         "trace_id",
+        "parent_trace_id",
         "resources_omitted",
     ] {
         if event.get(key).is_some_and(|v| !v.is_null() && v != "") {

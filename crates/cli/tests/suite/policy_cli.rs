@@ -357,3 +357,18 @@ fn preview_shows_a_profile_s_blocked_deferred_visible_and_unavailable_tools() {
         ["fx__reflect", "visible", "PROFILE_DEFAULT", "-"]
     );
 }
+
+#[test]
+fn check_reports_a_toolscript_list_whose_meaning_changes_under_deny_overrides() {
+    let setup = Setup::new(json!({
+        "mcpServers": {"x": {"command": "x-mcp"}},
+        "policy": [
+            {"match": "mcp__x__*", "action": "allow"},
+            {"match": "mcp__x__delete", "action": "deny"},
+            {"match": "mcp__y__*", "action": "allow"}
+        ]
+    }));
+    let out = run(&setup, &["policy", "check"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    golden("check_toolscript_order.txt", &out.stdout);
+}

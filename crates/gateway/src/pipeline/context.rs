@@ -20,7 +20,6 @@ pub(crate) enum Origin {
     /// A client's request on one of its sessions.
     Client { session_id: String },
     /// A call a code-mode program made; each call has its own trace id, and this names the run's.
-    #[cfg_attr(not(test), allow(dead_code))]
     CodeRun { run_trace_id: String },
     /// `toolgate_resume` of an approved call, which re-enters after the approval stage under the trace id and
     /// tool name of the call that was held.
@@ -53,7 +52,6 @@ pub(crate) enum HoldPolicy {
     /// Block up to `approvals.wait`, then hand out a Contract V1 handle (a client's request).
     Wait,
     /// Hand out the handle at once, without waiting (a caller that resumes on its own schedule).
-    #[cfg_attr(not(test), allow(dead_code))]
     HandleNow,
 }
 
@@ -100,6 +98,15 @@ pub(crate) struct Requester {
     pub request: Id,
 }
 
+/// What a human approved for one code-mode run: the tools the program names as literals, approved once for
+/// the run before it started. A call of one of them whose verdict is `ask` runs under this approval; any other
+/// `ask` in the run is refused (a name built at run time runs only under an allow rule).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RunApproval {
+    /// Exposed names.
+    pub names: std::collections::BTreeSet<String>,
+}
+
 /// One governed request's context.
 #[derive(Clone)]
 pub(crate) struct CallContext {
@@ -116,6 +123,9 @@ pub(crate) struct CallContext {
     /// The client request behind this one, when there is one.
     pub requester: Option<Requester>,
     pub cancel: CancellationToken,
+    /// For a call a code-mode program made: what the run was approved for (`None`: nothing, so every `ask`
+    /// is refused). Never set for any other origin.
+    pub run_approval: Option<Arc<RunApproval>>,
 }
 
 impl CallContext {
@@ -131,6 +141,7 @@ impl CallContext {
             hold,
             requester: None,
             cancel,
+            run_approval: None,
         }
     }
 

@@ -54,12 +54,18 @@ impl Finish {
                 decision: RecordDecision::refused(RefusalCode::Failed),
                 resources: Vec::new(),
                 request_id: None,
+                parent_trace_id: None,
             },
             decided: Decided::No,
             hooks: None,
             started: Instant::now(),
             closed: false,
         }
+    }
+
+    /// The request is a call a code-mode program made in run `run_trace_id`: its records name that run.
+    pub(crate) fn parent(&mut self, run_trace_id: &str) {
+        self.record.parent_trace_id = Some(run_trace_id.to_owned());
     }
 
     /// The owner the request was routed to, and its own name there.

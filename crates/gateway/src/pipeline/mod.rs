@@ -17,7 +17,7 @@ mod tests;
 
 pub(crate) use context::{
     AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
-    Requester,
+    Requester, RunApproval,
 };
 use finish::Finish;
 pub(crate) use reads::govern_read;
@@ -81,6 +81,9 @@ pub(crate) async fn govern_tool(
         .cloned()
         .unwrap_or_else(|| Value::Object(Default::default()));
     let mut finish = Finish::new(gw, &ctx.trace_id, &name, arguments.clone());
+    if let Origin::CodeRun { run_trace_id } = &ctx.origin {
+        finish.parent(run_trace_id);
+    }
     let outcome = tool_stages(gw, ctx, &mut finish, name, params, arguments).await;
     tracing::debug!(trace = %ctx.trace_id, origin = ?ctx.origin, outcome = outcome.name(), "tool call");
     finish.close(&outcome).await;
@@ -92,7 +95,7 @@ async fn tool_stages(
     ctx: &CallContext,
     finish: &mut Finish,
     name: String,
-    mut params: Value,
+    params: Value,
     arguments: Value,
 ) -> CallOutcome {
     // Route.
@@ -112,6 +115,10 @@ async fn tool_stages(
     };
     drop(agg);
     finish.routed(&server, &tool);
+    // Code mode: a client calls only what it lists; a program calls no control tool, and nothing after its run.
+    if let Some(refused) = crate::codemode::route_refusal(gw, ctx, &server, &tool, &name) {
+        return CallOutcome::Refused(refused);
+    }
     // Audit gate.
     if !(server == OWN_SERVER && tool == status::TOOL_NAME) {
         if let Some(refused) = audit_refusal(gw, &name) {
@@ -132,7 +139,7 @@ async fn tool_stages(
         let mut d = d.clone();
         d.effect = policy::Effect::Ask;
         d.reason = policy::ReasonCode::AskRule;
-        d.rule_id = Some("pins.quarantine".to_owned());
+        d.rule_id = Some(crate::pins::QUARANTINE_RULE.to_owned());
         verdict = Verdict::Ask(d);
     }
     // Pre-hooks may only make the call stricter; a hook's decision replaces the policy's in the records.
@@ -174,10 +181,13 @@ async fn tool_stages(
     }
     match verdict {
         Verdict::Refuse(refused) => CallOutcome::Refused(refused),
-        Verdict::Allow(_) if server == OWN_SERVER => calls::intrinsic(gw, &tool, &arguments).await,
-        Verdict::Allow(_) => {
-            params["name"] = Value::String(tool.clone());
-            calls::forward(gw, ctx, &server, "tools/call", params).await
+        Verdict::Allow(_) => execute(gw, ctx, &server, &tool, params, &arguments).await,
+        // A program's call is never held: an ask runs under the run's approval, or is refused.
+        Verdict::Ask(d) if matches!(ctx.origin, Origin::CodeRun { .. }) => {
+            match crate::codemode::program_ask(ctx, &name, &server, &tool, &d) {
+                Ok(()) => execute(gw, ctx, &server, &tool, params, &arguments).await,
+                Err(refused) => CallOutcome::Refused(refused),
+            }
         }
         Verdict::Ask(d) => {
             // Approval: for `shell_run` the command is resolved first, so the approval binds it.
@@ -199,6 +209,27 @@ async fn tool_stages(
                 note,
             };
             approval::hold(gw, ctx, snapshot, d).await.into_outcome()
+        }
+    }
+}
+
+/// Runs a call that may run now: toolgate's own tool (`run_code` in this call's context), or the upstream's.
+async fn execute(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    server: &str,
+    tool: &str,
+    mut params: Value,
+    arguments: &Value,
+) -> CallOutcome {
+    match (server, tool) {
+        (OWN_SERVER, crate::codemode::RUN_TOOL) => {
+            crate::codemode::run_code(gw, ctx, arguments).await
+        }
+        (OWN_SERVER, _) => calls::intrinsic(gw, tool, arguments).await,
+        _ => {
+            params["name"] = Value::String(tool.to_owned());
+            calls::forward(gw, ctx, server, "tools/call", params).await
         }
     }
 }
@@ -264,6 +295,7 @@ async fn resume_stage(
             decision,
             resources,
             request_id: Some(request_id),
+            parent_trace_id: None,
         },
     );
     finish.post_hooks(hooked);

@@ -214,7 +214,7 @@ async fn read_stages(
                 };
                 let arguments = match kind {
                     Kind::Prompt => params.get("arguments").cloned().unwrap_or_else(|| json!({})),
-                    Kind::ToolCall | Kind::Resource => json!({}),
+                    Kind::ToolCall | Kind::Resource | Kind::CodeRun => json!({}),
                 };
                 let snapshot = Snapshot {
                     kind,

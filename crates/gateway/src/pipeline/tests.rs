@@ -1,6 +1,7 @@
-//! Governed calls with no client session behind them, as a code-mode program makes them: origin `CodeRun`, no
-//! grants, and — unless the run brings one — no one to ask. The gateway has no upstream; the calls go to
-//! toolgate's own intrinsics, with a policy that asks for one and denies another.
+//! Governed calls with no client session behind them: no grants, and — unless the caller brings one — no one
+//! to ask; held at once or after the wait, and resumed. A code-mode program's calls are such calls (origin
+//! `CodeRun`), except that they are never held: an ask runs under the run's approval or is refused. The gateway
+//! has no upstream; the calls go to toolgate's own intrinsics, with a policy that asks for one and denies another.
 
 use super::*;
 use crate::gateway::Options;
@@ -90,6 +91,14 @@ fn code_run(hold: HoldPolicy) -> CallContext {
     CallContext::new(origin, hold, CancellationToken::new())
 }
 
+/// A request with no session behind it (as a stateless front end's would be): no grants, no asker.
+fn sessionless(hold: HoldPolicy) -> CallContext {
+    let origin = Origin::Client {
+        session_id: String::new(),
+    };
+    CallContext::new(origin, hold, CancellationToken::new())
+}
+
 fn call(tool: &str) -> Value {
     json!({"name": tool, "arguments": {}})
 }
@@ -116,10 +125,10 @@ async fn code_run_call_the_policy_allows_runs_with_no_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn code_run_ask_gets_a_contract_handle_at_once_and_one_decision_record() {
+async fn sessionless_ask_gets_a_contract_handle_at_once_and_one_decision_record() {
     // A wait a test would notice: the handle must come without it.
     let f = Fixture::new(|a| a.wait.value = Duration::from_secs(30));
-    let ctx = code_run(HoldPolicy::HandleNow);
+    let ctx = sessionless(HoldPolicy::HandleNow);
     let started = Instant::now();
     let outcome = govern_tool(&f.gw, &ctx, call(ASKED)).await;
     assert!(
@@ -155,6 +164,51 @@ async fn code_run_ask_gets_a_contract_handle_at_once_and_one_decision_record() {
     f.gw.shutdown().await;
 }
 
+/// A program's call that asks, in a run not approved for it, is refused at once: nothing is held for a human
+/// and no request is created; the records say ask, then refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_run_ask_without_the_run_approval_is_refused_not_held() {
+    let f = Fixture::new(|a| a.wait.value = Duration::from_secs(30));
+    let ctx = code_run(HoldPolicy::HandleNow);
+    let outcome = govern_tool(&f.gw, &ctx, call(ASKED)).await;
+    let CallOutcome::Refused(refusal) = &outcome else {
+        panic!("not refused: {outcome:?}");
+    };
+    assert_eq!(refusal.code, RefusalCode::Refused);
+    let pending = f
+        .state
+        .store(|s| s.list_requests(Some(ApprovalStatus::Pending), Timestamp::now()))
+        .unwrap();
+    assert!(pending.is_empty(), "{pending:?}");
+    assert_eq!(f.count(&ctx.trace_id, "decision"), 1);
+    assert_eq!(f.count(&ctx.trace_id, "execution"), 1);
+    f.gw.shutdown().await;
+}
+
+/// Resuming a held call belongs to the client and its human, never to a program.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_run_cannot_resume_a_held_call() {
+    let f = Fixture::new(|_| {});
+    let outcome = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), call(ASKED)).await;
+    let id = held(&outcome).handle.request_id.clone();
+    f.state
+        .store(|s| s.approve(&id, "operator", Timestamp::now()))
+        .unwrap();
+    let params = json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}});
+    let ran = govern_tool(&f.gw, &code_run(HoldPolicy::HandleNow), params).await;
+    assert!(matches!(ran, CallOutcome::Refused(_)), "{ran:?}");
+    let row = f
+        .state
+        .store(|s| s.get_request(&id, Timestamp::now()))
+        .unwrap();
+    assert_eq!(
+        row.status,
+        ApprovalStatus::Approved,
+        "still there for the client"
+    );
+    f.gw.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn code_run_call_the_policy_denies_is_refused_and_recorded_once() {
     let f = Fixture::new(|_| {});
@@ -184,10 +238,10 @@ async fn handle_now_answers_at_once_where_wait_blocks_for_the_wait() {
     const WAIT: Duration = Duration::from_millis(600);
     let f = Fixture::new(|a| a.wait.value = WAIT);
     let waited = Instant::now();
-    let waiting = govern_tool(&f.gw, &code_run(HoldPolicy::Wait), call(ASKED)).await;
+    let waiting = govern_tool(&f.gw, &sessionless(HoldPolicy::Wait), call(ASKED)).await;
     let waited = waited.elapsed();
     let at_once = Instant::now();
-    let now = govern_tool(&f.gw, &code_run(HoldPolicy::HandleNow), call(ASKED)).await;
+    let now = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), call(ASKED)).await;
     let at_once = at_once.elapsed();
     assert!(waited >= WAIT, "Wait answered after {waited:?}");
     assert!(at_once < WAIT, "HandleNow answered after {at_once:?}");
@@ -206,13 +260,13 @@ async fn handle_now_answers_at_once_where_wait_blocks_for_the_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handle_now_call_resumes_after_approval_under_its_own_trace() {
     let f = Fixture::new(|_| {});
-    let first = code_run(HoldPolicy::HandleNow);
+    let first = sessionless(HoldPolicy::HandleNow);
     let outcome = govern_tool(&f.gw, &first, call(ASKED)).await;
     let id = held(&outcome).handle.request_id.clone();
     f.state
         .store(|s| s.approve(&id, "operator", Timestamp::now()))
         .unwrap();
-    let resume = code_run(HoldPolicy::HandleNow);
+    let resume = sessionless(HoldPolicy::HandleNow);
     let params = json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}});
     let ran = govern_tool(&f.gw, &resume, params).await;
     assert!(matches!(ran, CallOutcome::Complete(..)), "{ran:?}");
@@ -235,7 +289,7 @@ async fn handle_now_call_resumes_after_approval_under_its_own_trace() {
         f.records(&resume.trace_id).is_empty(),
         "the resume is recorded as the call it ran"
     );
-    let again = govern_tool(&f.gw, &code_run(HoldPolicy::HandleNow), {
+    let again = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), {
         json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}})
     })
     .await;
@@ -275,12 +329,12 @@ async fn empty_session_grant_does_not_cover_a_call_without_a_session() {
             )
         })
         .unwrap();
-    let outcome = govern_tool(&f.gw, &code_run(HoldPolicy::HandleNow), call(ASKED)).await;
+    let outcome = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), call(ASKED)).await;
     assert_eq!(held(&outcome).state, ApprovalState::Required);
     f.gw.shutdown().await;
 }
 
-/// A code-mode run's own way to ask a human: answers "allow once" and notes what it was asked.
+/// A caller's own way to ask a human: answers "allow once" and notes what it was asked.
 struct Approves {
     asked: Mutex<Vec<Value>>,
 }
@@ -295,10 +349,10 @@ impl AskHuman for Approves {
     }
 }
 
-/// A run that brings its own asker: the human's "allow once" releases the waiting call, and with no session
+/// A caller that brings its own asker: the human's "allow once" releases the waiting call, and with no session
 /// behind it the question offers no session grant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn code_run_with_its_own_asker_runs_once_its_human_allows() {
+async fn sessionless_call_with_its_own_asker_runs_once_its_human_allows() {
     let f = Fixture::new(|a| {
         a.wait.value = Duration::from_secs(30);
         a.elicitation.value = true;
@@ -307,7 +361,7 @@ async fn code_run_with_its_own_asker_runs_once_its_human_allows() {
     let asker = Arc::new(Approves {
         asked: Mutex::new(Vec::new()),
     });
-    let mut ctx = code_run(HoldPolicy::Wait);
+    let mut ctx = sessionless(HoldPolicy::Wait);
     ctx.asker = Some(asker.clone());
     let outcome = tokio::time::timeout(
         Duration::from_secs(10),
@@ -328,13 +382,13 @@ async fn code_run_with_its_own_asker_runs_once_its_human_allows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approved_intrinsic_runs_instead_of_failing_as_an_unknown_workspace_tool() {
     let f = Fixture::new(|_| {});
-    let outcome = govern_tool(&f.gw, &code_run(HoldPolicy::HandleNow), call(ASKED)).await;
+    let outcome = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), call(ASKED)).await;
     let id = held(&outcome).handle.request_id.clone();
     f.state
         .store(|s| s.approve(&id, "operator", Timestamp::now()))
         .unwrap();
     let params = json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}});
-    let ran = govern_tool(&f.gw, &code_run(HoldPolicy::HandleNow), params).await;
+    let ran = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), params).await;
     let CallOutcome::Complete(result, _) = &ran else {
         panic!("the approved call did not run: {ran:?}");
     };

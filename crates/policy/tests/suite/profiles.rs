@@ -1,10 +1,10 @@
 //! Profiles: effective rules, tool visibility at call time, and the preview surface.
 
-use policy::{Effect, ReasonCode, SurfaceReason, ToolListing, Visibility};
+use policy::{Effect, ProfileMode, ReasonCode, SurfaceReason, ToolListing, Visibility};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::common::{decide, fs_read, load};
+use crate::common::{decide, fs_read, load, try_load};
 
 fn doc() -> serde_json::Value {
     json!({
@@ -122,5 +122,28 @@ fn preview_shows_the_effective_surface() {
     assert_eq!(
         (base[0].visibility, base[0].reason),
         (Visibility::Visible, SurfaceReason::ProfileDefault)
+    );
+}
+
+#[test]
+fn a_profile_may_set_its_mode() {
+    let base = load(&json!({"profiles": {
+        "review": {"mode": "code", "default": "ask"},
+        "plain": {"mode": "direct"},
+        "unset": {},
+    }}));
+    assert_eq!(base.profile_mode("review"), Some(ProfileMode::Code));
+    assert_eq!(base.profile_mode("plain"), Some(ProfileMode::Direct));
+    assert_eq!(base.profile_mode("unset"), None);
+    assert_eq!(base.active_mode(), None);
+    assert_eq!(
+        base.with_profile("review").unwrap().active_mode(),
+        Some(ProfileMode::Code)
+    );
+    assert_eq!(base.with_profile("unset").unwrap().active_mode(), None);
+    let err = try_load(&json!({"profiles": {"x": {"mode": "javascript"}}})).unwrap_err();
+    assert!(
+        err.to_string().contains("unknown variant `javascript`"),
+        "{err}"
     );
 }

@@ -9,15 +9,16 @@
 //! on is hidden. Each top-level argument is one line, `name = <JSON>`, in printable ASCII (`escape`): a newline,
 //! a control character or a bidi override in an argument shows up as a visible escape, never as layout. This is
 //! the only rendering of a protected request: raw pretty-printed JSON would leave bidi and other invisible
-//! characters as they are.
+//! characters as they are. A held code-mode run (`code_run`) also shows its program in full, one numbered line per
+//! program line, each escaped the same way, with the tool names it writes as literals (`calls`).
 
-use crate::commands::escape::{json_ascii, label, value_label};
+use crate::commands::escape::{json_ascii, label, quoted, value_label};
 use serde_json::Value;
 use std::fmt::Write;
 use store::{Approval, ApprovalStatus, Timestamp};
 
 /// Snapshot keys shown as one-line header fields, in this order, when present.
-const HEADER_KEYS: [(&str, &str); 7] = [
+const HEADER_KEYS: [(&str, &str); 8] = [
     ("kind", "kind"),
     ("server", "server"),
     ("tool", "tool"),
@@ -25,6 +26,7 @@ const HEADER_KEYS: [(&str, &str); 7] = [
     ("uri", "uri"),
     ("exposed", "exposed as"),
     ("definition_sha256", "definition"),
+    ("names", "calls"),
 ];
 /// Snapshot keys shown as sections of `name = value` lines.
 const SECTION_KEYS: [&str; 2] = ["decision", "arguments"];
@@ -135,6 +137,12 @@ fn snapshot(out: &mut String, snapshot: &Value) {
             None => {}
         }
     }
+    if let (Some("code_run"), Some(Value::String(program))) = (
+        map.get("kind").and_then(Value::as_str),
+        map.get("arguments").and_then(|a| a.get("code")),
+    ) {
+        program_lines(out, program);
+    }
     let known = |k: &str| HEADER_KEYS.iter().any(|(h, _)| *h == k) || SECTION_KEYS.contains(&k);
     let others: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| !known(k)).collect();
     if !others.is_empty() {
@@ -142,6 +150,17 @@ fn snapshot(out: &mut String, snapshot: &Value) {
         for (name, v) in others {
             let _ = writeln!(out, "  {} = {}", label(name), json_ascii(v));
         }
+    }
+}
+
+/// A program in full, numbered, each line printable ASCII (a control or bidi character shows as its escape).
+fn program_lines(out: &mut String, program: &str) {
+    let lines: Vec<&str> = program.split('\n').collect();
+    let _ = writeln!(out, "program ({} lines)", lines.len());
+    for (n, line) in lines.iter().enumerate() {
+        let quoted = quoted(line);
+        let inner = &quoted[1..quoted.len() - 1];
+        let _ = writeln!(out, "  {:>4} | {inner}", n + 1);
     }
 }
 
@@ -274,6 +293,23 @@ other (1)
             cd = "cd".repeat(32)
         );
         assert_eq!(detail(&a, Timestamp::from_millis(100_000)), expected);
+    }
+
+    #[test]
+    fn held_program_is_shown_in_full_line_by_line_escaped() {
+        let program =
+            "const r = await call(\"fs__read_file\", {path: \"a\"});\n// \u{202e}hidden\nreturn r;";
+        let a = approval(json!({
+            "kind": "code_run", "server": "toolgate", "tool": "run_code", "exposed": "run_code",
+            "arguments": {"code": program}, "names": ["fs__read_file"],
+        }));
+        let text = detail(&a, Timestamp::from_millis(0));
+        assert!(text.contains("calls       [\"fs__read_file\"]\n"), "{text}");
+        let shown = "program (3 lines)\n\
+                     \x20    1 | const r = await call(\\\"fs__read_file\\\", {path: \\\"a\\\"});\n\
+                     \x20    2 | // \\u202ehidden\n\
+                     \x20    3 | return r;\n";
+        assert!(text.contains(shown), "{text}");
     }
 
     #[test]

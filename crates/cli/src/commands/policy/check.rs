@@ -2,7 +2,9 @@
 //! printing every finding (all load errors, not just the first, then warnings such as `SHADOWED_RULE`).
 //!
 //! It reads files only; it starts no upstream and decides no call. The rules it lints are the ones `serve`
-//! enforces: the config's sections with toolgate's built-in rules in front.
+//! enforces: the config's sections with toolgate's built-in rules in front. A toolscript-mcp `"policy"` list
+//! (first match wins) is linted as translated, and each pair of its entries whose meaning toolgate's
+//! deny-overrides changes is a warning (`FIRST_MATCH_ORDER`).
 
 use super::super::common::ConfigArgs;
 use policy::{LintFinding, Severity};
@@ -29,6 +31,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // What `serve` compiles, toolgate's built-in rules included: a user rule they shadow is worth a warning.
     let mut findings = gateway::Guard::lint(&config, &workspace);
+    if let Some(list) = &config.policy.toolscript {
+        let servers: Vec<&str> = config
+            .servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .chain(config.disabled.iter().map(|d| d.name.as_str()))
+            .collect();
+        findings.extend(policy::toolscript_findings(list, &servers));
+    }
     let profile = config.profile.take().map(|p| p.value);
     let base = match errors(&findings) {
         0 => Some(gateway::Guard::load(&config, &workspace).map_err(anyhow::Error::msg)?),

@@ -1,0 +1,205 @@
+//! Code mode end to end with the official TypeScript SDK client and real servers (server-filesystem,
+//! server-everything) as upstreams: the client sees only `search_tools`, `run_code` and toolgate's control tools,
+//! finds tools by search, runs programs that call the real servers and join their answers, and gets a held
+//! `run_code` approved through `toolgate approvals approve` and resumed with `toolgate_resume`.
+
+use crate::support::{peers, toolgate, Setup};
+use serde_json::{json, Value};
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// server-filesystem over the workspace and server-everything; writing a file asks a human, out of band only.
+fn setup() -> Setup {
+    let modules = peers().join("node_modules/@modelcontextprotocol");
+    Setup::with(|dir| {
+        let workspace = dir.join("ws");
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::write(workspace.join("a.txt"), "alpha").unwrap();
+        std::fs::write(workspace.join("b.txt"), "beta").unwrap();
+        std::fs::write(workspace.join("notes.md"), "not a text file for this test").unwrap();
+        json!({
+            "mcpServers": {
+                "everything": {"command": "node", "args": [modules.join("server-everything/dist/index.js"), "stdio"]},
+                "files": {"command": "node", "args": [modules.join("server-filesystem/dist/index.js"), &workspace]},
+            },
+            "workspace": workspace,
+            "stateDir": dir.join("state"),
+            "permissions": {"default": "allow", "ask": ["mcp__files__write_file"]},
+            "approvals": {"wait_seconds": 0, "elicitation": false}
+        })
+    })
+}
+
+fn approvals(setup: &Setup, args: &[&str], stdin: &[u8]) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(toolgate())
+        .arg("approvals")
+        .args(args)
+        .arg("--config")
+        .arg(&setup.config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "approvals {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `ts_codemode.mjs` with `steps`. When the script reports a held request, `held` runs (it approves), and
+/// the script is told to resume. Returns the script's final report.
+async fn run_client(setup: &Setup, steps: Value, held: impl Fn(&str)) -> Value {
+    let mut node = tokio::process::Command::new("node")
+        .arg(peers().join("ts_codemode.mjs"))
+        .arg(toolgate())
+        .arg(&setup.config)
+        .arg(steps.to_string())
+        .current_dir(peers())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = node.stdin.take().unwrap();
+    let mut lines = BufReader::new(node.stdout.take().unwrap()).lines();
+    let mut last = None;
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if let Some(id) = v["held"].as_str() {
+            held(id);
+            stdin.write_all(b"go\n").await.unwrap();
+        } else {
+            last = Some(v);
+        }
+    }
+    assert!(node.wait().await.unwrap().success(), "the client failed");
+    last.expect("the client printed its report")
+}
+
+/// What a program returned, from the `run_code` result of step `i` (or why there is none).
+fn returned(report: &Value, i: usize) -> &Value {
+    let step = &report["results"][i];
+    test_support::returned(&step["result"])
+        .unwrap_or_else(|| panic!("step {i} returned nothing: {step}"))
+}
+
+#[tokio::test]
+async fn typescript_client_in_code_mode_finds_tools_and_joins_real_servers_in_one_program() {
+    let setup = setup();
+    let ws = setup.workspace();
+    let ws = ws.to_str().unwrap();
+    let read_files = format!(
+        r#"const dir = {ws:?};
+const {{ content }} = await call("files__list_directory", {{ path: dir }});
+const names = content.split("\n").filter((l) => l.startsWith("[FILE] ") && l.endsWith(".txt")).map((l) => l.slice(7)).sort();
+const parts = [];
+for (const n of names) parts.push(n + "=" + (await call("files__read_text_file", {{ path: dir + "/" + n }})).content);
+return parts.join(";");"#
+    );
+    let everything = r#"const sum = await call("everything__get-sum", { a: 2, b: 40 });
+const echo = await call("everything__echo", { message: "from code mode" });
+const alias = await call("mcp__everything__echo", { message: "by the toolscript name" });
+const weather = await call("everything__get-structured-content", { location: "New York" });
+return { sum, echo, alias, temperature: typeof weather.temperature };"#;
+    let steps = json!([
+        test_support::search_params("read text file"),
+        test_support::run_params(&read_files),
+        test_support::run_params(everything),
+    ]);
+    let report = run_client(&setup, steps, |id| {
+        panic!("nothing here asks a human, yet {id} was held")
+    })
+    .await;
+
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&"search_tools") && tools.contains(&"run_code"),
+        "{tools:?}"
+    );
+    assert!(tools.contains(&"toolgate_resume"), "{tools:?}");
+    let others: Vec<&&str> = tools
+        .iter()
+        .filter(|t| !matches!(**t, "search_tools" | "run_code") && !t.starts_with("toolgate_"))
+        .collect();
+    assert!(
+        others.is_empty(),
+        "code mode lists only its two tools and the control tools: {others:?}"
+    );
+
+    let search = report["results"][0]["result"].to_string();
+    assert!(search.contains("files__read_text_file"), "{search}");
+    assert_eq!(
+        returned(&report, 1),
+        "a.txt=alpha;b.txt=beta",
+        "{}",
+        report["results"][1]
+    );
+    let answer = returned(&report, 2);
+    assert!(answer["sum"].to_string().contains("42"), "{answer}");
+    assert_eq!(answer["echo"], "Echo: from code mode", "{answer}");
+    assert_eq!(answer["alias"], "Echo: by the toolscript name", "{answer}");
+    assert_eq!(answer["temperature"], "number", "{answer}");
+}
+
+#[tokio::test]
+async fn typescript_client_held_run_code_approved_through_the_cli_then_resumed() {
+    let setup = setup();
+    let ws = setup.workspace();
+    let target = ws.join("from-program.txt");
+    let program = format!(
+        r#"// written by a held program
+await call("files__write_file", {{ path: {path:?}, content: "approved, then written" }});
+return (await call("files__read_text_file", {{ path: {path:?} }})).content;"#,
+        path = target.to_str().unwrap()
+    );
+    let steps = json!([
+        test_support::run_params(&program),
+        {"resume": true},
+    ]);
+    let report = run_client(&setup, steps, |id| {
+        assert!(
+            !target.exists(),
+            "nothing of the program ran before the approval"
+        );
+        let shown = approvals(&setup, &["show", id], b"");
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            shown.contains("// written by a held program"),
+            "the human sees the program it approves:\n{shown}"
+        );
+        approvals(&setup, &["approve", id], b"APPROVE\n");
+    })
+    .await;
+    let held = &report["results"][0]["result"];
+    assert_eq!(
+        held["structuredContent"]["outcome"], "APPROVAL_PENDING",
+        "{held}"
+    );
+    assert_eq!(
+        held["structuredContent"]["approval"]["resume_tool"], "toolgate_resume",
+        "{held}"
+    );
+    assert_eq!(
+        returned(&report, 1),
+        "approved, then written",
+        "{}",
+        report["results"][1]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "approved, then written"
+    );
+}

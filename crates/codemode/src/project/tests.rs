@@ -1,0 +1,177 @@
+//! Snapshots of the text a model reads for each way a run ends, and the structured fields beside it.
+
+use super::*;
+use crate::run::{CallNote, LimitKind, RunEnd, RunReport};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use std::time::Duration;
+
+fn report(end: RunEnd) -> RunReport {
+    RunReport {
+        end,
+        calls: vec![
+            CallNote {
+                seq: 1,
+                name: "files__list_directory".to_owned(),
+                error: None,
+            },
+            CallNote {
+                seq: 2,
+                name: "tracker__delete_issue".to_owned(),
+                error: Some("POLICY_DENIED: denied by rule 2 (deny tracker__delete_*)".to_owned()),
+            },
+            CallNote {
+                seq: 3,
+                name: "files__read_text_file".to_owned(),
+                error: Some("CALL_FAILED: ENOENT: no such file or directory".to_owned()),
+            },
+        ],
+        log: "found 3 files\nreading a.txt\n".to_owned(),
+        log_truncated: false,
+        layers: vec![("seccomp".to_owned(), "active".to_owned())],
+        elapsed: Duration::from_millis(12),
+    }
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap()
+}
+
+#[test]
+fn a_returned_value_with_calls_and_log() {
+    let result = render(&report(RunEnd::Returned(
+        json!({"count": 3, "names": ["a.txt", "b.txt"]}),
+    )));
+    assert_eq!(result["isError"], false);
+    insta::assert_snapshot!(text(&result));
+    assert_eq!(
+        result["structuredContent"],
+        json!({
+            "result": {"count": 3, "names": ["a.txt", "b.txt"]},
+            "ended": {"kind": "returned"},
+            "calls": [
+                {"seq": 1, "name": "files__list_directory", "ok": true},
+                {"seq": 2, "name": "tracker__delete_issue", "ok": false,
+                 "error": "POLICY_DENIED: denied by rule 2 (deny tracker__delete_*)"},
+                {"seq": 3, "name": "files__read_text_file", "ok": false,
+                 "error": "CALL_FAILED: ENOENT: no such file or directory"},
+            ],
+            "log": "found 3 files\nreading a.txt\n",
+            "log_truncated": false,
+            "truncated": false,
+            "elapsed_ms": 12,
+        })
+    );
+}
+
+#[test]
+fn a_plain_string_with_no_calls_is_just_the_string() {
+    let mut r = report(RunEnd::Returned(json!("3 open issues")));
+    r.calls.clear();
+    r.log.clear();
+    let result = render(&r);
+    assert_eq!(text(&result), "3 open issues");
+}
+
+#[test]
+fn a_large_value_is_projected_with_a_note_on_how_to_get_the_rest() {
+    let rows: Vec<Value> = (0..500)
+        .map(|i| json!({"id": i, "title": format!("issue {i}"), "body": "x".repeat(2000)}))
+        .collect();
+    let mut r = report(RunEnd::Returned(Value::Array(rows)));
+    r.calls.truncate(1);
+    r.log.clear();
+    let result = render(&r);
+    let shown = text(&result);
+    assert!(
+        shown.chars().count() < VALUE_CHARS + 1000,
+        "{}",
+        shown.len()
+    );
+    assert!(shown.contains("more items (of 500)"), "{shown}");
+    assert!(
+        shown.contains("recall(n)") && shown.contains("saveFile"),
+        "{shown}"
+    );
+    assert_eq!(result["structuredContent"]["truncated"], true);
+    let items = result["structuredContent"]["result"].as_array().unwrap();
+    let note = format!("… {} more items (of 500)", 500 - (items.len() - 1));
+    assert_eq!(items.last().unwrap(), &json!(note));
+}
+
+#[test]
+fn a_throw_is_an_error_that_says_so() {
+    let result = render(&report(RunEnd::Threw {
+        message: "TypeError: x is undefined".to_owned(),
+    }));
+    assert_eq!(result["isError"], true);
+    insta::assert_snapshot!(text(&result));
+    assert_eq!(
+        result["structuredContent"]["ended"],
+        json!({"kind": "threw", "message": "TypeError: x is undefined"})
+    );
+}
+
+#[test]
+fn a_limit_is_an_error_that_names_the_limit() {
+    let result = render(&report(RunEnd::Limit {
+        kind: LimitKind::WallClock,
+        message: "the program ran past its wall clock of 120 s; its worker was killed".to_owned(),
+    }));
+    assert_eq!(result["isError"], true);
+    insta::assert_snapshot!(text(&result));
+    assert_eq!(result["structuredContent"]["ended"]["limit"], "wall_clock");
+}
+
+#[test]
+fn a_worker_failure_is_an_error() {
+    let mut r = report(RunEnd::WorkerFailed {
+        message: "the sandbox layer seccomp is required but unavailable".to_owned(),
+    });
+    r.calls.clear();
+    r.log.clear();
+    let result = render(&r);
+    assert_eq!(result["isError"], true);
+    insta::assert_snapshot!(text(&result));
+}
+
+#[test]
+fn a_long_log_and_many_calls_are_cut_with_a_note() {
+    let mut r = report(RunEnd::Returned(json!(null)));
+    r.calls = (1..=120)
+        .map(|seq| CallNote {
+            seq,
+            name: "files__read_text_file".to_owned(),
+            error: (seq % 10 == 0).then(|| "POLICY_DENIED: no".to_owned()),
+        })
+        .collect();
+    r.log = "line\n".repeat(5000);
+    r.log_truncated = true;
+    let result = render(&r);
+    let shown = text(&result);
+    assert!(
+        shown.contains("… 70 more calls (#51–#120), 7 of them without a result"),
+        "{shown}"
+    );
+    assert!(shown.ends_with("[The log was cut: it shows the first lines the program wrote; log less, or return what you need.]"));
+    assert!(shown.chars().count() < LOG_CHARS + 5000);
+    assert_eq!(
+        result["structuredContent"]["calls"]
+            .as_array()
+            .unwrap()
+            .len(),
+        120
+    );
+    assert_eq!(result["structuredContent"]["log_truncated"], true);
+}
+
+#[test]
+fn a_cut_value_shows_its_first_items_and_the_note() {
+    let mut r = report(RunEnd::Returned(json!({
+        "ids": (1..=30).collect::<Vec<u32>>(),
+        "body": "y".repeat(1010),
+    })));
+    r.calls.truncate(1);
+    r.log.clear();
+    insta::assert_snapshot!(text(&render(&r)));
+}

@@ -1,0 +1,202 @@
+//! The scan against programs that name their tools plainly, and against every way a program can reach `call`
+//! under a name the scan cannot see (each must come out `dynamic`).
+
+use super::*;
+use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+
+fn assert_plain(program: &str, expected: &[&str]) {
+    let s = scan(program);
+    assert!(!s.dynamic, "dynamic: {program}");
+    let names: Vec<&str> = s.literal_names.iter().map(String::as_str).collect();
+    assert_eq!(names, expected, "{program}");
+}
+
+fn assert_dynamic(program: &str) {
+    assert!(scan(program).dynamic, "not dynamic: {program}");
+}
+
+#[test]
+fn literal_names_in_every_quote_style() {
+    assert_plain(
+        r#"const a = await call("files__read_text_file", {path: "/x"});
+           const b = await call('tracker__list_issues');
+           const c = await call(`mcp__files__list_directory`, {path: a.dir});
+           return [a, b, c].map(x => x.length / 2);"#,
+        &[
+            "files__read_text_file",
+            "mcp__files__list_directory",
+            "tracker__list_issues",
+        ],
+    );
+}
+
+#[test]
+fn calls_in_comments_strings_templates_and_regexes_are_not_literal_calls() {
+    assert_plain(
+        r#"// call("in_line_comment")
+           /* call("in_block_comment") */
+           const s = 'call("in_string")' + "call('in_double')";
+           const t = `call("in_template")`;
+           const r = /call\("in_regex"\)[/'"`]/g;
+           const q = x / 2 / call("real");
+           if (ok) /call("after_control_head")/.test(s);
+           return `${await call("in_substitution")} done`;"#,
+        &["in_substitution", "real"],
+    );
+}
+
+#[test]
+fn scan_is_not_fooled_by_a_regex_that_looks_like_a_string() {
+    // If `/"/` were read as a division and a string, `call(name)` would be hidden inside that string.
+    assert_dynamic(r#"if (1) /"/; call(name); x = "/";"#);
+    assert_dynamic(r#"x = a ? /'/ : 0; call(name); y = '/'"#);
+}
+
+#[test]
+fn a_slash_after_a_closing_brace_is_dynamic() {
+    // A block (`case 1: {}`, or `{}` after a line break) reads `/"/` as a regex, an object literal as a division.
+    assert_dynamic("switch (1) { case 1: {} /\"/; call(name); x = \"/ \" }");
+    assert_dynamic("let a = 1\n{}\n/\"/; call(name); x = \"/\"");
+    assert_dynamic("x = {} / 2");
+}
+
+#[test]
+fn nested_regex_classes_do_not_end_the_regex_early() {
+    assert_dynamic(r#"x = /[[a]/]"/v; call(name); y = "/"#);
+    assert_plain(r#"x = /[a-z/]+/g.test(await call("t"))"#, &["t"]);
+}
+
+#[test]
+fn comments_end_at_every_line_terminator() {
+    assert_dynamic("// comment\u{2028}call(name)");
+    assert_dynamic("// comment\u{2029}call(name)");
+    assert_dynamic("// comment\rcall(name)");
+}
+
+#[test]
+fn computed_names_and_concatenation_are_dynamic() {
+    assert_dynamic("await call(name)");
+    assert_dynamic(r#"await call("files__" + op)"#);
+    assert_dynamic(r#"await call(`files__${op}`)"#);
+    assert_dynamic(r#"await call(...["files__read"])"#);
+    assert_dynamic(r#"await call(("files__read"))"#);
+}
+
+#[test]
+fn escapes_in_the_literal_are_dynamic() {
+    assert_dynamic(r#"await call("files__re\x61d")"#);
+    assert_dynamic(r#"await call("files__re\u0061d")"#);
+    assert_dynamic(r"await call(`files__re\u0061d`)");
+    assert_dynamic("await call(\"files__read\\\nx\")");
+}
+
+#[test]
+fn aliasing_or_passing_call_is_dynamic() {
+    assert_dynamic(r#"const c = call; await c("x")"#);
+    assert_dynamic(r#"const {call: c} = globalThis; await c("x")"#);
+    assert_dynamic(r#"[call].map(f => f("x"))"#);
+    assert_dynamic(r#"call.apply(null, ["x"])"#);
+    assert_dynamic(r#"call.bind(null)("x")"#);
+    assert_dynamic(r#"call?.("x")"#);
+    assert_dynamic("call`x`");
+    assert_dynamic(r#"function call(n) { return n } call("x")"#);
+    assert_dynamic(r#"foo.call(null, "x")"#);
+}
+
+#[test]
+fn reaching_the_global_object_is_dynamic() {
+    assert_dynamic(r#"globalThis.call("x")"#);
+    assert_dynamic(r#"globalThis["call"]("x")"#);
+    assert_dynamic(r#"globalThis["ca" + "ll"]("x")"#);
+    assert_dynamic(r#"this["call"]("x")"#);
+    assert_dynamic(r#"this.call("x")"#);
+    assert_dynamic(r#"const g = globalThis; g[k]("x")"#);
+    assert_dynamic(r#"self.call("x")"#);
+    assert_dynamic(r#"Reflect.get(o, "ca" + "ll")"#);
+    assert_dynamic(r#"with (o) { x("y") }"#);
+    assert_dynamic(r#"o["call"]"#);
+    assert_plain(
+        r#"return globalThis.JSON.stringify(await call("x"))"#,
+        &["x"],
+    );
+}
+
+#[test]
+fn code_built_from_strings_is_dynamic() {
+    assert_dynamic(r#"eval('call("x")')"#);
+    assert_dynamic(r#"(0, eval)("1")"#);
+    assert_dynamic(r#"Function('return this')()"#);
+    assert_dynamic(r#"[].constructor.constructor("return this")()"#);
+    assert_dynamic(r#"(async () => {}).constructor("x")"#);
+    assert_dynamic(r#"({}).__proto__"#);
+    assert_dynamic(r#"import("os")"#);
+    assert_dynamic(r#"require("fs")"#);
+    assert_dynamic(r#"setTimeout("call('x')", 0)"#);
+}
+
+#[test]
+fn escapes_in_identifiers_are_dynamic() {
+    assert_dynamic(r#"\u0063all("x")"#);
+    assert_dynamic(r#"c\u{61}ll("x")"#);
+    assert_dynamic(r#"glob\u0061lThis.x"#);
+}
+
+#[test]
+fn unterminated_or_unbalanced_text_is_dynamic() {
+    assert_dynamic(r#"call("x""#);
+    assert_dynamic("/* call(\"x\")");
+    assert_dynamic("`abc");
+    assert_dynamic("x = /abc");
+    assert_dynamic(r#"call("x")) }"#);
+    assert_dynamic(r#"{ call("x")"#);
+}
+
+#[test]
+fn white_space_of_any_kind_does_not_hide_call() {
+    assert_plain("call\u{a0}(\"x\")", &["x"]);
+    assert_plain("call\u{2003}( /* c */ \"x\" )", &["x"]);
+    assert_dynamic("call\u{feff}(name)");
+}
+
+#[test]
+fn an_empty_or_plain_program_is_not_dynamic() {
+    assert_plain("", &[]);
+    assert_plain("return 1 + 2", &[]);
+    assert_plain("const o = {a: 1}; return o.a / 2", &[]);
+}
+
+proptest! {
+    #[test]
+    fn scan_never_panics_and_ends_on_any_text(text in ".{0,400}") {
+        let _ = scan(&text);
+    }
+
+    #[test]
+    fn scan_never_panics_on_javascript_shaped_noise(
+        parts in proptest::collection::vec(
+            prop_oneof![
+                Just("call"), Just("("), Just(")"), Just("{"), Just("}"), Just("["), Just("]"), Just("/"),
+                Just("\""), Just("'"), Just("`"), Just("${"), Just("\\"), Just("//"), Just("/*"), Just("*/"),
+                Just("\n"), Just("x"), Just("1"), Just("."), Just("?."), Just("=>"), Just("if"), Just(" "),
+                Just("\u{2028}"), Just("é"),
+            ],
+            0..120,
+        )
+    ) {
+        let program: String = parts.concat();
+        let _ = scan(&program);
+        // Whatever the text before it leaves open (a comment, a string, a template, a regex, a bracket), a
+        // computed call on the next line is either code, so dynamic, or inside something unterminated, so unsure.
+        let hidden = format!("{program}\ncall(name)");
+        prop_assert!(scan(&hidden).dynamic, "{}", hidden);
+    }
+}
+
+#[test]
+fn a_megabyte_of_nested_brackets_scans_in_linear_time() {
+    let program = format!("{}{}", "([{`${".repeat(50_000), "x");
+    let started = std::time::Instant::now();
+    assert_dynamic(&program);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}

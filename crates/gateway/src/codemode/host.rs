@@ -1,0 +1,71 @@
+//! The gateway's `ToolHost`: each call a program makes becomes a governed call of the pipeline, in a context of
+//! its own (origin the run, so its records name the run's trace id as their parent; no session grants, since
+//! a program's call must not ride on what a human granted the client; no one to ask; a hold answered at once;
+//! the run's cancellation; and the run's approval, which covers only the literal names a human approved).
+//!
+//! It decides nothing: the pipeline refuses, holds or runs each call, and the one map from its outcome to what
+//! the program sees is `to_program`.
+
+use super::resolve;
+use crate::gateway::Gateway;
+use crate::outcome::{CallError, CallOutcome};
+use crate::pipeline::{self, CallContext, HoldPolicy, Origin, RunApproval};
+use codemode::{CallFailure, HostFuture, NestedCall, ToolHost};
+use serde_json::json;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The calls of one run.
+pub(crate) struct Host {
+    pub gw: Arc<Gateway>,
+    pub run_trace_id: String,
+    /// Cancelled when the run ends (answer, deadline, error), so a call still in flight stops and one made
+    /// after the end is refused.
+    pub cancel: CancellationToken,
+    pub approval: Option<Arc<RunApproval>>,
+}
+
+impl ToolHost for Host {
+    fn call(&self, call: NestedCall) -> HostFuture<'_> {
+        Box::pin(async move {
+            // A name that resolves to nothing goes to the pipeline as written, which refuses and records it.
+            let name = resolve(&self.gw.aggregate(), &call.name).unwrap_or(call.name);
+            let origin = Origin::CodeRun {
+                run_trace_id: self.run_trace_id.clone(),
+            };
+            let mut ctx = CallContext::new(origin, HoldPolicy::HandleNow, self.cancel.clone());
+            ctx.run_approval = self.approval.clone();
+            let params = json!({"name": name, "arguments": call.arguments});
+            to_program(pipeline::govern_tool(&self.gw, &ctx, params).await)
+        })
+    }
+}
+
+/// What a program's `await call(...)` gets for a governed call's outcome: the tool's whole result, or a failure
+/// it can catch.
+pub(crate) fn to_program(outcome: CallOutcome) -> Result<serde_json::Value, CallFailure> {
+    let refused = |code: &str, message: String| CallFailure::Refused {
+        code: code.to_owned(),
+        message,
+    };
+    match outcome {
+        CallOutcome::Complete(result, _) => Ok(result),
+        CallOutcome::Refused(r) => Err(refused(r.code.as_str(), r.message)),
+        // A program's calls are never held (an ask runs under the run's approval or is refused), so a handle
+        // here is a refusal that says what happened.
+        CallOutcome::Held(h) => Err(refused(h.state.as_str(), h.message)),
+        CallOutcome::InputRequired(_) => Err(CallFailure::Failed {
+            message: "the tool asked for input, which a program cannot give".to_owned(),
+        }),
+        CallOutcome::Failed(CallError::BadRequest(why)) => {
+            Err(CallFailure::Failed { message: why })
+        }
+        CallOutcome::Failed(CallError::Upstream(e)) => Err(CallFailure::Failed {
+            message: format!("the tool's server failed: {e}"),
+        }),
+        CallOutcome::Cancelled => Err(refused(
+            "CANCELLED",
+            "the call was cancelled: its run ended".to_owned(),
+        )),
+    }
+}

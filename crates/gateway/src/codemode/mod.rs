@@ -1,0 +1,324 @@
+//! Code mode in the gateway: a client sees `search_tools`, `run_code` and toolgate's control tools, and every
+//! other tool is reached only from programs, each call of which goes through the one governed-call pipeline.
+//!
+//! Here: the two tools' definitions, which of toolgate's own tools a client lists and a program may call, the
+//! names a program may use (`mcp__<server>__<tool>` mapped to the exposed name), the search index built with
+//! each merged catalog, and each client session's code state (call numbers, saved files). The pre-run check
+//! is in `prerun`, the two tools' work in `tools`, the `ToolHost` over the pipeline in `host`. Nothing here
+//! runs JavaScript: the `codemode` crate's runner and worker do.
+
+mod host;
+mod prerun;
+mod tools;
+
+pub(crate) use tools::{run_approved, run_code, search};
+
+use crate::aggregate::Aggregate;
+use crate::contract::{CAPABILITIES_TOOL, RESUME_TOOL, STATUS_TOOL};
+use crate::gateway::Gateway;
+use crate::guard::{Guard, OWN_SERVER};
+use crate::outcome::{Refusal, RefusalCode};
+use crate::pins::PinView;
+use crate::pipeline::{CallContext, Origin};
+use codemode::{CodeSession, RunLimits, SearchIndex, ToolDoc, WorkerCommand};
+use config::{Config, Mode};
+use policy::Visibility;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+pub const SEARCH_TOOL: &str = "search_tools";
+pub const RUN_TOOL: &str = "run_code";
+
+/// The largest program `run_code` accepts: a program is a short script that calls tools, not a payload.
+pub(crate) const MAX_PROGRAM_BYTES: usize = 100 * 1024;
+/// Most hits one search returns.
+pub(crate) const MAX_HITS: u64 = 50;
+const DEFAULT_HITS: u64 = 10;
+
+/// toolgate's own tools a client lists in code mode besides the two code-mode tools: what it needs to see
+/// toolgate's state and to resume a held run.
+const CLIENT_SURFACE: &[&str] = &[
+    crate::status::TOOL_NAME,
+    STATUS_TOOL,
+    RESUME_TOOL,
+    CAPABILITIES_TOOL,
+    SEARCH_TOOL,
+    RUN_TOOL,
+];
+
+/// toolgate's own tools a program may not call: resuming a held call or a held run, starting a run inside a
+/// run, or searching (the client's step before a run) belong to the client and its human, not to a program.
+const NOT_FROM_PROGRAMS: &[&str] = &[RESUME_TOOL, SEARCH_TOOL, RUN_TOOL];
+
+/// Code mode's settings as the gateway runs them.
+#[derive(Clone, Debug)]
+pub struct CodeOptions {
+    pub mode: Mode,
+    pub limits: RunLimits,
+    /// How a worker is started: this binary, re-executed as `codemode-worker`.
+    pub worker: WorkerCommand,
+}
+
+impl CodeOptions {
+    /// From the config; the worker is the running executable (the binary sets it again when it knows better).
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            mode: config.mode.value,
+            limits: RunLimits {
+                wall: config.code.timeout.value,
+                require: worker_require(&config.sandbox.require),
+                ..RunLimits::default()
+            },
+            worker: WorkerCommand {
+                program: std::env::current_exe().unwrap_or_default(),
+                args: vec!["codemode-worker".to_owned()],
+            },
+        }
+    }
+
+    /// The mode in force: the `--mode` flag, else the active profile's, else the config's `"mode"`.
+    pub(crate) fn settle(&mut self, config: &Config, guard: &Guard) {
+        if matches!(config.mode.from, config::Provenance::Flag(_)) {
+            return;
+        }
+        match guard.policy().active_mode() {
+            Some(policy::ProfileMode::Code) => self.mode = Mode::Code,
+            Some(policy::ProfileMode::Direct) => self.mode = Mode::Direct,
+            None => {}
+        }
+    }
+
+    pub(crate) fn on(&self) -> bool {
+        self.mode == Mode::Code
+    }
+}
+
+/// The layers a worker must have, from the layers `sandbox.require` asks of every command. A worker allows no
+/// socket at all (its syscall allowlist has none), so where commands must have the socket filter a worker must
+/// have its syscall allowlist instead; every other layer is required of the worker as named.
+fn worker_require(required: &[String]) -> Vec<String> {
+    required
+        .iter()
+        .map(|layer| match layer.as_str() {
+            "socket_filter" => "syscall_allowlist".to_owned(),
+            other => other.to_owned(),
+        })
+        .collect()
+}
+
+/// The two code-mode tools, listed with toolgate's own tools in code mode.
+pub(crate) fn definitions() -> Vec<Value> {
+    vec![
+        json!({
+            "name": SEARCH_TOOL,
+            "title": "Search tools",
+            "description": "Finds the tools a run_code program can call. Returns TypeScript-like signatures, best \
+                            match first, and the servers that failed to start. Read-only.",
+            "inputSchema": {"type": "object", "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": 1000,
+                          "description": "What the tool should do, or part of its name"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_HITS, "default": DEFAULT_HITS}},
+                "required": ["query"], "additionalProperties": false},
+            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true,
+                            "openWorldHint": false}
+        }),
+        json!({
+            "name": RUN_TOOL,
+            "title": "Run a program over the tools",
+            "description": "Runs a JavaScript program: the body of an async function. `await call(name, args)` \
+                            calls a tool found with search_tools and gives its result; `return` gives the answer. \
+                            Also `recall(n)` (the result of call #n), `saveFile(name, data)`, `readFile(path)` and \
+                            `console.log`. Filter and join inside the program and return only what is needed. \
+                            Every call is checked by toolgate's policy; a refused call throws.",
+            "inputSchema": {"type": "object", "properties": {
+                "code": {"type": "string", "minLength": 1, "maxLength": MAX_PROGRAM_BYTES}},
+                "required": ["code"], "additionalProperties": false},
+            "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false,
+                            "openWorldHint": true}
+        }),
+    ]
+}
+
+/// What a model is told first in code mode, before the upstreams' own instructions.
+const INSTRUCTIONS: &str = "toolgate is in code mode: find tools with search_tools, then call them from one \
+    run_code program (`await call(name, args)`, `return` the answer); filter and join inside the program and \
+    return only what is needed. Calls the policy refuses throw; a run that needs a human's approval returns a \
+    request id to resume with toolgate_resume.";
+
+impl Gateway {
+    /// The instructions a client gets: the upstreams' (`upstream`), after code mode's own in code mode.
+    pub(crate) fn instructions(&self, upstream: Option<&str>) -> Option<String> {
+        match (self.opts.code.on() && !self.opts.wrap, upstream) {
+            (true, Some(u)) => Some(format!("{INSTRUCTIONS}\n\n{u}")),
+            (true, None) => Some(INSTRUCTIONS.to_owned()),
+            (false, u) => u.map(str::to_owned),
+        }
+    }
+}
+
+/// Whether a client lists tool `owner` in this mode (the profile's visibility applies on top).
+pub(crate) fn client_lists(code_mode: bool, owner: &(String, String)) -> bool {
+    !code_mode || (owner.0 == OWN_SERVER && CLIENT_SURFACE.contains(&owner.1.as_str()))
+}
+
+/// The route-stage refusal of a call this mode does not allow from where it came: in code mode a client calls
+/// only the listed tools; a program calls no control tool, and nothing once its run has ended.
+pub(crate) fn route_refusal(
+    gw: &Gateway,
+    ctx: &CallContext,
+    server: &str,
+    tool: &str,
+    name: &str,
+) -> Option<Refusal> {
+    let own = server == OWN_SERVER;
+    match &ctx.origin {
+        Origin::CodeRun { .. } if own && NOT_FROM_PROGRAMS.contains(&tool) => Some(Refusal::new(
+            RefusalCode::Refused,
+            format!("{name} cannot be called from a program"),
+        )),
+        Origin::CodeRun { .. } if ctx.cancel.is_cancelled() => Some(Refusal::new(
+            RefusalCode::Refused,
+            format!("{name} was called after its run ended; it did not run"),
+        )),
+        Origin::CodeRun { .. } => None,
+        Origin::Client { .. } | Origin::Resume
+            if gw.opts.code.on() && !client_lists(true, &(server.to_owned(), tool.to_owned())) =>
+        {
+            Some(Refusal::new(
+                RefusalCode::Refused,
+                format!(
+                    "toolgate is in code mode: {name} is not called directly; in code mode, call it from \
+                     {RUN_TOOL} (await call({name:?}, args)), and find tools with {SEARCH_TOOL}"
+                ),
+            ))
+        }
+        Origin::Client { .. } | Origin::Resume => None,
+    }
+}
+
+/// A program's call the policy asks about: it runs when the run was approved for its (literal) name, and is
+/// refused otherwise, naming the allow rule that would let it through. The run's approval answers the policy's
+/// rules about the tool, which the human saw before the run; it never answers a question raised by this call
+/// alone — a hook that asks about these arguments, or a definition changed since it was accepted (quarantine) —
+/// and those calls are refused.
+pub(crate) fn program_ask(
+    ctx: &CallContext,
+    name: &str,
+    server: &str,
+    tool: &str,
+    decision: &policy::Decision,
+) -> Result<(), Refusal> {
+    let per_call = decision.reason == policy::ReasonCode::HookAsk
+        || decision.rule_id.as_deref() == Some(crate::pins::QUARANTINE_RULE);
+    if !per_call
+        && ctx
+            .run_approval
+            .as_ref()
+            .is_some_and(|a| a.names.contains(name))
+    {
+        return Ok(());
+    }
+    let rule = decision
+        .rule_id
+        .as_deref()
+        .unwrap_or(decision.reason.as_str());
+    let message = format!(
+        "toolgate refused {name}: its calls need a human's approval ({rule}) and this run was not approved \
+         for it. A run is approved only for the tools its program names as string literals in call(\"…\"); \
+         a tool named any other way runs only under an allow rule (for {server}__{tool})"
+    );
+    Err(Refusal::new(RefusalCode::Refused, message).with_decision(decision.clone()))
+}
+
+/// The exposed name a program's `name` stands for: an exposed name as it is, or toolscript's
+/// `mcp__<server>__<tool>` for the tool that server calls `<tool>`. `None` when it names no tool here.
+pub(crate) fn resolve(agg: &Aggregate, name: &str) -> Option<String> {
+    if agg.tool_definition(name).is_some() {
+        return Some(name.to_owned());
+    }
+    let rest = name.strip_prefix("mcp__")?;
+    // A server name may itself hold `__`; every split is tried, and only one owner may match.
+    let mut found = rest.match_indices("__").filter_map(|(at, _)| {
+        let (server, tool) = (&rest[..at], &rest[at + 2..]);
+        let i = agg
+            .tool_owners
+            .iter()
+            .position(|(s, t)| s == server && t == tool)?;
+        agg.tools[i]
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
+/// The search index of a merged catalog: the tools the active profile shows as visible or deferred (never
+/// blocked, quarantined or flagged ones), under the names programs call, without toolgate's control tools.
+pub(crate) fn index(
+    guard: &Guard,
+    quarantine_asks: bool,
+    agg: &Aggregate,
+    pins: &PinView,
+) -> SearchIndex {
+    let surface = guard.surface(&agg.tool_owners, pins, quarantine_asks);
+    let docs = agg
+        .tools
+        .iter()
+        .zip(&agg.tool_owners)
+        .zip(&surface)
+        .filter(|((_, (server, tool)), entry)| {
+            matches!(entry.visibility, Visibility::Visible | Visibility::Deferred)
+                && !(server == OWN_SERVER && CLIENT_SURFACE.contains(&tool.as_str()))
+        })
+        .map(|((def, _), _)| {
+            let text = |k: &str| def.get(k).and_then(Value::as_str).map(str::to_owned);
+            ToolDoc {
+                name: text("name").unwrap_or_default(),
+                title: text("title"),
+                description: text("description").unwrap_or_default(),
+                input_schema: def.get("inputSchema").cloned().unwrap_or_else(|| json!({})),
+            }
+        })
+        .collect();
+    SearchIndex::build(docs)
+}
+
+/// Each client session's code state, created on its first run and dropped when the session closes.
+#[derive(Default)]
+pub(crate) struct Sessions {
+    by_id: Mutex<HashMap<String, Arc<CodeSession>>>,
+}
+
+impl Sessions {
+    /// The code state of session `id` (a run with no session gets its own, which nothing else shares). Its
+    /// files go under the workspace's state directory, never the workspace.
+    pub(crate) fn get(&self, gw: &Gateway, id: Option<&str>) -> Arc<CodeSession> {
+        let files = |id: &str| {
+            gw.state
+                .as_ref()
+                .map(|s| s.namespace().dir().join("code-files").join(id))
+        };
+        let Some(id) = id else {
+            return Arc::new(CodeSession::new(files(&crate::ids::trace_id())));
+        };
+        let mut by_id = self.by_id.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(
+            by_id
+                .entry(id.to_owned())
+                .or_insert_with(|| Arc::new(CodeSession::new(files(id)))),
+        )
+    }
+
+    /// Session `id` closed: its results are no longer recalled.
+    pub(crate) fn forget(&self, id: &str) {
+        let mut by_id = self.by_id.lock().unwrap_or_else(|p| p.into_inner());
+        by_id.remove(id);
+    }
+}
+
+#[cfg(test)]
+mod host_tests;
+#[cfg(test)]
+mod tests;

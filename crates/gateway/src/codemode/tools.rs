@@ -1,0 +1,193 @@
+//! What `search_tools` and `run_code` do once the pipeline let them through.
+//!
+//! `run_code` checks the program first (`prerun`): a refused name stops it before it starts; a name that asks
+//! holds the whole run for a human once — through the client's elicitation when it can ask (the call waits),
+//! else out of band at once: the program is stored as a held `code_run` snapshot, the client gets a Contract V1
+//! handle, and `toolgate_resume` runs exactly that program (`run_approved`) with the approval in hand. The run
+//! itself goes to the `codemode` runner with the gateway's `ToolHost`.
+
+use super::host::Host;
+use super::prerun::{self, PreRun};
+use super::{DEFAULT_HITS, MAX_HITS, MAX_PROGRAM_BYTES, RUN_TOOL};
+use crate::approval::{self, Snapshot};
+use crate::elicit;
+use crate::gateway::Gateway;
+use crate::guard::OWN_SERVER;
+use crate::outcome::{CallOutcome, Completion, Refusal};
+use crate::pipeline::{CallContext, HoldPolicy, RunApproval};
+use crate::snapshot::Kind;
+use codemode::Runner;
+use serde_json::{json, Value};
+use std::fmt::Write;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use upstream::State as UpstreamState;
+
+/// `search_tools`: the best hits for the query, as signatures to call from, and the servers that are not
+/// connected, with why.
+pub(crate) fn search(gw: &Gateway, arguments: &Value) -> CallOutcome {
+    let index = gw.search_index();
+    let query = arguments
+        .get("query")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let limit = arguments
+        .get("limit")
+        .and_then(Value::as_u64)
+        .unwrap_or(DEFAULT_HITS)
+        .clamp(1, MAX_HITS) as usize;
+    let hits = index.search(query, limit);
+    let mut text = String::new();
+    for hit in &hits {
+        let _ = writeln!(text, "{}", hit.signature);
+        if !hit.description.is_empty() {
+            let _ = writeln!(text, "  {}", hit.description);
+        }
+    }
+    if hits.is_empty() {
+        let _ = writeln!(text, "no tool matches {query:?}");
+    }
+    let unavailable: Vec<Value> = gw
+        .statuses()
+        .into_iter()
+        .filter(|s| s.state != UpstreamState::Ready)
+        .map(|s| {
+            let reason = s
+                .last_error
+                .clone()
+                .unwrap_or_else(|| s.state.as_str().to_owned());
+            json!({"server": s.server, "state": s.state.as_str(), "reason": reason})
+        })
+        .collect();
+    for u in &unavailable {
+        let _ = writeln!(
+            text,
+            "server {} is not connected ({}): {}",
+            u["server"].as_str().unwrap_or_default(),
+            u["state"].as_str().unwrap_or_default(),
+            u["reason"].as_str().unwrap_or_default()
+        );
+    }
+    let tools: Vec<Value> = hits
+        .iter()
+        .map(|h| json!({"name": h.name, "signature": h.signature, "description": h.description}))
+        .collect();
+    let result = json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {"tools": tools, "unavailable": unavailable},
+    });
+    CallOutcome::Complete(result, Completion::Succeeded)
+}
+
+/// `run_code` the policy allowed: the pre-run check, the approval of the run when a literal name asks, then
+/// the run.
+///
+/// Boxed: holding the run may run it (`approval::execute`), which is where a held `run_code` comes back.
+pub(crate) fn run_code<'a>(
+    gw: &'a Arc<Gateway>,
+    ctx: &'a CallContext,
+    arguments: &'a Value,
+) -> Pin<Box<dyn Future<Output = CallOutcome> + Send + 'a>> {
+    Box::pin(run_code_unboxed(gw, ctx, arguments))
+}
+
+async fn run_code_unboxed(gw: &Arc<Gateway>, ctx: &CallContext, arguments: &Value) -> CallOutcome {
+    let program = match program(arguments) {
+        Ok(p) => p,
+        Err(refused) => return CallOutcome::Refused(refused),
+    };
+    let ask = match prerun::check(gw, &codemode::scan(program)) {
+        PreRun::Stop(refused) => return CallOutcome::Refused(refused.with_trace(&ctx.trace_id)),
+        PreRun::Start { ask, .. } => ask,
+    };
+    let Some(decision) = ask else {
+        // Nothing asked: the run starts with no approval, so any call that asks at run time is refused.
+        return run(gw, ctx, program, None).await;
+    };
+    let snapshot = Snapshot {
+        kind: Kind::CodeRun,
+        server: OWN_SERVER.to_owned(),
+        tool: RUN_TOOL.to_owned(),
+        exposed: RUN_TOOL.to_owned(),
+        arguments: json!({"code": program}),
+        definition_sha256: String::new(),
+        command: None,
+        note: None,
+    };
+    // A human the client can reach is asked while the call waits; otherwise the handle goes back at once, and
+    // the run waits for `toolgate approvals approve` and `toolgate_resume`.
+    let mut held = ctx.clone();
+    let can_elicit = ctx
+        .asker
+        .as_ref()
+        .is_some_and(|a| elicit::may_elicit(gw, a.as_ref(), &decision));
+    if !can_elicit {
+        held.hold = HoldPolicy::HandleNow;
+    }
+    approval::hold(gw, &held, snapshot, decision)
+        .await
+        .into_outcome()
+}
+
+/// A held run a human approved (through elicitation, the admin CLI or a session grant): exactly the stored
+/// program, checked again (a deny added since stops it), with its literal names approved for the run.
+pub(crate) async fn run_approved(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    snapshot: &Snapshot,
+) -> CallOutcome {
+    let program = match program(&snapshot.arguments) {
+        Ok(p) => p,
+        Err(refused) => return CallOutcome::Refused(refused),
+    };
+    match prerun::check(gw, &codemode::scan(program)) {
+        PreRun::Stop(refused) => CallOutcome::Refused(refused.with_trace(&ctx.trace_id)),
+        PreRun::Start { names, .. } => {
+            let approval = Arc::new(RunApproval { names });
+            run(gw, ctx, program, Some(approval)).await
+        }
+    }
+}
+
+fn program(arguments: &Value) -> Result<&str, Refusal> {
+    let program = arguments
+        .get("code")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            Refusal::invalid_arguments("run_code needs the program as a string \"code\"")
+        })?;
+    if program.len() > MAX_PROGRAM_BYTES {
+        return Err(Refusal::invalid_arguments(&format!(
+            "the program is {} bytes; run_code takes at most {MAX_PROGRAM_BYTES}",
+            program.len()
+        )));
+    }
+    Ok(program)
+}
+
+/// Runs `program` in a worker, its calls governed under the run's trace id, and projects the report.
+async fn run(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    program: &str,
+    approval: Option<Arc<RunApproval>>,
+) -> CallOutcome {
+    let session = gw.code_sessions.get(gw, ctx.grants.session());
+    let runner = Runner::new(gw.opts.code.worker.clone(), gw.opts.code.limits.clone());
+    let host = Host {
+        gw: Arc::clone(gw),
+        run_trace_id: ctx.trace_id.clone(),
+        cancel: ctx.cancel.child_token(),
+        approval,
+    };
+    // The run ends here whatever way it ends: calls still in flight are cancelled, later ones refused.
+    let _ended = host.cancel.clone().drop_guard();
+    let report = tokio::select! {
+        report = runner.run(program, &host, &session) => report,
+        // The client cancelled run_code or left: dropping the run ends its worker.
+        () = ctx.cancel.cancelled() => return CallOutcome::Cancelled,
+    };
+    tracing::debug!(trace = %ctx.trace_id, calls = report.calls.len(), end = ?report.end, "code run ended");
+    CallOutcome::complete(codemode::project::render(&report))
+}

@@ -1,0 +1,45 @@
+// Drives toolgate in code mode with the official TypeScript SDK client: lists the tools, then makes the given
+// calls in order. A step `{"resume": true}` resumes the previous call's Contract V1 handle: it prints
+// {"held": REQUEST_ID} as one line, waits for one line on stdin (sent once a human approved the request), then
+// calls toolgate_resume. At the end it prints {"tools": [...], "results": [...]} as one JSON line on stdout.
+// Usage: node ts_codemode.mjs TOOLGATE CONFIG STEPS_JSON   (STEPS_JSON: [{"name": ..., "arguments": {...}} | {"resume": true}, ...])
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { createInterface } from "node:readline";
+
+const [, , toolgate, config, stepsJson] = process.argv;
+const transport = new StdioClientTransport({
+  command: toolgate,
+  args: ["serve", "--config", config, "--mode", "code"],
+  stderr: "inherit",
+});
+const client = new Client({ name: "interop-ts-codemode", version: "1.0.0" });
+await client.connect(transport);
+
+const tools = [];
+let cursor;
+do {
+  const page = await client.listTools(cursor ? { cursor } : {});
+  tools.push(...page.tools.map((t) => t.name));
+  cursor = page.nextCursor;
+} while (cursor);
+
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+const results = [];
+for (const step of JSON.parse(stepsJson)) {
+  try {
+    if (step.resume) {
+      const held = results.at(-1)?.result?.structuredContent?.approval?.request_id;
+      if (!held) throw new Error(`the previous step was not held: ${JSON.stringify(results.at(-1))}`);
+      console.log(JSON.stringify({ held }));
+      await lines.next();
+      results.push({ result: await client.callTool({ name: "toolgate_resume", arguments: { request_id: held } }, undefined, { timeout: 120000 }) });
+    } else {
+      results.push({ result: await client.callTool(step, undefined, { timeout: 120000 }) });
+    }
+  } catch (e) {
+    results.push({ threw: String(e) });
+  }
+}
+await client.close();
+console.log(JSON.stringify({ tools, results }));
