@@ -222,7 +222,9 @@ async fn serve(
     // Calls asked for and not answered yet, by number.
     let mut open: Vec<u32> = Vec::new();
     loop {
+        // What the worker said first: a `done` already read ends the run before a call it never awaited starts.
         let incoming = tokio::select! {
+            biased;
             incoming = channel.next() => incoming,
             (id, seq, outcome) = in_flight.next() => {
                 open.retain(|&n| n != seq);
