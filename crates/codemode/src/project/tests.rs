@@ -60,6 +60,7 @@ fn a_returned_value_with_calls_and_log() {
             "log_truncated": false,
             "truncated": false,
             "elapsed_ms": 12,
+            "layers": {"seccomp": "active"},
         })
     );
 }
