@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-/// server-filesystem over the workspace and server-everything; writing a file asks a human, out of band only.
-fn setup() -> Setup {
+/// server-filesystem over the workspace and server-everything; the tools `ask` names ask a human, out of band
+/// only.
+fn setup(ask: &[&str]) -> Setup {
     let modules = peers().join("node_modules/@modelcontextprotocol");
     Setup::with(|dir| {
         let workspace = dir.join("ws");
@@ -24,7 +25,7 @@ fn setup() -> Setup {
             },
             "workspace": workspace,
             "stateDir": dir.join("state"),
-            "permissions": {"default": "allow", "ask": ["mcp__files__write_file"]},
+            "permissions": {"default": "allow", "ask": ask},
             "approvals": {"wait_seconds": 0, "elicitation": false}
         })
     })
@@ -93,7 +94,7 @@ fn returned(report: &Value, i: usize) -> &Value {
 
 #[tokio::test]
 async fn typescript_client_in_code_mode_finds_tools_and_joins_real_servers_in_one_program() {
-    let setup = setup();
+    let setup = setup(&["mcp__files__write_file"]);
     let ws = setup.workspace();
     let ws = ws.to_str().unwrap();
     let read_files = format!(
@@ -156,7 +157,7 @@ return { sum, echo, alias, temperature: typeof weather.temperature };"#;
 
 #[tokio::test]
 async fn typescript_client_held_run_code_approved_through_the_cli_then_resumed() {
-    let setup = setup();
+    let setup = setup(&["mcp__files__write_file"]);
     let ws = setup.workspace();
     let target = ws.join("from-program.txt");
     let program = format!(
@@ -184,8 +185,13 @@ return (await call("files__read_text_file", {{ path: {path:?} }})).content;"#,
     })
     .await;
     let held = &report["results"][0]["result"];
+    // The Contract V1 handle: the request waits for a human; nothing ran.
     assert_eq!(
-        held["structuredContent"]["outcome"], "APPROVAL_PENDING",
+        held["structuredContent"]["outcome"], "APPROVAL_REQUIRED",
+        "{held}"
+    );
+    assert_eq!(
+        held["structuredContent"]["approval"]["status"], "PENDING",
         "{held}"
     );
     assert_eq!(
@@ -202,4 +208,38 @@ return (await call("files__read_text_file", {{ path: {path:?} }})).content;"#,
         std::fs::read_to_string(&target).unwrap(),
         "approved, then written"
     );
+}
+
+#[tokio::test]
+async fn typescript_client_held_run_code_over_server_everything_approved_through_the_cli_then_resumed(
+) {
+    let setup = setup(&["mcp__everything__echo"]);
+    let program = r#"// a held program that echoes
+const echo = await call("everything__echo", { message: "approved run" });
+const sum = await call("everything__get-sum", { a: 40, b: 2 });
+return { echo, sum };"#;
+    let steps = json!([test_support::run_params(program), {"resume": true}]);
+    let report = run_client(&setup, steps, |id| {
+        let shown = approvals(&setup, &["show", id], b"");
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            shown.contains("// a held program that echoes"),
+            "the human sees the program it approves:\n{shown}"
+        );
+        approvals(&setup, &["approve", id], b"APPROVE\n");
+    })
+    .await;
+    let held = &report["results"][0]["result"];
+    // The Contract V1 handle: the request waits for a human; nothing ran.
+    assert_eq!(
+        held["structuredContent"]["outcome"], "APPROVAL_REQUIRED",
+        "{held}"
+    );
+    assert_eq!(
+        held["structuredContent"]["approval"]["status"], "PENDING",
+        "{held}"
+    );
+    let answer = returned(&report, 1);
+    assert_eq!(answer["echo"], "Echo: approved run", "{answer}");
+    assert!(answer["sum"].to_string().contains("42"), "{answer}");
 }
