@@ -31,10 +31,10 @@ fn setup(ask: &[&str]) -> Setup {
     })
 }
 
-fn approvals(setup: &Setup, args: &[&str], stdin: &[u8]) -> std::process::Output {
+/// Runs the admin command `toolgate ARGS --config CONFIG` with `stdin`, and checks that it succeeded.
+fn admin(setup: &Setup, args: &[&str], stdin: &[u8]) -> std::process::Output {
     use std::io::Write as _;
     let mut child = std::process::Command::new(toolgate())
-        .arg("approvals")
         .args(args)
         .arg("--config")
         .arg(&setup.config)
@@ -47,7 +47,7 @@ fn approvals(setup: &Setup, args: &[&str], stdin: &[u8]) -> std::process::Output
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "approvals {args:?}: {}",
+        "toolgate {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
@@ -175,13 +175,13 @@ return (await call("files__read_text_file", {{ path: {path:?} }})).content;"#,
             !target.exists(),
             "nothing of the program ran before the approval"
         );
-        let shown = approvals(&setup, &["show", id], b"");
+        let shown = admin(&setup, &["approvals", "show", id], b"");
         let shown = String::from_utf8_lossy(&shown.stdout);
         assert!(
             shown.contains("// written by a held program"),
             "the human sees the program it approves:\n{shown}"
         );
-        approvals(&setup, &["approve", id], b"APPROVE\n");
+        admin(&setup, &["approvals", "approve", id], b"APPROVE\n");
     })
     .await;
     let held = &report["results"][0]["result"];
@@ -220,13 +220,13 @@ const sum = await call("everything__get-sum", { a: 40, b: 2 });
 return { echo, sum };"#;
     let steps = json!([test_support::run_params(program), {"resume": true}]);
     let report = run_client(&setup, steps, |id| {
-        let shown = approvals(&setup, &["show", id], b"");
+        let shown = admin(&setup, &["approvals", "show", id], b"");
         let shown = String::from_utf8_lossy(&shown.stdout);
         assert!(
             shown.contains("// a held program that echoes"),
             "the human sees the program it approves:\n{shown}"
         );
-        approvals(&setup, &["approve", id], b"APPROVE\n");
+        admin(&setup, &["approvals", "approve", id], b"APPROVE\n");
     })
     .await;
     let held = &report["results"][0]["result"];
@@ -242,4 +242,37 @@ return { echo, sum };"#;
     let answer = returned(&report, 1);
     assert_eq!(answer["echo"], "Echo: approved run", "{answer}");
     assert!(answer["sum"].to_string().contains("42"), "{answer}");
+
+    // Each call of the approved run is audited under the held run's trace id, kept through approval and resume.
+    let run_trace = held["structuredContent"]["trace_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut nested = Vec::new();
+    for _ in 0..100 {
+        let tail = admin(&setup, &["audit", "tail", "--json", "-n", "500"], b"");
+        nested = String::from_utf8_lossy(&tail.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["kind"] == "execution" && r["parent_trace_id"] == run_trace.as_str())
+            .map(|r| {
+                (
+                    r["tool"].as_str().unwrap_or_default().to_owned(),
+                    r["outcome"].clone(),
+                )
+            })
+            .collect();
+        if nested.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        nested,
+        [
+            ("echo".to_owned(), json!("SUCCEEDED")),
+            ("get-sum".to_owned(), json!("SUCCEEDED"))
+        ],
+        "the run's calls in the audit under trace {run_trace}"
+    );
 }
