@@ -24,7 +24,8 @@ do {
   cursor = page.nextCursor;
 } while (cursor);
 
-const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+const input = createInterface({ input: process.stdin });
+const lines = input[Symbol.asyncIterator]();
 const results = [];
 for (const step of JSON.parse(stepsJson)) {
   try {
@@ -42,4 +43,7 @@ for (const step of JSON.parse(stepsJson)) {
   }
 }
 await client.close();
+// An open standard input would keep the process alive after its report.
+input.close();
+process.stdin.destroy();
 console.log(JSON.stringify({ tools, results }));

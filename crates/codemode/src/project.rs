@@ -5,9 +5,8 @@
 //! The text item is what a model reads: on a throw, a limit or a worker failure it opens with what ended the
 //! run (and the result has `isError: true`); then the value (a string as itself, anything else as compact
 //! JSON), a note when it was cut, the calls, the log. `structuredContent` carries the same fields for programs
-//! and clients that read JSON: `result` (projected), `ended`, `calls`, `log`, `truncated`, `elapsed_ms`. The
-//! worker's sandbox layers are left out: they are for the operator, not for the model's context.
-//! Every part is bounded. This module only renders; the run decided everything it shows.
+//! and clients that read JSON: `result` (projected), `ended`, `calls`, `log`, `truncated`, `elapsed_ms`,
+//! `layers`. Every part is bounded. This module only renders; the run decided everything it shows.
 
 mod value;
 
@@ -116,6 +115,12 @@ pub fn render(report: &RunReport) -> Value {
         "elapsed_ms".to_owned(),
         json!(u64::try_from(report.elapsed.as_millis()).unwrap_or(u64::MAX)),
     );
+    let layers: Map<String, Value> = report
+        .layers
+        .iter()
+        .map(|(name, state)| (name.clone(), Value::String(state.clone())))
+        .collect();
+    structured.insert("layers".to_owned(), Value::Object(layers));
 
     json!({
         "content": [{"type": "text", "text": text}],

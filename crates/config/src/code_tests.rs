@@ -173,3 +173,16 @@ fn the_toolscript_readme_config_loads_unchanged() {
     assert_eq!(rules, 3);
     assert_eq!(cfg.code.timeout.value, Duration::from_secs(120));
 }
+
+#[test]
+fn a_toolscript_policy_list_is_read_from_toml_too() {
+    let text = "mode = \"code\"\n\
+                [mcp_servers.tracker]\ncommand = \"tracker-mcp\"\n\
+                [[policy]]\nmatch = \"mcp__tracker__delete_*\"\naction = \"deny\"\n";
+    let cfg = parse(text, Format::Toml, &Overrides::default()).unwrap();
+    assert_eq!(cfg.mode.value, Mode::Code);
+    assert_eq!(
+        cfg.policy.policy.unwrap()["rules"][0]["tools"],
+        json!(["tracker__delete_*"])
+    );
+}

@@ -234,6 +234,14 @@ impl Guard {
         self.verdict(self.policy.decide_call(&call, &canonicaliser(&call)))
     }
 
+    /// A tool decided by its name alone (`mcp.call` of `server__tool`: the rules that name it, else the
+    /// default), for what must be decided before any argument is known.
+    pub fn decide_by_name(&self, server: &str, tool: &str) -> Verdict {
+        let raw = policy::RawAction::new(policy::Operation::McpCall, format!("{server}__{tool}"));
+        let action = policy::normalise(&raw, self.policy.context(), &canonicalise);
+        self.verdict(self.policy.decide(&action))
+    }
+
     /// The whole evaluation of a tool call, as `toolgate policy explain` shows it (no schema check, no I/O
     /// beyond resolving paths).
     pub fn explain_tool(&self, server: &str, tool: &str, arguments: &Value) -> policy::Explanation {

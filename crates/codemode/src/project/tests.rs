@@ -3,6 +3,7 @@
 use super::*;
 use crate::run::{CallNote, LimitKind, RunEnd, RunReport};
 use pretty_assertions::assert_eq;
+use proptest::prelude::*;
 use serde_json::json;
 use std::time::Duration;
 
@@ -60,6 +61,7 @@ fn a_returned_value_with_calls_and_log() {
             "log_truncated": false,
             "truncated": false,
             "elapsed_ms": 12,
+            "layers": {"seccomp": "active"},
         })
     );
 }
@@ -174,4 +176,42 @@ fn a_cut_value_shows_its_first_items_and_the_note() {
     r.calls.truncate(1);
     r.log.clear();
     insta::assert_snapshot!(text(&render(&r)));
+}
+
+/// Any JSON: nested arrays and objects of strings, numbers, booleans and nulls.
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        ".{0,1200}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(8, 600, 120, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..120).prop_map(Value::Array),
+            proptest::collection::btree_map(".{0,20}", inner, 0..150)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Whatever a program returns, the text a model reads stays within the value's budget plus the notes.
+    #[test]
+    fn render_never_gives_a_wall(value in any_json()) {
+        let result = render(&RunReport {
+            end: RunEnd::Returned(value),
+            calls: Vec::new(),
+            log: String::new(),
+            log_truncated: false,
+            layers: Vec::new(),
+            elapsed: Duration::ZERO,
+        });
+        let shown = text(&result).chars().count();
+        prop_assert!(shown <= VALUE_CHARS + 1 + 2 + CUT_NOTE.len(), "{}", shown);
+        let structured = result["structuredContent"]["result"].to_string().chars().count();
+        prop_assert!(structured <= 4 * VALUE_CHARS, "{}", structured);
+    }
 }

@@ -225,7 +225,42 @@ pub(crate) fn cut(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// Schema-shaped JSON: objects with `type`, `properties`, `items`, `enum`, `anyOf`, `$ref` and noise.
+    fn any_schema() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(json!({"type": "string"})),
+            Just(json!({"type": ["integer", "null"]})),
+            Just(json!({"$ref": "#/x"})),
+            Just(json!(true)),
+            Just(json!(7)),
+            proptest::collection::vec(".{0,60}", 0..30).prop_map(|e| json!({"enum": e})),
+        ];
+        leaf.prop_recursive(6, 400, 40, |inner| {
+            prop_oneof![
+                proptest::collection::btree_map(".{0,30}", inner.clone(), 0..40).prop_map(|p| {
+                    let required: Vec<String> = p.keys().take(3).cloned().collect();
+                    json!({"type": "object", "properties": p, "required": required})
+                }),
+                inner
+                    .clone()
+                    .prop_map(|i| json!({"type": "array", "items": i})),
+                proptest::collection::vec(inner.clone(), 0..12).prop_map(|v| json!({"anyOf": v})),
+                inner.prop_map(|i| json!({"type": "object", "additionalProperties": i})),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_schema_gives_a_bounded_signature(schema in any_schema()) {
+            let sig = signature("some__tool", &schema);
+            prop_assert!(sig.len() <= MAX_LEN + " …)".len(), "{}", sig);
+            prop_assert!(sig.starts_with("some__tool(args"), "{}", sig);
+        }
+    }
 
     #[test]
     fn required_and_optional_properties() {

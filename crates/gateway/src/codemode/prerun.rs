@@ -1,8 +1,9 @@
 //! The check of a program before it starts. Every tool name it writes as a string literal in `call("…")` is
 //! resolved and decided at tool level, as the profile's visibility check decides it: a name that is no tool
 //! here, a tool the profile blocks, a flagged or quarantined one, or one a deny rule refuses for every call
-//! stops the program before anything runs, and the answer names the rule. A name whose calls ask makes the
-//! whole run ask a human once, before it starts.
+//! stops the program before anything runs, and the answer names the rule. A name whose calls are not certainly
+//! allowed (they ask, or their decision depends on arguments not known yet) makes the whole run ask a human
+//! once, before it starts.
 //!
 //! It decides what can be decided without arguments and nothing else: every call is decided again, with its
 //! arguments, while the program runs.
@@ -61,18 +62,43 @@ pub(crate) fn check(gw: &Gateway, scan: &Scan) -> PreRun {
         if let Some(refusal) = entry.and_then(|e| blocked(written, &e)) {
             return PreRun::Stop(refusal);
         }
-        if let Verdict::Ask(d) = gw.guard.decide_only(&server, &tool, &json!({})) {
-            asks.push(d);
+        // Decided without arguments; a decision that needs them (a file tool with no path yet is refused as
+        // unknown) is taken by the tool's name alone: the rules that name it, else the default. An ask is
+        // approved with the run; each call is still decided with its arguments (a deny stays a deny).
+        let verdict = match gw.guard.decide_only(&server, &tool, &json!({})) {
+            Verdict::Refuse(_) => gw.guard.decide_by_name(&server, &tool),
+            decided => decided,
+        };
+        match verdict {
+            Verdict::Allow(_) => {}
+            Verdict::Ask(d) => asks.push(d),
+            Verdict::Refuse(r) => asks.push(r.decision.unwrap_or_else(unknown)),
         }
         names.insert(exposed);
     }
-    // The one shown to the human (and to elicitation's read-only test) is the one that changes most.
+    // The one shown to the human (and to elicitation's read-only test) is the one that changes most; what the
+    // run is held for is a question, whatever the decision without arguments said.
     let ask = asks
         .iter()
         .find(|d| !read_only(d.operation))
         .or(asks.first())
-        .cloned();
+        .cloned()
+        .map(|mut d| {
+            d.effect = policy::Effect::Ask;
+            d
+        });
     PreRun::Start { names, ask }
+}
+
+/// The decision shown for a name whose refusal without arguments carried none.
+fn unknown() -> Decision {
+    Decision {
+        effect: policy::Effect::Deny,
+        reason: ReasonCode::UnknownOperation,
+        rule_id: None,
+        operation: Operation::Unknown,
+        unknown: None,
+    }
 }
 
 fn read_only(op: Operation) -> bool {

@@ -365,3 +365,30 @@ async fn search_tools_lists_servers_that_failed_to_start_with_why() {
     assert!(text.contains("server broken is not connected"), "{text}");
     gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn pre_run_check_asks_for_a_name_whose_decision_needs_its_arguments() {
+    let policy = json!({
+        "permissions": {"default": "deny", "allow": ["mcp__fx__add"]},
+        "approvals": {"wait_seconds": 0, "elicitation": false},
+        "pins": {"newTools": "accept"},
+    });
+    let h = Harness::start(policy, FixtureOptions::default()).await;
+    let scan = |name: &str| codemode::Scan {
+        literal_names: [name.to_owned()].into(),
+        dynamic: false,
+    };
+    // Refused by default without arguments, but no rule refuses every call: a human approves the run.
+    match prerun::check(&h.gateway, &scan("fx__echo")) {
+        PreRun::Start { ask: Some(d), .. } => {
+            assert_eq!(d.effect, policy::Effect::Ask);
+            assert_eq!(d.reason.as_str(), "DEFAULT_DENY");
+        }
+        other => panic!("asks: {other:?}"),
+    }
+    match prerun::check(&h.gateway, &scan("fx__add")) {
+        PreRun::Start { ask: None, .. } => {}
+        other => panic!("starts unasked: {other:?}"),
+    }
+    h.stop(&[]).await;
+}
