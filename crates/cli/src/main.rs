@@ -40,9 +40,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The code-mode worker starts once per run and its standard output is its protocol: it is dispatched before
+    // the command line is parsed (building the parser for every subcommand costs a run time for nothing) and
+    // before logging is set up.
+    if commands::codemode_worker::invoked() {
+        return codemode::worker::worker_main();
+    }
     runtime::quiet_broken_pipe();
     let cli = Cli::parse();
-    // The code-mode worker's standard output is its protocol: it runs before logging is set up.
     let command = match cli.command {
         Command::CodemodeWorker(args) => return commands::codemode_worker::run(args),
         command => command,

@@ -22,6 +22,8 @@ use crate::worker::protocol::{
     state_text, FromWorker, Reply, ToWorker, WorkerEnd, WorkerLimits, MAX_PROGRAM_LINE,
 };
 
+/// The smallest engine heap a run gets, whatever its limits say.
+const MIN_MEMORY_BYTES: usize = 1 << 20;
 /// The engine's stack: deep enough for ordinary recursion, far below the worker thread's own.
 const STACK_BYTES: usize = 1 << 20;
 /// Address space the worker may map beyond the engine's heap: the binary, its libraries, the C library's
@@ -57,7 +59,8 @@ pub(super) fn worker_limits(limits: &RunLimits) -> WorkerLimits {
     // with the worker's own clear answer and the log it sent.
     let margin = (limits.wall / 10).min(std::time::Duration::from_millis(250));
     WorkerLimits {
-        memory_bytes: limits.memory_bytes,
+        // The engine reads a limit of 0 as none at all; no configuration may mean that.
+        memory_bytes: limits.memory_bytes.max(MIN_MEMORY_BYTES),
         stack_bytes: STACK_BYTES,
         budget_ms: u64::try_from(limits.wall.saturating_sub(margin).as_millis())
             .unwrap_or(u64::MAX),

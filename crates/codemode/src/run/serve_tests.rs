@@ -130,3 +130,13 @@ fn unmet_names_the_first_required_layer_that_is_not_active() {
         .unwrap()
         .contains("not a layer of the worker"));
 }
+
+/// QuickJS reads a heap limit of 0 as no limit; a run configured so still gets a bounded heap.
+#[test]
+fn a_zero_memory_limit_is_not_an_unlimited_engine() {
+    let limits = RunLimits {
+        memory_bytes: 0,
+        ..RunLimits::default()
+    };
+    assert_eq!(worker_limits(&limits).memory_bytes, MIN_MEMORY_BYTES);
+}
