@@ -217,6 +217,17 @@ mod tests {
     }
 
     #[test]
+    fn a_program_call_names_its_run() {
+        let event = json!({"seq": 2, "time": "t", "kind": "decision", "decision": "deny", "server": "fx",
+                           "tool": "env_keys", "operation": "mcp.call", "reason_code": "DENY_RULE",
+                           "trace_id": "c1", "parent_trace_id": "run1"});
+        assert_eq!(
+            readable(&event),
+            "#2 t decision deny fx/env_keys mcp.call - DENY_RULE trace_id=c1 parent_trace_id=run1"
+        );
+    }
+
+    #[test]
     fn an_approval_event_without_a_target() {
         let event = json!({"seq": 1, "time": "t", "kind": "approval", "server": "", "tool": "",
                            "outcome": "APPROVED", "actor": "alice", "request_id": "apr_1"});

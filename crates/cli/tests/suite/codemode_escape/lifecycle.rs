@@ -155,3 +155,20 @@ fn worker_outlives_idle_threads_of_the_runtime() {
     ));
     assert_eq!(report.end, RunEnd::Returned(json!("slow")));
 }
+
+/// A returned value JSON cannot hold ends the run with a clear error, not a guessed value; `undefined` is null.
+#[tokio::test]
+async fn returned_values_json_cannot_hold_are_a_clear_error() {
+    let (report, _) = run("bigint", SHORT, "return 10n").await;
+    assert!(
+        threw(&report).contains("cannot be serialised as JSON"),
+        "{report:?}"
+    );
+    let (report, _) = run("cycle", SHORT, "const a = {}; a.self = a; return a").await;
+    assert!(
+        threw(&report).contains("cannot be serialised as JSON"),
+        "{report:?}"
+    );
+    let (report, _) = run("undefined", SHORT, "return undefined").await;
+    assert_eq!(report.end, RunEnd::Returned(Value::Null));
+}
