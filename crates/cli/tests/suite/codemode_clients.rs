@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-/// server-filesystem over the workspace and server-everything; writing a file asks a human, out of band only.
-fn setup() -> Setup {
+/// server-filesystem over the workspace and server-everything; the tools `ask` names ask a human, out of band
+/// only.
+fn setup(ask: &[&str]) -> Setup {
     let modules = peers().join("node_modules/@modelcontextprotocol");
     Setup::with(|dir| {
         let workspace = dir.join("ws");
@@ -24,16 +25,16 @@ fn setup() -> Setup {
             },
             "workspace": workspace,
             "stateDir": dir.join("state"),
-            "permissions": {"default": "allow", "ask": ["mcp__files__write_file"]},
+            "permissions": {"default": "allow", "ask": ask},
             "approvals": {"wait_seconds": 0, "elicitation": false}
         })
     })
 }
 
-fn approvals(setup: &Setup, args: &[&str], stdin: &[u8]) -> std::process::Output {
+/// Runs the admin command `toolgate ARGS --config CONFIG` with `stdin`, and checks that it succeeded.
+fn admin(setup: &Setup, args: &[&str], stdin: &[u8]) -> std::process::Output {
     use std::io::Write as _;
     let mut child = std::process::Command::new(toolgate())
-        .arg("approvals")
         .args(args)
         .arg("--config")
         .arg(&setup.config)
@@ -46,7 +47,7 @@ fn approvals(setup: &Setup, args: &[&str], stdin: &[u8]) -> std::process::Output
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "approvals {args:?}: {}",
+        "toolgate {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
@@ -93,7 +94,7 @@ fn returned(report: &Value, i: usize) -> &Value {
 
 #[tokio::test]
 async fn typescript_client_in_code_mode_finds_tools_and_joins_real_servers_in_one_program() {
-    let setup = setup();
+    let setup = setup(&["mcp__files__write_file"]);
     let ws = setup.workspace();
     let ws = ws.to_str().unwrap();
     let read_files = format!(
@@ -125,18 +126,18 @@ return { sum, echo, alias, temperature: typeof weather.temperature };"#;
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert!(
-        tools.contains(&"search_tools") && tools.contains(&"run_code"),
-        "{tools:?}"
-    );
-    assert!(tools.contains(&"toolgate_resume"), "{tools:?}");
-    let others: Vec<&&str> = tools
-        .iter()
-        .filter(|t| !matches!(**t, "search_tools" | "run_code") && !t.starts_with("toolgate_"))
-        .collect();
-    assert!(
-        others.is_empty(),
-        "code mode lists only its two tools and the control tools: {others:?}"
+    // Code mode's two tools and the control tools a client needs to see toolgate's state and resume a held run;
+    // none of the upstreams' tools.
+    assert_eq!(
+        tools,
+        [
+            "toolgate_status",
+            "toolgate_request_status",
+            "toolgate_resume",
+            "toolgate_capabilities",
+            "search_tools",
+            "run_code"
+        ]
     );
 
     let search = report["results"][0]["result"].to_string();
@@ -156,7 +157,7 @@ return { sum, echo, alias, temperature: typeof weather.temperature };"#;
 
 #[tokio::test]
 async fn typescript_client_held_run_code_approved_through_the_cli_then_resumed() {
-    let setup = setup();
+    let setup = setup(&["mcp__files__write_file"]);
     let ws = setup.workspace();
     let target = ws.join("from-program.txt");
     let program = format!(
@@ -174,18 +175,23 @@ return (await call("files__read_text_file", {{ path: {path:?} }})).content;"#,
             !target.exists(),
             "nothing of the program ran before the approval"
         );
-        let shown = approvals(&setup, &["show", id], b"");
+        let shown = admin(&setup, &["approvals", "show", id], b"");
         let shown = String::from_utf8_lossy(&shown.stdout);
         assert!(
             shown.contains("// written by a held program"),
             "the human sees the program it approves:\n{shown}"
         );
-        approvals(&setup, &["approve", id], b"APPROVE\n");
+        admin(&setup, &["approvals", "approve", id], b"APPROVE\n");
     })
     .await;
     let held = &report["results"][0]["result"];
+    // The Contract V1 handle: the request waits for a human; nothing ran.
     assert_eq!(
-        held["structuredContent"]["outcome"], "APPROVAL_PENDING",
+        held["structuredContent"]["outcome"], "APPROVAL_REQUIRED",
+        "{held}"
+    );
+    assert_eq!(
+        held["structuredContent"]["approval"]["status"], "PENDING",
         "{held}"
     );
     assert_eq!(
@@ -201,5 +207,72 @@ return (await call("files__read_text_file", {{ path: {path:?} }})).content;"#,
     assert_eq!(
         std::fs::read_to_string(&target).unwrap(),
         "approved, then written"
+    );
+}
+
+#[tokio::test]
+async fn typescript_client_held_run_code_over_server_everything_approved_through_the_cli_then_resumed(
+) {
+    let setup = setup(&["mcp__everything__echo"]);
+    let program = r#"// a held program that echoes
+const echo = await call("everything__echo", { message: "approved run" });
+const sum = await call("everything__get-sum", { a: 40, b: 2 });
+return { echo, sum };"#;
+    let steps = json!([test_support::run_params(program), {"resume": true}]);
+    let report = run_client(&setup, steps, |id| {
+        let shown = admin(&setup, &["approvals", "show", id], b"");
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            shown.contains("// a held program that echoes"),
+            "the human sees the program it approves:\n{shown}"
+        );
+        admin(&setup, &["approvals", "approve", id], b"APPROVE\n");
+    })
+    .await;
+    let held = &report["results"][0]["result"];
+    // The Contract V1 handle: the request waits for a human; nothing ran.
+    assert_eq!(
+        held["structuredContent"]["outcome"], "APPROVAL_REQUIRED",
+        "{held}"
+    );
+    assert_eq!(
+        held["structuredContent"]["approval"]["status"], "PENDING",
+        "{held}"
+    );
+    let answer = returned(&report, 1);
+    assert_eq!(answer["echo"], "Echo: approved run", "{answer}");
+    assert!(answer["sum"].to_string().contains("42"), "{answer}");
+
+    // Each call of the approved run is audited under the held run's trace id, kept through approval and resume.
+    let run_trace = held["structuredContent"]["trace_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut nested = Vec::new();
+    for _ in 0..100 {
+        let tail = admin(&setup, &["audit", "tail", "--json", "-n", "500"], b"");
+        nested = String::from_utf8_lossy(&tail.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["kind"] == "execution" && r["parent_trace_id"] == run_trace.as_str())
+            .map(|r| {
+                (
+                    r["tool"].as_str().unwrap_or_default().to_owned(),
+                    r["outcome"].clone(),
+                )
+            })
+            .collect();
+        if nested.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        nested,
+        [
+            ("echo".to_owned(), json!("SUCCEEDED")),
+            ("get-sum".to_owned(), json!("SUCCEEDED"))
+        ],
+        "the run's calls in the audit under trace {run_trace}"
     );
 }

@@ -28,8 +28,8 @@ async fn codemode_programs_answer_the_six_context_tasks_as_direct_calls_do() {
             "workspace": dir.join("ws"),
         })
     });
-    let direct = start(&setup, &[]).await;
-    let code = start(&setup, &["--mode", "code"]).await;
+    let mut direct = start(&setup, &[]).await;
+    let mut code = start(&setup, &["--mode", "code"]).await;
     let (mut direct_chars, mut code_chars) = (0, 0);
     for task in context_tasks("fx") {
         let m = measure(&direct, &code, &task)
@@ -37,6 +37,10 @@ async fn codemode_programs_answer_the_six_context_tasks_as_direct_calls_do() {
             .unwrap_or_else(|e| panic!("{e}"));
         direct_chars += m.direct;
         code_chars += m.code();
+    }
+    // Both servers end before the test does, leaving nothing running behind it.
+    for client in [&mut direct, &mut code] {
+        client.close(std::time::Duration::from_secs(30)).await;
     }
     assert!(
         code_chars * 10 <= direct_chars,
