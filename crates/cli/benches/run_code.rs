@@ -1,7 +1,9 @@
 //! The latency of `run_code` end to end, through `toolgate serve --mode code`: one program that makes 6 calls to
 //! the fixture's `echo`, from the client's request to its answer — worker spawn, lockdown, the 6 governed calls,
 //! the result. For scale, the same 6 calls made one by one by the client in direct mode; and the runner alone
-//! (`codemode::Runner`: worker spawn, lockdown, the 6 calls answered at once by a host with no pipeline behind it).
+//! (`codemode::Runner`: worker spawn, lockdown, the 6 calls answered at once by a host with no pipeline behind it),
+//! cold (a worker started for each run) and warm (each run on the runner's spare, started and locked down before
+//! the run while the clock was stopped, as it is between a model's requests).
 //!
 //! Run: `cargo bench -p toolgate --bench run_code` (optional: `-- --runs 500`).
 
@@ -124,10 +126,14 @@ fn main() {
             },
             RunLimits::default(),
         );
+        let warm = runner.clone().with_spare(true);
         for _ in 0..WARMUP {
             runner_once(&runner, &program).await;
+            warm.warm_up().await;
+            runner_once(&warm, &program).await;
         }
         let (mut run_ms, mut direct_ms, mut runner_ms) = (Vec::new(), Vec::new(), Vec::new());
+        let mut warm_ms = Vec::new();
         // Interleaved, so machine noise hits both alike.
         for _ in 0..runs {
             let t = Instant::now();
@@ -139,6 +145,10 @@ fn main() {
             let t = Instant::now();
             runner_once(&runner, &program).await;
             runner_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            warm.warm_up().await;
+            let t = Instant::now();
+            runner_once(&warm, &program).await;
+            warm_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
         println!("{runs} runs after {WARMUP} warm-up runs, {CALLS} calls each (ms):");
         println!(
@@ -146,7 +156,8 @@ fn main() {
             "", "p50", "p90", "p99", "max", "mean"
         );
         row("run_code, end to end", &mut run_ms);
-        row("runner alone", &mut runner_ms);
+        row("runner alone, cold", &mut runner_ms);
+        row("runner alone, warm", &mut warm_ms);
         row("6 direct calls", &mut direct_ms);
         println!("Goal: run_code p50 ≤ 5 ms.");
         for client in [&mut code, &mut direct] {

@@ -4,17 +4,19 @@
 //! process group is killed, since the engine's own interrupt misses some native loops), or when it breaks a cap.
 //!
 //! `serve` is one run from start to end (spawn, layers, program, requests), `channel` the worker's pipes as
-//! queues, `spawner` the thread workers are started from; the protocol itself is documented in `worker::protocol`.
+//! queues, `spawner` the thread workers are started from, `warm` the spare worker a runner keeps ready; the protocol itself is documented in `worker::protocol`.
 
 use crate::host::ToolHost;
 use crate::session::CodeSession;
 use serde_json::Value;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod channel;
 mod serve;
 mod spawner;
+mod warm;
 
 /// How to start a worker: the toolgate binary and the arguments that make it one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,16 +99,41 @@ pub struct RunReport {
     pub elapsed: Duration,
 }
 
-/// Starts workers and runs programs in them.
+/// Starts workers and runs programs in them. Clones share the spare worker (when it keeps one), so one runner
+/// cloned where it is needed serves every run; the spare is killed with the last clone.
 #[derive(Debug, Clone)]
 pub struct Runner {
     pub command: WorkerCommand,
+    /// A spare started under other limits than these is not used.
     pub limits: RunLimits,
+    spare: Option<Arc<warm::Slot>>,
 }
 
 impl Runner {
+    /// A runner that starts a worker for each run (no spare).
     pub fn new(command: WorkerCommand, limits: RunLimits) -> Self {
-        Self { command, limits }
+        Self {
+            command,
+            limits,
+            spare: None,
+        }
+    }
+
+    /// Whether to keep one spare worker started and locked down, waiting for the next program: a run then skips
+    /// the spawn and the lockdown. The first spare is started by the first run, so a runner never run starts
+    /// nothing.
+    pub fn with_spare(mut self, spare: bool) -> Self {
+        self.spare = spare.then(Default::default);
+        self
+    }
+
+    /// Has the spare ready before the first run (a no-op without one): a gateway may call it at start, and a
+    /// measurement between runs so that each run finds its spare.
+    pub async fn warm_up(&self) {
+        if let Some(slot) = &self.spare {
+            slot.warm_up(self.command.clone(), self.limits.clone())
+                .await;
+        }
     }
 
     /// Runs `program` (the body of an async function) to its end. Never panics and never leaves the worker
@@ -127,10 +154,16 @@ impl Runner {
             layers: Vec::new(),
             elapsed: Duration::ZERO,
         };
+        let spare = self.spare.as_ref().and_then(|slot| {
+            let taken = slot.take(&self.command, &self.limits);
+            slot.refill(self.command.clone(), self.limits.clone());
+            taken
+        });
         let work = serve::run(
             &self.command,
             &self.limits,
             program,
+            spare,
             host,
             session,
             &mut report,

@@ -43,6 +43,28 @@ pub(super) struct Channel {
     pub(super) worker: Piped,
 }
 
+/// A worker that has said all it had to say for now, its pipes taken off the runtime that opened them (a spare
+/// waiting for its program may be used by a run on another runtime).
+pub(super) struct Parked {
+    pub(super) worker: Piped,
+    stdin: OwnedFd,
+    stdout: OwnedFd,
+    line_bytes: usize,
+}
+
+impl Parked {
+    /// Whether the worker still holds its end of the output open and has written nothing more: a worker that
+    /// died (or was killed) has closed it, and one that spoke unasked broke the protocol.
+    pub(super) fn quiet(&self) -> bool {
+        let mut probe = [0u8; 1];
+        // The descriptor is non-blocking: nothing to read is the only answer of a live, silent worker.
+        matches!(
+            nix::unistd::read(&self.stdout, &mut probe),
+            Err(nix::errno::Errno::EAGAIN)
+        )
+    }
+}
+
 /// How much one read takes from the pipe.
 const READ_CHUNK: usize = 64 << 10;
 
@@ -63,6 +85,40 @@ impl Channel {
             queue: VecDeque::new(),
             written: 0,
             worker,
+        })
+    }
+
+    /// Takes the pipes off this runtime, when nothing is buffered or waiting to be written.
+    pub(super) fn park(self) -> Result<Parked, String> {
+        if !self.buffer.is_empty() || !self.queue.is_empty() {
+            return Err("the worker said more than the protocol allows before its program".into());
+        }
+        let stdin = self.input.into_nonblocking_fd();
+        let stdout = self.output.into_nonblocking_fd();
+        let (stdin, stdout) = stdin
+            .and_then(|i| stdout.map(|o| (i, o)))
+            .map_err(|e| format!("the worker's pipes: {e}"))?;
+        Ok(Parked {
+            worker: self.worker,
+            stdin,
+            stdout,
+            line_bytes: self.line_bytes,
+        })
+    }
+
+    /// Opens a parked worker's pipes on the current runtime.
+    pub(super) fn unpark(parked: Parked) -> Result<Self, String> {
+        let (input, output) =
+            pipes(parked.stdin, parked.stdout).map_err(|e| format!("the worker's pipes: {e}"))?;
+        Ok(Self {
+            input,
+            output,
+            buffer: Vec::new(),
+            scanned: 0,
+            line_bytes: parked.line_bytes,
+            queue: VecDeque::new(),
+            written: 0,
+            worker: parked.worker,
         })
     }
 

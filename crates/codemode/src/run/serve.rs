@@ -133,11 +133,61 @@ fn unmet(required: &[String], layers: &[(String, String)]) -> Option<String> {
         })
 }
 
-/// Starts the worker and runs the program to its end, filling `report` as it goes.
+/// A worker that was sent `start` and answered `ready`, waiting for its program; the layers are the parent's and
+/// the worker's, as a run reports them.
+pub(super) struct Started {
+    pub(super) channel: Channel,
+    pub(super) layers: Vec<(String, String)>,
+}
+
+/// Starts a worker and has it lock itself down; on failure, the end of the run and the layers known by then.
+pub(super) async fn start(
+    command: &WorkerCommand,
+    limits: &RunLimits,
+) -> Result<Started, (RunEnd, Vec<(String, String)>)> {
+    let spec = spec(command, limits);
+    let worker = match super::spawner::spawn(spec).await {
+        Ok(worker) => worker,
+        Err(e) => return Err((failed(format!("the worker did not start: {e}")), Vec::new())),
+    };
+    let mut layers = parent_layers(&worker);
+    let wl = worker_limits(limits);
+    let line_bytes = wl
+        .line_bytes
+        .max(wl.result_bytes)
+        .max(wl.log_bytes)
+        .saturating_add(LINE_SLACK);
+    let mut channel = match Channel::open(worker, line_bytes) {
+        Ok(c) => c,
+        Err(e) => return Err((failed(e), layers)),
+    };
+    let filter = match filter_words() {
+        Ok(words) => Some(words.clone()),
+        Err(why) => {
+            tracing::warn!(%why, "code mode runs without a syscall allowlist");
+            None
+        }
+    };
+    channel.send(&ToWorker::Start { limits: wl, filter });
+    match channel.next().await {
+        Incoming::Message(FromWorker::Ready { layers: own }) => layers.extend(own),
+        other => return Err((unexpected(&channel, other), layers)),
+    }
+    Ok(Started { channel, layers })
+}
+
+/// The first required layer a started worker lacks, as the reason the run does not start.
+pub(super) fn lacking(limits: &RunLimits, started: &Started) -> Option<String> {
+    unmet(&limits.require, &started.layers)
+}
+
+/// Runs the program to its end in `spare` when given (started under these limits, its layers met), else in a
+/// worker started now, filling `report` as it goes.
 pub(super) async fn run(
     command: &WorkerCommand,
     limits: &RunLimits,
     program: &str,
+    spare: Option<Started>,
     host: &dyn ToolHost,
     session: &CodeSession,
     report: &mut RunReport,
@@ -151,39 +201,27 @@ pub(super) async fn run(
             program.len()
         ));
     }
-    let spec = spec(command, limits);
-    let worker = match super::spawner::spawn(spec).await {
-        Ok(worker) => worker,
-        Err(e) => return failed(format!("the worker did not start: {e}")),
+    let started = match spare {
+        Some(started) => started,
+        None => match start(command, limits).await {
+            Ok(started) => started,
+            Err((end, layers)) => {
+                report.layers = layers;
+                return end;
+            }
+        },
     };
-    report.layers = parent_layers(&worker);
-    let wl = worker_limits(limits);
-    let line_bytes = wl
-        .line_bytes
-        .max(wl.result_bytes)
-        .max(wl.log_bytes)
-        .saturating_add(LINE_SLACK);
-    let mut channel = match Channel::open(worker, line_bytes) {
-        Ok(c) => c,
-        Err(e) => return failed(e),
-    };
-    let filter = match filter_words() {
-        Ok(words) => Some(words.clone()),
-        Err(why) => {
-            tracing::warn!(%why, "code mode runs without a syscall allowlist");
-            None
-        }
-    };
-    channel.send(&ToWorker::Start { limits: wl, filter });
-    match channel.next().await {
-        Incoming::Message(FromWorker::Ready { layers }) => report.layers.extend(layers),
-        other => return unexpected(&channel, other),
-    }
+    let Started {
+        mut channel,
+        layers,
+    } = started;
+    report.layers = layers;
     if let Some(why) = unmet(&limits.require, &report.layers) {
         return failed(why);
     }
     channel.send_line(run_line);
-    let end = serve(&mut channel, limits, wl.line_bytes, host, session, report).await;
+    let reply_bytes = worker_limits(limits).line_bytes;
+    let end = serve(&mut channel, limits, reply_bytes, host, session, report).await;
     super::spawner::dispose(channel.worker);
     end
 }

@@ -2,11 +2,13 @@
 //! (this binary's `codemode-worker`) and a small host. Each test checks that the run ends with a clear answer
 //! within its limit and that no process of the worker is left. The attacks are grouped as escapes from the
 //! engine (`escapes`), its limits (`limits`) and the run's life from start to end (`lifecycle`); this module
-//! holds the host and the helpers.
+//! holds the host and the helpers. Every attack through `run`/`run_with` runs on a spare worker (started and
+//! locked down before the program was sent), the way the gateway runs programs; `warm` checks the spare itself.
 
 mod escapes;
 mod lifecycle;
 mod limits;
+mod warm;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -97,6 +99,11 @@ pub(super) fn workers(tag: &str) -> Vec<u32> {
     found
 }
 
+/// Lets the runtime drop a spare's start that a dropped runner ended.
+pub(super) async fn settle() {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+}
+
 /// The worker's processes are gone (SIGKILL lands at once, but the kernel may take a moment to tear down).
 pub(super) fn assert_gone(tag: &str) {
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -122,7 +129,12 @@ pub(super) async fn run_with(
 ) -> (RunReport, Vec<NestedCall>) {
     let host = Host::default();
     let session = CodeSession::new(None);
+    let runner = runner.with_spare(true);
+    runner.warm_up().await;
     let report = runner.run(program, &host, &session).await;
+    // The runner takes its spare and the one started after the run with it.
+    drop(runner);
+    settle().await;
     assert_gone(&tag(name));
     (report, host.seen())
 }
