@@ -159,15 +159,39 @@ impl Runner {
             slot.refill(self.command.clone(), self.limits.clone());
             taken
         });
-        let work = serve::run(
-            &self.command,
-            &self.limits,
-            program,
-            spare,
-            host,
-            session,
-            &mut report,
-        );
+        let on_spare = spare.is_some();
+        let work = async {
+            let end = serve::run(
+                &self.command,
+                &self.limits,
+                program,
+                spare,
+                host,
+                session,
+                &mut report,
+            )
+            .await;
+            // A spare that died after it was checked closes its output before saying anything: the program never
+            // ran (no call, no log), so it runs once more in a worker started for it.
+            let silent = report.calls.is_empty() && report.log.is_empty();
+            match end {
+                RunEnd::WorkerFailed { message }
+                    if on_spare && silent && message == "the worker exited without an answer" =>
+                {
+                    serve::run(
+                        &self.command,
+                        &self.limits,
+                        program,
+                        None,
+                        host,
+                        session,
+                        &mut report,
+                    )
+                    .await
+                }
+                end => end,
+            }
+        };
         // The worker lives inside `work`: when the deadline drops it, the worker's tree is killed with it.
         let end = match tokio::time::timeout(self.limits.wall, work).await {
             Ok(end) => end,
