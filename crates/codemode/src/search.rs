@@ -157,10 +157,7 @@ impl SearchIndex {
 
     /// The best `limit` hits for `query`, best first; ties by name. A query with no words lists tools by name.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
-        let mut words = tokenize::tokens(query);
-        let mut seen = std::collections::HashSet::new();
-        words.retain(|w| seen.insert(w.clone()));
-        words.truncate(QUERY_WORDS);
+        let words = query_words(query);
         if words.is_empty() {
             return self
                 .by_name
@@ -277,3 +274,13 @@ fn short_description(text: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The distinct words of a query, in order, at most `QUERY_WORDS`: a wall of query text costs what a short
+/// query costs once it is split.
+pub(crate) fn query_words(query: &str) -> Vec<String> {
+    let mut words = tokenize::tokens(query);
+    let mut seen = std::collections::HashSet::new();
+    words.retain(|w| seen.insert(w.clone()));
+    words.truncate(QUERY_WORDS);
+    words
+}

@@ -110,6 +110,9 @@ pub struct Gateway {
     shutdown: CancellationToken,
     /// Each client session's code-mode state (call numbers for `recall`, saved files).
     pub(crate) code_sessions: crate::codemode::Sessions,
+    /// Runs code-mode programs; it keeps one locked-down worker ready from the first run on, so a run does not
+    /// wait for a worker to start and lock itself down.
+    pub(crate) code_runner: codemode::Runner,
 }
 
 impl Gateway {
@@ -171,7 +174,10 @@ impl Gateway {
                 None => Upstream::start(s.clone(), opts.upstream.clone(), sinks.clone()),
             })
             .collect();
+        let code_runner = codemode::Runner::new(opts.code.worker.clone(), opts.code.limits.clone())
+            .with_spare(true);
         let gw = Arc::new(Self {
+            code_runner,
             opts,
             guard,
             state,

@@ -144,7 +144,9 @@ fn a_long_description_is_cut_to_its_limit() {
 fn a_wall_of_query_text_costs_a_bounded_search() {
     let index = catalog();
     let wall: String = (0..100_000).map(|i| format!("w{i} ")).collect();
-    let started = std::time::Instant::now();
-    assert!(index.search(&format!("directory {wall}"), 10).len() <= 1);
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let query = format!("directory {wall}");
+    let words = super::query_words(&query);
+    assert_eq!(words.len(), super::QUERY_WORDS);
+    assert_eq!(words[0], "directory");
+    assert!(index.search(&query, 10).len() <= 1);
 }

@@ -16,7 +16,6 @@ use crate::guard::OWN_SERVER;
 use crate::outcome::{CallOutcome, Completion, Refusal};
 use crate::pipeline::{CallContext, HoldPolicy, RunApproval};
 use crate::snapshot::Kind;
-use codemode::Runner;
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::future::Future;
@@ -174,7 +173,7 @@ async fn run(
     approval: Option<Arc<RunApproval>>,
 ) -> CallOutcome {
     let session = gw.code_sessions.get(gw, ctx.grants.session());
-    let runner = Runner::new(gw.opts.code.worker.clone(), gw.opts.code.limits.clone());
+    let runner = &gw.code_runner;
     let host = Host {
         gw: Arc::clone(gw),
         run_trace_id: ctx.trace_id.clone(),
