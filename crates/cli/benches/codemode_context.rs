@@ -11,22 +11,8 @@
 mod common;
 
 use serde_json::json;
-use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::Duration;
-use test_support::{context_tasks, list_all, measure, StdioClient};
-
-fn toolgate() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
-}
-
-async fn start(config: &str, extra: &[&str]) -> StdioClient {
-    let mut args = vec!["serve", "--config", config];
-    args.extend_from_slice(extra);
-    let client = StdioClient::spawn(&toolgate(), &args, &[], HashMap::new()).unwrap();
-    client.initialize("2025-11-25", json!({})).await.unwrap();
-    client
-}
+use test_support::{context_tasks, list_all, measure};
 
 fn pct(part: usize, whole: usize) -> f64 {
     100.0 * (1.0 - part as f64 / whole as f64)
@@ -40,15 +26,15 @@ fn main() {
         std::fs::create_dir_all(&ws).unwrap();
         let config = dir.path().join("bench.json");
         let body = json!({
-            "mcpServers": {"fx": {"command": toolgate(), "args": ["fixture-server", "--datasets"]}},
+            "mcpServers": {"fx": {"command": common::toolgate(), "args": ["fixture-server", "--datasets"]}},
             "permissions": {"default": "allow"},
             "stateDir": dir.path().join("state"),
             "workspace": ws,
         });
         std::fs::write(&config, body.to_string()).unwrap();
         let config = config.to_str().unwrap().to_owned();
-        let mut direct = start(&config, &[]).await;
-        let mut code = start(&config, &["--mode", "code"]).await;
+        let mut direct = common::serve(&config, &[]).await;
+        let mut code = common::serve(&config, &["--mode", "code"]).await;
 
         let listed = |tools: &Vec<serde_json::Value>| json!({ "tools": tools }).to_string().len();
         let direct_list = list_all(&direct, "tools/list", "tools", None).await.unwrap();

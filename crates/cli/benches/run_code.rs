@@ -15,25 +15,11 @@ use codemode::{
     CodeSession, HostFuture, NestedCall, RunEnd, RunLimits, Runner, ToolHost, WorkerCommand,
 };
 use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use test_support::{returned, run_params, StdioClient};
 
 const WARMUP: usize = 20;
 const CALLS: usize = 6;
-
-fn toolgate() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
-}
-
-async fn start(config: &str, extra: &[&str]) -> StdioClient {
-    let mut args = vec!["serve", "--config", config];
-    args.extend_from_slice(extra);
-    let client = StdioClient::spawn(&toolgate(), &args, &[], HashMap::new()).unwrap();
-    client.initialize("2025-11-25", json!({})).await.unwrap();
-    client
-}
 
 /// The program: six calls in sequence, each depending on the one before, as a join does.
 fn program() -> String {
@@ -105,15 +91,15 @@ fn main() {
         let config = dir.path().join("bench.json");
         // The whole pipeline on each nested call: policy (deny by default, one allow rule), audit, reporting.
         let body = json!({
-            "mcpServers": {"fx": {"command": toolgate(), "args": ["fixture-server"]}},
+            "mcpServers": {"fx": {"command": common::toolgate(), "args": ["fixture-server"]}},
             "permissions": {"default": "deny", "allow": ["mcp__fx__echo"]},
             "stateDir": dir.path().join("state"),
             "workspace": ws,
         });
         std::fs::write(&config, body.to_string()).unwrap();
         let config = config.to_str().unwrap().to_owned();
-        let mut code = start(&config, &["--mode", "code"]).await;
-        let mut direct = start(&config, &[]).await;
+        let mut code = common::serve(&config, &["--mode", "code"]).await;
+        let mut direct = common::serve(&config, &[]).await;
         let program = program();
         for _ in 0..WARMUP {
             run_once(&code, &program).await;
@@ -121,7 +107,7 @@ fn main() {
         }
         let runner = Runner::new(
             WorkerCommand {
-                program: toolgate(),
+                program: common::toolgate(),
                 args: vec!["codemode-worker".to_owned()],
             },
             RunLimits::default(),

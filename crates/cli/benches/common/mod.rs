@@ -27,3 +27,22 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .build()
         .unwrap()
 }
+
+/// The `toolgate` binary this bench was built with.
+pub fn toolgate() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
+}
+
+/// `toolgate serve --config <config> <extra…>`, initialised as a 2025-11-25 client.
+pub async fn serve(config: &str, extra: &[&str]) -> test_support::StdioClient {
+    let mut args = vec!["serve", "--config", config];
+    args.extend_from_slice(extra);
+    let client =
+        test_support::StdioClient::spawn(&toolgate(), &args, &[], std::collections::HashMap::new())
+            .unwrap();
+    client
+        .initialize("2025-11-25", serde_json::json!({}))
+        .await
+        .unwrap();
+    client
+}
