@@ -15,12 +15,9 @@
 
 use std::collections::BTreeMap;
 
-use seccompiler::{sock_filter, BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+use seccompiler::{sock_filter, BpfProgram, SeccompAction, SeccompFilter};
 
-#[cfg(target_arch = "x86_64")]
-const ARCH: TargetArch = TargetArch::x86_64;
-#[cfg(target_arch = "aarch64")]
-const ARCH: TargetArch = TargetArch::aarch64;
+use crate::seccomp::ARCH;
 
 /// Calls the locked worker makes: reading and writing the descriptors it holds, memory management, futexes,
 /// clocks, random bytes (hash seeds), signal return and masks, and exit. `close` and `lseek` are harmless on
@@ -173,15 +170,7 @@ impl WorkerFilter {
     /// Installs the programs on the calling thread (which must be the process's only thread, so the filter
     /// covers everything it will run). Returns the errno on failure.
     pub(crate) fn install(&self) -> Result<(), i32> {
-        for program in &self.0 {
-            seccompiler::apply_filter(program).map_err(|e| match e {
-                seccompiler::Error::Prctl(e) | seccompiler::Error::Seccomp(e) => {
-                    e.raw_os_error().unwrap_or(libc::EINVAL)
-                }
-                _ => libc::EINVAL,
-            })?;
-        }
-        Ok(())
+        crate::seccomp::install_all(&self.0)
     }
 }
 

@@ -30,9 +30,9 @@ const SOCK_TYPE_MASK: u64 = 0xf;
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
 #[cfg(target_arch = "x86_64")]
-const ARCH: TargetArch = TargetArch::x86_64;
+pub(crate) const ARCH: TargetArch = TargetArch::x86_64;
 #[cfg(target_arch = "aarch64")]
-const ARCH: TargetArch = TargetArch::aarch64;
+pub(crate) const ARCH: TargetArch = TargetArch::aarch64;
 
 /// The compiled filters, installed together. Two because a `seccompiler` filter has one action on match: one
 /// answers EACCES (socket families and pair types), the other ENOSYS (io_uring, x32 entry points). Empty when
@@ -144,7 +144,12 @@ pub(crate) fn socket_filter() -> Result<Programs, String> {
 /// `prctl` and one `seccomp` syscall on prepared memory, and its error holds only an errno. Returns the errno
 /// on failure.
 pub(crate) fn install(programs: &Programs) -> Result<(), i32> {
-    for program in &programs.0 {
+    install_all(&programs.0)
+}
+
+/// Installs each program in order (the socket filter's, the worker allowlist's). Returns the errno on failure.
+pub(crate) fn install_all(programs: &[BpfProgram]) -> Result<(), i32> {
+    for program in programs {
         seccompiler::apply_filter(program).map_err(|e| match e {
             seccompiler::Error::Prctl(e) | seccompiler::Error::Seccomp(e) => {
                 e.raw_os_error().unwrap_or(libc::EINVAL)
