@@ -12,6 +12,7 @@ mod env;
 mod envfile;
 mod error;
 mod expand;
+mod http;
 mod keys;
 mod load;
 mod model;
@@ -20,6 +21,7 @@ mod server;
 
 pub use env::{upstream_env, UPSTREAM_ENV_ALLOWLIST};
 pub use error::{ConfigError, Result};
+pub use http::{AdminKey, ApiKey, HttpAuth, HttpConfig, HttpLimits, JwtAuth};
 pub use load::{load, parse_str, Format, Overrides};
 pub use model::{
     Approvals, CodeMode, Config, DisabledServer, HookCommand, HookStage, Hooks, Limits, Mode,

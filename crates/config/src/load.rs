@@ -39,6 +39,7 @@ pub struct Overrides {
 const NOT_YET: &[(&str, &str)] = &[];
 
 const KNOWN: &[&str] = &[
+    "http",
     "pins",
     "sandbox",
     "stateDir",
@@ -175,6 +176,7 @@ impl Validator<'_> {
                 "limits" => self.limits(value)?,
                 "approvals" => self.approvals(value)?,
                 "sandbox" => self.sandbox(value)?,
+                "http" => self.http(value)?,
                 "pins" => {
                     let raw: RawPins = section(value, "pins")?;
                     self.config.pins_on_change_ask = match raw.on_change.as_deref() {

@@ -353,6 +353,8 @@ pub struct Config {
     /// listed is pinned as it is, instead of held until a human accepts it like a changed one.
     pub pins_accept_new_tools: bool,
     pub sandbox: Sandbox,
+    /// `serve --http`: where it listens and whom it lets in.
+    pub http: crate::http::HttpConfig,
     /// What the client's `tools/list` shows: every tool (`direct`), or `search_tools` and `run_code` (`code`).
     pub mode: Setting<Mode>,
     /// Code mode's settings.
@@ -384,6 +386,7 @@ impl Config {
             pins_on_change_ask: false,
             pins_accept_new_tools: false,
             sandbox: Sandbox::default(),
+            http: crate::http::HttpConfig::default(),
             mode: Setting::default(Mode::Direct),
             code: CodeMode::default(),
             hooks: Hooks::default(),

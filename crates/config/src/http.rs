@@ -1,0 +1,442 @@
+//! The `"http"` section: how `toolgate serve --http` listens and whom it lets in. Where it listens, which
+//! `Origin` and `Host` values it accepts besides loopback, how callers authenticate (static API keys stored as
+//! SHA-256 digests, JWTs checked against a JWKS file), the optional admin key, and the transport's limits.
+//! Nothing here listens or verifies a token: the front end does, from what this validated.
+//!
+//! ```json
+//! "http": {
+//!   "listen": "127.0.0.1:8787",
+//!   "allowedOrigins": ["http://localhost:6274"],
+//!   "allowedHosts": ["toolgate.internal:8787"],
+//!   "auth": {
+//!     "apiKeys": [{"name": "ci", "sha256": "<64 hex digits>", "profile": "review"}],
+//!     "jwt": {"jwksFile": "jwks.json", "issuer": "https://idp.example", "audience": "https://toolgate.example/mcp",
+//!             "profileClaim": "toolgate_profile", "profile": "readonly"},
+//!     "resource": "https://toolgate.example/mcp",
+//!     "authorizationServers": ["https://idp.example"]
+//!   },
+//!   "admin": {"keySha256": "<64 hex digits>"},
+//!   "limits": {"maxBodyBytes": 4194304, "maxSessions": 256, "maxConcurrentRequests": 64,
+//!              "sessionIdleSeconds": 1800}
+//! }
+//! ```
+
+use crate::error::{ConfigError, Result};
+use crate::load::{check_range, section, Validator};
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The validated `"http"` section. `Default` is what `serve --http` uses with no section: loopback only, no
+/// authentication (so a non-loopback address is refused at start), no admin surface, default limits.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// `"listen"`: the address when `--http` gives none.
+    pub listen: Option<SocketAddr>,
+    /// Exact origins (`scheme://host[:port]`, lower-cased) accepted besides loopback origins on the listening port.
+    pub allowed_origins: BTreeSet<String>,
+    /// `Host` values (`host[:port]`, lower-cased) accepted besides loopback names on the listening port.
+    pub allowed_hosts: BTreeSet<String>,
+    pub auth: HttpAuth,
+    /// `"admin"`: the admin surface, off unless a key is configured.
+    pub admin: Option<AdminKey>,
+    pub limits: HttpLimits,
+}
+
+/// How callers authenticate. With neither keys nor a JWT section, nobody is authenticated: allowed on loopback
+/// only.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpAuth {
+    pub api_keys: Vec<ApiKey>,
+    pub jwt: Option<JwtAuth>,
+    /// The protected resource's identifier advertised at `/.well-known/oauth-protected-resource`; by default the
+    /// endpoint's own URL as the request reached it.
+    pub resource: Option<String>,
+    /// Authorization servers advertised in the protected resource metadata.
+    pub authorization_servers: Vec<String>,
+}
+
+impl HttpAuth {
+    /// Whether any way to authenticate is configured.
+    pub fn any(&self) -> bool {
+        !self.api_keys.is_empty() || self.jwt.is_some()
+    }
+}
+
+/// One static API key. Only its SHA-256 digest is stored; the bearer token is the key itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiKey {
+    /// A name for the audit log and errors (`"ci"`); the identity is `key:<name>`.
+    pub name: String,
+    pub sha256: [u8; 32],
+    /// The profile this key's sessions run under; `None`: the profile `serve` applies.
+    pub profile: Option<String>,
+}
+
+/// JWT bearer tokens, verified against the keys of a JWKS file (signature, `iss`, `aud`, `exp`, `nbf`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JwtAuth {
+    /// Resolved against the config file's directory.
+    pub jwks_file: PathBuf,
+    pub issuer: String,
+    pub audience: String,
+    /// A claim naming the profile a token's sessions run under (it must name a configured profile).
+    pub profile_claim: Option<String>,
+    /// The profile of tokens without that claim; `None`: the profile `serve` applies.
+    pub profile: Option<String>,
+}
+
+/// The admin key, stored as a SHA-256 digest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdminKey {
+    pub sha256: [u8; 32],
+}
+
+/// Bounds of the HTTP transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Largest request body accepted (413 above).
+    pub max_body_bytes: usize,
+    /// Legacy sessions open at once (503 above).
+    pub max_sessions: usize,
+    /// Requests handled at once across all callers (503 above).
+    pub max_concurrent_requests: usize,
+    /// A legacy session nobody used for this long is ended.
+    pub session_idle: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 4 << 20,
+            max_sessions: 256,
+            max_concurrent_requests: 256,
+            session_idle: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawHttp {
+    listen: Option<String>,
+    #[serde(default)]
+    allowed_origins: Vec<String>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+    auth: Option<RawAuth>,
+    admin: Option<RawAdmin>,
+    limits: Option<RawLimits>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawAuth {
+    #[serde(default)]
+    api_keys: Vec<RawApiKey>,
+    jwt: Option<RawJwt>,
+    resource: Option<String>,
+    #[serde(default)]
+    authorization_servers: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApiKey {
+    name: String,
+    sha256: String,
+    profile: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawJwt {
+    jwks_file: String,
+    issuer: String,
+    audience: String,
+    profile_claim: Option<String>,
+    profile: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawAdmin {
+    key_sha256: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawLimits {
+    max_body_bytes: Option<usize>,
+    max_sessions: Option<usize>,
+    max_concurrent_requests: Option<usize>,
+    session_idle_seconds: Option<u64>,
+}
+
+impl Validator<'_> {
+    pub(crate) fn http(&mut self, value: serde_json::Value) -> Result<()> {
+        let raw: RawHttp = section(value, "http")?;
+        let listen = raw
+            .listen
+            .map(|l| {
+                l.parse::<SocketAddr>().map_err(|_| {
+                    ConfigError::invalid(
+                        "http.listen",
+                        format!("{l:?} is not an IP address and port"),
+                    )
+                })
+            })
+            .transpose()?;
+        let allowed_origins = raw
+            .allowed_origins
+            .iter()
+            .map(|o| origin("http.allowedOrigins", o))
+            .collect::<Result<_>>()?;
+        let allowed_hosts = raw
+            .allowed_hosts
+            .iter()
+            .map(|h| host("http.allowedHosts", h))
+            .collect::<Result<_>>()?;
+        let auth = match raw.auth {
+            Some(a) => self.http_auth(a)?,
+            None => HttpAuth::default(),
+        };
+        let admin = raw
+            .admin
+            .map(|a| {
+                Ok::<_, ConfigError>(AdminKey {
+                    sha256: digest("http.admin.keySha256", &a.key_sha256)?,
+                })
+            })
+            .transpose()?;
+        if let Some(admin) = &admin {
+            if auth.api_keys.iter().any(|k| k.sha256 == admin.sha256) {
+                return Err(ConfigError::invalid(
+                    "http.admin.keySha256",
+                    "the admin key must differ from every API key",
+                ));
+            }
+        }
+        self.config.http = HttpConfig {
+            listen,
+            allowed_origins,
+            allowed_hosts,
+            auth,
+            admin,
+            limits: limits(raw.limits)?,
+        };
+        Ok(())
+    }
+
+    fn http_auth(&self, raw: RawAuth) -> Result<HttpAuth> {
+        let mut names = BTreeSet::new();
+        let mut digests = BTreeSet::new();
+        let mut api_keys = Vec::new();
+        for (i, k) in raw.api_keys.into_iter().enumerate() {
+            let at = format!("http.auth.apiKeys[{i}]");
+            if k.name.is_empty()
+                || !k
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
+                return Err(ConfigError::invalid(
+                    format!("{at}.name"),
+                    "must be non-empty letters, digits, '-', '_' or '.'",
+                ));
+            }
+            if !names.insert(k.name.clone()) {
+                return Err(ConfigError::invalid(
+                    format!("{at}.name"),
+                    format!("{:?} is listed twice", k.name),
+                ));
+            }
+            let sha256 = digest(&format!("{at}.sha256"), &k.sha256)?;
+            if !digests.insert(sha256) {
+                return Err(ConfigError::invalid(
+                    format!("{at}.sha256"),
+                    "the same key is listed twice",
+                ));
+            }
+            api_keys.push(ApiKey {
+                name: k.name,
+                sha256,
+                profile: k.profile,
+            });
+        }
+        let jwt = match raw.jwt {
+            Some(j) => {
+                if j.issuer.is_empty() || j.audience.is_empty() {
+                    return Err(ConfigError::invalid(
+                        "http.auth.jwt",
+                        "issuer and audience must both be given and non-empty",
+                    ));
+                }
+                Some(JwtAuth {
+                    jwks_file: self
+                        .origin
+                        .parent()
+                        .unwrap_or(std::path::Path::new(""))
+                        .join(&j.jwks_file),
+                    issuer: j.issuer,
+                    audience: j.audience,
+                    profile_claim: j.profile_claim,
+                    profile: j.profile,
+                })
+            }
+            None => None,
+        };
+        Ok(HttpAuth {
+            api_keys,
+            jwt,
+            resource: raw.resource,
+            authorization_servers: raw.authorization_servers,
+        })
+    }
+}
+
+fn limits(raw: Option<RawLimits>) -> Result<HttpLimits> {
+    let d = HttpLimits::default();
+    let Some(raw) = raw else { return Ok(d) };
+    let pick = |key: &str, v: Option<usize>, def: usize, hi: usize| -> Result<usize> {
+        match v {
+            None => Ok(def),
+            Some(v) => check_range(&format!("http.limits.{key}"), v, 1, hi).map(|()| v),
+        }
+    };
+    Ok(HttpLimits {
+        max_body_bytes: pick(
+            "maxBodyBytes",
+            raw.max_body_bytes,
+            d.max_body_bytes,
+            64 << 20,
+        )?,
+        max_sessions: pick("maxSessions", raw.max_sessions, d.max_sessions, 100_000)?,
+        max_concurrent_requests: pick(
+            "maxConcurrentRequests",
+            raw.max_concurrent_requests,
+            d.max_concurrent_requests,
+            100_000,
+        )?,
+        session_idle: match raw.session_idle_seconds {
+            None => d.session_idle,
+            Some(s) => {
+                check_range("http.limits.sessionIdleSeconds", s, 1, 7 * 86_400)?;
+                Duration::from_secs(s)
+            }
+        },
+    })
+}
+
+/// A SHA-256 digest written as 64 hex digits.
+fn digest(key: &str, hex_digits: &str) -> Result<[u8; 32]> {
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(hex_digits, &mut out).map_err(|_| {
+        ConfigError::invalid(
+            key,
+            "must be the key's SHA-256 digest as 64 hex digits (e.g. `printf %s \"$KEY\" | sha256sum`)",
+        )
+    })?;
+    Ok(out)
+}
+
+/// An origin as browsers send it: `scheme://host[:port]`, nothing after, lower-cased.
+fn origin(key: &str, raw: &str) -> Result<String> {
+    let lower = raw.to_ascii_lowercase();
+    let ok = url::Url::parse(&lower).ok().is_some_and(|u| {
+        matches!(u.scheme(), "http" | "https")
+            && u.host_str().is_some()
+            && u.path() == "/"
+            && u.query().is_none()
+            && u.fragment().is_none()
+            && u.username().is_empty()
+            && !lower.ends_with('/')
+    });
+    if !ok {
+        return Err(ConfigError::invalid(
+            key,
+            format!("{raw:?} is not an origin (scheme://host[:port], nothing after)"),
+        ));
+    }
+    Ok(lower)
+}
+
+/// A `Host` header value: `host[:port]`, lower-cased.
+fn host(key: &str, raw: &str) -> Result<String> {
+    let lower = raw.to_ascii_lowercase();
+    let ok = url::Url::parse(&format!("http://{lower}/"))
+        .ok()
+        .is_some_and(|u| {
+            u.host_str().is_some()
+                && u.path() == "/"
+                && u.username().is_empty()
+                && !lower.contains('/')
+        });
+    if !ok {
+        return Err(ConfigError::invalid(
+            key,
+            format!("{raw:?} is not a host[:port]"),
+        ));
+    }
+    Ok(lower)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{parse_str, Format, Overrides};
+
+    fn http(body: &str) -> crate::Result<crate::HttpConfig> {
+        let text = format!(r#"{{"http": {body}}}"#);
+        let path = std::path::Path::new("conf/toolgate.json");
+        parse_str(
+            &text,
+            Format::Json,
+            path,
+            &|_: &str| None,
+            &Overrides::default(),
+        )
+        .map(|c| c.http)
+    }
+
+    #[test]
+    fn full_section_loads() {
+        let key = "a".repeat(64);
+        let c = http(&format!(
+            r#"{{"listen": "127.0.0.1:8787", "allowedOrigins": ["http://localhost:6274"],
+                "auth": {{"apiKeys": [{{"name": "ci", "sha256": "{key}", "profile": "review"}}],
+                         "jwt": {{"jwksFile": "jwks.json", "issuer": "https://idp", "audience": "tg"}}}},
+                "admin": {{"keySha256": "{}"}}, "limits": {{"maxSessions": 3}}}}"#,
+            "b".repeat(64)
+        ))
+        .unwrap();
+        assert_eq!(c.listen, Some("127.0.0.1:8787".parse().unwrap()));
+        assert_eq!(c.auth.api_keys[0].profile.as_deref(), Some("review"));
+        assert!(c.auth.any() && c.admin.is_some());
+        assert_eq!(c.limits.max_sessions, 3);
+        let jwt = c.auth.jwt.unwrap();
+        assert_eq!(jwt.jwks_file, std::path::Path::new("conf/jwks.json"));
+    }
+
+    #[test]
+    fn plaintext_api_key_is_refused_with_how_to_hash_it() {
+        let e =
+            http(r#"{"auth": {"apiKeys": [{"name": "ci", "sha256": "hunter2"}]}}"#).unwrap_err();
+        assert!(e.to_string().contains("sha256sum"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_refused() {
+        assert!(http(r#"{"listn": "127.0.0.1:1"}"#).is_err());
+        assert!(http(r#"{"listen": "localhost"}"#).is_err());
+        assert!(http(r#"{"allowedOrigins": ["http://a.example/path"]}"#).is_err());
+        assert!(http(r#"{"allowedOrigins": ["null"]}"#).is_err());
+        assert!(http(r#"{"limits": {"maxBodyBytes": 0}}"#).is_err());
+        let key = "c".repeat(64);
+        let same = format!(
+            r#"{{"auth": {{"apiKeys": [{{"name": "a", "sha256": "{key}"}}]}}, "admin": {{"keySha256": "{key}"}}}}"#
+        );
+        assert!(http(&same).is_err());
+    }
+}
