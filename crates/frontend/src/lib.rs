@@ -5,6 +5,8 @@
 
 #![deny(clippy::print_stdout)]
 
+#[allow(dead_code)]
+mod http;
 mod stdio;
 
 pub use stdio::serve_stdio;
