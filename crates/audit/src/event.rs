@@ -73,6 +73,8 @@ pub struct AuditEvent {
     pub trace_id: String,
     /// Policy profile in force.
     pub profile: String,
+    /// Who the front end authenticated as the caller (`key:ci`, `jwt:<issuer>#<subject>`); absent on stdio.
+    pub principal: Option<String>,
     /// Upstream server, or `toolgate` for built-in tools.
     pub server: String,
     /// Tool name.
@@ -160,6 +162,7 @@ impl AuditEvent {
             ("request_id", &self.request_id),
             ("parent_trace_id", &self.parent_trace_id),
             ("actor", &self.actor),
+            ("principal", &self.principal),
         ] {
             if let Some(v) = value {
                 m.insert(key.into(), field(v, MAX_FIELD_CHARS).into());

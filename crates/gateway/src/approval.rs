@@ -106,7 +106,11 @@ pub(crate) async fn hold(
     if let Some(Ok(true)) = granted {
         return Held::Ran(execute(gw, ctx, &snapshot).await);
     }
-    let stored = snapshot.to_json(&decision);
+    let mut stored = snapshot.to_json(&decision);
+    // Sealed with the snapshot: only this identity may read or resume the request (`owned_by`).
+    if let Some(principal) = &ctx.principal {
+        stored["principal"] = json!(principal);
+    }
     let repeated = matches!(snapshot.kind, Kind::Prompt | Kind::Resource);
     if let (Some(session), true) = (session, repeated) {
         // A prompt or resource read its session repeats after its request was approved runs now, once.
@@ -234,11 +238,16 @@ pub(crate) async fn hold(
 }
 
 /// `toolgate_request_status`: strictly read-only.
-pub(crate) fn request_status(gw: &Gateway, request_id: &str) -> CallOutcome {
+pub(crate) fn request_status(
+    gw: &Gateway,
+    principal: Option<&str>,
+    request_id: &str,
+) -> CallOutcome {
     let Some(state) = &gw.state else {
         return not_found(request_id);
     };
     match state.store(|s| s.get_request(request_id, now())) {
+        Ok(a) if !owned_by(&a, principal) => not_found(request_id),
         Ok(a) if !a.authentic => tampered(&a.id),
         Ok(a) => status_outcome(&a),
         Err(_) => not_found(request_id),
@@ -247,11 +256,16 @@ pub(crate) fn request_status(gw: &Gateway, request_id: &str) -> CallOutcome {
 
 /// `toolgate_resume`: claims the approved snapshot of a tool call, once (atomically: of concurrent resumers
 /// exactly one wins). Anything else is answered: not found, tampered, not approved, not a tool call.
-pub(crate) fn claim(gw: &Gateway, request_id: &str) -> Result<Claimed, CallOutcome> {
+pub(crate) fn claim(
+    gw: &Gateway,
+    principal: Option<&str>,
+    request_id: &str,
+) -> Result<Claimed, CallOutcome> {
     let Some(state) = gw.state.clone() else {
         return Err(not_found(request_id));
     };
     match state.store(|s| s.get_request(request_id, now())) {
+        Ok(a) if !owned_by(&a, principal) => Err(not_found(request_id)),
         Ok(a) if !a.authentic => Err(tampered(&a.id)),
         Ok(a) if a.status == ApprovalStatus::Approved => {
             match Snapshot::from_json(&a.snapshot).map(|s| s.kind) {
@@ -373,7 +387,7 @@ pub(crate) async fn execute(
     ctx: &CallContext,
     snapshot: &Snapshot,
 ) -> CallOutcome {
-    let guard = &gw.guard;
+    let guard = &ctx.guard;
     let (server, target) = (&snapshot.server, &snapshot.tool);
     match snapshot.kind {
         Kind::ToolCall => {}
@@ -423,7 +437,7 @@ pub(crate) async fn execute(
                 )
                 .await
             }
-            None => intrinsic(gw, target, &snapshot.arguments).await,
+            None => intrinsic(gw, ctx, target, &snapshot.arguments).await,
         };
     }
     let params = json!({"name": target, "arguments": snapshot.arguments});
@@ -452,6 +466,13 @@ fn pending_answer(snapshot: &Snapshot, current: &Approval, trace_id: &str) -> Ca
         handle: current.handle(),
         message: msg,
     })
+}
+
+/// Whether `principal` caused the held request: another identity (an HTTP caller with another key, or stdio
+/// for a request an HTTP caller caused, and the other way round) is told it does not exist, and learns nothing
+/// of it. A request made before identities were recorded has none, which only an unauthenticated caller matches.
+fn owned_by(a: &Approval, principal: Option<&str>) -> bool {
+    a.snapshot.get("principal").and_then(Value::as_str) == principal
 }
 
 fn tampered(request_id: &str) -> CallOutcome {

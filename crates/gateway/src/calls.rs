@@ -15,23 +15,31 @@ use std::sync::Arc;
 
 /// toolgate's own tools, after the policy allowed them (`toolgate_resume` is the pipeline's: it re-enters
 /// it).
-pub(crate) async fn intrinsic(gw: &Gateway, tool: &str, arguments: &Value) -> CallOutcome {
+pub(crate) async fn intrinsic(
+    gw: &Gateway,
+    ctx: &CallContext,
+    tool: &str,
+    arguments: &Value,
+) -> CallOutcome {
     let result = match tool {
         status::TOOL_NAME => {
             status::result(&gw.statuses(), &gw.aggregate().held, &gw.audit_health())
         }
-        contract::STATUS_TOOL => return approval::request_status(gw, &request_id(arguments)),
+        contract::STATUS_TOOL => {
+            let principal = ctx.principal.as_deref();
+            return approval::request_status(gw, principal, &request_id(arguments));
+        }
         contract::CAPABILITIES_TOOL => {
             let a = &gw.opts.approvals;
             crate::intrinsics::capabilities(
-                approval_gated(gw),
+                approval_gated(gw, &ctx.guard),
                 a.wait.value.as_secs(),
                 a.expire.value.as_secs(),
                 gw.opts.limits.max_message_bytes,
             )
         }
         crate::intrinsics::PING_TOOL => json!({"content": [{"type": "text", "text": "pong"}]}),
-        crate::codemode::SEARCH_TOOL => return crate::codemode::search(gw, arguments),
+        crate::codemode::SEARCH_TOOL => return crate::codemode::search(gw, &ctx.guard, arguments),
         crate::intrinsics::AUDIT_RECENT_TOOL => {
             let limit = arguments
                 .get("limit")
@@ -106,7 +114,7 @@ pub(crate) async fn run_builtin(
 
 /// Exposed names of tools whose calls the policy would not simply allow with empty arguments: a hint for
 /// agents, not a promise (the decision depends on the arguments).
-fn approval_gated(gw: &Gateway) -> Vec<String> {
+fn approval_gated(gw: &Gateway, guard: &crate::guard::Guard) -> Vec<String> {
     let agg = gw.aggregate();
     let empty = Value::Object(Default::default());
     agg.tools
@@ -114,7 +122,7 @@ fn approval_gated(gw: &Gateway) -> Vec<String> {
         .zip(&agg.tool_owners)
         .filter(|(_, (server, _))| server != OWN_SERVER)
         .filter_map(|(def, (server, tool))| {
-            let verdict = gw.guard.decide_only(server, tool, &empty);
+            let verdict = guard.decide_only(server, tool, &empty);
             matches!(verdict, Verdict::Ask(_))
                 .then(|| def["name"].as_str().unwrap_or_default().to_owned())
         })

@@ -10,6 +10,12 @@ pub enum Error {
     Policy(policy::Error),
     #[error("profile {name:?}: {why}")]
     Profile { name: String, why: policy::Error },
+    #[error("profile {name:?} sets {mode} mode, and this gateway serves {served} mode")]
+    ProfileMode {
+        name: String,
+        mode: &'static str,
+        served: &'static str,
+    },
     #[error("state root: {0}")]
     StateRoot(store::Error),
     #[error("state for {workspace}: {why}")]

@@ -54,6 +54,26 @@ impl Session {
         (Session::new(Arc::clone(gateway), outbox), drain)
     }
 
+    /// Opens a session that runs under `profile` (`None`: the gateway's own): its calls are decided, and its
+    /// tools listed, by that profile's policy. Fails for a profile the configuration does not define or that
+    /// sets the other mode; an HTTP front end answers 403 then.
+    pub fn open_as(
+        gateway: &Arc<Gateway>,
+        profile: Option<&str>,
+    ) -> Result<(Arc<Session>, Drain), crate::Error> {
+        let guard = gateway.guard_for(profile)?;
+        let (outbox, drain) = Outbox::new(gateway.opts.limits.max_message_bytes);
+        Ok((Session::new_as(Arc::clone(gateway), outbox, guard), drain))
+    }
+
+    /// The identity this session serves, once its first message bound it (`None`: unauthenticated).
+    pub(crate) fn principal(&self) -> Option<String> {
+        match &self.lock().binding {
+            Binding::To(identity) => identity.clone(),
+            Binding::Unbound => None,
+        }
+    }
+
     /// The limits the front end decodes this session's frames under.
     pub fn limits(&self) -> jsonrpc::Limits {
         self.gateway.opts.limits

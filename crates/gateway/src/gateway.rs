@@ -90,7 +90,10 @@ impl Options {
 
 pub struct Gateway {
     pub(crate) opts: Options,
+    /// The served profile's guard: the stdio session's, and every session opened without a profile of its own.
     pub(crate) guard: Arc<Guard>,
+    /// The guards of other profiles an HTTP caller's sessions run under.
+    profiles: crate::profiles::Profiles,
     /// Approvals, pins, reporting and audit; `None` when this workspace has no usable state directory, in which
     /// case every ask fails closed.
     pub(crate) state: Option<Arc<State>>,
@@ -176,10 +179,12 @@ impl Gateway {
             .collect();
         let code_runner = codemode::Runner::new(opts.code.worker.clone(), opts.code.limits.clone())
             .with_spare(true);
+        let profiles = crate::profiles::Profiles::new(config, Arc::clone(&guard), opts.code.mode);
         let gw = Arc::new(Self {
             code_runner,
             opts,
             guard,
+            profiles,
             state,
             builtin,
             hooks: Default::default(),
@@ -236,11 +241,28 @@ impl Gateway {
         while waits.join_next().await.is_some() {}
     }
 
-    /// The aggregate and which of its tools the policy shows (indices into `tools`), cached until either the
-    /// aggregate or the pin view is replaced: listing a large catalog page by page must not recompute it.
-    pub(crate) fn visible_tools(&self) -> (Arc<Aggregate>, Arc<Vec<usize>>) {
+    /// The aggregate and which of its tools `guard`'s policy shows (indices into `tools`), cached until either
+    /// the aggregate or the pin view is replaced: listing a large catalog page by page must not recompute it.
+    pub(crate) fn visible_tools(&self, guard: &Arc<Guard>) -> (Arc<Aggregate>, Arc<Vec<usize>>) {
         self.merged
-            .visible_tools(&self.guard, self.opts.quarantine_asks, self.opts.code.on())
+            .visible_tools(guard, self.opts.quarantine_asks, self.opts.code.on())
+    }
+
+    /// The guard sessions of `profile` decide with (`None`: the served profile's). It fails for a profile the
+    /// configuration does not define or that sets the other mode.
+    pub(crate) fn guard_for(&self, profile: Option<&str>) -> Result<Arc<Guard>, crate::Error> {
+        self.profiles.guard(profile)
+    }
+
+    /// Checks at start that sessions can run under `profile` (an API key or the JWT settings name it), so a
+    /// misconfigured key is found before anybody presents it.
+    pub fn check_profile(&self, profile: &str) -> Result<(), crate::Error> {
+        self.profiles.guard(Some(profile)).map(drop)
+    }
+
+    /// The guard of `profile` for admin explanations and previews (`None`: the served profile's).
+    pub fn profile_guard(&self, profile: Option<&str>) -> Result<Arc<Guard>, crate::Error> {
+        self.profiles.guard(profile)
     }
 
     /// What one page of a merged list may hold.
@@ -252,9 +274,15 @@ impl Gateway {
         self.merged.aggregate()
     }
 
-    /// Code mode's search index over the current merged catalog (empty in direct mode).
-    pub(crate) fn search_index(&self) -> Arc<codemode::SearchIndex> {
-        self.merged.search()
+    /// Code mode's search index over the current merged catalog as `guard`'s profile sees it (empty in direct
+    /// mode).
+    pub(crate) fn search_index(&self, guard: &Arc<Guard>) -> Arc<codemode::SearchIndex> {
+        if !self.opts.code.on() {
+            return self.merged.search();
+        }
+        let served = Arc::ptr_eq(guard, self.profiles.served());
+        self.merged
+            .search_for(guard, served, self.opts.quarantine_asks)
     }
 
     /// Pin and poisoning status of every upstream tool, keyed `server__tool`.

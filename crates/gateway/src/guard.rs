@@ -64,6 +64,16 @@ impl Guard {
     /// Compiles the policy of `config` for `workspace` (canonical). With no policy section at all, every call
     /// asks: toolgate is deny-by-default, and an ask without an approval channel is refused.
     pub fn load(config: &Config, workspace: &Path) -> Result<Self, Error> {
+        let profile = config.profile.as_ref().map(|p| p.value.clone());
+        Self::load_as(config, workspace, profile)
+    }
+
+    /// Like `load`, under `profile` instead of the one `config` names (`None`: no profile).
+    pub fn load_as(
+        config: &Config,
+        workspace: &Path,
+        profile: Option<String>,
+    ) -> Result<Self, Error> {
         let (structured, permissions) = sources(config);
         let loaded = Policy::load(
             PolicySources {
@@ -78,7 +88,6 @@ impl Guard {
             own: Some(own_tools),
             filesystem_dirs: crate::fsdirs::filesystem_dirs(config),
         });
-        let profile = config.profile.as_ref().map(|p| p.value.clone());
         let policy = match &profile {
             Some(name) => loaded.with_profile(name).map_err(|why| Error::Profile {
                 name: name.clone(),
@@ -122,6 +131,11 @@ impl Guard {
 
     pub fn profile(&self) -> Option<&str> {
         self.profile.as_deref()
+    }
+
+    /// The canonical workspace root this guard confines toolgate's own tools to.
+    pub(crate) fn workspace(&self) -> &str {
+        &self.workspace
     }
 
     /// Decides a tool call. `definition` is the tool's definition as listed (for its `inputSchema`).

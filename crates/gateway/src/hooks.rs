@@ -171,6 +171,7 @@ impl Gateway {
     /// or it is one of toolgate's read-only tools. Callers do not ask for refused calls: hooks cannot loosen them.
     pub(crate) fn hook_call(
         &self,
+        guard: &crate::guard::Guard,
         trace_id: &str,
         exposed: &str,
         server: &str,
@@ -192,7 +193,7 @@ impl Gateway {
             effect: d.effect,
             rule_id: d.rule_id.clone(),
             reason: d.reason.clone(),
-            profile: self.guard.profile().unwrap_or("default").to_owned(),
+            profile: guard.profile().unwrap_or("default").to_owned(),
             arguments_bytes: digest.bytes,
             arguments_sha256: digest.sha256,
             arguments: None,

@@ -38,6 +38,7 @@ mod pins;
 mod pipeline;
 #[cfg(test)]
 mod pipeline_flow_tests;
+mod profiles;
 mod progress;
 mod rebuild;
 mod record;

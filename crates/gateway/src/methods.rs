@@ -206,7 +206,7 @@ impl Session {
 
     /// Only what the active profile lets a client see. Listing is not enforcement: calls are decided again.
     fn list_tools(&self, params: &Value) -> Result<Value, Value> {
-        let (agg, visible) = self.gateway.visible_tools();
+        let (agg, visible) = self.gateway.visible_tools(&self.guard);
         let list = cursor::Listing {
             len: visible.len(),
             item: |i| &agg.tools[visible[i]],

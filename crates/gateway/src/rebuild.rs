@@ -45,19 +45,23 @@ pub(crate) struct Merged {
     /// Held while a merged catalog is built, so two builds never race and the newest catalogs win; it keeps what
     /// the last pin pass found, so the next one redoes only what changed.
     building: Mutex<PinCache>,
-    /// Which tools of the current aggregate the policy shows, computed once per aggregate and pin view.
-    visible: Mutex<Option<VisibleTools>>,
+    /// Which tools of the current aggregate each profile's policy shows, computed once per aggregate, pin view
+    /// and guard (one entry per guard in use: the served profile's and those of HTTP callers).
+    visible: Mutex<Vec<VisibleTools>>,
     /// A list may have been served (set once the first list has waited for the starting upstreams).
     listed: AtomicBool,
     /// Code mode's search index over the published catalog, published with it.
     search: RwLock<Arc<SearchIndex>>,
 }
 
-/// The indices of the visible entries of one aggregate's `tools` under one pin view.
+/// The indices of the visible entries of one aggregate's `tools` under one pin view and guard, and code mode's
+/// search index over them when a profile other than the served one needs it.
 struct VisibleTools {
+    guard: Arc<Guard>,
     aggregate: Arc<Aggregate>,
     pins: Arc<PinView>,
     indices: Arc<Vec<usize>>,
+    search: Option<Arc<SearchIndex>>,
 }
 
 impl Merged {
@@ -149,11 +153,14 @@ impl Merged {
         *self.pins.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&pins);
         *self.search.write().unwrap_or_else(|p| p.into_inner()) = search;
         *self.aggregate.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&next);
-        *self.visible.lock().unwrap_or_else(|p| p.into_inner()) = Some(VisibleTools {
+        // Other profiles' entries are stale now; each is computed again when its profile next lists.
+        *self.visible.lock().unwrap_or_else(|p| p.into_inner()) = vec![VisibleTools {
+            guard: Arc::clone(&inputs.guard),
             aggregate: next,
             pins,
             indices,
-        });
+            search: None,
+        }];
         if self.listed.load(Ordering::SeqCst) {
             changed
         } else {
@@ -161,29 +168,81 @@ impl Merged {
         }
     }
 
-    /// The aggregate and which of its tools the policy shows (indices into `tools`), cached until either the
-    /// aggregate or the pin view is replaced: listing a large catalog page by page must not recompute it.
+    /// The aggregate and which of its tools `guard`'s policy shows (indices into `tools`), cached until either
+    /// the aggregate or the pin view is replaced: listing a large catalog page by page must not recompute it.
     pub(crate) fn visible_tools(
         &self,
-        guard: &Guard,
+        guard: &Arc<Guard>,
         quarantine_asks: bool,
         code_mode: bool,
     ) -> (Arc<Aggregate>, Arc<Vec<usize>>) {
         let aggregate = self.aggregate();
         let pins = self.pins();
         let mut cache = self.visible.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = cache.as_ref() {
-            if Arc::ptr_eq(&c.aggregate, &aggregate) && Arc::ptr_eq(&c.pins, &pins) {
-                return (aggregate, Arc::clone(&c.indices));
-            }
+        if let Some(c) = cache.iter().find(|c| c.fits(guard, &aggregate, &pins)) {
+            return (aggregate, Arc::clone(&c.indices));
         }
         let indices = shown(guard, quarantine_asks, code_mode, &aggregate, &pins);
-        *cache = Some(VisibleTools {
+        cache.retain(|c| !Arc::ptr_eq(&c.guard, guard));
+        cache.push(VisibleTools {
+            guard: Arc::clone(guard),
             aggregate: Arc::clone(&aggregate),
             pins,
             indices: Arc::clone(&indices),
+            search: None,
         });
         (aggregate, indices)
+    }
+
+    /// Code mode's search index as `guard`'s profile sees the catalog: the published one for the served
+    /// profile (`served`), else built once per aggregate and pin view.
+    pub(crate) fn search_for(
+        &self,
+        guard: &Arc<Guard>,
+        served: bool,
+        quarantine_asks: bool,
+    ) -> Arc<SearchIndex> {
+        if served {
+            return self.search();
+        }
+        let aggregate = self.aggregate();
+        let pins = self.pins();
+        let mut cache = self.visible.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(search) = cache
+            .iter()
+            .find(|c| c.fits(guard, &aggregate, &pins))
+            .and_then(|c| c.search.clone())
+        {
+            return search;
+        }
+        let search = Arc::new(crate::codemode::index(
+            guard,
+            quarantine_asks,
+            &aggregate,
+            &pins,
+        ));
+        match cache.iter_mut().find(|c| c.fits(guard, &aggregate, &pins)) {
+            Some(c) => c.search = Some(Arc::clone(&search)),
+            None => {
+                cache.retain(|c| !Arc::ptr_eq(&c.guard, guard));
+                cache.push(VisibleTools {
+                    guard: Arc::clone(guard),
+                    indices: shown(guard, quarantine_asks, true, &aggregate, &pins),
+                    aggregate,
+                    pins,
+                    search: Some(Arc::clone(&search)),
+                });
+            }
+        }
+        search
+    }
+}
+
+impl VisibleTools {
+    fn fits(&self, guard: &Arc<Guard>, aggregate: &Arc<Aggregate>, pins: &Arc<PinView>) -> bool {
+        Arc::ptr_eq(&self.guard, guard)
+            && Arc::ptr_eq(&self.aggregate, aggregate)
+            && Arc::ptr_eq(&self.pins, pins)
     }
 }
 

@@ -70,6 +70,8 @@ impl RecordDecision {
 pub(crate) struct CallRecord {
     pub trace_id: String,
     pub profile: String,
+    /// Who the front end authenticated as the requester; `None` on stdio.
+    pub principal: Option<String>,
     pub server: String,
     /// The tool's or prompt's upstream name, or the resource URI.
     pub tool: String,
@@ -87,6 +89,7 @@ impl CallRecord {
     fn base(&self, kind: EventKind) -> AuditEvent {
         let mut e = AuditEvent::new(kind, now_ms(), &self.trace_id).with_arguments(&self.arguments);
         e.profile = self.profile.clone();
+        e.principal = self.principal.clone();
         e.server = self.server.clone();
         e.tool = self.tool.clone();
         e.operation = self.decision.operation.clone();

@@ -169,7 +169,12 @@ async fn sampling_asked_during_a_call_with_no_client_session_is_refused_and_the_
     let origin = Origin::CodeRun {
         run_trace_id: "run-1".into(),
     };
-    let ctx = CallContext::new(origin, HoldPolicy::HandleNow, CancellationToken::new());
+    let ctx = CallContext::new(
+        origin,
+        HoldPolicy::HandleNow,
+        CancellationToken::new(),
+        std::sync::Arc::clone(&h.gateway.guard),
+    );
     let params = call("fx__sample", json!({"prompt": "hi"}));
     let outcome = tokio::time::timeout(WAIT, pipeline::govern_tool(&h.gateway, &ctx, params))
         .await

@@ -28,7 +28,13 @@ impl Session {
         let origin = Origin::Client {
             session_id: self.id.clone(),
         };
-        let mut ctx = CallContext::new(origin, HoldPolicy::Wait, cancel.clone());
+        let mut ctx = CallContext::new(
+            origin,
+            HoldPolicy::Wait,
+            cancel.clone(),
+            Arc::clone(&self.guard),
+        );
+        ctx.principal = self.principal();
         let channel = self.channel(request);
         ctx.grants = GrantScope::Session(self.id.clone());
         ctx.progress = params

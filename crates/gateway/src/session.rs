@@ -114,6 +114,8 @@ pub struct Session {
     /// Identifies this connection for session grants.
     pub(crate) id: String,
     pub(crate) gateway: Arc<Gateway>,
+    /// The guard of the profile this session runs under: its calls are decided, and its catalog shown, by it.
+    pub(crate) guard: Arc<crate::guard::Guard>,
     out: Outbox,
     pub(crate) state: Mutex<State>,
     next_relay: AtomicU64,
@@ -123,9 +125,20 @@ pub struct Session {
 
 impl Session {
     pub(crate) fn new(gateway: Arc<Gateway>, out: Outbox) -> Arc<Self> {
+        let guard = Arc::clone(&gateway.guard);
+        Self::new_as(gateway, out, guard)
+    }
+
+    /// A session whose calls `guard` decides.
+    pub(crate) fn new_as(
+        gateway: Arc<Gateway>,
+        out: Outbox,
+        guard: Arc<crate::guard::Guard>,
+    ) -> Arc<Self> {
         let session = Arc::new(Self {
             id: crate::ids::session_id(),
             gateway: Arc::clone(&gateway),
+            guard,
             out,
             state: Mutex::new(State {
                 era: ClientEra::Unknown,

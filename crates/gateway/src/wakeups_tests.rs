@@ -77,11 +77,16 @@ impl Fixture {
 }
 
 /// A client's call that waits while held, in one session's grants.
-fn waiting(cancel: &CancellationToken) -> CallContext {
+fn waiting(gw: &Gateway, cancel: &CancellationToken) -> CallContext {
     let origin = Origin::Client {
         session_id: "s-wakeups".into(),
     };
-    let mut ctx = CallContext::new(origin, HoldPolicy::Wait, cancel.clone());
+    let mut ctx = CallContext::new(
+        origin,
+        HoldPolicy::Wait,
+        cancel.clone(),
+        Arc::clone(&gw.guard),
+    );
     ctx.trace_id = "trace-wakeups".into();
     ctx.grants = GrantScope::Session("s-wakeups".into());
     ctx
@@ -116,7 +121,7 @@ async fn held_call_is_released_by_an_approval_from_another_process_without_polli
     let held = tokio::spawn({
         let gw = Arc::clone(&gw);
         async move {
-            let ctx = waiting(&CancellationToken::new());
+            let ctx = waiting(&gw, &CancellationToken::new());
             hold(&gw, &ctx, snapshot, decision).await
         }
     });
@@ -160,7 +165,7 @@ async fn held_call_whose_request_expires_before_its_wait_ends_is_answered_at_exp
         a.expire.value = Duration::from_millis(300);
     });
     let (snapshot, decision) = ask();
-    let ctx = waiting(&CancellationToken::new());
+    let ctx = waiting(&gw, &CancellationToken::new());
     let held = tokio::time::timeout(Duration::from_secs(10), hold(&gw, &ctx, snapshot, decision))
         .await
         .expect("answered long before the 30 s wait ends");

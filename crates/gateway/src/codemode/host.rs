@@ -23,6 +23,9 @@ pub(crate) struct Host {
     /// after the end is refused.
     pub cancel: CancellationToken,
     pub approval: Option<Arc<RunApproval>>,
+    /// The run's profile and identity: its calls are decided and recorded as the client's that started it.
+    pub guard: Arc<crate::guard::Guard>,
+    pub principal: Option<String>,
 }
 
 impl ToolHost for Host {
@@ -33,8 +36,14 @@ impl ToolHost for Host {
             let origin = Origin::CodeRun {
                 run_trace_id: self.run_trace_id.clone(),
             };
-            let mut ctx = CallContext::new(origin, HoldPolicy::HandleNow, self.cancel.clone());
+            let mut ctx = CallContext::new(
+                origin,
+                HoldPolicy::HandleNow,
+                self.cancel.clone(),
+                Arc::clone(&self.guard),
+            );
             ctx.run_approval = self.approval.clone();
+            ctx.principal = self.principal.clone();
             let params = json!({"name": name, "arguments": call.arguments});
             to_program(pipeline::govern_tool(&self.gw, &ctx, params).await)
         })

@@ -26,6 +26,8 @@ fn host(h: &Harness, approved: Option<&[&str]>) -> Host {
                 names: names.iter().map(|n| (*n).to_owned()).collect(),
             })
         }),
+        guard: Arc::clone(&h.gateway.guard),
+        principal: None,
     }
 }
 

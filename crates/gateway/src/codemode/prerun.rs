@@ -10,7 +10,7 @@
 
 use super::{resolve, NOT_FROM_PROGRAMS, SEARCH_TOOL};
 use crate::gateway::Gateway;
-use crate::guard::{Verdict, OWN_SERVER};
+use crate::guard::{Guard, Verdict, OWN_SERVER};
 use crate::outcome::{Refusal, RefusalCode};
 use codemode::Scan;
 use policy::{Decision, Operation, ReasonCode, SurfaceEntry, SurfaceReason, Visibility};
@@ -31,7 +31,7 @@ pub(crate) enum PreRun {
 }
 
 /// Checks the literal names of `scan` against the current catalog and policy.
-pub(crate) fn check(gw: &Gateway, scan: &Scan) -> PreRun {
+pub(crate) fn check(gw: &Gateway, guard: &Guard, scan: &Scan) -> PreRun {
     let agg = gw.aggregate();
     let pins = gw.pins();
     let mut names = BTreeSet::new();
@@ -55,18 +55,15 @@ pub(crate) fn check(gw: &Gateway, scan: &Scan) -> PreRun {
             return PreRun::Stop(Refusal::new(RefusalCode::Refused, why));
         }
         let owner = [(server.clone(), tool.clone())];
-        let entry = gw
-            .guard
-            .surface(&owner, &pins, gw.opts.quarantine_asks)
-            .pop();
+        let entry = guard.surface(&owner, &pins, gw.opts.quarantine_asks).pop();
         if let Some(refusal) = entry.and_then(|e| blocked(written, &e)) {
             return PreRun::Stop(refusal);
         }
         // Decided without arguments; a decision that needs them (a file tool with no path yet is refused as
         // unknown) is taken by the tool's name alone: the rules that name it, else the default. An ask is
         // approved with the run; each call is still decided with its arguments (a deny stays a deny).
-        let verdict = match gw.guard.decide_only(&server, &tool, &json!({})) {
-            Verdict::Refuse(_) => gw.guard.decide_by_name(&server, &tool),
+        let verdict = match guard.decide_only(&server, &tool, &json!({})) {
+            Verdict::Refuse(_) => guard.decide_by_name(&server, &tool),
             decided => decided,
         };
         match verdict {

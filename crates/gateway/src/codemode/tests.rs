@@ -93,7 +93,7 @@ async fn search_tools_finds_upstream_tools_and_never_a_tool_denied_for_every_cal
     assert_eq!(tools[0]["name"], "fx__add", "{answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("fx__add("), "{text}");
-    let index = h.gateway.search_index();
+    let index = h.gateway.search_index(&h.gateway.guard);
     let names: Vec<String> = index
         .search("env keys", 50)
         .into_iter()
@@ -116,18 +116,26 @@ async fn pre_run_check_stops_a_denied_literal_and_asks_for_an_ask_literal() {
         literal_names: names.iter().map(|n| (*n).to_owned()).collect(),
         dynamic: false,
     };
-    match prerun::check(&h.gateway, &scan(&["fx__add", "mcp__fx__env_keys"])) {
+    match prerun::check(
+        &h.gateway,
+        &h.gateway.guard,
+        &scan(&["fx__add", "mcp__fx__env_keys"]),
+    ) {
         PreRun::Stop(r) => {
             assert!(r.message.contains("\"mcp__fx__env_keys\""), "{}", r.message);
             assert!(r.message.contains("DENY_RULE"), "{}", r.message);
         }
         other => panic!("stopped: {other:?}"),
     }
-    match prerun::check(&h.gateway, &scan(&["fx__nope"])) {
+    match prerun::check(&h.gateway, &h.gateway.guard, &scan(&["fx__nope"])) {
         PreRun::Stop(r) => assert_eq!(r.code.as_str(), "UNKNOWN_TARGET"),
         other => panic!("stopped: {other:?}"),
     }
-    match prerun::check(&h.gateway, &scan(&["fx__add", "mcp__fx__echo"])) {
+    match prerun::check(
+        &h.gateway,
+        &h.gateway.guard,
+        &scan(&["fx__add", "mcp__fx__echo"]),
+    ) {
         PreRun::Start { names, ask } => {
             assert_eq!(
                 names.into_iter().collect::<Vec<_>>(),
@@ -137,7 +145,7 @@ async fn pre_run_check_stops_a_denied_literal_and_asks_for_an_ask_literal() {
         }
         other => panic!("started: {other:?}"),
     }
-    match prerun::check(&h.gateway, &scan(&["fx__add"])) {
+    match prerun::check(&h.gateway, &h.gateway.guard, &scan(&["fx__add"])) {
         PreRun::Start { ask, .. } => assert!(ask.is_none()),
         other => panic!("started: {other:?}"),
     }
@@ -352,7 +360,9 @@ async fn search_tools_lists_servers_that_failed_to_start_with_why() {
     .unwrap();
     let gw = crate::testkit::gateway(&config, dir.path(), None);
     gw.ready().await;
-    let CallOutcome::Complete(result, _) = tools::search(&gw, &json!({"query": "anything"})) else {
+    let CallOutcome::Complete(result, _) =
+        tools::search(&gw, &gw.guard, &json!({"query": "anything"}))
+    else {
         panic!("search answers");
     };
     let unavailable = &result["structuredContent"]["unavailable"];
@@ -379,14 +389,14 @@ async fn pre_run_check_asks_for_a_name_whose_decision_needs_its_arguments() {
         dynamic: false,
     };
     // Refused by default without arguments, but no rule refuses every call: a human approves the run.
-    match prerun::check(&h.gateway, &scan("fx__echo")) {
+    match prerun::check(&h.gateway, &h.gateway.guard, &scan("fx__echo")) {
         PreRun::Start { ask: Some(d), .. } => {
             assert_eq!(d.effect, policy::Effect::Ask);
             assert_eq!(d.reason.as_str(), "DEFAULT_DENY");
         }
         other => panic!("asks: {other:?}"),
     }
-    match prerun::check(&h.gateway, &scan("fx__add")) {
+    match prerun::check(&h.gateway, &h.gateway.guard, &scan("fx__add")) {
         PreRun::Start { ask: None, .. } => {}
         other => panic!("starts unasked: {other:?}"),
     }

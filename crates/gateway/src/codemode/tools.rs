@@ -25,8 +25,12 @@ use upstream::State as UpstreamState;
 
 /// `search_tools`: the best hits for the query, as signatures to call from, and the servers that are not
 /// connected, with why.
-pub(crate) fn search(gw: &Gateway, arguments: &Value) -> CallOutcome {
-    let index = gw.search_index();
+pub(crate) fn search(
+    gw: &Gateway,
+    guard: &Arc<crate::guard::Guard>,
+    arguments: &Value,
+) -> CallOutcome {
+    let index = gw.search_index(guard);
     let query = arguments
         .get("query")
         .and_then(Value::as_str)
@@ -96,7 +100,7 @@ async fn run_code_unboxed(gw: &Arc<Gateway>, ctx: &CallContext, arguments: &Valu
         Ok(p) => p,
         Err(refused) => return CallOutcome::Refused(refused),
     };
-    let ask = match prerun::check(gw, &codemode::scan(program)) {
+    let ask = match prerun::check(gw, &ctx.guard, &codemode::scan(program)) {
         PreRun::Stop(refused) => return CallOutcome::Refused(refused.with_trace(&ctx.trace_id)),
         PreRun::Start { ask, .. } => ask,
     };
@@ -140,7 +144,7 @@ pub(crate) async fn run_approved(
         Ok(p) => p,
         Err(refused) => return CallOutcome::Refused(refused),
     };
-    match prerun::check(gw, &codemode::scan(program)) {
+    match prerun::check(gw, &ctx.guard, &codemode::scan(program)) {
         PreRun::Stop(refused) => CallOutcome::Refused(refused.with_trace(&ctx.trace_id)),
         PreRun::Start { names, .. } => {
             let approval = Arc::new(RunApproval { names });
@@ -179,6 +183,8 @@ async fn run(
         run_trace_id: ctx.trace_id.clone(),
         cancel: ctx.cancel.child_token(),
         approval,
+        guard: Arc::clone(&ctx.guard),
+        principal: ctx.principal.clone(),
     };
     // The run ends here whatever way it ends: calls still in flight are cancelled, later ones refused.
     let _ended = host.cancel.clone().drop_guard();

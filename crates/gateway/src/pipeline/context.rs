@@ -6,6 +6,7 @@
 //!
 //! It decides nothing and records nothing.
 
+use crate::guard::Guard;
 use crate::session::Session;
 use jsonrpc::Id;
 use serde_json::Value;
@@ -126,12 +127,22 @@ pub(crate) struct CallContext {
     /// For a call a code-mode program made: what the run was approved for (`None`: nothing, so every `ask`
     /// is refused). Never set for any other origin.
     pub run_approval: Option<Arc<RunApproval>>,
+    /// The guard of the profile the requester runs under (a session's; a program's calls use its run's).
+    pub guard: Arc<Guard>,
+    /// Who the front end authenticated as the requester (`key:ci`, `jwt:<iss>#<sub>`); `None` on stdio. It is
+    /// recorded with the call, and a held call can be resumed or read only by the same identity.
+    pub principal: Option<String>,
 }
 
 impl CallContext {
     /// A request from `origin` under a fresh trace id, with no grants, no progress, no one to ask and no client
     /// request behind it; the builder of the context adds what its requester has.
-    pub(crate) fn new(origin: Origin, hold: HoldPolicy, cancel: CancellationToken) -> Self {
+    pub(crate) fn new(
+        origin: Origin,
+        hold: HoldPolicy,
+        cancel: CancellationToken,
+        guard: Arc<Guard>,
+    ) -> Self {
         Self {
             trace_id: crate::ids::trace_id(),
             origin,
@@ -142,6 +153,8 @@ impl CallContext {
             requester: None,
             cancel,
             run_approval: None,
+            guard,
+            principal: None,
         }
     }
 

@@ -38,16 +38,18 @@ pub(crate) struct Finish {
 impl Finish {
     pub(crate) fn new(
         gateway: &Arc<Gateway>,
-        trace_id: &str,
+        ctx: &super::CallContext,
         tool: &str,
         arguments: Value,
     ) -> Self {
-        let profile = gateway.guard.profile().unwrap_or("default").to_owned();
+        let trace_id = &ctx.trace_id;
+        let profile = ctx.guard.profile().unwrap_or("default").to_owned();
         Self {
             gateway: Arc::clone(gateway),
             record: CallRecord {
                 trace_id: trace_id.to_owned(),
                 profile,
+                principal: ctx.principal.clone(),
                 server: String::new(),
                 tool: tool.to_owned(),
                 arguments,

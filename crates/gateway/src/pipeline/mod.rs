@@ -80,7 +80,7 @@ pub(crate) async fn govern_tool(
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| Value::Object(Default::default()));
-    let mut finish = Finish::new(gw, &ctx.trace_id, &name, arguments.clone());
+    let mut finish = Finish::new(gw, ctx, &name, arguments.clone());
     if let Origin::CodeRun { run_trace_id } = &ctx.origin {
         finish.parent(run_trace_id);
     }
@@ -130,7 +130,7 @@ async fn tool_stages(
         Ok(q) => q,
         Err(refused) => return CallOutcome::Refused(refused),
     };
-    let (mut verdict, resources) = gw
+    let (mut verdict, resources) = ctx
         .guard
         .check(&server, &tool, definition.as_ref(), &arguments);
     finish.touches(resources);
@@ -146,6 +146,7 @@ async fn tool_stages(
     let hooked = match &verdict {
         Verdict::Refuse(_) => None,
         Verdict::Allow(d) | Verdict::Ask(d) => gw.hook_call(
+            &ctx.guard,
             &ctx.trace_id,
             &name,
             &server,
@@ -226,7 +227,7 @@ async fn execute(
         (OWN_SERVER, crate::codemode::RUN_TOOL) => {
             crate::codemode::run_code(gw, ctx, arguments).await
         }
-        (OWN_SERVER, _) => calls::intrinsic(gw, tool, arguments).await,
+        (OWN_SERVER, _) => calls::intrinsic(gw, ctx, tool, arguments).await,
         _ => {
             params["name"] = Value::String(tool.to_owned());
             calls::forward(gw, ctx, server, "tools/call", params).await
@@ -264,7 +265,7 @@ async fn resume_stage(
     arguments: &Value,
 ) -> CallOutcome {
     let request_id = request_id(arguments);
-    let claimed = match approval::claim(gw, &request_id) {
+    let claimed = match approval::claim(gw, ctx.principal.as_deref(), &request_id) {
         Ok(c) => c,
         Err(answer) => {
             finish.commit();
@@ -276,6 +277,7 @@ async fn resume_stage(
     let decision = RecordDecision::from_snapshot(&claimed.stored)
         .unwrap_or_else(|| RecordDecision::refused(RefusalCode::Failed));
     let hooked = gw.hook_call(
+        &ctx.guard,
         &ctx.trace_id,
         &s.exposed,
         &s.server,
@@ -283,12 +285,13 @@ async fn resume_stage(
         &decision,
         &s.arguments,
     );
-    let (_, resources) = gw.guard.check(&s.server, &s.tool, None, &s.arguments);
+    let (_, resources) = ctx.guard.check(&s.server, &s.tool, None, &s.arguments);
     finish.resumed(
         &ctx.trace_id,
         CallRecord {
             trace_id: ctx.trace_id.clone(),
-            profile: gw.guard.profile().unwrap_or("default").to_owned(),
+            profile: ctx.guard.profile().unwrap_or("default").to_owned(),
+            principal: ctx.principal.clone(),
             server: s.server.clone(),
             tool: s.tool.clone(),
             arguments: s.arguments.clone(),

@@ -67,7 +67,7 @@ pub(crate) async fn govern_read(
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let mut finish = Finish::new(gw, &ctx.trace_id, method, arguments);
+    let mut finish = Finish::new(gw, ctx, method, arguments);
     let outcome = read_stages(gw, ctx, &mut finish, method, params).await;
     finish.close(&outcome).await;
     outcome
@@ -160,7 +160,7 @@ async fn read_stages(
             finish.routed(&server, &upstream_name);
             (
                 format!("the prompt {name}"),
-                gw.guard.check_prompt(&server, &upstream_name),
+                ctx.guard.check_prompt(&server, &upstream_name),
             )
         }
         Target::Resource { uri } => {
@@ -168,7 +168,7 @@ async fn read_stages(
             finish.touches(vec![uri.clone()]);
             (
                 format!("reading {uri}"),
-                gw.guard.check_resource(&server, uri),
+                ctx.guard.check_resource(&server, uri),
             )
         }
     };

@@ -84,19 +84,29 @@ impl Fixture {
 }
 
 /// A call of a code-mode run: its own trace id, the run's named as its origin, no grants, no asker.
-fn code_run(hold: HoldPolicy) -> CallContext {
+fn code_run(gw: &Gateway, hold: HoldPolicy) -> CallContext {
     let origin = Origin::CodeRun {
         run_trace_id: "run-1".into(),
     };
-    CallContext::new(origin, hold, CancellationToken::new())
+    CallContext::new(
+        origin,
+        hold,
+        CancellationToken::new(),
+        Arc::clone(&gw.guard),
+    )
 }
 
 /// A request with no session behind it (as a stateless front end's would be): no grants, no asker.
-fn sessionless(hold: HoldPolicy) -> CallContext {
+fn sessionless(gw: &Gateway, hold: HoldPolicy) -> CallContext {
     let origin = Origin::Client {
         session_id: String::new(),
     };
-    CallContext::new(origin, hold, CancellationToken::new())
+    CallContext::new(
+        origin,
+        hold,
+        CancellationToken::new(),
+        Arc::clone(&gw.guard),
+    )
 }
 
 fn call(tool: &str) -> Value {
@@ -113,7 +123,7 @@ fn held(outcome: &CallOutcome) -> &crate::outcome::HeldCall {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn code_run_call_the_policy_allows_runs_with_no_session() {
     let f = Fixture::new(|_| {});
-    let ctx = code_run(HoldPolicy::HandleNow);
+    let ctx = code_run(&f.gw, HoldPolicy::HandleNow);
     let outcome = govern_tool(&f.gw, &ctx, call(ALLOWED)).await;
     let CallOutcome::Complete(result, _) = &outcome else {
         panic!("did not run: {outcome:?}");
@@ -128,7 +138,7 @@ async fn code_run_call_the_policy_allows_runs_with_no_session() {
 async fn sessionless_ask_gets_a_contract_handle_at_once_and_one_decision_record() {
     // A wait a test would notice: the handle must come without it.
     let f = Fixture::new(|a| a.wait.value = Duration::from_secs(30));
-    let ctx = sessionless(HoldPolicy::HandleNow);
+    let ctx = sessionless(&f.gw, HoldPolicy::HandleNow);
     let started = Instant::now();
     let outcome = govern_tool(&f.gw, &ctx, call(ASKED)).await;
     assert!(
@@ -169,7 +179,7 @@ async fn sessionless_ask_gets_a_contract_handle_at_once_and_one_decision_record(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn code_run_ask_without_the_run_approval_is_refused_not_held() {
     let f = Fixture::new(|a| a.wait.value = Duration::from_secs(30));
-    let ctx = code_run(HoldPolicy::HandleNow);
+    let ctx = code_run(&f.gw, HoldPolicy::HandleNow);
     let outcome = govern_tool(&f.gw, &ctx, call(ASKED)).await;
     let CallOutcome::Refused(refusal) = &outcome else {
         panic!("not refused: {outcome:?}");
@@ -189,13 +199,18 @@ async fn code_run_ask_without_the_run_approval_is_refused_not_held() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn code_run_cannot_resume_a_held_call() {
     let f = Fixture::new(|_| {});
-    let outcome = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), call(ASKED)).await;
+    let outcome = govern_tool(
+        &f.gw,
+        &sessionless(&f.gw, HoldPolicy::HandleNow),
+        call(ASKED),
+    )
+    .await;
     let id = held(&outcome).handle.request_id.clone();
     f.state
         .store(|s| s.approve(&id, "operator", Timestamp::now()))
         .unwrap();
     let params = json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}});
-    let ran = govern_tool(&f.gw, &code_run(HoldPolicy::HandleNow), params).await;
+    let ran = govern_tool(&f.gw, &code_run(&f.gw, HoldPolicy::HandleNow), params).await;
     assert!(matches!(ran, CallOutcome::Refused(_)), "{ran:?}");
     let row = f
         .state
@@ -212,7 +227,7 @@ async fn code_run_cannot_resume_a_held_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn code_run_call_the_policy_denies_is_refused_and_recorded_once() {
     let f = Fixture::new(|_| {});
-    let ctx = code_run(HoldPolicy::HandleNow);
+    let ctx = code_run(&f.gw, HoldPolicy::HandleNow);
     let outcome = govern_tool(&f.gw, &ctx, call(DENIED)).await;
     let CallOutcome::Refused(refusal) = &outcome else {
         panic!("not refused: {outcome:?}");
@@ -238,10 +253,15 @@ async fn handle_now_answers_at_once_where_wait_blocks_for_the_wait() {
     const WAIT: Duration = Duration::from_millis(600);
     let f = Fixture::new(|a| a.wait.value = WAIT);
     let waited = Instant::now();
-    let waiting = govern_tool(&f.gw, &sessionless(HoldPolicy::Wait), call(ASKED)).await;
+    let waiting = govern_tool(&f.gw, &sessionless(&f.gw, HoldPolicy::Wait), call(ASKED)).await;
     let waited = waited.elapsed();
     let at_once = Instant::now();
-    let now = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), call(ASKED)).await;
+    let now = govern_tool(
+        &f.gw,
+        &sessionless(&f.gw, HoldPolicy::HandleNow),
+        call(ASKED),
+    )
+    .await;
     let at_once = at_once.elapsed();
     assert!(waited >= WAIT, "Wait answered after {waited:?}");
     assert!(at_once < WAIT, "HandleNow answered after {at_once:?}");
@@ -260,13 +280,13 @@ async fn handle_now_answers_at_once_where_wait_blocks_for_the_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handle_now_call_resumes_after_approval_under_its_own_trace() {
     let f = Fixture::new(|_| {});
-    let first = sessionless(HoldPolicy::HandleNow);
+    let first = sessionless(&f.gw, HoldPolicy::HandleNow);
     let outcome = govern_tool(&f.gw, &first, call(ASKED)).await;
     let id = held(&outcome).handle.request_id.clone();
     f.state
         .store(|s| s.approve(&id, "operator", Timestamp::now()))
         .unwrap();
-    let resume = sessionless(HoldPolicy::HandleNow);
+    let resume = sessionless(&f.gw, HoldPolicy::HandleNow);
     let params = json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}});
     let ran = govern_tool(&f.gw, &resume, params).await;
     assert!(matches!(ran, CallOutcome::Complete(..)), "{ran:?}");
@@ -289,7 +309,7 @@ async fn handle_now_call_resumes_after_approval_under_its_own_trace() {
         f.records(&resume.trace_id).is_empty(),
         "the resume is recorded as the call it ran"
     );
-    let again = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), {
+    let again = govern_tool(&f.gw, &sessionless(&f.gw, HoldPolicy::HandleNow), {
         json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}})
     })
     .await;
@@ -329,7 +349,12 @@ async fn empty_session_grant_does_not_cover_a_call_without_a_session() {
             )
         })
         .unwrap();
-    let outcome = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), call(ASKED)).await;
+    let outcome = govern_tool(
+        &f.gw,
+        &sessionless(&f.gw, HoldPolicy::HandleNow),
+        call(ASKED),
+    )
+    .await;
     assert_eq!(held(&outcome).state, ApprovalState::Required);
     f.gw.shutdown().await;
 }
@@ -361,7 +386,7 @@ async fn sessionless_call_with_its_own_asker_runs_once_its_human_allows() {
     let asker = Arc::new(Approves {
         asked: Mutex::new(Vec::new()),
     });
-    let mut ctx = sessionless(HoldPolicy::Wait);
+    let mut ctx = sessionless(&f.gw, HoldPolicy::Wait);
     ctx.asker = Some(asker.clone());
     let outcome = tokio::time::timeout(
         Duration::from_secs(10),
@@ -382,13 +407,18 @@ async fn sessionless_call_with_its_own_asker_runs_once_its_human_allows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approved_intrinsic_runs_instead_of_failing_as_an_unknown_workspace_tool() {
     let f = Fixture::new(|_| {});
-    let outcome = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), call(ASKED)).await;
+    let outcome = govern_tool(
+        &f.gw,
+        &sessionless(&f.gw, HoldPolicy::HandleNow),
+        call(ASKED),
+    )
+    .await;
     let id = held(&outcome).handle.request_id.clone();
     f.state
         .store(|s| s.approve(&id, "operator", Timestamp::now()))
         .unwrap();
     let params = json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}});
-    let ran = govern_tool(&f.gw, &sessionless(HoldPolicy::HandleNow), params).await;
+    let ran = govern_tool(&f.gw, &sessionless(&f.gw, HoldPolicy::HandleNow), params).await;
     let CallOutcome::Complete(result, _) = &ran else {
         panic!("the approved call did not run: {ran:?}");
     };

@@ -1,0 +1,72 @@
+//! The guards of the profiles a gateway serves besides its own: an HTTP caller's key or token names the profile
+//! its sessions run under, and each session decides its calls and computes its visible catalog with that
+//! profile's guard. Each guard is compiled on first use from the configuration the gateway started with and kept;
+//! only configured profiles compile, so there are at most as many as the configuration names.
+//!
+//! One gateway serves one mode: a profile that sets the other mode is refused, since code mode changes what the
+//! whole gateway lists and runs. It does not choose a profile for anybody; the front end says which.
+
+use crate::error::Error;
+use crate::guard::Guard;
+use config::{Config, Mode};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+pub(crate) struct Profiles {
+    config: Config,
+    /// The guard of the profile the gateway was started with.
+    served: Arc<Guard>,
+    mode: Mode,
+    loaded: Mutex<HashMap<String, Arc<Guard>>>,
+}
+
+impl Profiles {
+    pub(crate) fn new(config: &Config, served: Arc<Guard>, mode: Mode) -> Self {
+        Self {
+            config: config.clone(),
+            served,
+            mode,
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn served(&self) -> &Arc<Guard> {
+        &self.served
+    }
+
+    /// The guard of `profile` (`None`, or the served profile's name: the gateway's own).
+    pub(crate) fn guard(&self, profile: Option<&str>) -> Result<Arc<Guard>, Error> {
+        let Some(name) = profile.filter(|p| Some(*p) != self.served.profile()) else {
+            return Ok(Arc::clone(&self.served));
+        };
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(guard) = loaded.get(name) {
+            return Ok(Arc::clone(guard));
+        }
+        let workspace = Path::new(self.served.workspace());
+        let guard = Guard::load_as(&self.config, workspace, Some(name.to_owned()))?;
+        let mode = match guard.policy().active_mode() {
+            Some(policy::ProfileMode::Code) => Some(Mode::Code),
+            Some(policy::ProfileMode::Direct) => Some(Mode::Direct),
+            None => None,
+        };
+        if let Some(mode) = mode.filter(|m| *m != self.mode) {
+            return Err(Error::ProfileMode {
+                name: name.to_owned(),
+                mode: mode_name(mode),
+                served: mode_name(self.mode),
+            });
+        }
+        let guard = Arc::new(guard);
+        loaded.insert(name.to_owned(), Arc::clone(&guard));
+        Ok(guard)
+    }
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Direct => "direct",
+        Mode::Code => "code",
+    }
+}
