@@ -70,3 +70,7 @@ fn mode_name(mode: Mode) -> &'static str {
         Mode::Code => "code",
     }
 }
+
+#[cfg(test)]
+#[path = "profiles_tests.rs"]
+mod tests;

@@ -289,6 +289,25 @@ impl Harness {
         }
     }
 
+    /// A client session under `profile` whose messages the transport attributes to `identity`, as the HTTP
+    /// front end opens one for an authenticated caller.
+    pub(crate) fn client_as(&self, profile: Option<&str>, identity: Option<&str>) -> Client {
+        let (session, drain) = Session::open_as(&self.gateway, profile).unwrap();
+        let meta = RequestMeta {
+            identity: identity.map(str::to_owned),
+            ..RequestMeta::default()
+        };
+        Client {
+            wire: Wire {
+                session,
+                drain,
+                meta,
+            },
+            next_id: 0,
+            kept: VecDeque::new(),
+        }
+    }
+
     /// A new client session on this gateway.
     pub(crate) fn client(&self) -> Client {
         Client {
