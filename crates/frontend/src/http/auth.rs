@@ -1,7 +1,7 @@
 //! Who is calling over HTTP: the bearer token of one request, checked against the configured static API keys
 //! (by SHA-256 digest, in constant time) and JWTs (against the keys of the JWKS file, asymmetric algorithms
 //! only), turned into a `Principal` (an identity for the audit log and the profile its sessions run under) or a
-//! `Rejection` (401 with `WWW-Authenticate`, 403 for a caller that may not come in).
+//! `Rejection` (401 with `WWW-Authenticate`).
 //!
 //! Only `Authorization: Bearer` is read: a token in the query string, a cookie or another scheme is never looked
 //! at. A rejection says only that the token is invalid; why is logged at debug level. The JWKS file is read once,
@@ -16,6 +16,10 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgo
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+/// Where the protected resource metadata is served (RFC 9728 §3), and its path-suffixed form for `/mcp`.
+pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+pub(crate) const METADATA_MCP_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
 
 /// Clock skew tolerated on `exp` and `nbf`.
 const LEEWAY_SECS: u64 = 30;
@@ -49,7 +53,8 @@ impl Principal {
     }
 }
 
-/// Why a request is not let in, as its HTTP answer.
+/// Why a request is not let in, as its HTTP answer: 401 with the challenge. (A caller whose profile cannot be
+/// served is answered 403 where its session is opened.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Rejection {
     pub status: StatusCode,
@@ -57,19 +62,11 @@ pub(crate) struct Rejection {
     pub challenge: Option<String>,
 }
 
-impl Rejection {
-    /// 403: the caller is known and may not do this.
-    pub(crate) fn forbidden() -> Self {
-        Self {
-            status: StatusCode::FORBIDDEN,
-            challenge: None,
-        }
-    }
-}
-
 impl IntoResponse for Rejection {
     fn into_response(self) -> Response {
-        let mut response = self.status.into_response();
+        let why = "authentication required: send a valid bearer token";
+        let body = crate::http::reply::error_body(jsonrpc::INVALID_REQUEST, why);
+        let mut response = (self.status, body).into_response();
         if let Some(value) = self.challenge.and_then(|c| HeaderValue::from_str(&c).ok()) {
             response
                 .headers_mut()
@@ -96,13 +93,22 @@ pub(crate) struct Authenticator {
     api_keys: Vec<ApiKey>,
     jwt: Option<Jwt>,
     resource: Option<String>,
+    authorization_servers: Vec<String>,
 }
 
 /// What was wrong with a presented token; logged, never told to the caller.
-#[derive(Debug)]
 enum Invalid {
     NoMatch,
     Jwt(String),
+}
+
+impl Invalid {
+    fn reason(&self) -> &str {
+        match self {
+            Invalid::NoMatch => "no API key matches and it is no JWT",
+            Invalid::Jwt(why) => why,
+        }
+    }
 }
 
 impl Authenticator {
@@ -122,6 +128,7 @@ impl Authenticator {
             api_keys: auth.api_keys.clone(),
             jwt,
             resource: auth.resource.clone(),
+            authorization_servers: auth.authorization_servers.clone(),
         })
     }
 
@@ -148,7 +155,7 @@ impl Authenticator {
         match self.verify(token) {
             Ok(principal) => Ok(principal),
             Err(why) => {
-                tracing::debug!(reason = ?why, "refused a bearer token");
+                tracing::debug!(reason = why.reason(), "refused a bearer token");
                 Err(challenge(&metadata, true))
             }
         }
@@ -192,7 +199,8 @@ impl Authenticator {
 
     /// The protected resource metadata document, `None` when no authentication is configured (nothing is
     /// protected, so nothing is advertised).
-    pub(crate) fn metadata(&self, headers: &HeaderMap, servers: &[String]) -> Option<Value> {
+    pub(crate) fn metadata(&self, headers: &HeaderMap) -> Option<Value> {
+        let servers = &self.authorization_servers;
         if !self.configured() {
             return None;
         }
@@ -204,6 +212,41 @@ impl Authenticator {
             doc["authorization_servers"] = serde_json::json!(servers);
         }
         Some(doc)
+    }
+}
+
+/// Checks at start that sessions can run under every profile an API key or the JWT settings name, so a key
+/// whose profile is missing, or sets the other mode, stops `serve` instead of failing its first request. A
+/// profile a token's claim names is checked when it is presented (403 if it cannot be served).
+pub(crate) fn check_profiles(auth: &HttpAuth, gateway: &gateway::Gateway) -> Result<(), HttpError> {
+    let named = auth
+        .api_keys
+        .iter()
+        .filter_map(|k| Some((format!("API key {:?}", k.name), k.profile.as_deref()?)))
+        .chain(
+            auth.jwt
+                .iter()
+                .filter_map(|j| Some(("http.auth.jwt.profile".to_owned(), j.profile.as_deref()?))),
+        );
+    for (by, profile) in named {
+        gateway.check_profile(profile).map_err(|e| {
+            HttpError::Auth(format!(
+                "{by} names profile {profile:?}, which cannot be served: {e}"
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// `GET /.well-known/oauth-protected-resource[/mcp]`: the protected resource metadata (RFC 9728), 404 when no
+/// authentication is configured.
+pub(crate) async fn metadata_route(
+    axum::extract::State(app): axum::extract::State<std::sync::Arc<crate::http::App>>,
+    headers: HeaderMap,
+) -> Response {
+    match app.auth.metadata(&headers) {
+        Some(doc) => crate::http::reply::json(StatusCode::OK, doc.to_string()),
+        None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 

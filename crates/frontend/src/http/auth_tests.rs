@@ -92,7 +92,7 @@ fn no_auth_configured_is_anonymous() {
         a.authenticate(&HeaderMap::new()),
         Ok(Principal::anonymous())
     );
-    assert!(a.metadata(&HeaderMap::new(), &[]).is_none());
+    assert!(a.metadata(&HeaderMap::new()).is_none());
 }
 
 #[test]
@@ -338,7 +338,7 @@ fn missing_or_malformed_jwks_file_is_named() {
 #[test]
 fn metadata_names_the_resource_and_its_servers() {
     let a = auth();
-    let doc = a.metadata(&HeaderMap::new(), &[ISS.to_owned()]).unwrap();
+    let doc = a.metadata(&HeaderMap::new()).unwrap();
     assert_eq!(doc["resource"], AUD);
     assert_eq!(doc["authorization_servers"], json!([ISS]));
     assert_eq!(doc["bearer_methods_supported"], json!(["header"]));
