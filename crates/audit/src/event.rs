@@ -34,6 +34,9 @@ pub enum EventKind {
     Approval,
     /// A call executed (or failed to).
     Execution,
+    /// A request to the HTTP admin surface (an explanation, a preview, readiness): what was asked, never its
+    /// arguments.
+    Admin,
 }
 
 /// Size and SHA-256 of a payload; the only trace of arguments and results in the log.

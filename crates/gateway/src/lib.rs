@@ -10,6 +10,7 @@
 #![deny(clippy::print_stdout)]
 
 mod adapt;
+mod admin;
 mod aggregate;
 mod approval;
 mod calls;

@@ -12,6 +12,7 @@
 //! It refuses to listen on a non-loopback address unless callers must authenticate: loopback is the only
 //! boundary an unauthenticated server has.
 
+mod admin;
 pub(crate) mod auth;
 mod modern;
 mod origin;
@@ -81,6 +82,8 @@ pub(crate) struct App {
     pub gateway: Arc<Gateway>,
     pub policy: OriginPolicy,
     pub auth: Authenticator,
+    /// The admin key's digest; the admin routes exist only with one.
+    pub admin: Option<[u8; 32]>,
     pub limits: HttpLimits,
     pub sessions: Arc<Table>,
     /// Requests in flight across all callers (`maxConcurrentRequests`).
@@ -122,6 +125,7 @@ impl HttpServer {
         let app = Arc::new(App {
             policy: OriginPolicy::new(addr, &http.allowed_hosts, &http.allowed_origins),
             auth,
+            admin: http.admin.as_ref().map(|a| a.sha256),
             limits: http.limits,
             sessions: Table::new(http.limits.max_sessions, http.limits.session_idle),
             requests: Arc::new(Semaphore::new(http.limits.max_concurrent_requests)),
@@ -180,7 +184,7 @@ fn router(app: Arc<App>) -> Router {
             Arc::clone(&app),
             authenticate,
         ));
-    Router::new()
+    let mut routes = Router::new()
         .route("/mcp", mcp)
         .route(
             auth::METADATA_PATH,
@@ -189,7 +193,11 @@ fn router(app: Arc<App>) -> Router {
         .route(
             auth::METADATA_MCP_PATH,
             axum::routing::get(auth::metadata_route),
-        )
+        );
+    if let Some(digest) = app.admin {
+        routes = routes.merge(admin::routes(digest));
+    }
+    routes
         .layer(middleware::from_fn_with_state(
             Arc::clone(&app),
             check_origin,

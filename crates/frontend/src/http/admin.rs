@@ -1,0 +1,182 @@
+//! The admin surface, as MCP Unified documents it, under the endpoint's path: `POST /mcp/policy/explain` (how a
+//! profile would decide a hypothetical call), `POST /mcp/profiles/{id}/tool-preview` (a profile's tool surface)
+//! and `GET /mcp/status` (readiness). Routed only when `http.admin` names a key, so every admin route is 404
+//! otherwise.
+//!
+//! The admin key comes in `X-MCP-Gateway-Admin-Key` (or `Authorization: Bearer`), compared by SHA-256 digest
+//! in constant time; an MCP API key is never an admin key (config refuses the same digest for both, and only the
+//! admin digest is compared here). Answers never echo raw arguments (sizes and hashes only), and each request is
+//! audited without them. The Host/Origin gate applies as it does for `/mcp`. The answers are the gateway's
+//! (`Gateway::explain_call`, `tool_preview`, `readiness`); this module only carries them.
+
+use crate::http::reply::json;
+use crate::http::App;
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use policy::Visibility;
+use serde_json::{json as value, Value};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// The header the admin key is sent in.
+pub(crate) const ADMIN_HEADER: &str = "x-mcp-gateway-admin-key";
+
+/// The admin routes, behind the admin key `digest`.
+pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
+    Router::new()
+        .route("/mcp/policy/explain", post(explain))
+        .route("/mcp/profiles/{id}/tool-preview", post(preview))
+        .route("/mcp/status", get(status))
+        .route_layer(middleware::from_fn(
+            move |request: Request, next: Next| async move {
+                if admitted(&digest, request.headers()) {
+                    next.run(request).await
+                } else {
+                    tracing::warn!("refused an admin request without the admin key");
+                    problem(StatusCode::UNAUTHORIZED, "the admin key is required")
+                }
+            },
+        ))
+}
+
+/// Whether the request carries the admin key: in its own header, else as a bearer token; exactly one value.
+fn admitted(digest: &[u8; 32], headers: &HeaderMap) -> bool {
+    let mut own = headers.get_all(ADMIN_HEADER).iter();
+    let presented = match (own.next(), own.next()) {
+        (Some(v), None) => v.to_str().ok().map(str::trim),
+        (Some(_), Some(_)) => None,
+        (None, _) => {
+            let mut auth = headers.get_all(header::AUTHORIZATION).iter();
+            match (auth.next(), auth.next()) {
+                (Some(v), None) => v
+                    .to_str()
+                    .ok()
+                    .and_then(|v| v.split_once(' '))
+                    .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                    .map(|(_, token)| token.trim()),
+                _ => None,
+            }
+        }
+    };
+    let Some(key) = presented.filter(|k| !k.is_empty()) else {
+        return false;
+    };
+    let got: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+    // Every byte is compared whatever differs first.
+    let diff = digest
+        .iter()
+        .zip(got.iter())
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    std::hint::black_box(diff) == 0
+}
+
+fn problem(status: StatusCode, message: &str) -> Response {
+    json(status, value!({"error": message}).to_string())
+}
+
+/// The request body as a JSON object (an empty body is `{}`), within the transport's body limit.
+async fn object(app: &App, body: Body) -> Result<serde_json::Map<String, Value>, Response> {
+    let bytes = axum::body::to_bytes(body, app.limits.max_body_bytes)
+        .await
+        .map_err(|_| problem(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large"))?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(serde_json::Map::new());
+    }
+    match serde_json::from_slice(&bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        _ => Err(problem(
+            StatusCode::BAD_REQUEST,
+            "the body must be a JSON object",
+        )),
+    }
+}
+
+fn text<'a>(
+    map: &'a serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, Response> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(problem(
+            StatusCode::BAD_REQUEST,
+            &format!("{key} must be a string"),
+        )),
+    }
+}
+
+/// A profile the configuration does not define (or that the gateway cannot serve) is 404.
+fn no_profile(e: &gateway::Error) -> Response {
+    tracing::debug!("admin request for a profile that cannot be served: {e}");
+    problem(StatusCode::NOT_FOUND, "no such profile is served here")
+}
+
+/// `POST /mcp/policy/explain` `{"profile_id"?, "tool_name", "arguments"?}`.
+async fn explain(State(app): State<Arc<App>>, body: Body) -> Response {
+    let map = match object(&app, body).await {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
+    let (profile, tool) = match (text(&map, "profile_id"), text(&map, "tool_name")) {
+        (Ok(p), Ok(Some(t))) => (p, t),
+        (Err(r), _) | (_, Err(r)) => return r,
+        (_, Ok(None)) => return problem(StatusCode::BAD_REQUEST, "tool_name is required"),
+    };
+    let arguments = map.get("arguments").cloned().unwrap_or_else(|| value!({}));
+    app.gateway
+        .audit_admin("admin.policy_explain", profile, Some(tool));
+    match app.gateway.explain_call(profile, tool, &arguments) {
+        Ok(Some(explained)) => json(StatusCode::OK, explained.to_string()),
+        Ok(None) => problem(StatusCode::NOT_FOUND, "no such tool is listed here"),
+        Err(e) => no_profile(&e),
+    }
+}
+
+/// `POST /mcp/profiles/{id}/tool-preview` `{"category"?, "include_denied"?}`.
+async fn preview(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Response {
+    let map = match object(&app, body).await {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
+    let category = match text(&map, "category") {
+        Ok(None) => None,
+        Ok(Some("visible")) => Some(Visibility::Visible),
+        Ok(Some("deferred")) => Some(Visibility::Deferred),
+        Ok(Some("blocked")) => Some(Visibility::Blocked),
+        Ok(Some("unavailable")) => Some(Visibility::Unavailable),
+        Ok(Some(_)) => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "category is one of visible, deferred, blocked, unavailable",
+            )
+        }
+        Err(r) => return r,
+    };
+    let include_denied = match map.get("include_denied") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return problem(StatusCode::BAD_REQUEST, "include_denied must be a boolean"),
+    };
+    app.gateway
+        .audit_admin("admin.tool_preview", Some(&id), None);
+    // Blocked tools are what `include_denied` asks for; a category of blocked asks for them too.
+    let include = include_denied || category == Some(Visibility::Blocked);
+    match app.gateway.tool_preview(Some(&id), category, include) {
+        Ok(preview) => json(StatusCode::OK, preview.to_string()),
+        Err(e) => no_profile(&e),
+    }
+}
+
+/// `GET /mcp/status`: readiness, with whether the admin surface is configured (it is, or this is a 404).
+async fn status(State(app): State<Arc<App>>) -> Response {
+    app.gateway.audit_admin("admin.status", None, None);
+    let mut ready = app.gateway.readiness();
+    ready["admin"] = value!(true);
+    ready["auth"] = value!(app.auth.configured());
+    json(StatusCode::OK, ready.to_string()).into_response()
+}

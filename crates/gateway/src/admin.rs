@@ -1,0 +1,134 @@
+//! What the admin surface asks the gateway: how a profile's policy would decide a hypothetical call (as
+//! `toolgate policy explain` explains it), a profile's tool surface (as `toolgate preview` shows it), and
+//! readiness. Answers carry no raw arguments: a call is described by its tool, its decision and what it touches,
+//! redacted as the audit log redacts it, and its arguments by size and SHA-256 only. Each question is audited.
+//!
+//! It runs nothing and holds nothing: no upstream is called, no approval is created.
+
+use crate::error::Error;
+use crate::gateway::Gateway;
+use crate::guard::OWN_SERVER;
+use audit::{AuditEvent, Digest, EventKind};
+use policy::Visibility;
+use serde_json::{json, Value};
+
+impl Gateway {
+    /// How `profile` (`None`: the served one) would decide a call of `exposed` (the name a client calls) with
+    /// `arguments`: effect, rule id, reason, operation and the redacted resources it touches. `None` when no
+    /// such tool is listed.
+    pub fn explain_call(
+        &self,
+        profile: Option<&str>,
+        exposed: &str,
+        arguments: &Value,
+    ) -> Result<Option<Value>, Error> {
+        let guard = self.profile_guard(profile)?;
+        let agg = self.aggregate();
+        let (server, tool) = match agg.route_tool(exposed) {
+            Some(route) => (route.server.clone(), route.name.clone()),
+            None if agg.tool_definition(exposed).is_some() => {
+                (OWN_SERVER.to_owned(), exposed.to_owned())
+            }
+            None => return Ok(None),
+        };
+        let explanation = guard.explain_tool(&server, &tool, arguments);
+        let (_, resources) = guard.check(&server, &tool, None, arguments);
+        let touches: Vec<String> = resources.iter().map(|r| audit::redact(r)).collect();
+        let d = &explanation.decision;
+        let digest = Digest::of_json(arguments);
+        Ok(Some(json!({
+            "profile_id": guard.profile(),
+            "tool_name": exposed,
+            "server": server,
+            "tool": tool,
+            "effect": d.effect.as_str(),
+            "rule_id": d.rule_id,
+            "reason": d.reason.as_str(),
+            "operation": d.operation.to_string(),
+            "hidden": explanation.hidden,
+            "touches": touches,
+            "arguments": {"bytes": digest.bytes, "sha256": digest.sha256},
+        })))
+    }
+
+    /// `profile`'s tool surface: every tool of the merged catalog as visible, deferred, blocked or unavailable,
+    /// with the reason and rule, plus one unavailable row per server that is down. `category` keeps one kind;
+    /// blocked tools are left out unless `include_denied`.
+    pub fn tool_preview(
+        &self,
+        profile: Option<&str>,
+        category: Option<Visibility>,
+        include_denied: bool,
+    ) -> Result<Value, Error> {
+        let guard = self.profile_guard(profile)?;
+        let agg = self.aggregate();
+        let pins = self.pins();
+        let surface = guard.surface(&agg.tool_owners, &pins, self.opts.quarantine_asks);
+        let mut rows: Vec<Value> = agg
+            .tools
+            .iter()
+            .zip(&agg.tool_owners)
+            .zip(&surface)
+            .map(|((def, (server, tool)), entry)| {
+                let exposed = def.get("name").and_then(Value::as_str).unwrap_or(tool);
+                (entry.visibility, exposed.to_owned(), server, entry)
+            })
+            .filter(|(v, ..)| include_denied || *v != Visibility::Blocked)
+            .filter(|(v, ..)| category.is_none_or(|c| c == *v))
+            .map(|(v, exposed, server, entry)| {
+                json!({"name": exposed, "server": server, "visibility": v,
+                       "reason": entry.reason, "rule_id": entry.rule_id})
+            })
+            .collect();
+        let down = self
+            .statuses()
+            .into_iter()
+            .filter(|s| s.state != upstream::State::Ready);
+        if category.is_none_or(|c| c == Visibility::Unavailable) {
+            for s in down {
+                rows.push(
+                    json!({"name": format!("{}__*", s.server), "server": s.server,
+                                 "visibility": Visibility::Unavailable, "reason": "SERVER_DOWN",
+                                 "rule_id": null}),
+                );
+            }
+        }
+        Ok(json!({"profile_id": guard.profile(), "tools": rows}))
+    }
+
+    /// Readiness for the admin surface: how many upstreams are up and down, and what is wrong, without secrets.
+    pub fn readiness(&self) -> Value {
+        let statuses = self.statuses();
+        let up = statuses
+            .iter()
+            .filter(|s| s.state == upstream::State::Ready)
+            .count();
+        let mut warnings: Vec<String> = statuses
+            .iter()
+            .filter(|s| s.state != upstream::State::Ready)
+            .map(|s| format!("server {} is {}", s.server, s.state.as_str()))
+            .collect();
+        if let crate::status::AuditHealth::Failing(p) = self.audit_health() {
+            warnings.push(format!("the audit log cannot be written: {p}"));
+        }
+        json!({
+            "ready": warnings.is_empty(),
+            "servers": {"up": up, "down": statuses.len() - up},
+            "audit": !matches!(self.audit_health(), crate::status::AuditHealth::Off),
+            "warnings": warnings,
+        })
+    }
+
+    /// Records one admin request: the route, the profile and tool it asked about, by the admin; never its
+    /// arguments.
+    pub fn audit_admin(&self, route: &str, profile: Option<&str>, tool: Option<&str>) {
+        let Some(state) = &self.state else { return };
+        let now = store::Timestamp::now().as_millis();
+        let mut e = AuditEvent::new(EventKind::Admin, now, &crate::ids::trace_id());
+        e.operation = route.to_owned();
+        e.profile = profile.unwrap_or_default().to_owned();
+        e.tool = tool.unwrap_or_default().to_owned();
+        e.actor = Some("admin".to_owned());
+        state.audit(&e);
+    }
+}
