@@ -13,6 +13,9 @@ use crate::status;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+/// How many of the last audit records `toolgate_audit_recent` searches for an authenticated caller's own.
+const OWN_RECORDS_SCAN: usize = 1000;
+
 /// toolgate's own tools, after the policy allowed them (`toolgate_resume` is the pipeline's: it re-enters
 /// it).
 pub(crate) async fn intrinsic(
@@ -46,12 +49,22 @@ pub(crate) async fn intrinsic(
                 .and_then(Value::as_u64)
                 .unwrap_or(20)
                 .min(50) as usize;
-            crate::intrinsics::audit_recent(
-                gw.state
-                    .as_ref()
-                    .map(|s| s.audit_tail(limit))
-                    .unwrap_or_default(),
-            )
+            let records = match (&gw.state, &ctx.principal) {
+                (None, _) => Vec::new(),
+                (Some(s), None) => s.audit_tail(limit),
+                // An authenticated HTTP caller sees its own calls only, never another identity's: its most
+                // recent among the last records written.
+                (Some(s), Some(me)) => {
+                    let mine: Vec<Value> = s
+                        .audit_tail(OWN_RECORDS_SCAN)
+                        .into_iter()
+                        .filter(|r| r.get("principal").and_then(Value::as_str) == Some(me))
+                        .collect();
+                    let skip = mine.len().saturating_sub(limit);
+                    mine.into_iter().skip(skip).collect()
+                }
+            };
+            crate::intrinsics::audit_recent(records)
         }
         other => return run_builtin(gw, other, arguments.clone(), None).await,
     };

@@ -147,3 +147,27 @@ async fn held_call_of_one_identity_cannot_be_resumed_by_another() {
     assert!(ran(&resumed), "{resumed}");
     h.stop(&[&owner, &other, &stdio]).await;
 }
+
+#[tokio::test]
+async fn recent_audit_of_one_identity_shows_nothing_of_another() {
+    let h = Harness::start_with_workspace_tools(policy()).await;
+    let mut a = h.client_as(Some("a"), Some("key:a"));
+    let mut b = h.client_as(Some("b"), Some("key:b"));
+    for c in [&mut a, &mut b] {
+        c.initialize(json!({})).await;
+    }
+    assert!(ran(&a.call("fx__add", json!({"a": 1, "b": 2})).await));
+    let tools_in = |answer: &Value| -> Vec<String> {
+        answer["result"]["structuredContent"]["events"]
+            .as_array()
+            .unwrap_or_else(|| panic!("events: {answer}"))
+            .iter()
+            .filter_map(|e| e["tool"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let seen_by_b = tools_in(&b.call("toolgate_audit_recent", json!({})).await);
+    assert!(!seen_by_b.contains(&"add".to_owned()), "{seen_by_b:?}");
+    let seen_by_a = tools_in(&a.call("toolgate_audit_recent", json!({})).await);
+    assert!(seen_by_a.contains(&"add".to_owned()), "{seen_by_a:?}");
+    h.stop(&[&a, &b]).await;
+}

@@ -251,6 +251,20 @@ impl Harness {
         fixture: FixtureOptions,
         configure: impl FnOnce(&mut config::Config),
     ) -> Self {
+        Self::start_serving(policy, fixture, configure, false).await
+    }
+
+    /// `start`, also serving toolgate's own workspace tools.
+    pub(crate) async fn start_with_workspace_tools(policy: Value) -> Self {
+        Self::start_serving(policy, FixtureOptions::default(), |_| {}, true).await
+    }
+
+    async fn start_serving(
+        policy: Value,
+        fixture: FixtureOptions,
+        configure: impl FnOnce(&mut config::Config),
+        workspace_tools: bool,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let workspace = dir.path().join("ws");
         std::fs::create_dir_all(&workspace).unwrap();
@@ -279,8 +293,17 @@ impl Harness {
         let links: HashMap<String, Arc<dyn upstream::Connector>> =
             HashMap::from([("fx".to_owned(), connector as Arc<dyn upstream::Connector>)]);
         let opts = Options::from_config(&config, false);
-        let gateway =
-            Gateway::start_linked(&config, opts, guard, Some(Arc::clone(&state)), None, &links);
+        let builtin = workspace_tools.then(|| {
+            Arc::new(builtin::Builtin::new(builtin::BuiltinConfig::new(&workspace)).unwrap())
+        });
+        let gateway = Gateway::start_linked(
+            &config,
+            opts,
+            guard,
+            Some(Arc::clone(&state)),
+            builtin,
+            &links,
+        );
         gateway.ready().await;
         Self {
             gateway,
