@@ -39,6 +39,7 @@ fn report(i: usize) -> ReportEvent {
         time: Timestamp::now(),
         trace_id: format!("trace-{i:08}"),
         profile: "default".into(),
+        principal: None,
         server: "fx".into(),
         tool: "echo".into(),
         operation: "tool.call".into(),

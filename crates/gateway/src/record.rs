@@ -120,6 +120,7 @@ impl CallRecord {
             time: Timestamp::now(),
             trace_id: self.trace_id.clone(),
             profile: self.profile.clone(),
+            principal: self.principal.clone(),
             server: self.server.clone(),
             tool: self.tool.clone(),
             operation: self.decision.operation.clone(),

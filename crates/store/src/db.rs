@@ -151,6 +151,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER tool_pins_delete_advances AFTER DELETE ON tool_pins
         BEGIN UPDATE pin_generation SET n = n + 1 WHERE id = 1; END;
     ",
+    // Who called, for calls an HTTP front end authenticated (`key:<name>`, `jwt:<issuer>#<subject>`).
+    "ALTER TABLE report_events ADD COLUMN principal TEXT;",
 ];
 
 /// The schema version this build writes.

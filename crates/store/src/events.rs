@@ -51,6 +51,8 @@ pub struct ReportEvent {
     pub trace_id: String,
     /// Policy profile in force.
     pub profile: String,
+    /// Who the front end authenticated as the caller; `None` on stdio.
+    pub principal: Option<String>,
     /// Upstream server (or `toolgate` for built-in tools).
     pub server: String,
     /// Tool name.
@@ -86,8 +88,8 @@ fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
     let duration = e.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
     conn.execute(
         "INSERT INTO report_events (time_ms, trace_id, profile, server, tool, operation,
-                                        decision, reason_code, outcome, duration_ms, error_class)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                        decision, reason_code, outcome, duration_ms, error_class, principal)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         params![
             e.time.as_millis(),
             name(&e.trace_id),
@@ -100,6 +102,7 @@ fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
             token(&e.outcome),
             duration,
             e.error_class.as_deref().map(token),
+            e.principal.as_deref().map(name),
         ],
     )?;
     Ok(())

@@ -18,6 +18,7 @@ fn event(
         time: T0,
         trace_id: "t".into(),
         profile: "dev".into(),
+        principal: None,
         server: server.into(),
         tool: tool.into(),
         operation: "fs.read".into(),
@@ -128,7 +129,8 @@ fn reporting_schema_has_no_payload_columns() {
             "reason_code",
             "outcome",
             "duration_ms",
-            "error_class"
+            "error_class",
+            "principal"
         ]
     );
 }
@@ -178,4 +180,28 @@ fn retention_by_age_and_count() {
         .report(GroupBy::Server, Some(T0.plus_millis(-DAY)))
         .unwrap();
     assert_eq!(r.rows[0].count, 2, "the newest events are the ones kept");
+}
+
+/// An HTTP caller's calls are reported under its identity; stdio's under none.
+#[test]
+fn report_events_name_the_caller() {
+    let env = Env::new();
+    let ns = env.namespace();
+    let mut s = env.store();
+    let mut by_key = event("fs", "read", Decision::Allow, "SUCCEEDED", Some(3));
+    by_key.principal = Some("key:ci".into());
+    s.record_event(&by_key).unwrap();
+    s.record_event(&event("fs", "read", Decision::Allow, "SUCCEEDED", Some(3)))
+        .unwrap();
+    drop(s);
+    let conn = Connection::open(ns.db_path()).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT principal FROM report_events ORDER BY id")
+        .unwrap();
+    let principals: Vec<Option<String>> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(principals, vec![Some("key:ci".to_owned()), None]);
 }

@@ -112,6 +112,7 @@ fn report_renders_table_json_and_csv() {
                 time: Timestamp::from_millis(now.as_millis() - age_ms),
                 trace_id: "t".into(),
                 profile: "dev".into(),
+                principal: None,
                 server: server.into(),
                 tool: "t".into(),
                 operation: "fs.read".into(),
