@@ -171,8 +171,7 @@ impl Gateway {
     /// or it is one of toolgate's read-only tools. Callers do not ask for refused calls: hooks cannot loosen them.
     pub(crate) fn hook_call(
         &self,
-        guard: &crate::guard::Guard,
-        trace_id: &str,
+        ctx: &crate::pipeline::CallContext,
         exposed: &str,
         server: &str,
         tool: &str,
@@ -185,7 +184,7 @@ impl Gateway {
         }
         let digest = audit::Digest::of_json(arguments);
         let call = HookCall {
-            trace_id: trace_id.to_owned(),
+            trace_id: ctx.trace_id.clone(),
             server: server.to_owned(),
             tool: tool.to_owned(),
             exposed: exposed.to_owned(),
@@ -193,7 +192,7 @@ impl Gateway {
             effect: d.effect,
             rule_id: d.rule_id.clone(),
             reason: d.reason.clone(),
-            profile: guard.profile().unwrap_or("default").to_owned(),
+            profile: ctx.guard.profile().unwrap_or("default").to_owned(),
             arguments_bytes: digest.bytes,
             arguments_sha256: digest.sha256,
             arguments: None,

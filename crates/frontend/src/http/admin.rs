@@ -79,19 +79,33 @@ fn problem(status: StatusCode, message: &str) -> Response {
     json(status, value!({"error": message}).to_string())
 }
 
+/// A request the admin surface refuses before asking the gateway anything.
+struct Problem(StatusCode, String);
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        problem(self.0, &self.1)
+    }
+}
+
 /// The request body as a JSON object (an empty body is `{}`), within the transport's body limit.
-async fn object(app: &App, body: Body) -> Result<serde_json::Map<String, Value>, Response> {
+async fn object(app: &App, body: Body) -> Result<serde_json::Map<String, Value>, Problem> {
     let bytes = axum::body::to_bytes(body, app.limits.max_body_bytes)
         .await
-        .map_err(|_| problem(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large"))?;
+        .map_err(|_| {
+            Problem(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the body is too large".into(),
+            )
+        })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(serde_json::Map::new());
     }
     match serde_json::from_slice(&bytes) {
         Ok(Value::Object(map)) => Ok(map),
-        _ => Err(problem(
+        _ => Err(Problem(
             StatusCode::BAD_REQUEST,
-            "the body must be a JSON object",
+            "the body must be a JSON object".into(),
         )),
     }
 }
@@ -99,13 +113,13 @@ async fn object(app: &App, body: Body) -> Result<serde_json::Map<String, Value>,
 fn text<'a>(
     map: &'a serde_json::Map<String, Value>,
     key: &str,
-) -> Result<Option<&'a str>, Response> {
+) -> Result<Option<&'a str>, Problem> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(problem(
+        Some(_) => Err(Problem(
             StatusCode::BAD_REQUEST,
-            &format!("{key} must be a string"),
+            format!("{key} must be a string"),
         )),
     }
 }
@@ -120,11 +134,11 @@ fn no_profile(e: &gateway::Error) -> Response {
 async fn explain(State(app): State<Arc<App>>, body: Body) -> Response {
     let map = match object(&app, body).await {
         Ok(m) => m,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let (profile, tool) = match (text(&map, "profile_id"), text(&map, "tool_name")) {
         (Ok(p), Ok(Some(t))) => (p, t),
-        (Err(r), _) | (_, Err(r)) => return r,
+        (Err(r), _) | (_, Err(r)) => return r.into_response(),
         (_, Ok(None)) => return problem(StatusCode::BAD_REQUEST, "tool_name is required"),
     };
     let arguments = map.get("arguments").cloned().unwrap_or_else(|| value!({}));
@@ -141,7 +155,7 @@ async fn explain(State(app): State<Arc<App>>, body: Body) -> Response {
 async fn preview(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Response {
     let map = match object(&app, body).await {
         Ok(m) => m,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let category = match text(&map, "category") {
         Ok(None) => None,
@@ -155,7 +169,7 @@ async fn preview(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body
                 "category is one of visible, deferred, blocked, unavailable",
             )
         }
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let include_denied = match map.get("include_denied") {
         None | Some(Value::Null) => false,

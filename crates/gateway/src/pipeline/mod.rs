@@ -146,8 +146,7 @@ async fn tool_stages(
     let hooked = match &verdict {
         Verdict::Refuse(_) => None,
         Verdict::Allow(d) | Verdict::Ask(d) => gw.hook_call(
-            &ctx.guard,
-            &ctx.trace_id,
+            ctx,
             &name,
             &server,
             &tool,
@@ -277,8 +276,7 @@ async fn resume_stage(
     let decision = RecordDecision::from_snapshot(&claimed.stored)
         .unwrap_or_else(|| RecordDecision::refused(RefusalCode::Failed));
     let hooked = gw.hook_call(
-        &ctx.guard,
-        &ctx.trace_id,
+        &ctx,
         &s.exposed,
         &s.server,
         &s.tool,
