@@ -110,3 +110,27 @@ pub(crate) fn status_for(error_code: Option<i64>, modern: bool) -> StatusCode {
         _ => StatusCode::OK,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modern_protocol_errors_are_400_and_unknown_methods_404() {
+        for code in [-32020, -32021, -32022] {
+            assert_eq!(
+                status_for(Some(code), true),
+                StatusCode::BAD_REQUEST,
+                "{code}"
+            );
+        }
+        assert_eq!(status_for(Some(-32601), true), StatusCode::NOT_FOUND);
+        assert_eq!(
+            status_for(Some(-32601), false),
+            StatusCode::OK,
+            "legacy errors ride on 200"
+        );
+        assert_eq!(status_for(Some(-32602), true), StatusCode::OK);
+        assert_eq!(status_for(None, true), StatusCode::OK);
+    }
+}
