@@ -24,6 +24,9 @@ use serde_json::json;
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 
+/// How long a request body may take to arrive.
+const BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How much of each end of an oversized body is searched for its id (as the stdio framing keeps).
 const EDGE: usize = 512;
 
@@ -57,7 +60,13 @@ async fn handle(
     let permit = Arc::clone(&app.requests)
         .try_acquire_owned()
         .map_err(|_| Refusal::Busy("too many requests in flight; retry later"))?;
-    let bytes = read_body(body, headers, app.limits.max_body_bytes).await?;
+    // A body that trickles in holds a request slot; past the wait it is cut off rather than waited on.
+    let bytes = tokio::time::timeout(
+        BODY_WAIT,
+        read_body(body, headers, app.limits.max_body_bytes),
+    )
+    .await
+    .map_err(|_| Refusal::SlowBody)??;
     let session_id = single_header(headers, SESSION_HEADER)?;
     let version = single_header(headers, "mcp-protocol-version")?;
     if bytes.len() > app.decode_limits.max_message_bytes {

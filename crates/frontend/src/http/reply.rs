@@ -14,6 +14,8 @@ pub(crate) enum Refusal {
     Forbidden(String),
     /// The body is larger than `http.limits.maxBodyBytes`.
     TooLarge(usize),
+    /// The body did not arrive within the wait.
+    SlowBody,
     /// The client does not accept what this endpoint answers with.
     NotAcceptable(&'static str),
     /// The body is not declared as JSON.
@@ -39,6 +41,11 @@ impl IntoResponse for Refusal {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 jsonrpc::INVALID_REQUEST,
                 format!("request body exceeds the limit of {max} bytes"),
+            ),
+            Refusal::SlowBody => (
+                StatusCode::REQUEST_TIMEOUT,
+                jsonrpc::INVALID_REQUEST,
+                "the request body did not arrive in time".to_owned(),
             ),
             Refusal::NotAcceptable(why) => (
                 StatusCode::NOT_ACCEPTABLE,

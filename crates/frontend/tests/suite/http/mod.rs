@@ -111,11 +111,16 @@ impl Served {
 
     /// A legacy session, initialized: its id.
     pub async fn initialize(&self) -> String {
+        self.initialize_with(json!({})).await
+    }
+
+    /// A legacy session declaring `capabilities`, initialized: its id.
+    pub async fn initialize_with(&self, capabilities: Value) -> String {
         let answer = self
             .post(
                 &[],
                 &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities,
                            "clientInfo": {"name": "t", "version": "1"}}}),
             )
             .await;
@@ -169,8 +174,8 @@ impl Answer {
         let text = self.text();
         let data = text
             .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .last()
+            .rev()
+            .find_map(|l| l.strip_prefix("data: "))
             .unwrap_or(&text);
         serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {text}"))
     }

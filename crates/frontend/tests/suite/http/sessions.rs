@@ -230,3 +230,39 @@ async fn a_request_id_in_flight_twice_is_refused() {
         "the first request still gets its own answer"
     );
 }
+
+/// An upstream's question during a call reaches the client on that call's SSE response; the client answers with
+/// a POST of its own (202), and the call's result follows on the first stream.
+#[tokio::test]
+async fn upstream_elicitation_rides_on_the_calls_stream_and_its_answer_is_a_post() {
+    let s = Served::start().await;
+    let sid = s.initialize_with(json!({"elicitation": {}})).await;
+    let h = format!("Mcp-Session-Id: {sid}");
+    let mut conn = Conn::open(s.addr).await;
+    let body = call(3, "fx__elicit", json!({"message": "proceed?"})).to_string();
+    conn.send(&s.post_head(&[&h], body.len()), body.as_bytes())
+        .await;
+    let (status, _) = conn.head().await;
+    assert_eq!(status, 200);
+    let event = String::from_utf8(conn.chunk().await.expect("an event")).unwrap();
+    let data = event
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap();
+    let question: serde_json::Value = serde_json::from_str(data).unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {}}});
+    assert_eq!(s.post(&[&h], &answer).await.status, 202);
+    let mut rest = String::new();
+    while let Some(chunk) = conn.chunk().await {
+        rest.push_str(&String::from_utf8(chunk).unwrap());
+    }
+    let last = rest
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap();
+    let result: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(result["id"], 3);
+    assert_eq!(result["result"]["content"][0]["text"], "accept", "{result}");
+}
