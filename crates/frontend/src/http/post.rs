@@ -142,6 +142,9 @@ async fn legacy(
         Message::Request { id: ref rid, .. } => {
             let rid = rid.clone();
             let Some(sub) = entry.router.open(Stream::Request(rid.clone())) else {
+                if entry.router.stopped_now() {
+                    return Err(Refusal::UnknownSession);
+                }
                 return Err(Refusal::BadRequest(format!(
                     "request id {rid} is already in flight on this session; ids must be unique among open requests"
                 )));

@@ -79,6 +79,11 @@ impl Router {
         })
     }
 
+    /// Whether the session ended (its streams can no longer be opened).
+    pub(crate) fn stopped_now(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
     /// Ends `stream` (its request was cancelled: no answer will come).
     pub(crate) fn end(&self, stream: &Stream) {
         self.routes().open.remove(stream);

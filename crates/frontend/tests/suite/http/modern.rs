@@ -213,3 +213,63 @@ async fn missing_client_capabilities_is_answered_as_the_gateway_decides() {
         .await;
     assert_eq!(a.error_code(), Some(-32602), "{}", a.text());
 }
+
+/// A listen request's response stream stays open and carries the list changes the client opted in to, caused
+/// here by another client's request.
+#[tokio::test]
+async fn listen_stream_stays_open_and_carries_list_changes() {
+    let s = Served::start().await;
+    let listen = modern(
+        1,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    );
+    let body = listen.to_string();
+    let mut conn = super::Conn::open(s.addr).await;
+    let head = s.post_head(
+        &[
+            "MCP-Protocol-Version: 2026-07-28",
+            "Mcp-Method: subscriptions/listen",
+        ],
+        body.len(),
+    );
+    conn.send(&head, body.as_bytes()).await;
+    let (status, _) = conn.head().await;
+    assert_eq!(status, 200);
+    let first = String::from_utf8(conn.chunk().await.unwrap()).unwrap();
+    assert!(
+        first.contains("notifications/subscriptions/acknowledged"),
+        "{first}"
+    );
+    let add = modern(
+        2,
+        "tools/call",
+        json!({"name": "fx__add_tool", "arguments": {"name": "fresh"}}),
+    );
+    let a = s
+        .post(
+            &[
+                "MCP-Protocol-Version: 2026-07-28",
+                "Mcp-Method: tools/call",
+                "Mcp-Name: fx__add_tool",
+            ],
+            &add,
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text());
+    let changed = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            let chunk =
+                String::from_utf8(conn.chunk().await.expect("the stream stays open")).unwrap();
+            if chunk.contains("notifications/tools/list_changed") {
+                return chunk;
+            }
+        }
+    })
+    .await
+    .expect("a list change within 20 s");
+    assert!(
+        changed.contains("io.modelcontextprotocol/subscriptionId"),
+        "{changed}"
+    );
+}
