@@ -32,12 +32,16 @@ struct Served {
 
 impl Served {
     fn start(setup: &Setup) -> Self {
+        Self::start_with(setup, &["--http", "127.0.0.1:0"])
+    }
+
+    fn start_with(setup: &Setup, http: &[&str]) -> Self {
         let mut child = Command::new(toolgate())
             .args(["serve", "--config"])
             .arg(&setup.config)
             .arg("--workspace")
             .arg(setup.workspace())
-            .args(["--http", "127.0.0.1:0"])
+            .args(http)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -239,4 +243,35 @@ fn sigterm_ends_the_server_with_a_get_stream_open() {
     assert!(status.success(), "{status:?}");
     let curl = stream.wait().unwrap();
     assert!(curl.code().is_some(), "the GET stream ended");
+}
+
+#[test]
+fn http_flag_without_an_address_uses_the_configs_listen() {
+    let setup = Setup::with(
+        |dir| json!({"mcpServers": {}, "stateDir": dir.join("state"), "http": {"listen": "127.0.0.1:0"}}),
+    );
+    let served = Served::start_with(&setup, &["--http"]);
+    assert!(
+        served.url.starts_with("http://127.0.0.1:") && served.url.ends_with("/mcp"),
+        "{}",
+        served.url
+    );
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-X",
+            "DELETE",
+        ])
+        .arg(&served.url)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "400",
+        "a DELETE without a session id"
+    );
 }

@@ -140,8 +140,8 @@ async fn other_methods_are_405_with_allow() {
 
 #[tokio::test]
 async fn configured_keys_refuse_a_request_without_a_bearer() {
-    let s = Served::with(|h| {
-        h.auth.api_keys.push(config::ApiKey {
+    let s = Served::with(|c| {
+        c.http.auth.api_keys.push(config::ApiKey {
             name: "ci".into(),
             sha256: [7; 32],
             profile: None,

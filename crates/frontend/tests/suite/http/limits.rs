@@ -7,7 +7,7 @@ use std::time::Duration;
 
 #[tokio::test]
 async fn body_over_the_limit_is_413_by_its_length() {
-    let s = Served::with(|h| h.limits.max_body_bytes = 1000).await;
+    let s = Served::with(|c| c.http.limits.max_body_bytes = 1000).await;
     let mut conn = Conn::open(s.addr).await;
     // Declares more than the limit and sends almost nothing: refused without waiting for the rest.
     conn.send(&s.post_head(&[], 5_000_000), b"{").await;
@@ -16,7 +16,7 @@ async fn body_over_the_limit_is_413_by_its_length() {
 
 #[tokio::test]
 async fn chunked_body_over_the_limit_is_413_without_reading_it_all() {
-    let s = Served::with(|h| h.limits.max_body_bytes = 1000).await;
+    let s = Served::with(|c| c.http.limits.max_body_bytes = 1000).await;
     let mut conn = Conn::open(s.addr).await;
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
@@ -31,6 +31,22 @@ async fn chunked_body_over_the_limit_is_413_without_reading_it_all() {
             .unwrap();
     }
     assert_eq!(conn.answer().await.status, 413);
+}
+
+/// A body within the HTTP limit but over the message limit is answered as stdio answers an oversized line: a
+/// parse error naming the size, with the id recovered from the body's edges.
+#[tokio::test]
+async fn body_over_the_message_limit_is_answered_like_an_oversized_line() {
+    let s = Served::with(|c| {
+        c.limits.max_message_bytes.value = 2048;
+        c.http.limits.max_body_bytes = 1 << 20;
+    })
+    .await;
+    let body = call(42, "fx__echo", json!({"text": "x".repeat(10_000)})).to_string();
+    let a = s.raw(&s.post_head(&[], body.len()), body.as_bytes()).await;
+    assert_eq!(a.status, 400);
+    assert_eq!(a.error_code(), Some(-32700));
+    assert_eq!(a.json()["id"], 42, "{}", a.text());
 }
 
 #[tokio::test]
@@ -72,7 +88,7 @@ async fn wrong_accept_or_content_type_is_refused() {
 
 #[tokio::test]
 async fn requests_beyond_the_concurrency_limit_are_503() {
-    let s = Served::with(|h| h.limits.max_concurrent_requests = 1).await;
+    let s = Served::with(|c| c.http.limits.max_concurrent_requests = 1).await;
     let sid = s.initialize().await;
     let h = format!("Mcp-Session-Id: {sid}");
     let mut slow = Conn::open(s.addr).await;

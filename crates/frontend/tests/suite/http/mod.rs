@@ -30,8 +30,8 @@ impl Served {
         Self::with(|_| {}).await
     }
 
-    /// Started with the `http` section `adjust` leaves.
-    pub async fn with(adjust: impl FnOnce(&mut config::HttpConfig)) -> Self {
+    /// Started with the config `adjust` leaves.
+    pub async fn with(adjust: impl FnOnce(&mut config::Config)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let workspace = dir.path().join("ws");
         std::fs::create_dir_all(&workspace).unwrap();
@@ -45,7 +45,7 @@ impl Served {
             &config::Overrides::default(),
         )
         .unwrap();
-        adjust(&mut config.http);
+        adjust(&mut config);
         let guard = Arc::new(Guard::load(&config, &workspace).unwrap());
         let connector = Arc::new(MemoryConnector::new(|end| {
             tokio::spawn(test_support::serve(

@@ -91,7 +91,7 @@ async fn unsupported_protocol_version_header_is_400() {
 
 #[tokio::test]
 async fn idle_session_expires() {
-    let s = Served::with(|h| h.limits.session_idle = Duration::from_millis(300)).await;
+    let s = Served::with(|c| c.http.limits.session_idle = Duration::from_millis(300)).await;
     let sid = s.initialize().await;
     let h = format!("Mcp-Session-Id: {sid}");
     assert_eq!(
@@ -109,7 +109,7 @@ async fn idle_session_expires() {
 
 #[tokio::test]
 async fn sessions_beyond_the_limit_are_503_with_retry_after() {
-    let s = Served::with(|h| h.limits.max_sessions = 2).await;
+    let s = Served::with(|c| c.http.limits.max_sessions = 2).await;
     s.initialize().await;
     let second = s.initialize().await;
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
