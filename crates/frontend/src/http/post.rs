@@ -87,9 +87,12 @@ async fn handle(
         protocol_version: version.map(str::to_owned),
         identity: principal.identity.clone(),
     };
+    // A request is modern by its `_meta` version, or by a header declaring the modern version (then its missing
+    // `_meta` version is a header mismatch, not a legacy request in disguise).
+    let header_modern = version == Some(SUPPORTED_VERSIONS[0]);
     let modern = match &message {
-        Message::Request { params, .. } => meta_version(params.as_ref()).is_some(),
-        _ => session_id.is_none() && version == Some(SUPPORTED_VERSIONS[0]),
+        Message::Request { params, .. } => meta_version(params.as_ref()).is_some() || header_modern,
+        _ => session_id.is_none() && header_modern,
     };
     if modern {
         if session_id.is_some() {
