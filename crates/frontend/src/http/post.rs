@@ -23,6 +23,7 @@ use jsonrpc::{decode, error_object, error_response};
 use serde_json::json;
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
 
 /// How long a request body may take to arrive.
 const BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -205,7 +206,7 @@ async fn modern_request(
     };
     let (session, drain) = Session::open(&app.gateway);
     session.handle(message, &meta).await;
-    let ends = EndsWith(session);
+    let ends = EndsWith::watch(session);
     Ok(respond(
         Source::Direct(drain),
         Until::Response(rid),
@@ -215,12 +216,31 @@ async fn modern_request(
     .await)
 }
 
-/// A session that ends when the response it serves does (or when its client hangs up).
-struct EndsWith(Arc<Session>);
+/// A session that ends when the response it serves does, when its client hangs up, or when its client stops
+/// reading and its outbox overflows (then at once, so its call is cancelled rather than run for nobody).
+struct EndsWith {
+    session: Arc<Session>,
+    done: CancellationToken,
+}
+
+impl EndsWith {
+    fn watch(session: Arc<Session>) -> Self {
+        let done = CancellationToken::new();
+        let (watched, until) = (Arc::clone(&session), done.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = watched.closed() => watched.close(),
+                () = until.cancelled() => {}
+            }
+        });
+        Self { session, done }
+    }
+}
 
 impl Drop for EndsWith {
     fn drop(&mut self) {
-        self.0.close();
+        self.done.cancel();
+        self.session.close();
     }
 }
 

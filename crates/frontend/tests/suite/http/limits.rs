@@ -163,3 +163,47 @@ async fn slow_client_that_never_reads_its_sse_stream_is_bounded_and_closed() {
     );
     drop(stuck);
 }
+
+/// The same for a 2026-07-28 request: its own session ends once its client stops reading, and its call is
+/// cancelled upstream instead of running for nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_client_that_never_reads_its_sse_stream_has_its_call_cancelled() {
+    let s = Served::start().await;
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}, "progressToken": "flood"});
+    let req = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "fx__slow", "arguments": {"steps": 100_000, "delay_ms": 0}, "_meta": meta}});
+    let body = req.to_string();
+    let headers = [
+        "MCP-Protocol-Version: 2026-07-28",
+        "Mcp-Method: tools/call",
+        "Mcp-Name: fx__slow",
+    ];
+    let mut stuck = Conn::open_small(s.addr).await;
+    stuck
+        .send(&s.post_head(&headers, body.len()), body.as_bytes())
+        .await;
+    let count = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "fx__cancelled", "arguments": {},
+                   "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let probe = [
+        "MCP-Protocol-Version: 2026-07-28",
+        "Mcp-Method: tools/call",
+        "Mcp-Name: fx__cancelled",
+    ];
+    let mut cancelled = false;
+    for _ in 0..600 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let a = s.post(&probe, &count).await;
+        if a.json()["result"]["structuredContent"]["cancelled"].as_u64() > Some(0) {
+            cancelled = true;
+            break;
+        }
+    }
+    assert!(
+        cancelled,
+        "the call of a client that stopped reading is cancelled upstream"
+    );
+    drop(stuck);
+}
