@@ -266,3 +266,33 @@ async fn upstream_elicitation_rides_on_the_calls_stream_and_its_answer_is_a_post
     assert_eq!(result["id"], 3);
     assert_eq!(result["result"]["content"][0]["text"], "accept", "{result}");
 }
+
+/// A list change that happens before the client opened its GET stream is not lost: it is delivered first when
+/// the stream opens.
+#[tokio::test]
+async fn session_messages_before_the_get_stream_opens_are_delivered_on_it() {
+    let s = Served::start().await;
+    let sid = s.initialize().await;
+    let h = format!("Mcp-Session-Id: {sid}");
+    let a = s
+        .post(&[&h], &call(1, "fx__add_tool", json!({"name": "fresh"})))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let head = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}",
+        s.host()
+    );
+    let mut get = Conn::open(s.addr).await;
+    get.send(&head, b"").await;
+    assert_eq!(get.head().await.0, 200);
+    let event = tokio::time::timeout(Duration::from_secs(10), get.chunk())
+        .await
+        .expect("an event")
+        .expect("the stream is open");
+    let event = String::from_utf8(event).unwrap();
+    assert!(
+        event.contains("notifications/tools/list_changed"),
+        "{event}"
+    );
+}
