@@ -25,6 +25,7 @@ mod forwarding;
 mod framing;
 mod hooks;
 mod host_resolution;
+mod http;
 mod http_isolation;
 mod interop;
 mod isolation;

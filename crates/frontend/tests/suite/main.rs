@@ -4,6 +4,7 @@
 // Tests fail by panicking; unwrap and expect are the clearest way to say what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod http;
 mod http_admin;
 mod http_auth;
 mod stdio;
