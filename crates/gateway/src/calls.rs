@@ -4,6 +4,10 @@
 //! Each step is a function of the `Gateway` and, where it reaches the requester, the call's `CallContext`.
 
 use crate::approval;
+use crate::bridge;
+use crate::outbox::Stream;
+use crate::session::ClientEra;
+use upstream::Era;
 use crate::contract;
 use crate::gateway::Gateway;
 use crate::guard::{Verdict, OWN_SERVER};
@@ -139,7 +143,7 @@ pub(crate) async fn forward(
     };
     // The requester's token never reaches the upstream: with a way back it is replaced by a gateway token
     // routed to the requester for as long as the call runs; without one it is dropped.
-    let _progress = match (params.pointer("/_meta/progressToken"), &ctx.progress) {
+    let progress = match (params.pointer("/_meta/progressToken"), &ctx.progress) {
         (None, _) => None,
         (Some(_), Some(progress)) => {
             let route = gw.register_progress(progress.clone());
@@ -153,22 +157,43 @@ pub(crate) async fn forward(
             None
         }
     };
-    // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
-    // client request that caused it); with no client behind the call it goes nowhere (`route`).
-    let _call = match ctx
+    let requester = ctx
         .requester
         .as_ref()
-        .and_then(|r| Some((r.session.upgrade()?, r)))
+        .and_then(|r| Some((r.session.upgrade()?, r)));
+    let client_era = requester.as_ref().map(|(s, _)| s.lock().era.clone());
+    // A modern client's tool call on a legacy upstream: what the upstream asks becomes input_required (`bridge`).
+    if let (Some((session, _)), Some(ClientEra::Modern), Some(Era::Legacy(_)), "tools/call") =
+        (&requester, &client_era, conn.era(), method)
     {
+        let timeout = up.request_timeout();
+        return bridge::forward(gw, ctx, session, conn, server, timeout, params, progress).await;
+    }
+    // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
+    // client request that caused it); with no client behind the call it goes nowhere (`route`).
+    let _call = match &requester {
         Some((session, r)) => gw
             .correlation
-            .begin_for(server, &session, Some(r.request.clone())),
+            .begin_for(server, session, Some(r.request.clone())),
         None => gw.correlation.begin_unowned(server, &ctx.trace_id),
     };
     let answer = conn
-        .request(method, Some(params), up.request_timeout(), &ctx.cancel)
+        .request(method, Some(params.clone()), up.request_timeout(), &ctx.cancel)
         .await;
-    CallOutcome::from_upstream(answer)
+    // A modern upstream's input_required for a legacy client: toolgate asks the client and retries (`bridge`).
+    match (answer, &requester, client_era) {
+        (Ok(answer), Some((session, r)), Some(ClientEra::Legacy(_)))
+            if bridge::is_input_required(&answer) =>
+        {
+            let stream = Stream::Request(r.request.clone());
+            let timeout = up.request_timeout();
+            bridge::answer_for_legacy(
+                gw, ctx, session, stream, &conn, timeout, method, params, answer,
+            )
+            .await
+        }
+        (answer, _, _) => CallOutcome::from_upstream(answer),
+    }
 }
 
 /// A toolgate refusal as an outcome.

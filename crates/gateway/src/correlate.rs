@@ -13,6 +13,7 @@
 //! yet handled: a log line the loop took while it waited on a catalog rebuild is no longer queued, but not yet
 //! routed either); otherwise a log line written just before the answer would find no call and go to every client.
 
+use crate::bridge::AskSink;
 use crate::session::Session;
 use jsonrpc::Id;
 use serde_json::Value;
@@ -30,6 +31,9 @@ pub(crate) enum Cause {
     Call {
         session: Weak<Session>,
         request: Option<Id>,
+        /// Set when the call is bridged for a modern client (`bridge`): the upstream's requests go there, to
+        /// become `inputRequests` of the client's result, instead of to a session.
+        bridge: Option<AskSink>,
     },
     /// Calls of this many different sessions are in flight: the message cannot be attributed.
     Ambiguous { sessions: usize },
@@ -43,6 +47,7 @@ struct Call {
     session_id: String,
     session: Weak<Session>,
     request: Option<Id>,
+    bridge: Option<AskSink>,
     /// Once the call ended: the count of handled events after which it is forgotten.
     forget_after: Option<u64>,
 }
@@ -118,14 +123,22 @@ impl Correlation {
         session: &Arc<Session>,
         request: Option<Id>,
     ) -> CallGuard {
-        self.insert(server, session.id.clone(), Arc::downgrade(session), request)
+        self.insert(server, session.id.clone(), Arc::downgrade(session), request, None)
+    }
+
+    /// Records a call in flight on `server` bridged for a modern client: what the upstream asks while it runs goes
+    /// to `sink`. Each bridged call counts as a requester of its own, so a request while it and any other call are
+    /// in flight is ambiguous and refused, as between two sessions.
+    pub(crate) fn begin_bridged(self: &Arc<Self>, server: &str, sink: AskSink) -> CallGuard {
+        let key = format!("bridged call {}", crate::ids::session_id());
+        self.insert(server, key, Weak::new(), None, Some(sink))
     }
 
     /// Records a call in flight on `server` that no client session stands behind (a code-mode run's call):
     /// what the upstream asks while it runs has no client to go to, so it is refused, and it is never
     /// attributed to some other session that happens to be open.
     pub(crate) fn begin_unowned(self: &Arc<Self>, server: &str, trace_id: &str) -> CallGuard {
-        self.insert(server, format!("call {trace_id}"), Weak::new(), None)
+        self.insert(server, format!("call {trace_id}"), Weak::new(), None, None)
     }
 
     fn insert(
@@ -134,6 +147,7 @@ impl Correlation {
         session_id: String,
         session: Weak<Session>,
         request: Option<Id>,
+        bridge: Option<AskSink>,
     ) -> CallGuard {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().calls.insert(
@@ -143,6 +157,7 @@ impl Correlation {
                 session_id,
                 session,
                 request,
+                bridge,
                 forget_after: None,
             },
         );
@@ -175,6 +190,7 @@ impl Correlation {
                 } else {
                     None
                 },
+                bridge: first.bridge.clone(),
             },
             n => Cause::Ambiguous { sessions: n },
         }

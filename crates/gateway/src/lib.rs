@@ -12,6 +12,7 @@
 mod adapt;
 mod aggregate;
 mod approval;
+mod bridge;
 mod calls;
 mod canon;
 mod codemode;

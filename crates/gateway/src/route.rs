@@ -14,9 +14,12 @@
 //! session; either way only where that session's own level admits them. Each upstream is set to the most verbose
 //! level any open session asked for. Resource updates go only to the sessions subscribed to that URI on that
 //! upstream; the upstream holds one subscription for all of them, ended when the last one unsubscribes or closes.
-//! Modern clients receive none of these notifications, as before: they come on request streams this
-//! version does not keep open.
+//!
+//! A call bridged for a modern client (`bridge`) is attributed like any other; what it asks goes to the bridge,
+//! which turns it into the `inputRequests` of the client's result, instead of to a session. Modern clients
+//! receive log messages and resource updates on no stream: they have no session stream to carry them.
 
+use crate::bridge::{AskSink, Asked};
 use crate::correlate::Cause;
 use crate::errors::invalid_params;
 use crate::gateway::Gateway;
@@ -70,8 +73,16 @@ impl LogLevel {
     }
 }
 
+/// Where an upstream's request goes.
+pub(crate) enum Target {
+    /// Relayed to this session, on the stream of the client request that caused it (when one did).
+    Session(Arc<Session>, Option<Id>),
+    /// Caught for a call bridged for a modern client.
+    Bridge(AskSink),
+}
+
 /// The client capability an upstream request needs; `None` for requests toolgate never relays.
-fn needed_capability(method: &str) -> Option<&'static str> {
+pub(crate) fn needed_capability(method: &str) -> Option<&'static str> {
     match method {
         "sampling/createMessage" => Some("sampling"),
         "elicitation/create" => Some("elicitation"),
@@ -87,7 +98,7 @@ impl Gateway {
         &self,
         server: &str,
         method: &str,
-    ) -> Result<(Arc<Session>, Option<Id>), Value> {
+    ) -> Result<Target, Value> {
         let refused = |why: String| Err(error_object(jsonrpc::METHOD_NOT_FOUND, why, None));
         let unattributed = |why: String| Err(error_object(jsonrpc::INTERNAL_ERROR, why, None));
         let Some(cap) = needed_capability(method) else {
@@ -101,7 +112,12 @@ impl Gateway {
             ));
         }
         match self.correlation.cause(server) {
-            Cause::Call { session, request } => {
+            Cause::Call {
+                bridge: Some(sink), ..
+            } => Ok(Target::Bridge(sink)),
+            Cause::Call {
+                session, request, ..
+            } => {
                 let Some(session) = session.upgrade().filter(|s| s.is_open()) else {
                     return unattributed(format!(
                         "toolgate cannot relay {method}: the call that caused it has no client to ask (the client is gone, or no client session stands behind the call)"
@@ -109,7 +125,7 @@ impl Gateway {
                 };
                 match session.relay_refusal(method, cap) {
                     Some(why) => refused(why),
-                    None => Ok((session, request)),
+                    None => Ok(Target::Session(session, request)),
                 }
             }
             Cause::Ambiguous { sessions } => unattributed(format!(
@@ -127,7 +143,7 @@ impl Gateway {
                     .filter(|s| s.relay_refusal(method, cap).is_none())
                     .collect();
                 match (able.as_slice(), open.as_slice()) {
-                    ([one], _) => Ok((Arc::clone(one), None)),
+                    ([one], _) => Ok(Target::Session(Arc::clone(one), None)),
                     ([], []) => unattributed("no client is connected".to_owned()),
                     ([], [only]) => refused(only.relay_refusal(method, cap).unwrap_or_default()),
                     ([], _) => refused(format!(
@@ -152,7 +168,26 @@ impl Gateway {
         params: Option<Value>,
     ) {
         match self.route_request(server, &method) {
-            Ok((session, cause)) => session.relay(server, id, method, params, cause).await,
+            Ok(Target::Session(session, cause)) => {
+                session.relay(server, id, method, params, cause).await
+            }
+            Ok(Target::Bridge(sink)) => {
+                let asked = Asked {
+                    upstream_id: id,
+                    method,
+                    params,
+                };
+                if let Err(refused) = sink.try_send(asked) {
+                    let asked = refused.into_inner();
+                    let err = error_object(
+                        jsonrpc::INTERNAL_ERROR,
+                        "toolgate cannot take more requests for this call now",
+                        None,
+                    );
+                    self.answer_upstream(server, asked.upstream_id, Err(err))
+                        .await;
+                }
+            }
             Err(err) => {
                 tracing::info!(server, method, error = %err, "upstream request refused");
                 self.answer_upstream(server, id, Err(err)).await;
@@ -230,7 +265,7 @@ impl Gateway {
         self.upstreams()
             .iter()
             .filter(|up| {
-                matches!(self.route_request(up.name(), "roots/list"), Ok((s, _)) if s.id == session.id)
+                matches!(self.route_request(up.name(), "roots/list"), Ok(Target::Session(s, _)) if s.id == session.id)
             })
             .cloned()
             .collect()

@@ -150,6 +150,14 @@ impl Session {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The identity this session serves (`RequestMeta::identity` of its first message).
+    pub(crate) fn identity(&self) -> Option<String> {
+        match &self.lock().binding {
+            Binding::To(identity) => identity.clone(),
+            Binding::Unbound => None,
+        }
+    }
+
     /// Whether the session still serves its client (not closed, and its outbox did not overflow).
     pub fn is_open(&self) -> bool {
         !self.lock().closed && !self.out.is_closed()
@@ -381,8 +389,8 @@ impl Session {
                 "toolgate cannot relay {method}: the client has not initialized its connection"
             )),
             ClientEra::Modern => Some(format!(
-                "toolgate cannot relay {method}: the client speaks protocol {MODERN_VERSION}, and bridging \
-                 server requests into multi round-trip results is not supported yet"
+                "toolgate cannot relay {method}: the client speaks protocol {MODERN_VERSION}, which has no \
+                 server requests; toolgate turns them into input_required results of tools/call only"
             )),
         }
     }
