@@ -5,17 +5,17 @@
 
 use crate::approval;
 use crate::bridge;
-use crate::outbox::Stream;
-use crate::session::ClientEra;
-use upstream::Era;
 use crate::contract;
 use crate::gateway::Gateway;
 use crate::guard::{Verdict, OWN_SERVER};
+use crate::outbox::Stream;
 use crate::outcome::{CallError, CallOutcome, Completion, Refusal, RefusalCode};
 use crate::pipeline::{request_id, CallContext};
+use crate::session::ClientEra;
 use crate::status;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use upstream::Era;
 
 /// toolgate's own tools, after the policy allowed them (`toolgate_resume` is the pipeline's: it re-enters
 /// it).
@@ -166,8 +166,7 @@ pub(crate) async fn forward(
     if let (Some((session, _)), Some(ClientEra::Modern), Some(Era::Legacy(_)), "tools/call") =
         (&requester, &client_era, conn.era(), method)
     {
-        let timeout = up.request_timeout();
-        return bridge::forward(gw, ctx, session, conn, server, timeout, params, progress).await;
+        return bridge::forward(gw, ctx, session, &up, conn, params, progress).await;
     }
     // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
     // client request that caused it); with no client behind the call it goes nowhere (`route`).
@@ -178,7 +177,12 @@ pub(crate) async fn forward(
         None => gw.correlation.begin_unowned(server, &ctx.trace_id),
     };
     let answer = conn
-        .request(method, Some(params.clone()), up.request_timeout(), &ctx.cancel)
+        .request(
+            method,
+            Some(params.clone()),
+            up.request_timeout(),
+            &ctx.cancel,
+        )
         .await;
     // A modern upstream's input_required for a legacy client: toolgate asks the client and retries (`bridge`).
     match (answer, &requester, client_era) {

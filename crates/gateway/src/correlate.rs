@@ -123,7 +123,13 @@ impl Correlation {
         session: &Arc<Session>,
         request: Option<Id>,
     ) -> CallGuard {
-        self.insert(server, session.id.clone(), Arc::downgrade(session), request, None)
+        self.insert(
+            server,
+            session.id.clone(),
+            Arc::downgrade(session),
+            request,
+            None,
+        )
     }
 
     /// Records a call in flight on `server` bridged for a modern client: what the upstream asks while it runs goes

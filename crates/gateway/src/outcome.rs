@@ -225,7 +225,10 @@ pub enum CallOutcome {
     InputRequired(Value),
     /// The upstream asked the client something mid-call and the call waits for the answers in toolgate's bridge
     /// (`bridge`): the `input_required` result the client gets now, and the request state its retry must carry.
-    Bridged { result: Value, state: String },
+    Bridged {
+        result: Value,
+        state: String,
+    },
     Failed(CallError),
     /// The client cancelled: no response is sent.
     Cancelled,

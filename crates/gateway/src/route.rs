@@ -94,11 +94,7 @@ pub(crate) fn needed_capability(method: &str) -> Option<&'static str> {
 impl Gateway {
     /// The session an upstream's request goes to and the client request that caused it (when one did), or the
     /// error the upstream is answered with.
-    pub(crate) fn route_request(
-        &self,
-        server: &str,
-        method: &str,
-    ) -> Result<Target, Value> {
+    pub(crate) fn route_request(&self, server: &str, method: &str) -> Result<Target, Value> {
         let refused = |why: String| Err(error_object(jsonrpc::METHOD_NOT_FOUND, why, None));
         let unattributed = |why: String| Err(error_object(jsonrpc::INTERNAL_ERROR, why, None));
         let Some(cap) = needed_capability(method) else {

@@ -120,7 +120,9 @@ impl Exchange {
     async fn abandon(mut self, why: &str) {
         let err = error_object(jsonrpc::INTERNAL_ERROR, why, None);
         self.asks.close();
-        let mut asked: Vec<Asked> = std::mem::take(&mut self.outstanding).into_values().collect();
+        let mut asked: Vec<Asked> = std::mem::take(&mut self.outstanding)
+            .into_values()
+            .collect();
         while let Ok(a) = self.asks.try_recv() {
             asked.push(a);
         }
@@ -143,7 +145,7 @@ impl Drop for Exchange {
 
 /// The calls waiting for a client's answers, by request state.
 pub(crate) struct Bridge {
-    parked: Mutex<HashMap<String, Exchange>>,
+    parked: Mutex<HashMap<String, Box<Exchange>>>,
     /// How long a call waits for the retry.
     ttl: Duration,
 }
@@ -156,13 +158,13 @@ impl Bridge {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Exchange>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Box<Exchange>>> {
         self.parked.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Parks `ex` until its retry under a fresh request state, which expires after the bridge's ttl. Refused
     /// (the exchange comes back, with why) past the bounds, or when no unguessable state can be minted.
-    fn park(self: &Arc<Self>, ex: Exchange) -> Result<String, (Exchange, String)> {
+    fn park(self: &Arc<Self>, ex: Box<Exchange>) -> Result<String, (Box<Exchange>, String)> {
         let mut bytes = [0u8; 32];
         if rand::rngs::SysRng.try_fill_bytes(&mut bytes).is_err() {
             return Err((ex, "toolgate could not mint a request state".to_owned()));
@@ -197,7 +199,7 @@ impl Bridge {
 
     /// The call waiting under `state`, taken (a state is single use) when `binding` is the one it was given
     /// for; else the refusal, and a call parked for someone else stays parked.
-    fn take(&self, state: &str, binding: &Binding) -> Result<Exchange, Refusal> {
+    fn take(&self, state: &str, binding: &Binding) -> Result<Box<Exchange>, Refusal> {
         let mut parked = self.lock();
         let Some(ex) = parked.get(state) else {
             return Err(Refusal::new(
@@ -208,7 +210,8 @@ impl Bridge {
         let b = &ex.binding;
         let why = if b.identity != binding.identity {
             Some("it was issued to another identity")
-        } else if (b.method, &b.server, &b.tool) != (binding.method, &binding.server, &binding.tool) {
+        } else if (b.method, &b.server, &b.tool) != (binding.method, &binding.server, &binding.tool)
+        {
             Some("it was issued for a call of another tool")
         } else if b.arguments != binding.arguments {
             Some("it was issued for a call with other arguments")
@@ -219,7 +222,9 @@ impl Bridge {
             tracing::warn!("refused a retry whose request state does not match: {why}");
             return Err(Refusal::new(
                 RefusalCode::RequestTampered,
-                format!("toolgate refused this retry: its requestState does not belong to it ({why})"),
+                format!(
+                    "toolgate refused this retry: its requestState does not belong to it ({why})"
+                ),
             ));
         }
         parked
@@ -244,7 +249,7 @@ impl Bridge {
 
     /// Abandons every parked call (shutdown).
     pub(crate) async fn abandon_all(&self) {
-        let all: Vec<Exchange> = self.lock().drain().map(|(_, ex)| ex).collect();
+        let all: Vec<Box<Exchange>> = self.lock().drain().map(|(_, ex)| ex).collect();
         for ex in all {
             ex.abandon("toolgate is shutting down").await;
         }

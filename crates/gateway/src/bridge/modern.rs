@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use upstream::{Connection, PROTOCOL_META_PREFIX};
+use upstream::{Connection, Upstream, PROTOCOL_META_PREFIX};
 
 /// The request state of a retry toolgate must answer itself, if `params` carry one.
 pub(crate) fn retry_state(params: &Value) -> Option<String> {
@@ -35,12 +35,12 @@ pub(crate) async fn forward(
     gw: &Arc<Gateway>,
     ctx: &CallContext,
     session: &Arc<Session>,
+    up: &Upstream,
     conn: Arc<Connection>,
-    server: &str,
-    timeout: std::time::Duration,
     params: Value,
     progress: Option<ProgressGuard>,
 ) -> CallOutcome {
+    let (server, timeout) = (up.name(), up.request_timeout());
     let tool = params
         .get("name")
         .and_then(Value::as_str)
@@ -62,7 +62,7 @@ pub(crate) async fn forward(
         drop(call);
         let _ = tx.send(answer);
     });
-    let ex = Exchange {
+    let ex = Box::new(Exchange {
         binding,
         conn,
         answer,
@@ -73,14 +73,19 @@ pub(crate) async fn forward(
         cancel,
         finish: None,
         _progress: progress,
-    };
+    });
     let caps = session.lock().client_caps.clone();
     drive(gw, ctx, &caps, ex).await
 }
 
 /// Waits for the upstream's next move: its answer (the call's outcome; the parked finishing guard, if any, is
 /// closed with it), or requests (parked as another `input_required` round), or the client's cancellation.
-async fn drive(gw: &Arc<Gateway>, ctx: &CallContext, caps: &Value, mut ex: Exchange) -> CallOutcome {
+async fn drive(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    caps: &Value,
+    mut ex: Box<Exchange>,
+) -> CallOutcome {
     loop {
         tokio::select! {
             biased;
@@ -130,7 +135,10 @@ async fn drive(gw: &Arc<Gateway>, ctx: &CallContext, caps: &Value, mut ex: Excha
 /// Adds an upstream's request to this round, or answers it with an error when the client cannot take it.
 async fn take(ex: &mut Exchange, caps: &Value, asked: Asked) {
     let refusal = match needed_capability(&asked.method) {
-        None => Some(format!("toolgate does not relay {} to clients", asked.method)),
+        None => Some(format!(
+            "toolgate does not relay {} to clients",
+            asked.method
+        )),
         Some(cap) if caps.get(cap).is_none() => Some(format!(
             "toolgate cannot relay {}: the client did not declare the {cap:?} capability",
             asked.method
@@ -150,7 +158,7 @@ async fn take(ex: &mut Exchange, caps: &Value, asked: Asked) {
 
 /// Parks the call with its outstanding requests: the `input_required` result the client gets now. When it
 /// cannot be parked, the requests are refused upstream and the call goes on (`Err`).
-fn park(gw: &Arc<Gateway>, ex: Exchange) -> Result<CallOutcome, Exchange> {
+fn park(gw: &Arc<Gateway>, ex: Box<Exchange>) -> Result<CallOutcome, Box<Exchange>> {
     let requests: Map<String, Value> = ex
         .outstanding
         .iter()
@@ -198,7 +206,8 @@ pub(crate) async fn retry(
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| Value::Object(Default::default()));
-    let refuse = |code, why: &str| Refusal::new(code, format!("toolgate refused this retry: {why}"));
+    let refuse =
+        |code, why: &str| Refusal::new(code, format!("toolgate refused this retry: {why}"));
     let Some(session) = ctx.requester.as_ref().and_then(|r| r.session.upgrade()) else {
         let refusal = refuse(
             RefusalCode::RequestNotFound,
