@@ -184,6 +184,15 @@ pub(crate) async fn forward(
             &ctx.cancel,
         )
         .await;
+    // A task the call created is the requester's, under toolgate's id (`tasks`).
+    let answer = match (answer, method) {
+        (Ok(v), "tools/call") => match gw.adopt_task(server, requester.as_ref().map(|(s, _)| s), v)
+        {
+            Ok(v) => Ok(v),
+            Err(why) => return refused(RefusalCode::Failed, why),
+        },
+        (answer, _) => answer,
+    };
     // A modern upstream's input_required for a legacy client: toolgate asks the client and retries (`bridge`).
     match (answer, &requester, client_era) {
         (Ok(answer), Some((session, r)), Some(ClientEra::Legacy(_)))

@@ -111,6 +111,8 @@ pub struct Gateway {
     pub(crate) correlation: Arc<Correlation>,
     /// Calls bridged for modern clients that wait for the clients' answers, by request state (`bridge`).
     pub(crate) bridge: Arc<crate::bridge::Bridge>,
+    /// Upstream tasks under toolgate's ids, each bound to its owner (`tasks`).
+    pub(crate) tasks: crate::tasks::Tasks,
     /// Set once the first list has waited (bounded) for upstreams still starting.
     first_list: OnceCell<()>,
     shutdown: CancellationToken,
@@ -196,6 +198,7 @@ impl Gateway {
             progress,
             correlation,
             bridge,
+            tasks: Default::default(),
             first_list: OnceCell::new(),
             shutdown: CancellationToken::new(),
             code_sessions: Default::default(),

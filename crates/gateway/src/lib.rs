@@ -52,6 +52,9 @@ mod session_flow_tests;
 mod snapshot;
 mod state;
 mod status;
+mod tasks;
+#[cfg(test)]
+mod tasks_flow_tests;
 #[cfg(test)]
 mod testkit;
 mod wakeups;

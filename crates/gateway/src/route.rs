@@ -210,6 +210,11 @@ impl Gateway {
                     session.relay_cancelled(server, id).await;
                 }
             }
+            "notifications/tasks/status" | "notifications/tasks" => {
+                if let Some(params) = params {
+                    self.on_task_status(server, &method, params).await;
+                }
+            }
             "notifications/resources/updated" => {
                 let Some(uri) = params
                     .as_ref()

@@ -98,7 +98,14 @@ async fn drive(
                     server: ex.binding.server.clone(),
                     why: "the call ended without an answer".to_owned(),
                 }));
-                let outcome = CallOutcome::from_upstream(answer);
+                let outcome = match answer {
+                    // A task is not carried across the eras (`tasks`).
+                    Ok(v) => match gw.refuse_task(&ex.binding.server, &v) {
+                        Some(why) => CallOutcome::Refused(Refusal::new(RefusalCode::Failed, why)),
+                        None => CallOutcome::from_upstream(Ok(v)),
+                    },
+                    Err(e) => CallOutcome::from_upstream(Err(e)),
+                };
                 if let Some(finish) = ex.finish.take() {
                     finish.close(&outcome).await;
                 }
