@@ -30,8 +30,8 @@ async fn legacy_upstream() -> Harness {
 
 const ASKS: &str = r#"{"elicitation": {}, "sampling": {}, "roots": {}}"#;
 
-/// A modern `tools/call` from a client that declared `caps`, with `extra` params (a retry's); the whole
-/// response.
+/// A modern `tools/call` from a client that declared `caps`, with `extra` params (a retry's, more `_meta`);
+/// the whole response.
 async fn modern_call(
     client: &mut Client,
     caps: &str,
@@ -41,7 +41,13 @@ async fn modern_call(
 ) -> Value {
     let mut params = json!({"name": tool, "arguments": args,
                             "_meta": modern_meta(serde_json::from_str(caps).unwrap())});
-    if let (Some(p), Value::Object(extra)) = (params.as_object_mut(), extra) {
+    if let (Some(p), Value::Object(mut extra)) = (params.as_object_mut(), extra) {
+        // `_meta` given is merged into the modern one.
+        if let (Some(Value::Object(meta)), Some(Value::Object(more))) =
+            (p.get_mut("_meta"), extra.remove("_meta"))
+        {
+            meta.extend(more);
+        }
         p.extend(extra);
     }
     client.request("tools/call", params).await
@@ -231,6 +237,34 @@ async fn request_state_cannot_be_replayed() {
         ],
         "{traces:#?}"
     );
+    h.stop(&[&client]).await;
+}
+
+/// The upstream's progress follows the client request waiting on the call: after the first answer it reaches
+/// the retry, under the retry's own token, on the retry's stream.
+#[tokio::test]
+async fn progress_of_a_bridged_call_follows_the_retry() {
+    let h = legacy_upstream().await;
+    let mut client = h.client();
+    let first = json!({"_meta": {"progressToken": "p-first"}});
+    let first = modern_call(&mut client, ASKS, "fx__ask_twice", json!({}), first).await;
+    let (requests, state) = input_required(&first);
+    let key = only_key(&requests);
+    let mut params = json!({"name": "fx__ask_twice", "arguments": {},
+                            "_meta": modern_meta(serde_json::from_str(ASKS).unwrap()),
+                            "requestState": state, "inputResponses": {&key: accept()}});
+    params["_meta"]["progressToken"] = json!("p-retry");
+    let id = client.send_request("tools/call", params).await;
+    let (stream, progress) = client
+        .wait_for_on(|m| m["method"] == "notifications/progress")
+        .await;
+    assert_eq!(progress["params"]["progressToken"], "p-retry", "{progress}");
+    assert_eq!(
+        stream,
+        crate::outbox::Stream::Request(jsonrpc::Id::from_value(&id).unwrap())
+    );
+    let second = client.response(&id).await;
+    input_required(&second);
     h.stop(&[&client]).await;
 }
 

@@ -111,7 +111,8 @@ pub(crate) struct Exchange {
     cancel: CancellationToken,
     /// The first call's finishing guard, closed once with the final outcome.
     finish: Option<Finish>,
-    _progress: Option<ProgressGuard>,
+    /// The route of the upstream's progress: to the client request waiting on the call, none while parked.
+    progress: Option<ProgressGuard>,
 }
 
 impl Exchange {

@@ -72,7 +72,7 @@ pub(crate) async fn forward(
         next_key: 1,
         cancel,
         finish: None,
-        _progress: progress,
+        progress,
     });
     let caps = session.lock().client_caps.clone();
     drive(gw, ctx, &caps, ex).await
@@ -130,7 +130,7 @@ async fn drive(
                 if ex.outstanding.is_empty() {
                     continue;
                 }
-                match park(gw, ex) {
+                match park(gw, ctx, ex) {
                     Ok(outcome) => return outcome,
                     Err(back) => ex = back,
                 }
@@ -165,7 +165,15 @@ async fn take(ex: &mut Exchange, caps: &Value, asked: Asked) {
 
 /// Parks the call with its outstanding requests: the `input_required` result the client gets now. When it
 /// cannot be parked, the requests are refused upstream and the call goes on (`Err`).
-fn park(gw: &Arc<Gateway>, ex: Box<Exchange>) -> Result<CallOutcome, Box<Exchange>> {
+fn park(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    ex: Box<Exchange>,
+) -> Result<CallOutcome, Box<Exchange>> {
+    // No client request waits on the call now: its progress goes nowhere until the retry.
+    if let Some(route) = &ex.progress {
+        route.redirect(None);
+    }
     let requests: Map<String, Value> = ex
         .outstanding
         .iter()
@@ -182,6 +190,9 @@ fn park(gw: &Arc<Gateway>, ex: Box<Exchange>) -> Result<CallOutcome, Box<Exchang
         }
         Err((mut ex, why)) => {
             tracing::warn!("{why}; the upstream's requests are refused");
+            if let Some(route) = &ex.progress {
+                route.redirect(ctx.progress.clone());
+            }
             let err = error_object(jsonrpc::INTERNAL_ERROR, why, None);
             let conn = Arc::clone(&ex.conn);
             let refused: Vec<Asked> = std::mem::take(&mut ex.outstanding).into_values().collect();
@@ -240,6 +251,10 @@ pub(crate) async fn retry(
             return refused(gw, ctx, &name, arguments, Some((&server, &tool)), refusal).await
         }
     };
+    // The upstream's progress now goes to the retry, under its own token (when it asked for progress).
+    if let Some(route) = &ex.progress {
+        route.redirect(ctx.progress.clone());
+    }
     let responses = params.get("inputResponses");
     for (key, asked) in std::mem::take(&mut ex.outstanding) {
         let answer = legacy_answer(&asked.method, responses.and_then(|r| r.get(&key)));
