@@ -2,7 +2,7 @@
 //! speaks 2026-07-28 on stdio, answers a legacy upstream's elicitation and sampling through `input_required`;
 //! a legacy client answers a 2026-07-28 upstream's `input_required` as the requests it knows.
 
-use crate::support::{call, peers, text, toolgate, Setup};
+use crate::support::{call, fixture, peers, text, toolgate, Setup};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -17,12 +17,15 @@ fn script(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn python_sdk_client_answers_a_legacy_upstreams_questions_through_input_required() {
-    let setup = Setup::fixture(&["--era", "legacy", "--bridging"], json!({}));
+    // The client starts toolgate with a clean environment, so the state directory is named in the config.
+    let setup = Setup::with(|dir| {
+        json!({"mcpServers": {"fx": fixture(&["--era", "legacy", "--bridging"])},
+               "permissions": {"default": "allow"}, "stateDir": dir.join("state")})
+    });
     let out = Command::new(peers().join(".venv/bin/python"))
         .arg(script("py_bridge.py"))
         .arg(toolgate())
         .arg(&setup.config)
-        .env("TOOLGATE_STATE_DIR", setup.state_dir())
         .current_dir(peers())
         .output()
         .unwrap();
@@ -86,4 +89,31 @@ async fn legacy_client_answers_a_modern_upstreams_input_required_as_elicitation(
     for q in &asked {
         assert_eq!(q["params"]["message"], "from a legacy client?", "{q}");
     }
+}
+
+/// 2025-11-25 tasks through a real process: the client sees only toolgate's task ids, in the created task, its
+/// status, its result and the merged list.
+#[tokio::test]
+async fn legacy_client_task_ids_are_toolgates_end_to_end() {
+    let setup = Setup::fixture(&["--era", "legacy", "--bridging"], json!({}));
+    let client = setup.serve();
+    client.initialize("2025-11-25", json!({})).await.unwrap();
+    let params =
+        json!({"name": "fx__task_work", "arguments": {"delay_ms": 30}, "task": {"ttl": 60000}});
+    let created = client.request("tools/call", params).await.unwrap();
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("tgtask-"), "{created}");
+    let result = client
+        .request("tasks/result", json!({"taskId": id}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "worked", "{result}");
+    let listed = client.request("tasks/list", json!({})).await.unwrap();
+    assert_eq!(listed["tasks"][0]["taskId"], id.as_str(), "{listed}");
+    assert!(!listed.to_string().contains("fx-task-"), "{listed}");
+    let foreign = client
+        .request("tasks/get", json!({"taskId": "fx-task-1"}))
+        .await
+        .unwrap_err();
+    assert!(foreign.to_string().contains("unknown task"), "{foreign}");
 }
