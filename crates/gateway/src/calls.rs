@@ -171,9 +171,10 @@ pub(crate) async fn forward(
     // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
     // client request that caused it); with no client behind the call it goes nowhere (`route`).
     let _call = match &requester {
-        Some((session, r)) => gw
-            .correlation
-            .begin_for(server, session, Some(r.request.clone())),
+        Some((session, r)) => {
+            gw.correlation
+                .begin_logging(server, session, Some(r.request.clone()), r.log_level)
+        }
         None => gw.correlation.begin_unowned(server, &ctx.trace_id),
     };
     let answer = conn

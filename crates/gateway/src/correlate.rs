@@ -14,6 +14,7 @@
 //! routed either); otherwise a log line written just before the answer would find no call and go to every client.
 
 use crate::bridge::AskSink;
+use crate::route::LogLevel;
 use crate::session::Session;
 use jsonrpc::Id;
 use serde_json::Value;
@@ -34,6 +35,8 @@ pub(crate) enum Cause {
         /// Set when the call is bridged for a modern client (`bridge`): the upstream's requests go there, to
         /// become `inputRequests` of the client's result, instead of to a session.
         bridge: Option<AskSink>,
+        /// With `request`: the log level that request asked for (a modern client's opt-in).
+        log_level: Option<LogLevel>,
     },
     /// Calls of this many different sessions are in flight: the message cannot be attributed.
     Ambiguous { sessions: usize },
@@ -48,6 +51,7 @@ struct Call {
     session: Weak<Session>,
     request: Option<Id>,
     bridge: Option<AskSink>,
+    log_level: Option<LogLevel>,
     /// Once the call ended: the count of handled events after which it is forgotten.
     forget_after: Option<u64>,
 }
@@ -117,19 +121,35 @@ impl Correlation {
 
     /// Records that `session` has a call in flight on `server`, caused by its client request `request` (the
     /// call's `Requester`); the guard removes it when the call ends, however it ends.
+    #[cfg(test)]
     pub(crate) fn begin_for(
         self: &Arc<Self>,
         server: &str,
         session: &Arc<Session>,
         request: Option<Id>,
     ) -> CallGuard {
-        self.insert(
+        self.begin_logging(server, session, request, None)
+    }
+
+    /// `begin_for`, with the log level a modern client's request asked for.
+    pub(crate) fn begin_logging(
+        self: &Arc<Self>,
+        server: &str,
+        session: &Arc<Session>,
+        request: Option<Id>,
+        log_level: Option<LogLevel>,
+    ) -> CallGuard {
+        let guard = self.insert(
             server,
             session.id.clone(),
             Arc::downgrade(session),
             request,
             None,
-        )
+        );
+        if let Some(call) = self.lock().calls.get_mut(&guard.key) {
+            call.log_level = log_level;
+        }
+        guard
     }
 
     /// Records a call in flight on `server` bridged for a modern client: what the upstream asks while it runs goes
@@ -164,6 +184,7 @@ impl Correlation {
                 session,
                 request,
                 bridge,
+                log_level: None,
                 forget_after: None,
             },
         );
@@ -197,6 +218,7 @@ impl Correlation {
                     None
                 },
                 bridge: first.bridge.clone(),
+                log_level: if count == 1 { first.log_level } else { None },
             },
             n => Cause::Ambiguous { sessions: n },
         }

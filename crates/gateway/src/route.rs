@@ -16,13 +16,15 @@
 //! upstream; the upstream holds one subscription for all of them, ended when the last one unsubscribes or closes.
 //!
 //! A call bridged for a modern client (`bridge`) is attributed like any other; what it asks goes to the bridge,
-//! which turns it into the `inputRequests` of the client's result, instead of to a session. Modern clients
-//! receive log messages and resource updates on no stream: they have no session stream to carry them.
+//! which turns it into the `inputRequests` of the client's result, instead of to a session. A modern client
+//! hears log messages only on the stream of a request that asked for them (`_meta` log level) while that
+//! request's call is the only one in flight on the upstream; it has no session stream for anything else.
 
 use crate::bridge::{AskSink, Asked};
 use crate::correlate::Cause;
 use crate::errors::invalid_params;
 use crate::gateway::Gateway;
+use crate::outbox::Stream;
 use crate::session::{Left, Session};
 use jsonrpc::{error_object, Id};
 use serde_json::{json, Value};
@@ -238,6 +240,21 @@ impl Gateway {
                     .and_then(Value::as_str)
                     .and_then(LogLevel::parse)
                     .unwrap_or(LogLevel::Debug);
+                // A modern client's request that opted in hears its call's log lines on its own stream.
+                if let Cause::Call {
+                    session,
+                    request: Some(request),
+                    log_level: Some(least),
+                    ..
+                } = self.correlation.cause(server)
+                {
+                    if let Some(s) = session.upgrade().filter(|s| s.is_modern()) {
+                        if level >= least {
+                            s.notify_on(Stream::Request(request), &method, params.clone());
+                        }
+                        return;
+                    }
+                }
                 for session in self.concerned(server) {
                     if session.admits(level) {
                         session.forward_notification(&method, params.clone()).await;

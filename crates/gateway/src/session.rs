@@ -369,12 +369,16 @@ impl Session {
     }
 
     /// Upstream notifications other than progress and cancellation (log messages, resource updates) go to legacy
-    /// clients as they came, once `route` decided they concern this one. Modern clients receive log messages only
-    /// for requests that asked for them, which this version does not track, so they get none.
+    /// clients as they came, once `route` decided they concern this one. Modern clients have no session stream:
+    /// they receive log messages only on the stream of a request that asked for them (`route`).
     pub(crate) async fn forward_notification(&self, method: &str, params: Option<Value>) {
         if matches!(self.lock().era, ClientEra::Legacy(_)) {
             self.notify(method, params).await;
         }
+    }
+
+    pub(crate) fn is_modern(&self) -> bool {
+        matches!(self.lock().era, ClientEra::Modern)
     }
 
     /// Why this client cannot take an upstream's request needing capability `cap`; `None` when it can.
