@@ -22,6 +22,9 @@ use upstream::Connection;
 /// Rounds of input toolgate gathers for one request before it gives up.
 pub(crate) const MAX_ROUNDS: usize = 16;
 
+/// Input requests of one round toolgate puts to a client.
+const MAX_ROUND_REQUESTS: usize = 16;
+
 fn failed(why: String) -> CallOutcome {
     CallOutcome::Refused(Refusal::new(RefusalCode::Failed, why))
 }
@@ -94,7 +97,14 @@ async fn ask_all(
     server: &str,
     requests: Map<String, Value>,
 ) -> Result<Map<String, Value>, CallOutcome> {
-    let mut asks = JoinSet::new();
+    if requests.len() > MAX_ROUND_REQUESTS {
+        return Err(failed(format!(
+            "the upstream asked for {} inputs at once; toolgate carries at most {MAX_ROUND_REQUESTS}",
+            requests.len()
+        )));
+    }
+    // Every request is checked before any is asked: a round the client cannot answer whole is not begun.
+    let mut checked = Vec::new();
     for (key, request) in requests {
         let method = request
             .get("method")
@@ -120,6 +130,10 @@ async fn ask_all(
             .get("params")
             .cloned()
             .unwrap_or_else(|| Value::Object(Map::new()));
+        checked.push((key, method, params));
+    }
+    let mut asks = JoinSet::new();
+    for (key, method, params) in checked {
         let (session, stream) = (Arc::clone(session), stream.clone());
         asks.spawn(async move {
             let answer = session.ask_client(stream, &method, params).await;

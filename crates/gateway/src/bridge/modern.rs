@@ -117,8 +117,12 @@ async fn drive(
                     continue;
                 };
                 take(&mut ex, caps, asked).await;
-                // Requests sent together are answered together: wait briefly for the rest of them.
-                while let Ok(more) = tokio::time::timeout(SETTLE, ex.asks.recv()).await {
+                // Requests sent together are answered together: wait briefly for the rest of them (a bounded
+                // number, so an upstream that keeps asking cannot hold the round open).
+                for _ in 1..ASK_CAPACITY {
+                    let Ok(more) = tokio::time::timeout(SETTLE, ex.asks.recv()).await else {
+                        break;
+                    };
                     match more {
                         Some(asked) => take(&mut ex, caps, asked).await,
                         None => {
