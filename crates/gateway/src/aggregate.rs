@@ -446,6 +446,23 @@ fn capabilities(catalogs: &[(String, Arc<Catalog>)], own_tools: bool, awaiting: 
     if any("logging") {
         caps.insert("logging".into(), json!({}));
     }
+    // Tasks pass through under toolgate's ids (`tasks`); toolgate merges `tasks/list` itself.
+    if any("tasks") {
+        caps.insert(
+            "tasks".into(),
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        );
+    }
+    let extension = "/extensions/io.modelcontextprotocol~1tasks";
+    if catalogs
+        .iter()
+        .any(|(_, c)| c.capabilities.pointer(extension).is_some())
+    {
+        caps.insert(
+            "extensions".into(),
+            json!({"io.modelcontextprotocol/tasks": {}}),
+        );
+    }
     Value::Object(caps)
 }
 

@@ -4,14 +4,18 @@
 //! Each step is a function of the `Gateway` and, where it reaches the requester, the call's `CallContext`.
 
 use crate::approval;
+use crate::bridge;
 use crate::contract;
 use crate::gateway::Gateway;
 use crate::guard::{Verdict, OWN_SERVER};
+use crate::outbox::Stream;
 use crate::outcome::{CallError, CallOutcome, Completion, Refusal, RefusalCode};
 use crate::pipeline::{request_id, CallContext};
+use crate::session::ClientEra;
 use crate::status;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use upstream::Era;
 
 /// How many of the last audit records `toolgate_audit_recent` searches for an authenticated caller's own.
 const OWN_RECORDS_SCAN: usize = 1000;
@@ -160,7 +164,7 @@ pub(crate) async fn forward(
     };
     // The requester's token never reaches the upstream: with a way back it is replaced by a gateway token
     // routed to the requester for as long as the call runs; without one it is dropped.
-    let _progress = match (params.pointer("/_meta/progressToken"), &ctx.progress) {
+    let progress = match (params.pointer("/_meta/progressToken"), &ctx.progress) {
         (None, _) => None,
         (Some(_), Some(progress)) => {
             let route = gw.register_progress(progress.clone());
@@ -174,22 +178,57 @@ pub(crate) async fn forward(
             None
         }
     };
-    // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
-    // client request that caused it); with no client behind the call it goes nowhere (`route`).
-    let _call = match ctx
+    let requester = ctx
         .requester
         .as_ref()
-        .and_then(|r| Some((r.session.upgrade()?, r)))
+        .and_then(|r| Some((r.session.upgrade()?, r)));
+    let client_era = requester.as_ref().map(|(s, _)| s.lock().era.clone());
+    // A modern client's tool call on a legacy upstream: what the upstream asks becomes input_required (`bridge`).
+    if let (Some((session, _)), Some(ClientEra::Modern), Some(Era::Legacy(_)), "tools/call") =
+        (&requester, &client_era, conn.era(), method)
     {
-        Some((session, r)) => gw
-            .correlation
-            .begin_for(server, &session, Some(r.request.clone())),
+        return bridge::forward(gw, ctx, session, &up, conn, params, progress).await;
+    }
+    // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
+    // client request that caused it); with no client behind the call it goes nowhere (`route`).
+    let _call = match &requester {
+        Some((session, r)) => {
+            gw.correlation
+                .begin_logging(server, session, Some(r.request.clone()), r.log_level)
+        }
         None => gw.correlation.begin_unowned(server, &ctx.trace_id),
     };
     let answer = conn
-        .request(method, Some(params), up.request_timeout(), &ctx.cancel)
+        .request(
+            method,
+            Some(params.clone()),
+            up.request_timeout(),
+            &ctx.cancel,
+        )
         .await;
-    CallOutcome::from_upstream(answer)
+    // A task the call created is the requester's, under toolgate's id (`tasks`).
+    let answer = match (answer, method) {
+        (Ok(v), "tools/call") => match gw.adopt_task(server, requester.as_ref().map(|(s, _)| s), v)
+        {
+            Ok(v) => Ok(v),
+            Err(why) => return refused(RefusalCode::Failed, why),
+        },
+        (answer, _) => answer,
+    };
+    // A modern upstream's input_required for a legacy client: toolgate asks the client and retries (`bridge`).
+    match (answer, &requester, client_era) {
+        (Ok(answer), Some((session, r)), Some(ClientEra::Legacy(_)))
+            if bridge::is_input_required(&answer) =>
+        {
+            let stream = Stream::Request(r.request.clone());
+            let timeout = up.request_timeout();
+            bridge::answer_for_legacy(
+                gw, ctx, session, stream, &conn, timeout, method, params, answer,
+            )
+            .await
+        }
+        (answer, _, _) => CallOutcome::from_upstream(answer),
+    }
 }
 
 /// A toolgate refusal as an outcome.

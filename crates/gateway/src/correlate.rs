@@ -13,6 +13,8 @@
 //! yet handled: a log line the loop took while it waited on a catalog rebuild is no longer queued, but not yet
 //! routed either); otherwise a log line written just before the answer would find no call and go to every client.
 
+use crate::bridge::AskSink;
+use crate::route::LogLevel;
 use crate::session::Session;
 use jsonrpc::Id;
 use serde_json::Value;
@@ -30,6 +32,11 @@ pub(crate) enum Cause {
     Call {
         session: Weak<Session>,
         request: Option<Id>,
+        /// Set when the call is bridged for a modern client (`bridge`): the upstream's requests go there, to
+        /// become `inputRequests` of the client's result, instead of to a session.
+        bridge: Option<AskSink>,
+        /// With `request`: the log level that request asked for (a modern client's opt-in).
+        log_level: Option<LogLevel>,
     },
     /// Calls of this many different sessions are in flight: the message cannot be attributed.
     Ambiguous { sessions: usize },
@@ -43,6 +50,8 @@ struct Call {
     session_id: String,
     session: Weak<Session>,
     request: Option<Id>,
+    bridge: Option<AskSink>,
+    log_level: Option<LogLevel>,
     /// Once the call ended: the count of handled events after which it is forgotten.
     forget_after: Option<u64>,
 }
@@ -112,20 +121,50 @@ impl Correlation {
 
     /// Records that `session` has a call in flight on `server`, caused by its client request `request` (the
     /// call's `Requester`); the guard removes it when the call ends, however it ends.
+    #[cfg(test)]
     pub(crate) fn begin_for(
         self: &Arc<Self>,
         server: &str,
         session: &Arc<Session>,
         request: Option<Id>,
     ) -> CallGuard {
-        self.insert(server, session.id.clone(), Arc::downgrade(session), request)
+        self.begin_logging(server, session, request, None)
+    }
+
+    /// `begin_for`, with the log level a modern client's request asked for.
+    pub(crate) fn begin_logging(
+        self: &Arc<Self>,
+        server: &str,
+        session: &Arc<Session>,
+        request: Option<Id>,
+        log_level: Option<LogLevel>,
+    ) -> CallGuard {
+        let guard = self.insert(
+            server,
+            session.id.clone(),
+            Arc::downgrade(session),
+            request,
+            None,
+        );
+        if let Some(call) = self.lock().calls.get_mut(&guard.key) {
+            call.log_level = log_level;
+        }
+        guard
+    }
+
+    /// Records a call in flight on `server` bridged for a modern client: what the upstream asks while it runs goes
+    /// to `sink`. Each bridged call counts as a requester of its own, so a request while it and any other call are
+    /// in flight is ambiguous and refused, as between two sessions.
+    pub(crate) fn begin_bridged(self: &Arc<Self>, server: &str, sink: AskSink) -> CallGuard {
+        let key = format!("bridged call {}", crate::ids::session_id());
+        self.insert(server, key, Weak::new(), None, Some(sink))
     }
 
     /// Records a call in flight on `server` that no client session stands behind (a code-mode run's call):
     /// what the upstream asks while it runs has no client to go to, so it is refused, and it is never
     /// attributed to some other session that happens to be open.
     pub(crate) fn begin_unowned(self: &Arc<Self>, server: &str, trace_id: &str) -> CallGuard {
-        self.insert(server, format!("call {trace_id}"), Weak::new(), None)
+        self.insert(server, format!("call {trace_id}"), Weak::new(), None, None)
     }
 
     fn insert(
@@ -134,6 +173,7 @@ impl Correlation {
         session_id: String,
         session: Weak<Session>,
         request: Option<Id>,
+        bridge: Option<AskSink>,
     ) -> CallGuard {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().calls.insert(
@@ -143,6 +183,8 @@ impl Correlation {
                 session_id,
                 session,
                 request,
+                bridge,
+                log_level: None,
                 forget_after: None,
             },
         );
@@ -175,6 +217,8 @@ impl Correlation {
                 } else {
                     None
                 },
+                bridge: first.bridge.clone(),
+                log_level: if count == 1 { first.log_level } else { None },
             },
             n => Cause::Ambiguous { sessions: n },
         }

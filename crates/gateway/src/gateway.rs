@@ -57,6 +57,8 @@ pub struct Options {
     pub hold_new_tools: bool,
     /// Direct or code mode, and how programs run.
     pub code: crate::codemode::CodeOptions,
+    /// How long a call bridged for a modern client waits for the client's retry with its answers (`bridge`).
+    pub bridge_wait: Duration,
 }
 
 impl Options {
@@ -84,6 +86,8 @@ impl Options {
             quarantine_asks: config.pins_on_change_ask,
             hold_new_tools: !config.pins_accept_new_tools,
             code: crate::codemode::CodeOptions::from_config(config),
+            // The upstream call cannot outlive its request timeout, so a longer wait would gain nothing.
+            bridge_wait: config.limits.request_timeout.value,
         }
     }
 }
@@ -108,6 +112,10 @@ pub struct Gateway {
     pub(crate) progress: Arc<ProgressTable>,
     /// Which session and request caused each call in flight, and where upstream requests were relayed (`route`).
     pub(crate) correlation: Arc<Correlation>,
+    /// Calls bridged for modern clients that wait for the clients' answers, by request state (`bridge`).
+    pub(crate) bridge: Arc<crate::bridge::Bridge>,
+    /// Upstream tasks under toolgate's ids, each bound to its owner (`tasks`).
+    pub(crate) tasks: crate::tasks::Tasks,
     /// Set once the first list has waited (bounded) for upstreams still starting.
     first_list: OnceCell<()>,
     shutdown: CancellationToken,
@@ -180,6 +188,7 @@ impl Gateway {
         let code_runner = codemode::Runner::new(opts.code.worker.clone(), opts.code.limits.clone())
             .with_spare(true);
         let profiles = crate::profiles::Profiles::new(config, Arc::clone(&guard), opts.code.mode);
+        let bridge = crate::bridge::Bridge::new(opts.bridge_wait);
         let gw = Arc::new(Self {
             code_runner,
             opts,
@@ -193,6 +202,8 @@ impl Gateway {
             sessions: Mutex::new(Vec::new()),
             progress,
             correlation,
+            bridge,
+            tasks: Default::default(),
             first_list: OnceCell::new(),
             shutdown: CancellationToken::new(),
             code_sessions: Default::default(),
@@ -393,6 +404,8 @@ impl Gateway {
             tracing::warn!("calls still running at shutdown; their records may be missing");
         }
         drop(sessions);
+        // Calls waiting for a client's answers are cancelled upstream and recorded before the flush.
+        self.bridge.abandon_all().await;
         if let Some(state) = &self.state {
             // What calls left queued for the audit log and the report is written before toolgate exits.
             state.flush();

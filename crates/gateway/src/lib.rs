@@ -13,6 +13,7 @@ mod adapt;
 mod admin;
 mod aggregate;
 mod approval;
+mod bridge;
 mod calls;
 mod canon;
 mod codemode;
@@ -53,6 +54,9 @@ mod session_flow_tests;
 mod snapshot;
 mod state;
 mod status;
+mod tasks;
+#[cfg(test)]
+mod tasks_flow_tests;
 #[cfg(test)]
 mod testkit;
 mod wakeups;

@@ -56,6 +56,11 @@ impl Session {
             | "resources/subscribe"
             | "resources/unsubscribe"
             | "completion/complete" => self.govern_read(id, method, params, cancel).await,
+            // Tasks, under toolgate's ids and only the caller's own (`tasks`).
+            "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update" => {
+                Reply::from_result(self.task_request(method, params, cancel).await)
+            }
+            "tasks/list" if !modern => Reply::from_result(self.list_tasks(cancel).await),
             "logging/setLevel" if !modern => Reply::from_result(self.set_level(params).await),
             _ => Reply::Error(error_object(
                 jsonrpc::METHOD_NOT_FOUND,

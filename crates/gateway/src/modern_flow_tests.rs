@@ -161,3 +161,42 @@ async fn modern_call_cancelled_while_held_gets_no_response_and_its_approval_is_w
     );
     h.stop(&[&client]).await;
 }
+
+/// A modern request that sets `_meta` log level hears its call's log lines at or above it on its own stream;
+/// one that sets none hears nothing (2026-07-28: no level, no log messages).
+#[tokio::test]
+async fn modern_request_that_asks_for_log_lines_hears_them_on_its_own_stream() {
+    let h = Harness::start(policy(0), FixtureOptions::default()).await;
+    let mut client = h.client();
+    let log = |level: Option<&str>, data: &str| {
+        let mut params =
+            json!({"name": "fx__log", "arguments": {"level": "warning", "data": data}});
+        if let Some(level) = level {
+            params["_meta"] = json!({"io.modelcontextprotocol/logLevel": level});
+        }
+        params
+    };
+    let id = client
+        .send_modern("tools/call", log(Some("info"), "heard"))
+        .await;
+    let (stream, line) = client
+        .wait_for_on(|m| m["method"] == "notifications/message")
+        .await;
+    assert_eq!(
+        stream,
+        Stream::Request(Id::from_value(&id).unwrap()),
+        "{line}"
+    );
+    assert_eq!(line["params"]["data"], "heard", "{line}");
+    client.response(&id).await;
+    client.modern("tools/call", log(None, "unasked")).await;
+    client
+        .modern("tools/call", log(Some("error"), "too quiet"))
+        .await;
+    let rest = client.unexpected().await;
+    assert!(
+        !rest.iter().any(|m| m["method"] == "notifications/message"),
+        "{rest:#?}"
+    );
+    h.stop(&[&client]).await;
+}

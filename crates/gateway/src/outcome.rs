@@ -1,5 +1,5 @@
-//! What a governed request came to, as types: `CallOutcome` (complete, refused, held, input required, failed,
-//! cancelled), the `RefusalCode` of every refusal toolgate writes, and the `CallError` of a request that could
+//! What a governed request came to, as types: `CallOutcome` (complete, refused, held, input required — passed
+//! through or bridged —, failed, cancelled), the `RefusalCode` of every refusal toolgate writes, and the `CallError` of a request that could
 //! not be carried out. Records and hooks read these; only `wire` turns them into protocol bytes.
 //!
 //! It does not decide anything and does not know the wire shapes (Contract V1, JSON-RPC errors).
@@ -223,6 +223,12 @@ pub enum CallOutcome {
     /// The request needs more from the client before it can go on: a modern-era multi round-trip result
     /// (`resultType: "input_required"`), relayed as the upstream wrote it.
     InputRequired(Value),
+    /// The upstream asked the client something mid-call and the call waits for the answers in toolgate's bridge
+    /// (`bridge`): the `input_required` result the client gets now, and the request state its retry must carry.
+    Bridged {
+        result: Value,
+        state: String,
+    },
     Failed(CallError),
     /// The client cancelled: no response is sent.
     Cancelled,
@@ -246,7 +252,7 @@ impl CallOutcome {
             CallOutcome::Complete(_, Completion::Failed(o)) => o,
             CallOutcome::Refused(_) => "REFUSED",
             CallOutcome::Held(h) => h.state.as_str(),
-            CallOutcome::InputRequired(_) => "INPUT_REQUIRED",
+            CallOutcome::InputRequired(_) | CallOutcome::Bridged { .. } => "INPUT_REQUIRED",
             CallOutcome::Failed(_) => "FAILED",
             CallOutcome::Cancelled => "CANCELLED",
         }
@@ -255,7 +261,9 @@ impl CallOutcome {
     /// The result the client got, when it is a result (for the records' size and digest).
     pub fn result(&self) -> Option<&Value> {
         match self {
-            CallOutcome::Complete(v, _) | CallOutcome::InputRequired(v) => Some(v),
+            CallOutcome::Complete(v, _)
+            | CallOutcome::InputRequired(v)
+            | CallOutcome::Bridged { result: v, .. } => Some(v),
             _ => None,
         }
     }

@@ -64,6 +64,17 @@ pub(crate) struct ProgressGuard {
     pub token: String,
 }
 
+impl ProgressGuard {
+    /// Points the route at another requester (the retry of a bridged call), or nowhere while none waits.
+    pub(crate) fn redirect(&self, to: Option<Progress>) {
+        let mut routes = self.table.lock();
+        match to {
+            Some(progress) => routes.insert(self.token.clone(), progress),
+            None => routes.remove(&self.token),
+        };
+    }
+}
+
 impl Drop for ProgressGuard {
     fn drop(&mut self) {
         self.table.lock().remove(&self.token);

@@ -191,8 +191,9 @@ async fn sampling_asked_during_a_call_with_no_client_session_is_refused_and_the_
     h.stop(&[&a]).await;
 }
 
-/// A modern client's call makes the upstream ask for sampling: toolgate cannot bridge it into that client's era,
-/// so it is refused, and the legacy session that declared sampling is not asked in its place.
+/// A modern client's call makes a modern upstream ask for sampling as a server request, which its era does not
+/// have (it would answer input_required; only a legacy upstream's requests are bridged): refused, and the legacy
+/// session that declared sampling is not asked in its place.
 #[tokio::test]
 async fn sampling_asked_during_a_modern_call_is_refused_not_handed_to_a_legacy_session_that_could_answer(
 ) {
@@ -204,7 +205,7 @@ async fn sampling_asked_during_a_modern_call_is_refused_not_handed_to_a_legacy_s
         .await;
     let said = answer.to_string();
     assert!(
-        said.contains("bridging server requests into multi round-trip results is not supported"),
+        said.contains("which has no server requests"),
         "the modern client sees the refusal: {answer}"
     );
     assert_eq!(modern.unexpected().await, Vec::<Value>::new());

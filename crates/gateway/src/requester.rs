@@ -44,9 +44,14 @@ impl Session {
                 sink: Arc::clone(&channel) as Arc<dyn ProgressSink>,
             });
         ctx.asker = Some(channel as Arc<dyn AskHuman>);
+        let log_level = params
+            .pointer("/_meta/io.modelcontextprotocol~1logLevel")
+            .and_then(Value::as_str)
+            .and_then(crate::route::LogLevel::parse);
         ctx.requester = Some(Requester {
             session: Arc::downgrade(self),
             request: request.clone(),
+            log_level,
         });
         ctx
     }

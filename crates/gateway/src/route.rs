@@ -14,12 +14,17 @@
 //! session; either way only where that session's own level admits them. Each upstream is set to the most verbose
 //! level any open session asked for. Resource updates go only to the sessions subscribed to that URI on that
 //! upstream; the upstream holds one subscription for all of them, ended when the last one unsubscribes or closes.
-//! Modern clients receive none of these notifications, as before: they come on request streams this
-//! version does not keep open.
+//!
+//! A call bridged for a modern client (`bridge`) is attributed like any other; what it asks goes to the bridge,
+//! which turns it into the `inputRequests` of the client's result, instead of to a session. A modern client
+//! hears log messages only on the stream of a request that asked for them (`_meta` log level) while that
+//! request's call is the only one in flight on the upstream; it has no session stream for anything else.
 
+use crate::bridge::{AskSink, Asked};
 use crate::correlate::Cause;
 use crate::errors::invalid_params;
 use crate::gateway::Gateway;
+use crate::outbox::Stream;
 use crate::session::{Left, Session};
 use jsonrpc::{error_object, Id};
 use serde_json::{json, Value};
@@ -70,8 +75,16 @@ impl LogLevel {
     }
 }
 
+/// Where an upstream's request goes.
+pub(crate) enum Target {
+    /// Relayed to this session, on the stream of the client request that caused it (when one did).
+    Session(Arc<Session>, Option<Id>),
+    /// Caught for a call bridged for a modern client.
+    Bridge(AskSink),
+}
+
 /// The client capability an upstream request needs; `None` for requests toolgate never relays.
-fn needed_capability(method: &str) -> Option<&'static str> {
+pub(crate) fn needed_capability(method: &str) -> Option<&'static str> {
     match method {
         "sampling/createMessage" => Some("sampling"),
         "elicitation/create" => Some("elicitation"),
@@ -83,11 +96,7 @@ fn needed_capability(method: &str) -> Option<&'static str> {
 impl Gateway {
     /// The session an upstream's request goes to and the client request that caused it (when one did), or the
     /// error the upstream is answered with.
-    pub(crate) fn route_request(
-        &self,
-        server: &str,
-        method: &str,
-    ) -> Result<(Arc<Session>, Option<Id>), Value> {
+    pub(crate) fn route_request(&self, server: &str, method: &str) -> Result<Target, Value> {
         let refused = |why: String| Err(error_object(jsonrpc::METHOD_NOT_FOUND, why, None));
         let unattributed = |why: String| Err(error_object(jsonrpc::INTERNAL_ERROR, why, None));
         let Some(cap) = needed_capability(method) else {
@@ -101,7 +110,12 @@ impl Gateway {
             ));
         }
         match self.correlation.cause(server) {
-            Cause::Call { session, request } => {
+            Cause::Call {
+                bridge: Some(sink), ..
+            } => Ok(Target::Bridge(sink)),
+            Cause::Call {
+                session, request, ..
+            } => {
                 let Some(session) = session.upgrade().filter(|s| s.is_open()) else {
                     return unattributed(format!(
                         "toolgate cannot relay {method}: the call that caused it has no client to ask (the client is gone, or no client session stands behind the call)"
@@ -109,7 +123,7 @@ impl Gateway {
                 };
                 match session.relay_refusal(method, cap) {
                     Some(why) => refused(why),
-                    None => Ok((session, request)),
+                    None => Ok(Target::Session(session, request)),
                 }
             }
             Cause::Ambiguous { sessions } => unattributed(format!(
@@ -127,7 +141,7 @@ impl Gateway {
                     .filter(|s| s.relay_refusal(method, cap).is_none())
                     .collect();
                 match (able.as_slice(), open.as_slice()) {
-                    ([one], _) => Ok((Arc::clone(one), None)),
+                    ([one], _) => Ok(Target::Session(Arc::clone(one), None)),
                     ([], []) => unattributed("no client is connected".to_owned()),
                     ([], [only]) => refused(only.relay_refusal(method, cap).unwrap_or_default()),
                     ([], _) => refused(format!(
@@ -152,7 +166,26 @@ impl Gateway {
         params: Option<Value>,
     ) {
         match self.route_request(server, &method) {
-            Ok((session, cause)) => session.relay(server, id, method, params, cause).await,
+            Ok(Target::Session(session, cause)) => {
+                session.relay(server, id, method, params, cause).await
+            }
+            Ok(Target::Bridge(sink)) => {
+                let asked = Asked {
+                    upstream_id: id,
+                    method,
+                    params,
+                };
+                if let Err(refused) = sink.try_send(asked) {
+                    let asked = refused.into_inner();
+                    let err = error_object(
+                        jsonrpc::INTERNAL_ERROR,
+                        "toolgate cannot take more requests for this call now",
+                        None,
+                    );
+                    self.answer_upstream(server, asked.upstream_id, Err(err))
+                        .await;
+                }
+            }
             Err(err) => {
                 tracing::info!(server, method, error = %err, "upstream request refused");
                 self.answer_upstream(server, id, Err(err)).await;
@@ -179,6 +212,11 @@ impl Gateway {
                     session.relay_cancelled(server, id).await;
                 }
             }
+            "notifications/tasks/status" | "notifications/tasks" => {
+                if let Some(params) = params {
+                    self.on_task_status(server, &method, params).await;
+                }
+            }
             "notifications/resources/updated" => {
                 let Some(uri) = params
                     .as_ref()
@@ -202,6 +240,21 @@ impl Gateway {
                     .and_then(Value::as_str)
                     .and_then(LogLevel::parse)
                     .unwrap_or(LogLevel::Debug);
+                // A modern client's request that opted in hears its call's log lines on its own stream.
+                if let Cause::Call {
+                    session,
+                    request: Some(request),
+                    log_level: Some(least),
+                    ..
+                } = self.correlation.cause(server)
+                {
+                    if let Some(s) = session.upgrade().filter(|s| s.is_modern()) {
+                        if level >= least {
+                            s.notify_on(Stream::Request(request), &method, params.clone());
+                        }
+                        return;
+                    }
+                }
                 for session in self.concerned(server) {
                     if session.admits(level) {
                         session.forward_notification(&method, params.clone()).await;
@@ -230,7 +283,7 @@ impl Gateway {
         self.upstreams()
             .iter()
             .filter(|up| {
-                matches!(self.route_request(up.name(), "roots/list"), Ok((s, _)) if s.id == session.id)
+                matches!(self.route_request(up.name(), "roots/list"), Ok(Target::Session(s, _)) if s.id == session.id)
             })
             .cloned()
             .collect()

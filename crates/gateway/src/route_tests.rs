@@ -111,8 +111,20 @@ fn note(server: &str, method: &str, params: Value) -> Event {
 /// The error the upstream is answered with; failing the test when the request was routed to a client.
 fn refusal(gw: &Gateway, server: &str, method: &str) -> Value {
     match gw.route_request(server, method) {
-        Ok((session, _)) => panic!("{method} of {server} was routed to session {}", session.id),
+        Ok(Target::Session(session, _)) => {
+            panic!("{method} of {server} was routed to session {}", session.id)
+        }
+        Ok(Target::Bridge(_)) => panic!("{method} of {server} was routed to a bridged call"),
         Err(e) => e,
+    }
+}
+
+/// The session a request was routed to and its cause; failing the test when it was refused or bridged.
+fn routed(gw: &Gateway, server: &str, method: &str) -> (Arc<Session>, Option<Id>) {
+    match gw.route_request(server, method) {
+        Ok(Target::Session(session, cause)) => (session, cause),
+        Ok(Target::Bridge(_)) => panic!("{method} of {server} was routed to a bridged call"),
+        Err(e) => panic!("{method} of {server} was refused: {e}"),
     }
 }
 
@@ -163,7 +175,7 @@ async fn upstream_request_during_several_calls_of_one_client_goes_to_it_and_is_r
 
     let first = gw.correlation.begin_for("fx", &a.session, Some(Id::Int(1)));
     let second = gw.correlation.begin_for("fx", &a.session, Some(Id::Int(2)));
-    let (to, cause) = gw.route_request("fx", "sampling/createMessage").unwrap();
+    let (to, cause) = routed(&gw, "fx", "sampling/createMessage");
     assert_eq!((to.id.as_str(), cause), (a.session.id.as_str(), None));
 
     a.session.close();
@@ -200,7 +212,7 @@ async fn upstream_request_never_falls_back_to_another_client() {
     drop(call);
 
     // Outside any call: the only client that can answer it.
-    let (to, _) = gw.route_request("fx", "roots/list").unwrap();
+    let (to, _) = routed(&gw, "fx", "roots/list");
     assert_eq!(to.id, b.session.id);
     let mut c = Client::open(&gw, json!({"roots": {}})).await;
     let err = refusal(&gw, "fx", "roots/list");

@@ -163,6 +163,14 @@ impl Session {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The identity this session serves (`RequestMeta::identity` of its first message).
+    pub(crate) fn identity(&self) -> Option<String> {
+        match &self.lock().binding {
+            Binding::To(identity) => identity.clone(),
+            Binding::Unbound => None,
+        }
+    }
+
     /// Whether the session still serves its client (not closed, and its outbox did not overflow).
     pub fn is_open(&self) -> bool {
         !self.lock().closed && !self.out.is_closed()
@@ -374,12 +382,16 @@ impl Session {
     }
 
     /// Upstream notifications other than progress and cancellation (log messages, resource updates) go to legacy
-    /// clients as they came, once `route` decided they concern this one. Modern clients receive log messages only
-    /// for requests that asked for them, which this version does not track, so they get none.
+    /// clients as they came, once `route` decided they concern this one. Modern clients have no session stream:
+    /// they receive log messages only on the stream of a request that asked for them (`route`).
     pub(crate) async fn forward_notification(&self, method: &str, params: Option<Value>) {
         if matches!(self.lock().era, ClientEra::Legacy(_)) {
             self.notify(method, params).await;
         }
+    }
+
+    pub(crate) fn is_modern(&self) -> bool {
+        matches!(self.lock().era, ClientEra::Modern)
     }
 
     /// Why this client cannot take an upstream's request needing capability `cap`; `None` when it can.
@@ -394,8 +406,8 @@ impl Session {
                 "toolgate cannot relay {method}: the client has not initialized its connection"
             )),
             ClientEra::Modern => Some(format!(
-                "toolgate cannot relay {method}: the client speaks protocol {MODERN_VERSION}, and bridging \
-                 server requests into multi round-trip results is not supported yet"
+                "toolgate cannot relay {method}: the client speaks protocol {MODERN_VERSION}, which has no \
+                 server requests; toolgate turns them into input_required results of tools/call only"
             )),
         }
     }

@@ -202,6 +202,12 @@ impl Client {
         self.wire.close();
     }
 
+    /// Speaks as `identity` from now on, as an authenticating transport would say (before the first message,
+    /// which binds the session to it).
+    pub(crate) fn as_identity(&mut self, identity: &str) {
+        self.wire.meta.identity = Some(identity.to_owned());
+    }
+
     /// Closes the session and lets go of it, as a front end whose client went away does; whether its drain then
     /// ended within `within` (it ends once the session and its requests are gone).
     pub(crate) async fn leave(self, within: Duration) -> bool {
@@ -251,18 +257,29 @@ impl Harness {
         fixture: FixtureOptions,
         configure: impl FnOnce(&mut config::Config),
     ) -> Self {
-        Self::start_serving(policy, fixture, configure, false).await
+        Self::start_serving(policy, fixture, configure, |_| {}, false).await
+    }
+
+    /// `start_with`, with the gateway's options changed by `tune` (a setting no config key gives).
+    pub(crate) async fn start_tuned(
+        policy: Value,
+        fixture: FixtureOptions,
+        configure: impl FnOnce(&mut config::Config),
+        tune: impl FnOnce(&mut Options),
+    ) -> Self {
+        Self::start_serving(policy, fixture, configure, tune, false).await
     }
 
     /// `start`, also serving toolgate's own workspace tools.
     pub(crate) async fn start_with_workspace_tools(policy: Value) -> Self {
-        Self::start_serving(policy, FixtureOptions::default(), |_| {}, true).await
+        Self::start_serving(policy, FixtureOptions::default(), |_| {}, |_| {}, true).await
     }
 
     async fn start_serving(
         policy: Value,
         fixture: FixtureOptions,
         configure: impl FnOnce(&mut config::Config),
+        tune: impl FnOnce(&mut Options),
         workspace_tools: bool,
     ) -> Self {
         let dir = tempfile::tempdir().unwrap();
@@ -292,7 +309,8 @@ impl Harness {
         }));
         let links: HashMap<String, Arc<dyn upstream::Connector>> =
             HashMap::from([("fx".to_owned(), connector as Arc<dyn upstream::Connector>)]);
-        let opts = Options::from_config(&config, false);
+        let mut opts = Options::from_config(&config, false);
+        tune(&mut opts);
         let builtin = workspace_tools.then(|| {
             Arc::new(builtin::Builtin::new(builtin::BuiltinConfig::new(&workspace)).unwrap())
         });

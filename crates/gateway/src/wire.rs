@@ -68,7 +68,7 @@ fn as_error(result: &Value) -> Value {
 pub(crate) fn reply(outcome: CallOutcome, shape: Shape, definition: Option<&Value>) -> Reply {
     let own = match outcome {
         CallOutcome::Complete(v, _) => return Reply::Result(v),
-        CallOutcome::InputRequired(v) => {
+        CallOutcome::InputRequired(v) | CallOutcome::Bridged { result: v, .. } => {
             let mut v = v;
             v["resultType"] = json!("input_required");
             return Reply::Result(v);

@@ -11,6 +11,7 @@ mod approvals_attacks;
 mod approvals_exit;
 mod audit_health;
 mod audit_trail;
+mod bridging;
 mod client_configs;
 mod clients;
 mod codemode;

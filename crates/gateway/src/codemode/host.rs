@@ -63,7 +63,7 @@ pub(crate) fn to_program(outcome: CallOutcome) -> Result<serde_json::Value, Call
         // A program's calls are never held (an ask runs under the run's approval or is refused), so a handle
         // here is a refusal that says what happened.
         CallOutcome::Held(h) => Err(refused(h.state.as_str(), h.message)),
-        CallOutcome::InputRequired(_) => Err(CallFailure::Failed {
+        CallOutcome::InputRequired(_) | CallOutcome::Bridged { .. } => Err(CallFailure::Failed {
             message: "the tool asked for input, which a program cannot give".to_owned(),
         }),
         CallOutcome::Failed(CallError::BadRequest(why)) => {

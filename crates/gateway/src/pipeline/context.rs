@@ -97,6 +97,9 @@ pub(crate) trait AskHuman: Send + Sync {
 pub(crate) struct Requester {
     pub session: Weak<Session>,
     pub request: Id,
+    /// The least severe log message a modern client asked to receive on this request's stream
+    /// (`_meta["io.modelcontextprotocol/logLevel"]`); `None`: none.
+    pub log_level: Option<crate::route::LogLevel>,
 }
 
 /// What a human approved for one code-mode run: the tools the program names as literals, approved once for

@@ -19,7 +19,7 @@ pub(crate) use context::{
     AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
     Requester, RunApproval,
 };
-use finish::Finish;
+pub(crate) use finish::Finish;
 pub(crate) use reads::govern_read;
 
 use crate::approval::{self, Snapshot};
@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 /// Fail closed on evidence: while the audit log cannot be written nothing runs, because a call that runs must
 /// leave a record. Only `toolgate_status` still answers, so an agent can see why.
-fn audit_refusal(gateway: &crate::Gateway, what: &str) -> Option<Refusal> {
+pub(crate) fn audit_refusal(gateway: &crate::Gateway, what: &str) -> Option<Refusal> {
     let problem = gateway.state.as_ref()?.audit_problem()?;
     let message = format!(
         "toolgate refused {what}: its audit log cannot be written ({problem}); an administrator must repair it \
@@ -71,6 +71,10 @@ pub(crate) async fn govern_tool(
     ctx: &CallContext,
     params: Value,
 ) -> CallOutcome {
+    // The retry of a call that waits for the client's answers in the bridge: not decided again (`bridge`).
+    if let Some(state) = crate::bridge::retry_state(&params) {
+        return crate::bridge::retry(gw, ctx, params, state).await;
+    }
     let name = params
         .get("name")
         .and_then(Value::as_str)
@@ -86,7 +90,11 @@ pub(crate) async fn govern_tool(
     }
     let outcome = tool_stages(gw, ctx, &mut finish, name, params, arguments).await;
     tracing::debug!(trace = %ctx.trace_id, origin = ?ctx.origin, outcome = outcome.name(), "tool call");
-    finish.close(&outcome).await;
+    match &outcome {
+        // The call goes on upstream: its records are written once, when it ends (`bridge`).
+        CallOutcome::Bridged { state, .. } => gw.bridge.adopt(state, finish).await,
+        _ => finish.close(&outcome).await,
+    }
     outcome
 }
 

@@ -1,0 +1,166 @@
+//! A 2026-07-28 upstream answering `input_required` to a legacy client's request: each input request goes to
+//! the client as the equivalent server→client request (on the stream of the request that caused it, under
+//! toolgate's own ids, only when the client declared the capability), the answers are gathered, and toolgate
+//! retries the upstream request with `inputResponses` and the upstream's `requestState`, for at most
+//! `MAX_ROUNDS` rounds. The client sees only the final result.
+//!
+//! It decides nothing: the request was decided before it was forwarded; the retries repeat it unchanged but for
+//! the answers.
+
+use crate::gateway::Gateway;
+use crate::outbox::Stream;
+use crate::outcome::{CallOutcome, Refusal, RefusalCode};
+use crate::pipeline::CallContext;
+use crate::route::needed_capability;
+use crate::session::Session;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use upstream::Connection;
+
+/// Rounds of input toolgate gathers for one request before it gives up.
+pub(crate) const MAX_ROUNDS: usize = 16;
+
+/// Input requests of one round toolgate puts to a client.
+const MAX_ROUND_REQUESTS: usize = 16;
+
+fn failed(why: String) -> CallOutcome {
+    CallOutcome::Refused(Refusal::new(RefusalCode::Failed, why))
+}
+
+/// Whether an upstream's answer asks for input.
+pub(crate) fn is_input_required(answer: &Value) -> bool {
+    answer.get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
+/// The upstream answered `method` with `answer`, which asks for input: asks `session`'s client on `stream`,
+/// retries, and returns the final outcome.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn answer_for_legacy(
+    gw: &Gateway,
+    ctx: &CallContext,
+    session: &Arc<Session>,
+    stream: Stream,
+    conn: &Connection,
+    timeout: Duration,
+    method: &str,
+    mut params: Value,
+    mut answer: Value,
+) -> CallOutcome {
+    for _ in 0..MAX_ROUNDS {
+        if !is_input_required(&answer) {
+            return CallOutcome::complete(answer);
+        }
+        let requests = match answer.get("inputRequests") {
+            None => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return failed("the upstream's inputRequests is not an object".to_owned()),
+        };
+        let responses = match ask_all(gw, ctx, session, &stream, conn.server(), requests).await {
+            Ok(r) => r,
+            Err(outcome) => return outcome,
+        };
+        if let Value::Object(p) = &mut params {
+            p.remove("inputResponses");
+            p.remove("requestState");
+            if !responses.is_empty() {
+                p.insert("inputResponses".into(), Value::Object(responses));
+            }
+            if let Some(state) = answer.get("requestState") {
+                p.insert("requestState".into(), state.clone());
+            }
+        }
+        answer = match conn
+            .request(method, Some(params.clone()), timeout, &ctx.cancel)
+            .await
+        {
+            Ok(v) => v,
+            Err(e) => return CallOutcome::from_upstream(Err(e)),
+        };
+    }
+    if is_input_required(&answer) {
+        return failed(format!(
+            "toolgate gave up: the upstream still asked for input after {MAX_ROUNDS} rounds"
+        ));
+    }
+    CallOutcome::complete(answer)
+}
+
+/// Asks the client every input request of one round at once; the answers by key, or the outcome that ends
+/// the request (a request the client cannot take, an error it answered with, its cancellation).
+async fn ask_all(
+    gw: &Gateway,
+    ctx: &CallContext,
+    session: &Arc<Session>,
+    stream: &Stream,
+    server: &str,
+    requests: Map<String, Value>,
+) -> Result<Map<String, Value>, CallOutcome> {
+    if requests.len() > MAX_ROUND_REQUESTS {
+        return Err(failed(format!(
+            "the upstream asked for {} inputs at once; toolgate carries at most {MAX_ROUND_REQUESTS}",
+            requests.len()
+        )));
+    }
+    // Every request is checked before any is asked: a round the client cannot answer whole is not begun.
+    let mut checked = Vec::new();
+    for (key, request) in requests {
+        let method = request
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let Some(cap) = needed_capability(&method) else {
+            return Err(failed(format!(
+                "the upstream asked for input toolgate cannot carry to this client ({method:?})"
+            )));
+        };
+        // The client's roots would replace the directories the policy resolves this server's paths in.
+        if cap == "roots" && gw.guard.keeps_own_directories(server) {
+            return Err(failed(format!(
+                "toolgate does not relay {method} to {server}: its policy resolves paths in the directories the \
+                 server was started with"
+            )));
+        }
+        if let Some(why) = session.relay_refusal(&method, cap) {
+            return Err(failed(why));
+        }
+        let params = request
+            .get("params")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        checked.push((key, method, params));
+    }
+    let mut asks = JoinSet::new();
+    for (key, method, params) in checked {
+        let (session, stream) = (Arc::clone(session), stream.clone());
+        asks.spawn(async move {
+            let answer = session.ask_client(stream, &method, params).await;
+            (key, method, answer)
+        });
+    }
+    let mut responses = Map::new();
+    loop {
+        let next = tokio::select! {
+            () = ctx.cancel.cancelled() => return Err(CallOutcome::Cancelled),
+            next = asks.join_next() => next,
+        };
+        match next {
+            None => return Ok(responses),
+            Some(Ok((key, _, Ok(answer)))) => {
+                responses.insert(key, answer);
+            }
+            Some(Ok((_, method, Err(error)))) => {
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no message");
+                return Err(failed(format!(
+                    "the client answered the upstream's {method} with an error: {message}"
+                )));
+            }
+            Some(Err(e)) => return Err(failed(format!("asking the client failed: {e}"))),
+        }
+    }
+}
