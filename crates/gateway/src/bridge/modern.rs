@@ -277,7 +277,7 @@ async fn refused(
     routed: Option<(&str, &str)>,
     refusal: Refusal,
 ) -> CallOutcome {
-    let mut finish = Finish::new(gw, &ctx.trace_id, name, arguments);
+    let mut finish = Finish::new(gw, ctx, name, arguments);
     if let Some((server, tool)) = routed {
         finish.routed(server, tool);
     }
