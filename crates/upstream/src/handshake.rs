@@ -66,7 +66,8 @@ pub(crate) async fn discover(
                 ProbeOutcome::NotModern
             })
         }
-        Err(CallError::Rpc(_)) => Ok(ProbeOutcome::NotModern),
+        // Over HTTP only the answers the spec names mean "legacy"; a 401 or a 500 says nothing about the era.
+        Err(CallError::Rpc(e)) if crate::http::probe_falls_back(&e) => Ok(ProbeOutcome::NotModern),
         Err(e) => Err(e),
     }
 }
@@ -99,8 +100,9 @@ pub(crate) async fn probe(conn: &Connection, probe_timeout: Duration, timeout: D
         Ok(Ok(ProbeOutcome::NotModern)) => {
             return done(initialize(conn, timeout).await.map(Agreed::Legacy), false)
         }
-        // Some legacy servers exit on an unknown first request; do not probe them again.
-        Ok(Err(e)) => {
+        // Some legacy servers exit on an unknown first request; do not probe them again. A link that ended
+        // for a reason of its own (an HTTP server out of reach) or an error answer was not killed by the probe.
+        Ok(Err(e @ CallError::Unavailable { .. })) if conn.end_reason().is_none() => {
             return done(
                 Err(format!(
                     "the server exited when probed with server/discover: {e}"
@@ -108,6 +110,7 @@ pub(crate) async fn probe(conn: &Connection, probe_timeout: Duration, timeout: D
                 true,
             )
         }
+        Ok(Err(e)) => return done(Err(format!("server/discover failed: {e}")), false),
         Err(_) => {}
     }
     let legacy = initialize(conn, timeout);
