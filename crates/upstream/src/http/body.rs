@@ -39,7 +39,7 @@ pub(crate) async fn read_bounded(resp: &mut Response, max: usize) -> Body {
                 body.extend_from_slice(&chunk);
             }
             Ok(Ok(None)) => return Body::Complete(body),
-            Ok(Err(e)) => return Body::Failed(super::describe(&e)),
+            Ok(Err(e)) => return Body::Failed(super::describe(e)),
             Err(_) => {
                 return Body::Failed(format!(
                     "the body stalled for {} s",
@@ -71,7 +71,7 @@ pub(crate) async fn next_events(
     match resp.chunk().await {
         Ok(Some(chunk)) => Ok(Some(parser.feed(&chunk))),
         Ok(None) => Ok(None),
-        Err(e) => Err(super::describe(&e)),
+        Err(e) => Err(super::describe(e)),
     }
 }
 

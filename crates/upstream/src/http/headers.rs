@@ -73,12 +73,12 @@ pub(crate) fn for_message(msg: &Value, legacy: Option<&str>) -> Vec<(&'static st
 /// A value as the spec carries it: as is when it is visible ASCII or inner spaces, else Base64 in `=?base64?…?=`
 /// (also when the plain value looks like that form, so it cannot be misread).
 pub(crate) fn encoded(value: &str) -> HeaderValue {
-    let safe = value
+    let plain = value
         .bytes()
-        .all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
-        && !value.starts_with([' ', '\t'])
-        && !value.ends_with([' ', '\t'])
-        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+        .all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b));
+    let padded = value.starts_with([' ', '\t']) || value.ends_with([' ', '\t']);
+    let looks_encoded = value.starts_with("=?base64?") && value.ends_with("?=");
+    let safe = plain && !padded && !looks_encoded;
     let text = if safe {
         value.to_owned()
     } else {

@@ -36,7 +36,7 @@ pub(crate) async fn open(ep: Endpoint, wait: Duration) -> Result<Opened, String>
         .send();
     let mut resp = match tokio::time::timeout(wait, get).await {
         Ok(Ok(resp)) => resp,
-        Ok(Err(e)) => return Err(format!("cannot reach {url}: {}", describe(&e))),
+        Ok(Err(e)) => return Err(format!("cannot reach {url}: {}", describe(e))),
         Err(_) => return Err(format!("{url} did not answer within {} s", wait.as_secs())),
     };
     if !resp.status().is_success() || !body::is_event_stream(&resp) {
@@ -161,11 +161,11 @@ impl Shared {
         let mut resp = match resp {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) if e.is_connect() => {
-                self.end(format!("cannot reach {}: {}", self.shown, describe(&e)));
+                self.end(format!("cannot reach {}: {}", self.shown, describe(e)));
                 return Err(SendError::Closed);
             }
             Ok(Err(e)) => {
-                let why = format!("posting to {} failed: {}", self.shown, describe(&e));
+                let why = format!("posting to {} failed: {}", self.shown, describe(e));
                 return self.fail(id.as_ref(), why, None).await;
             }
             Err(_) => {

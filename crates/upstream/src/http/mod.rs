@@ -108,9 +108,11 @@ pub(crate) fn same_origin(a: &Url, b: &Url) -> bool {
     a.origin() == b.origin()
 }
 
-/// What a failed request says: the error chain, which names a refused connection or a TLS failure.
-pub(crate) fn describe(e: &reqwest::Error) -> String {
+/// What a failed request says: the error chain, which names a refused connection or a TLS failure; never the
+/// URL, whose query may hold a key (messages name the URL as `shown` gives it).
+pub(crate) fn describe(e: reqwest::Error) -> String {
     use std::error::Error;
+    let e = e.without_url();
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

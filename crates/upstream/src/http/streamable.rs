@@ -218,11 +218,11 @@ impl Shared {
             }
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) if e.is_connect() => {
-                self.end(format!("cannot reach {}: {}", self.shown, describe(&e)));
+                self.end(format!("cannot reach {}: {}", self.shown, describe(e)));
                 Err(SendError::Closed)
             }
             Ok(Err(e)) => {
-                tracing::warn!(server = %self.ep.server, "posting a notification failed: {}", describe(&e));
+                tracing::warn!(server = %self.ep.server, "posting a notification failed: {}", describe(e));
                 Ok(())
             }
             Err(_) => {
@@ -246,10 +246,10 @@ impl Shared {
             Ok(resp) => resp,
             // The server is gone: this life ends, and the request fails with the reason at once.
             Err(e) if e.is_connect() => {
-                return self.end(format!("cannot reach {}: {}", self.shown, describe(&e)))
+                return self.end(format!("cannot reach {}: {}", self.shown, describe(e)))
             }
             Err(e) => {
-                let why = format!("the request to {} failed: {}", self.shown, describe(&e));
+                let why = format!("the request to {} failed: {}", self.shown, describe(e));
                 return self
                     .deliver(failure(id, UPSTREAM_UNAVAILABLE, why, None))
                     .await;
@@ -408,10 +408,10 @@ impl Shared {
                     return;
                 }
                 Err(e) if e.is_connect() => {
-                    return self.end(format!("cannot reach {}: {}", self.shown, describe(&e)))
+                    return self.end(format!("cannot reach {}: {}", self.shown, describe(e)))
                 }
                 Err(e) => {
-                    tracing::debug!(server = %self.ep.server, "the GET stream failed: {}", describe(&e))
+                    tracing::debug!(server = %self.ep.server, "the GET stream failed: {}", describe(e))
                 }
             }
             let wait = parser.retry_ms.map_or(delay, Duration::from_millis);
