@@ -5,8 +5,8 @@
 //! on every later request, with `MCP-Protocol-Version` once `initialize` agreed one; after `initialized` a GET
 //! stream carries what the server starts itself (none when it answers 405; reopened with backoff, resumed with
 //! `Last-Event-ID`); a request's stream that ends before its answer is resumed the same way when the server gave
-//! event ids; shutdown DELETEs the session. A 404 for a request carrying the session means the server forgot it:
-//! the request fails saying so and this life of the link ends, so the supervisor starts a new session (a call is
+//! event ids; shutdown DELETEs the session. A 404 for a request carrying the session (or a 400 that says the
+//! session is not valid, as some servers answer) means the server forgot it: the request fails saying so and this life of the link ends, so the supervisor starts a new session (a call is
 //! never retried silently: it may not be idempotent).
 //!
 //! Modern era (2026-07-28): no session, no GET stream; the version, `Mcp-Method` and `Mcp-Name` headers come from
@@ -208,12 +208,14 @@ impl Shared {
             () = self.ended.cancelled() => return Err(SendError::Closed),
         };
         match resp {
-            Ok(Ok(resp)) if resp.status() == StatusCode::NOT_FOUND && posted.had_session => {
-                self.end(SESSION_EXPIRED.to_owned());
-                Err(SendError::Closed)
-            }
-            Ok(Ok(resp)) if !resp.status().is_success() => {
-                tracing::warn!(server = %self.ep.server, "{} answered HTTP {} to a notification", self.shown, resp.status());
+            Ok(Ok(mut resp)) if !resp.status().is_success() => {
+                let status = resp.status();
+                let text = body::error_text(&mut resp).await;
+                if posted.had_session && session_gone(status, &text) {
+                    self.end(SESSION_EXPIRED.to_owned());
+                    return Err(SendError::Closed);
+                }
+                tracing::warn!(server = %self.ep.server, "{} answered HTTP {status} to a notification", self.shown);
                 Ok(())
             }
             Ok(Ok(_)) => Ok(()),
@@ -256,16 +258,6 @@ impl Shared {
             }
         };
         let status = resp.status();
-        if status == StatusCode::NOT_FOUND && posted.had_session {
-            let expired = failure(
-                id,
-                UPSTREAM_UNAVAILABLE,
-                SESSION_EXPIRED.to_owned(),
-                Some(404),
-            );
-            self.deliver(expired).await;
-            return self.end(SESSION_EXPIRED.to_owned());
-        }
         if !status.is_success() {
             let location = resp
                 .headers()
@@ -273,6 +265,12 @@ impl Shared {
                 .and_then(|l| l.to_str().ok())
                 .map(str::to_owned);
             let text = body::error_text(&mut resp).await;
+            if posted.had_session && session_gone(status, &text) {
+                let code = Some(status.as_u16());
+                let expired = failure(id, UPSTREAM_UNAVAILABLE, SESSION_EXPIRED.to_owned(), code);
+                self.deliver(expired).await;
+                return self.end(SESSION_EXPIRED.to_owned());
+            }
             let answer = from_status(id, status.as_u16(), &text, location.as_deref(), &self.shown);
             return self.deliver(answer).await;
         }
@@ -392,9 +390,6 @@ impl Shared {
                 .header(ACCEPT, "text/event-stream");
             match get.send().await {
                 Ok(resp) if resp.status() == StatusCode::METHOD_NOT_ALLOWED => return,
-                Ok(resp) if resp.status() == StatusCode::NOT_FOUND && had_session => {
-                    return self.end(SESSION_EXPIRED.to_owned())
-                }
                 Ok(mut resp) if resp.status().is_success() && body::is_event_stream(&resp) => {
                     while let Ok(Some(items)) = body::next_events(&mut resp, &mut parser).await {
                         delay = Duration::from_secs(1);
@@ -403,8 +398,13 @@ impl Shared {
                         }
                     }
                 }
-                Ok(resp) => {
-                    tracing::debug!(server = %self.ep.server, "the GET stream was refused (HTTP {}); not listening", resp.status());
+                Ok(mut resp) => {
+                    let status = resp.status();
+                    let text = body::error_text(&mut resp).await;
+                    if had_session && session_gone(status, &text) {
+                        return self.end(SESSION_EXPIRED.to_owned());
+                    }
+                    tracing::debug!(server = %self.ep.server, "the GET stream was refused (HTTP {status}); not listening");
                     return;
                 }
                 Err(e) if e.is_connect() => {
@@ -499,6 +499,14 @@ impl Shared {
             task.abort();
         }
     }
+}
+
+/// Whether a failure for a request that carried the session means the server no longer knows it: 404, as the
+/// spec says, or a 400 whose body speaks of the session, as servers built on the TypeScript SDK's examples answer
+/// for a session they lost in a restart.
+fn session_gone(status: StatusCode, body: &str) -> bool {
+    status == StatusCode::NOT_FOUND
+        || (status == StatusCode::BAD_REQUEST && body.to_ascii_lowercase().contains("session"))
 }
 
 /// A request ready to go, and whether it carries the session (a 404 then means the session is gone).

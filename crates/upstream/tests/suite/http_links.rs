@@ -191,7 +191,17 @@ async fn modern_server_over_http_is_used_modern_with_its_headers() {
 
 #[tokio::test]
 async fn stale_upstream_session_is_reestablished_not_an_empty_success() {
-    let peer = Peer::start(Mode::default()).await;
+    for lost_session_400 in [false, true] {
+        stale_session(Mode {
+            lost_session_400,
+            ..Mode::default()
+        })
+        .await;
+    }
+}
+
+async fn stale_session(mode: Mode) {
+    let peer = Peer::start(mode).await;
     let (up, _events) = start(entry(&peer.url("/mcp"), false, &[]));
     ready(&up).await;
     peer.state.forget_sessions();

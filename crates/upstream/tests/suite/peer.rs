@@ -35,6 +35,8 @@ pub struct Mode {
     pub call: Call,
     /// What the HTTP+SSE `endpoint` event says (default: `/messages`).
     pub endpoint: Option<String>,
+    /// Answer a forgotten session with 400 "no valid session ID", as the TypeScript SDK's examples do, not 404.
+    pub lost_session_400: bool,
 }
 
 /// One request as the server saw it.
@@ -230,11 +232,16 @@ async fn mcp(
                 )
             }
             Some(s) if !state.sessions.lock().unwrap().contains(s) => {
-                return json_response(
-                    404,
-                    &[],
-                    &rpc_error(&Value::Null, -32001, "Session not found"),
-                )
+                return if mode.lost_session_400 {
+                    let body = rpc_error(&id, -32000, "Bad Request: No valid session ID provided");
+                    json_response(400, &[], &body)
+                } else {
+                    json_response(
+                        404,
+                        &[],
+                        &rpc_error(&Value::Null, -32001, "Session not found"),
+                    )
+                };
             }
             Some(_) => {}
         }
