@@ -63,7 +63,7 @@ fn unreachable_http_upstream_is_reported_with_its_url_and_the_reason() {
     );
     let line = stdout
         .lines()
-        .find(|l| l.trim_start().starts_with("remote "))
+        .find(|l| l.trim_start().starts_with("remote ") && l.contains("backoff"))
         .unwrap_or_default();
     assert!(
         line.contains(&format!("cannot reach {url}")) && line.contains("refused"),

@@ -25,6 +25,7 @@ mod forwarding;
 mod framing;
 mod hooks;
 mod host_resolution;
+mod http_upstreams;
 mod interop;
 mod isolation;
 mod matrix;

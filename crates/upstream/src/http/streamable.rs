@@ -166,8 +166,10 @@ impl Shared {
         }
     }
 
-    /// A request builder with the configured headers, then the session's (the protocol's own win).
+    /// A request builder with the configured headers, then the session's (the protocol's own win). A GET or
+    /// DELETE carries the agreed version too; a POST carries the one its message calls for (`post`).
     fn builder(&self, method: Method, last_event_id: Option<&str>) -> RequestBuilder {
+        let post = method == Method::POST;
         let mut b = self
             .ep
             .client
@@ -176,7 +178,7 @@ impl Shared {
         if let Some(session) = lock(&self.session).clone() {
             b = b.header(SESSION_ID, session);
         }
-        if let Some(version) = lock(&self.legacy_version).clone() {
+        if let (Some(version), false) = (lock(&self.legacy_version).clone(), post) {
             b = b.header(PROTOCOL_VERSION, version);
         }
         if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {

@@ -456,6 +456,12 @@ async fn client_authorization_is_never_forwarded_upstream() {
     ];
     for s in peer.state.seen() {
         for name in s.headers.keys() {
+            // Each once: a repeated protocol header is refused by real servers (two versions are no version).
+            assert_eq!(
+                s.headers.get_all(name).iter().count(),
+                1,
+                "{name} repeated on {s:?}"
+            );
             assert!(
                 allowed.contains(&name.as_str()),
                 "unexpected header {name} on {s:?}"
