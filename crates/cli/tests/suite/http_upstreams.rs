@@ -118,6 +118,10 @@ async fn server_everything_over_streamable_http_and_sse_is_listed_and_called() {
         structured["structuredContent"]["temperature"].is_number(),
         "{structured}"
     );
+    assert!(
+        client.close(Duration::from_secs(10)).await.is_some(),
+        "toolgate ends its HTTP upstreams and exits"
+    );
 }
 
 #[tokio::test]
