@@ -9,6 +9,8 @@
 
 mod calls;
 mod input;
+#[cfg(test)]
+mod input_tests;
 
 use crate::fixture::Server;
 use jsonrpc::{error_object, Id};
