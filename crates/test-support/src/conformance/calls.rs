@@ -92,6 +92,10 @@ pub(super) async fn call(
             }
             content(vec![text("Tool with progress executed successfully")])
         }
+        "json_schema_2020_12_tool" => content(vec![text(format!(
+            "Delivery request received: {}",
+            params.get("arguments").unwrap_or(&Value::Null)
+        ))]),
         "test_error_handling" => json!({"isError": true, "content": [
             text("This tool intentionally returns an error for testing")]}),
         "test_sampling" => {

@@ -98,8 +98,34 @@ fn tools() -> Vec<Value> {
             "Elicits a form with each kind of enum field.",
         ),
     ];
+    tools.push(json!({"name": "json_schema_2020_12_tool",
+        "description": "Takes a delivery request whose schema uses the JSON Schema 2020-12 vocabulary.",
+        "inputSchema": json_schema_2020_12()}));
     tools.extend(input::tools());
     tools
+}
+
+/// A 2020-12 input schema using the keywords a gateway must not strip: the dialect, `$defs` with an `$anchor`,
+/// a `$ref`, composition, a conditional and closed properties.
+fn json_schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": {"$anchor": "deliveryAddress", "type": "object",
+                              "properties": {"line": {"type": "string"}, "town": {"type": "string"}}}},
+        "properties": {
+            "recipient": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "notify": {"type": "string", "enum": ["sms", "mail"]},
+            "mobile": {"type": "string"},
+            "mailbox": {"type": "string"}
+        },
+        "allOf": [{"anyOf": [{"required": ["mobile"]}, {"required": ["mailbox"]}]}],
+        "if": {"properties": {"notify": {"const": "sms"}}, "required": ["notify"]},
+        "then": {"required": ["mobile"]},
+        "else": {"required": ["mailbox"]},
+        "additionalProperties": false
+    })
 }
 
 fn resources() -> Vec<Value> {
