@@ -96,6 +96,30 @@ pub(super) async fn call(
             "Delivery request received: {}",
             params.get("arguments").unwrap_or(&Value::Null)
         ))]),
+        // Logs only to a caller that asked for logs: a modern caller names a level in `_meta`, a legacy one
+        // sets it for the session (this fixture logs to every legacy caller).
+        "test_logging_tool" => {
+            let level = params.pointer("/_meta/io.modelcontextprotocol~1logLevel");
+            if !modern || level.is_some() {
+                let p =
+                    json!({"level": "info", "logger": "conformance", "data": "logging tool ran"});
+                server
+                    .send(jsonrpc::notification("notifications/message", Some(p)))
+                    .await;
+            }
+            content(vec![text("Logging tool ran")])
+        }
+        "test_trigger_tool_change" | "test_trigger_prompt_change" => {
+            let list = if name == "test_trigger_tool_change" {
+                "tools"
+            } else {
+                "prompts"
+            };
+            let method = format!("notifications/{list}/list_changed");
+            server.send(jsonrpc::notification(&method, None)).await;
+            content(vec![text(format!("The {list} list changed"))])
+        }
+        "test_header_param" => content(vec![text(format!("Region: {}", arg("region")))]),
         "test_error_handling" => json!({"isError": true, "content": [
             text("This tool intentionally returns an error for testing")]}),
         "test_sampling" => {

@@ -205,6 +205,14 @@ pub(super) fn tools() -> Vec<Value> {
             "test_input_required_result_capabilities",
             "Asks only what the client declared it can answer.",
         ),
+        (
+            "test_missing_capability",
+            "Needs the client's sampling capability.",
+        ),
+        (
+            "test_streaming_elicitation",
+            "Asks the user a question while it runs.",
+        ),
     ]
     .into_iter()
     .map(|(name, description)| super::no_args(name, description))
@@ -224,6 +232,10 @@ pub(super) async fn call(
         params: json!({"message": "Please confirm", "requestedSchema": {"type": "object",
                        "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}),
     };
+    let caps = params
+        .pointer("/_meta/io.modelcontextprotocol~1clientCapabilities")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let done = |questions, stateful, finish: fn(&Map<String, Value>) -> Value| async move {
         Ok(
             match server
@@ -292,10 +304,6 @@ pub(super) async fn call(
         }
         "test_input_required_result_multi_round" => multi_round(server, name, params, modern).await,
         "test_input_required_result_capabilities" => {
-            let caps = params
-                .pointer("/_meta/io.modelcontextprotocol~1clientCapabilities")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
             let mut qs = Vec::new();
             if !modern || caps.get("elicitation").is_some() {
                 qs.push(elicit("user_name", "What is your name?", "name"));
@@ -304,6 +312,28 @@ pub(super) async fn call(
                 qs.push(sample("greeting", "Generate a greeting", 50));
             }
             done(qs, false, |a| text(format!("Answered: {}", a.len()))).await
+        }
+        // Needs sampling: a modern caller that did not declare it is refused with the missing capability.
+        "test_missing_capability" => {
+            if modern && caps.get("sampling").is_none() {
+                return Some(Err(error_object(
+                    jsonrpc::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    "this tool needs the sampling capability",
+                    Some(json!({"requiredCapabilities": {"sampling": {}}})),
+                )));
+            }
+            let q = sample("summary", "Summarise the weather", 50);
+            done(vec![q], false, |a| {
+                text(said(&a["summary"], "/content/text"))
+            })
+            .await
+        }
+        // Asks mid-call: to a modern caller that is an `input_required` answer, never a request on the stream.
+        "test_streaming_elicitation" => {
+            done(vec![elicit("answer", "Continue?", "answer")], false, |a| {
+                text(format!("Answer: {}", said(&a["answer"], "/content/answer")))
+            })
+            .await
         }
         _ => return None,
     })

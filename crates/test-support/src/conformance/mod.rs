@@ -98,6 +98,15 @@ fn tools() -> Vec<Value> {
             "Elicits a form with each kind of enum field.",
         ),
     ];
+    tools.extend([
+        no_args("test_logging_tool", "Logs once, if the caller asked for logs."),
+        no_args("test_trigger_tool_change", "Announces that the tool list changed."),
+        no_args("test_trigger_prompt_change", "Announces that the prompt list changed."),
+        // SEP-2243: an argument a 2026-07-28 HTTP client also sends as the `Mcp-Param-Region` header.
+        json!({"name": "test_header_param", "description": "Names the region it was given.",
+               "inputSchema": {"type": "object", "required": ["region"],
+                               "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}),
+    ]);
     tools.push(json!({"name": "json_schema_2020_12_tool",
         "description": "Takes a delivery request whose schema uses the JSON Schema 2020-12 vocabulary.",
         "inputSchema": json_schema_2020_12()}));
