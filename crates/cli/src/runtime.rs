@@ -233,8 +233,17 @@ fn refuse_config_inside_workspace(
     Ok(())
 }
 
-/// Serves MCP on stdin/stdout until stdin closes or a signal arrives; then ends every upstream process group.
-pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
+/// Where `serve` takes its client from.
+pub enum Transport {
+    /// One client on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP: the address given, else the config's `http.listen`, else `frontend::DEFAULT_LISTEN`.
+    Http(Option<std::net::SocketAddr>),
+}
+
+/// Serves MCP on stdin/stdout until stdin closes, or over HTTP; either until a signal arrives. Then every session
+/// ends and every upstream process group with it.
+pub fn serve(config: Config, wrap: bool, transport: Transport) -> anyhow::Result<ExitCode> {
     let guard = Arc::new(load_guard(&config)?);
     let state = serve_state(&config)?;
     let builtin = builtin_tools(&config)?;
@@ -253,26 +262,59 @@ pub fn serve(config: Config, wrap: bool) -> anyhow::Result<ExitCode> {
         ));
         // No start-up step can stop serving: an upstream that fails, or lists what cannot be served, is reported
         // by `toolgate_status` and `doctor` while the others serve.
-        let (input, output) = jsonrpc::stdio_streams();
-        let served = frontend::serve_stdio(Arc::clone(&gw), input, output);
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let code = tokio::select! {
-            r = served => {
-                if let Err(e) = r {
-                    tracing::warn!("reading stdin failed: {e}");
-                }
-                ExitCode::SUCCESS
-            }
-            _ = tokio::signal::ctrl_c() => ExitCode::SUCCESS,
-            _ = term.recv() => ExitCode::SUCCESS,
+        let served = match transport {
+            Transport::Stdio => serve_stdio_until_signal(&gw).await,
+            Transport::Http(addr) => serve_http_until_signal(&gw, &config, addr).await,
         };
         gw.shutdown().await;
-        Ok::<_, anyhow::Error>(code)
+        served
     })?;
     // The stdin reader may still be blocked in a read (a signal ended the loop while the client kept its end
     // open); it must not keep the process alive.
     rt.shutdown_background();
     Ok(code)
+}
+
+async fn serve_stdio_until_signal(gw: &Arc<Gateway>) -> anyhow::Result<ExitCode> {
+    let (input, output) = jsonrpc::stdio_streams();
+    let served = frontend::serve_stdio(Arc::clone(gw), input, output);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = served => {
+            if let Err(e) = r {
+                tracing::warn!("reading stdin failed: {e}");
+            }
+        }
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn serve_http_until_signal(
+    gw: &Arc<Gateway>,
+    config: &Config,
+    addr: Option<std::net::SocketAddr>,
+) -> anyhow::Result<ExitCode> {
+    let addr = match addr.or(config.http.listen) {
+        Some(a) => a,
+        None => frontend::DEFAULT_LISTEN.parse()?,
+    };
+    let server = frontend::HttpServer::bind(Arc::clone(gw), &config.http, addr).await?;
+    // The one line a user needs to connect a client; stdout stays free of anything but protocol bytes.
+    eprintln!(
+        "toolgate: serving MCP over HTTP at http://{}/mcp",
+        server.local_addr()
+    );
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let signal = async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    };
+    server.run(signal).await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The workspace toolgate guards: the configured one, else the current directory; canonical either way.

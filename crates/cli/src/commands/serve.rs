@@ -1,10 +1,11 @@
-//! `toolgate serve`: the gateway over stdio for every upstream in the config, in direct or code mode.
+//! `toolgate serve`: the gateway for every upstream in the config, in direct or code mode, over stdio or
+//! Streamable HTTP (`--http`).
 
 use super::common::ConfigArgs;
 use config::{Mode, Provenance, Setting};
 use std::process::ExitCode;
 
-/// Serve MCP over stdio, aggregating the upstream servers of a config file.
+/// Serve MCP over stdio (or Streamable HTTP with --http), aggregating the upstream servers of a config file.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
@@ -13,6 +14,12 @@ pub struct Args {
     /// reached from programs (`code`). Overrides the config's "mode".
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
+    /// Serve Streamable HTTP at ADDR instead of stdio; the endpoint is http://ADDR/mcp. Without ADDR: the
+    /// config's "http.listen", else 127.0.0.1:8787. Only loopback is served unless "http.auth" is configured;
+    /// Host and Origin must be loopback on the listening port or listed in "http.allowedHosts" /
+    /// "http.allowedOrigins".
+    #[arg(long, value_name = "ADDR", num_args = 0..=1)]
+    http: Option<Option<std::net::SocketAddr>>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -33,5 +40,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             from: Provenance::Flag("--mode"),
         };
     }
-    crate::runtime::serve(config, false)
+    let transport = match args.http {
+        None => crate::runtime::Transport::Stdio,
+        Some(addr) => crate::runtime::Transport::Http(addr),
+    };
+    crate::runtime::serve(config, false, transport)
 }

@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &overrides,
     )?;
     config.servers = server.servers;
-    crate::runtime::serve(config, true)
+    crate::runtime::serve(config, true, crate::runtime::Transport::Stdio)
 }
 
 /// Package runners: the server is the package they run, not the runner.

@@ -18,6 +18,7 @@ mod codemode_clients;
 mod codemode_escape;
 mod codemode_tasks;
 mod config_errors;
+mod conformance;
 mod demo;
 mod eras;
 mod flood;

@@ -1,0 +1,261 @@
+//! The Streamable HTTP front end: `toolgate serve --http`, the MCP endpoint at `/mcp`.
+//!
+//! Every request passes the same gates in order, each before anything later reads it: `Host` and `Origin`
+//! (`origin`, 403), then the caller (`auth`, 401), then the method (405 with `Allow`), then what the route
+//! needs (`post`, `session_routes`). Messages are decoded as stdio decodes them and handed to gateway sessions
+//! through their public API; nothing here decides anything about a message. Both protocol eras are served on
+//! the one endpoint: legacy clients (2025-03-26 … 2025-11-25) with `Mcp-Session-Id` sessions (`table`) whose
+//! outgoing messages are sorted onto the POST and GET streams (`streams`), modern clients (2026-07-28) with a
+//! session per request (`post`, `modern`). Bounds: body size, sessions, requests in flight, and per session the
+//! gateway's outbox, which the writers pull from only as fast as sockets take it (`sse`).
+//!
+//! It refuses to listen on a non-loopback address unless callers must authenticate: loopback is the only
+//! boundary an unauthenticated server has.
+
+pub(crate) mod auth;
+mod modern;
+mod origin;
+mod post;
+pub(crate) mod reply;
+mod session_routes;
+mod sse;
+mod streams;
+mod table;
+
+use crate::http::auth::Authenticator;
+use crate::http::origin::OriginPolicy;
+use crate::http::reply::Refusal;
+use crate::http::table::Table;
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post as route_post;
+use axum::Router;
+use config::{HttpConfig, HttpLimits};
+use gateway::{Gateway, Session};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// The legacy session header.
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The address served when neither `--http ADDR` nor `http.listen` names one.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+
+/// How long connections get to finish after shutdown began before they are dropped.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// Why the HTTP front end could not start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error(
+        "refusing to listen on {0}: it is not a loopback address and no authentication is configured. \
+         Configure \"http.auth\" (\"apiKeys\" or \"jwt\") in the config, or listen on 127.0.0.1"
+    )]
+    UnauthenticatedBind(SocketAddr),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("authentication config: {0}")]
+    Auth(String),
+    #[error("serving HTTP failed: {0}")]
+    Serve(std::io::Error),
+}
+
+/// What every handler shares.
+pub(crate) struct App {
+    pub gateway: Arc<Gateway>,
+    pub policy: OriginPolicy,
+    pub auth: Authenticator,
+    pub limits: HttpLimits,
+    pub sessions: Arc<Table>,
+    /// Requests in flight across all callers (`maxConcurrentRequests`).
+    pub requests: Arc<Semaphore>,
+    /// The limits messages are decoded under: the gateway's, as every session has them.
+    pub decode_limits: jsonrpc::Limits,
+}
+
+/// A bound, not yet serving, HTTP front end.
+pub struct HttpServer {
+    listener: TcpListener,
+    app: Arc<App>,
+    addr: SocketAddr,
+}
+
+impl HttpServer {
+    /// Binds `addr` for `gateway` with the `http` section's rules; refuses a non-loopback address when nobody
+    /// could authenticate.
+    pub async fn bind(
+        gateway: Arc<Gateway>,
+        http: &HttpConfig,
+        addr: SocketAddr,
+    ) -> Result<Self, HttpError> {
+        let auth = Authenticator::new(&http.auth)?;
+        if !addr.ip().is_loopback() && !auth.configured() {
+            return Err(HttpError::UnauthenticatedBind(addr));
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| HttpError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| HttpError::Bind { addr, source })?;
+        // The gateway's decode limits are read off a session, the only public place they are exposed.
+        let (probe, _drain) = Session::open(&gateway);
+        let decode_limits = probe.limits();
+        probe.close();
+        let app = Arc::new(App {
+            policy: OriginPolicy::new(addr, &http.allowed_hosts, &http.allowed_origins),
+            auth,
+            limits: http.limits,
+            sessions: Table::new(http.limits.max_sessions, http.limits.session_idle),
+            requests: Arc::new(Semaphore::new(http.limits.max_concurrent_requests)),
+            decode_limits,
+            gateway,
+        });
+        Ok(Self {
+            listener,
+            app,
+            addr,
+        })
+    }
+
+    /// The address actually bound (the port chosen when `addr` named port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until `shutdown` resolves; then ends every session and gives open connections a short grace.
+    /// The caller shuts the gateway down afterwards.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), HttpError> {
+        let stop = CancellationToken::new();
+        let sessions = Arc::clone(&self.app.sessions);
+        let sweeper = tokio::spawn(sweep(Arc::clone(&sessions), stop.clone()));
+        let trigger = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = shutdown => {}
+                () = trigger.cancelled() => {}
+            }
+            // Open GET streams would hold the graceful shutdown forever: ending the sessions ends them.
+            sessions.end_all();
+            trigger.cancel();
+        });
+        let served = axum::serve(self.listener, router(self.app))
+            .with_graceful_shutdown(stop.clone().cancelled_owned());
+        let result = tokio::select! {
+            r = served => r.map_err(HttpError::Serve),
+            () = async { stop.cancelled().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => Ok(()),
+        };
+        stop.cancel();
+        sweeper.abort();
+        result
+    }
+}
+
+/// The routes: `/mcp` behind the caller check, everything behind the Host/Origin check.
+fn router(app: Arc<App>) -> Router {
+    let mcp = route_post(post::post)
+        .get(session_routes::get)
+        .delete(session_routes::delete)
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&app),
+            authenticate,
+        ));
+    Router::new()
+        .route("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&app),
+            check_origin,
+        ))
+        .with_state(app)
+}
+
+/// First gate: DNS rebinding (`origin`).
+async fn check_origin(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    match app.policy.check(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(why) => {
+            tracing::warn!("refused a request: {why}");
+            Refusal::Forbidden(why.to_string()).into_response()
+        }
+    }
+}
+
+/// Second gate: who is calling; the principal rides along to the handler.
+async fn authenticate(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
+    match app.auth.authenticate(request.headers()) {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(rejection) => rejection.into_response(),
+    }
+}
+
+async fn sweep(sessions: Arc<Table>, stop: CancellationToken) {
+    let mut every = tokio::time::interval(sessions.sweep_every());
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = every.tick() => sessions.sweep(),
+        }
+    }
+}
+
+/// Whether `Accept` admits JSON and SSE. A missing header accepts anything (RFC 9110); wildcards count, as the
+/// official Python server counts them.
+pub(crate) fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    let mut values = headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .peekable();
+    if values.peek().is_none() {
+        return (true, true);
+    }
+    let (mut json, mut sse) = (false, false);
+    for value in values {
+        let Ok(text) = value.to_str() else { continue };
+        for range in text.split(',') {
+            let kind = range
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            json |= matches!(kind.as_str(), "application/json" | "application/*" | "*/*");
+            sse |= matches!(kind.as_str(), "text/event-stream" | "text/*" | "*/*");
+        }
+    }
+    (json, sse)
+}
+
+/// A header that must appear at most once, as visible ASCII.
+pub(crate) fn single_header<'a>(
+    headers: &'a HeaderMap,
+    name: &str,
+) -> Result<Option<&'a str>, Refusal> {
+    let mut values = headers.get_all(name).iter();
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(Refusal::BadRequest(format!(
+            "the {name} header is sent more than once"
+        )));
+    }
+    origin::visible_ascii(first)
+        .map(Some)
+        .map_err(|why| Refusal::BadRequest(format!("the {name} header is {why}")))
+}

@@ -1,0 +1,264 @@
+//! POST `/mcp`: one JSON-RPC message per request body, read under the body limit, decoded as stdio decodes a
+//! line, and handed to a session: the legacy session its `Mcp-Session-Id` names (a new one for `initialize`),
+//! or, for a modern (2026-07-28) request, a session of its own that ends with the response.
+//!
+//! A modern request gets a fresh session rather than one from a pool keyed by principal: the era keeps no state
+//! between requests, so a pool would only add a way for one request's leftovers (a log level, a subscription, a
+//! cancelled call still unwinding) to reach the next, and opening a session costs a few allocations. Closing its
+//! response stream closes the session, which cancels the request, as the 2026-07-28 transport asks.
+
+use crate::http::auth::Principal;
+use crate::http::modern::{check_headers, meta_version};
+use crate::http::reply::{json, Refusal};
+use crate::http::sse::{respond, Source, Until};
+use crate::http::{accepts, single_header, App, SESSION_HEADER};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use futures_util::StreamExt;
+use gateway::{FramingError, Id, Message, RequestMeta, Session, Stream, SUPPORTED_VERSIONS};
+use jsonrpc::{decode, error_object, error_response};
+use serde_json::json;
+use std::sync::Arc;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// How much of each end of an oversized body is searched for its id (as the stdio framing keeps).
+const EDGE: usize = 512;
+
+pub(crate) async fn post(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Principal>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match handle(&app, principal, &headers, body).await {
+        Ok(r) => r,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+async fn handle(
+    app: &Arc<App>,
+    principal: Principal,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, Refusal> {
+    let (json_ok, sse_ok) = accepts(headers);
+    if !(json_ok && sse_ok) {
+        return Err(Refusal::NotAcceptable(
+            "Not Acceptable: the client must accept both application/json and text/event-stream",
+        ));
+    }
+    if !is_json(headers) {
+        return Err(Refusal::UnsupportedMedia);
+    }
+    let permit = Arc::clone(&app.requests)
+        .try_acquire_owned()
+        .map_err(|_| Refusal::Busy("too many requests in flight; retry later"))?;
+    let bytes = read_body(body, headers, app.limits.max_body_bytes).await?;
+    let session_id = single_header(headers, SESSION_HEADER)?;
+    let version = single_header(headers, "mcp-protocol-version")?;
+    if bytes.len() > app.decode_limits.max_message_bytes {
+        // Within the body limit but over the message limit: answered like an oversized stdio line.
+        let edge = EDGE.min(bytes.len());
+        let id = jsonrpc::recover_id(&bytes[..edge], &bytes[bytes.len() - edge..]);
+        let oversized = FramingError::Oversized {
+            len: bytes.len(),
+            id,
+        };
+        return Ok(framing_error(app, oversized).await);
+    }
+    let message = match decode(&bytes, &app.decode_limits) {
+        Ok(m) => m,
+        Err(e) => return Ok(framing_error(app, FramingError::Undecodable(e)).await),
+    };
+    let meta = RequestMeta {
+        protocol_version: version.map(str::to_owned),
+        identity: principal.identity.clone(),
+    };
+    let modern = match &message {
+        Message::Request { params, .. } => meta_version(params.as_ref()).is_some(),
+        _ => session_id.is_none() && version == Some(SUPPORTED_VERSIONS[0]),
+    };
+    if modern {
+        if session_id.is_some() {
+            return Err(Refusal::BadRequest(
+                "Mcp-Session-Id is not used with protocol 2026-07-28: send the request without it"
+                    .into(),
+            ));
+        }
+        return modern_request(app, headers, message, meta, permit).await;
+    }
+    if let Some(v) = version {
+        if !SUPPORTED_VERSIONS[1..].contains(&v) {
+            return Err(unsupported(v));
+        }
+    }
+    legacy(app, principal, session_id, message, meta, permit).await
+}
+
+/// A legacy message: in the session its id names, or a new session for `initialize`.
+async fn legacy(
+    app: &Arc<App>,
+    principal: Principal,
+    session_id: Option<&str>,
+    message: Message,
+    meta: RequestMeta,
+    permit: OwnedSemaphorePermit,
+) -> Result<Response, Refusal> {
+    let initialize = matches!(&message, Message::Request { method, .. } if method == "initialize");
+    let (id, entry, created) = match session_id {
+        Some(id) => {
+            let entry = app
+                .sessions
+                .get(id, &principal.identity)
+                .ok_or(Refusal::UnknownSession)?;
+            (id.to_owned(), entry, false)
+        }
+        None if initialize => {
+            let (id, entry) = app
+                .sessions
+                .create(&app.gateway, principal.identity.clone())?;
+            (id, entry, true)
+        }
+        None => {
+            return Err(Refusal::BadRequest(
+                "Bad Request: Mcp-Session-Id header is required (send initialize first)".into(),
+            ))
+        }
+    };
+    let response = match message {
+        Message::Request { id: ref rid, .. } => {
+            let rid = rid.clone();
+            let Some(sub) = entry.router.open(Stream::Request(rid.clone())) else {
+                return Err(Refusal::BadRequest(format!(
+                    "request id {rid} is already in flight on this session; ids must be unique among open requests"
+                )));
+            };
+            entry.session.handle(message, &meta).await;
+            respond(Source::Routed(sub), Until::Response(rid), false, permit).await
+        }
+        Message::Notification {
+            ref method,
+            ref params,
+        } => {
+            let cancelled = (method == "notifications/cancelled")
+                .then(|| params.as_ref()?.get("requestId").and_then(Id::from_value))
+                .flatten();
+            entry.session.handle(message, &meta).await;
+            if let Some(rid) = cancelled {
+                // A cancelled request sends no response: its stream ends here instead of waiting for one.
+                entry.router.end(&Stream::Request(rid));
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
+        Message::Response { .. } => {
+            entry.session.handle(message, &meta).await;
+            StatusCode::ACCEPTED.into_response()
+        }
+    };
+    let mut response = response;
+    if created {
+        if let Ok(v) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert(SESSION_HEADER, v);
+        }
+    }
+    Ok(response)
+}
+
+/// A modern message: checked against its headers, then served on a session of its own.
+async fn modern_request(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    message: Message,
+    meta: RequestMeta,
+    permit: OwnedSemaphorePermit,
+) -> Result<Response, Refusal> {
+    let rid = match &message {
+        Message::Request { id, method, params } => {
+            check_headers(headers, id, method, params.as_ref())?;
+            id.clone()
+        }
+        Message::Notification { .. } => return Ok(StatusCode::ACCEPTED.into_response()),
+        Message::Response { .. } => {
+            return Err(Refusal::BadRequest(
+                "a 2026-07-28 client sends no responses over HTTP".into(),
+            ))
+        }
+    };
+    let (session, drain) = Session::open(&app.gateway);
+    session.handle(message, &meta).await;
+    let ends = EndsWith(session);
+    Ok(respond(
+        Source::Direct(drain),
+        Until::Response(rid),
+        true,
+        (permit, ends),
+    )
+    .await)
+}
+
+/// A session that ends when the response it serves does (or when its client hangs up).
+struct EndsWith(Arc<Session>);
+
+impl Drop for EndsWith {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// A frame that did not decode, answered by a session like every other front end answers it, with 400.
+async fn framing_error(app: &Arc<App>, error: FramingError) -> Response {
+    let (session, mut drain) = Session::open(&app.gateway);
+    session.answer_framing_error(error).await;
+    session.close();
+    drop(session);
+    match drain.next().await {
+        Some(m) => json(StatusCode::BAD_REQUEST, Bytes::copy_from_slice(m.json())),
+        None => Refusal::BadRequest("the message could not be decoded".into()).into_response(),
+    }
+}
+
+/// The error for an `MCP-Protocol-Version` header naming a version toolgate does not speak.
+fn unsupported(requested: &str) -> Refusal {
+    // The same shape the session answers a `_meta` version with.
+    let error = error_object(
+        jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
+        "Unsupported protocol version",
+        Some(json!({"supported": SUPPORTED_VERSIONS, "requested": requested})),
+    );
+    Refusal::Protocol(error_response(None, error))
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The body, refused with 413 as soon as it is known to exceed `max` (by its `Content-Length`, or once that
+/// many bytes arrived): a larger body is never buffered.
+async fn read_body(body: Body, headers: &HeaderMap, max: usize) -> Result<Vec<u8>, Refusal> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(Refusal::TooLarge(max));
+    }
+    let mut out = Vec::with_capacity(declared.map_or(0, |n| n as usize));
+    let mut chunks = body.into_data_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk =
+            chunk.map_err(|e| Refusal::BadRequest(format!("reading the body failed: {e}")))?;
+        if out.len() + chunk.len() > max {
+            return Err(Refusal::TooLarge(max));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
