@@ -1,7 +1,7 @@
 //! The headers of each HTTP request to an upstream: the configured ones (already expanded by the config), then
 //! the protocol's own, which always win: `MCP-Protocol-Version` (the modern version a message's `_meta` names,
-//! else the legacy version `initialize` agreed), and for modern requests `Mcp-Method` and `Mcp-Name` (Base64 in the
-//! spec's sentinel form when the value is not plain header-safe ASCII).
+//! else the legacy version `initialize` agreed), `Mcp-Method` and `Mcp-Name` (Base64 in the spec's sentinel form
+//! when the value is not plain header-safe ASCII).
 //!
 //! Nothing here comes from a client's request: the gateway gives the link JSON-RPC messages, never HTTP headers.
 
@@ -38,34 +38,27 @@ pub(crate) fn modern_version(msg: &Value) -> Option<&str> {
         .as_str()
 }
 
-/// The protocol headers for one message. `legacy` is the version `initialize` agreed, once known.
+/// The protocol headers for one message. `legacy` is the version `initialize` agreed, once known. `Mcp-Method`
+/// and `Mcp-Name` go on every request and notification whatever the era: 2026-07-28 requires them, and a legacy
+/// server ignores headers it does not know.
 pub(crate) fn for_message(msg: &Value, legacy: Option<&str>) -> Vec<(&'static str, HeaderValue)> {
     let mut out = Vec::new();
-    if let Some(version) = modern_version(msg) {
-        out.extend(
-            HeaderValue::from_str(version)
-                .ok()
-                .map(|v| (PROTOCOL_VERSION, v)),
-        );
-        if msg.get("id").is_some() {
-            if let Some(method) = msg.get("method").and_then(Value::as_str) {
-                out.push(("mcp-method", encoded(method)));
-                let name = match method {
-                    "tools/call" | "prompts/get" => msg.pointer("/params/name"),
-                    "resources/read" => msg.pointer("/params/uri"),
-                    _ => None,
-                };
-                if let Some(name) = name.and_then(Value::as_str) {
-                    out.push(("mcp-name", encoded(name)));
-                }
-            }
+    let version = modern_version(msg).or(legacy);
+    out.extend(
+        version
+            .and_then(|v| HeaderValue::from_str(v).ok())
+            .map(|v| (PROTOCOL_VERSION, v)),
+    );
+    if let Some(method) = msg.get("method").and_then(Value::as_str) {
+        out.push(("mcp-method", encoded(method)));
+        let name = match method {
+            "tools/call" | "prompts/get" => msg.pointer("/params/name"),
+            "resources/read" => msg.pointer("/params/uri"),
+            _ => None,
+        };
+        if let Some(name) = name.and_then(Value::as_str) {
+            out.push(("mcp-name", encoded(name)));
         }
-    } else if let Some(version) = legacy {
-        out.extend(
-            HeaderValue::from_str(version)
-                .ok()
-                .map(|v| (PROTOCOL_VERSION, v)),
-        );
     }
     out
 }
@@ -121,9 +114,21 @@ mod tests {
         let legacy = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}});
         assert_eq!(
             for_message(&legacy, Some("2025-06-18")),
-            vec![(PROTOCOL_VERSION, HeaderValue::from_static("2025-06-18"))]
+            vec![
+                (PROTOCOL_VERSION, HeaderValue::from_static("2025-06-18")),
+                ("mcp-method", HeaderValue::from_static("tools/list")),
+            ]
         );
-        assert!(for_message(&legacy, None).is_empty());
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+        assert_eq!(
+            for_message(&initialize, None),
+            vec![("mcp-method", HeaderValue::from_static("initialize"))]
+        );
+        let answer = json!({"jsonrpc": "2.0", "id": 9, "result": {}});
+        assert!(
+            for_message(&answer, Some("2025-06-18")).len() == 1,
+            "a response has no method"
+        );
     }
 
     #[test]

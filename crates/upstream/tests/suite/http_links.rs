@@ -452,6 +452,7 @@ async fn client_authorization_is_never_forwarded_upstream() {
         "mcp-session-id",
         "mcp-protocol-version",
         "mcp-method",
+        "mcp-name",
         "accept-encoding",
     ];
     for s in peer.state.seen() {
