@@ -19,6 +19,7 @@ mod codemode_escape;
 mod codemode_tasks;
 mod config_errors;
 mod conformance;
+mod conformance_client;
 mod demo;
 mod eras;
 mod flood;
