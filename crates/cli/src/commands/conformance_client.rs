@@ -6,7 +6,8 @@
 //! catalog), then does what any scenario asks of a client: it reads every resource and gets every prompt it
 //! found, calls every tool with arguments built from its schema (`json_schema_echo` gets the schema it was shown),
 //! answers a server's elicitation with the schema's defaults, its sampling with a fixed text and its roots with
-//! none, and follows `input_required` results with the same answers, echoing `requestState` unchanged. The
+//! none, and follows `input_required` results with the same answers, echoing `requestState` unchanged. Calls the
+//! suite names with exact arguments (`toolCalls` in `MCP_CONFORMANCE_CONTEXT`) are made with those. The
 //! scenario (`MCP_CONFORMANCE_SCENARIO`) only says what to log; the protocol version the suite names
 //! (`MCP_CONFORMANCE_PROTOCOL_VERSION`) forces the era. It is a test peer: nothing here is used when serving.
 
@@ -96,10 +97,35 @@ async fn client(url: String) -> anyhow::Result<ExitCode> {
             log_outcome("prompts/get", name, &outcome);
         }
     }
+    // The suite may name calls to make with exact arguments (`toolCalls` in its context).
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let named: Vec<(String, Value)> = context
+        .get("toolCalls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let name = c.get("name")?.as_str()?.to_owned();
+            Some((
+                name,
+                c.get("arguments").cloned().unwrap_or_else(|| json!({})),
+            ))
+        })
+        .collect();
+    for (name, arguments) in &named {
+        let outcome = call_tool(&up, name, arguments.clone()).await;
+        log_outcome("tools/call", &json!(name), &outcome);
+    }
     for tool in &catalog.tools {
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
             continue;
         };
+        if named.iter().any(|(n, _)| n == name) {
+            continue;
+        }
         let arguments = if name == "json_schema_echo" {
             let shown = catalog
                 .tools

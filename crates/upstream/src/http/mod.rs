@@ -8,12 +8,13 @@
 //! their only headers are the configured ones and the protocol's own.
 //!
 //! `streamable` and `legacy` are the two links, `sse` parses event streams, `headers` builds the protocol headers
-//! of each message, `answer` turns HTTP failures into JSON-RPC answers, and `body` reads bodies within the limit.
+//! of each message, `params` the ones mirrored from a tool's arguments, `answer` turns HTTP failures into JSON-RPC answers, and `body` reads bodies within the limit.
 
 mod answer;
 mod body;
 mod headers;
 mod legacy;
+mod params;
 mod sse;
 mod streamable;
 

@@ -10,11 +10,14 @@
 //! never retried silently: it may not be idempotent).
 //!
 //! Modern era (2026-07-28): no session, no GET stream; the version, `Mcp-Method` and `Mcp-Name` headers come from
-//! each message (`headers`), and closing a request's stream is its cancellation.
+//! each message (`headers`), and closing a request's stream is its cancellation. In both, a tool's parameters
+//! marked `x-mcp-header` go into `Mcp-Param-*` headers of its calls, and a tool whose marks are invalid is left
+//! out of the list (`params`).
 
 use super::answer::{failure, from_status};
 use super::body::{self, Body};
 use super::headers::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use super::params::ToolHeaders;
 use super::sse::{SseItem, SseParser};
 use super::{describe, shown, Endpoint};
 use crate::link::INCOMING_CAPACITY;
@@ -58,6 +61,7 @@ pub(crate) fn open(endpoint: Endpoint) -> Opened {
         ended: CancellationToken::new(),
         why: Mutex::new(None),
         streams: Mutex::new(HashMap::new()),
+        tool_headers: ToolHeaders::default(),
     });
     Opened {
         link: Box::new(StreamableLink { shared }),
@@ -85,6 +89,8 @@ struct Shared {
     why: Mutex<Option<String>>,
     /// The task reading each request's answer, by request id.
     streams: Mutex<HashMap<Id, AbortHandle>>,
+    /// Tool parameters mirrored into headers (`x-mcp-header`).
+    tool_headers: ToolHeaders,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -141,6 +147,7 @@ impl Shared {
                 if method == "initialize" {
                     *lock(&self.initialize_id) = Some(id.clone());
                 }
+                self.tool_headers.sending(&id, method);
                 let request = self.post(msg, body);
                 let task = tokio::spawn(Arc::clone(self).answer(id.clone(), request));
                 lock(&self.streams).insert(id, task.abort_handle());
@@ -194,6 +201,9 @@ impl Shared {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream");
         for (name, value) in headers::for_message(msg, legacy.as_deref()) {
+            b = b.header(name, value);
+        }
+        for (name, value) in self.tool_headers.for_call(msg) {
             b = b.header(name, value);
         }
         Posted {
@@ -458,7 +468,14 @@ impl Shared {
     /// Delivers one message read for request `id`; true when it is the answer to `id`. What is not JSON-RPC is
     /// garbage and, in a JSON body, the request's answer too, so it does not wait for its timeout.
     async fn deliver_message(&self, id: &Id, bytes: &[u8]) -> bool {
-        let item = incoming_from_bytes(bytes, &self.ep.limits);
+        let mut item = incoming_from_bytes(bytes, &self.ep.limits);
+        if let Incoming::Message(Message::Response {
+            id: Some(got),
+            outcome: Ok(result),
+        }) = &mut item
+        {
+            self.tool_headers.screen(&self.ep.server, got, result);
+        }
         let answered = match &item {
             Incoming::Message(Message::Response { id: Some(got), .. }) => got == id,
             Incoming::Oversized { id: Some(got), .. } => got == id,
