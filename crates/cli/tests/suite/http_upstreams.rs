@@ -207,3 +207,36 @@ fn doctor_says_an_http_server_is_reachable() {
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(line.contains("2025-"), "{line}");
 }
+
+/// toolgate serving the bundled fixture in the 2026-07-28 era over its HTTP front end, and a second toolgate using
+/// it as an HTTP upstream: the probe finds the modern era, and calls go through it.
+#[tokio::test]
+async fn modern_server_over_http_is_used_modern() {
+    let front_setup = allow_all(json!({"fx": crate::support::fixture(&["--era", "modern"])}));
+    let port = free_port();
+    let child = Command::new(toolgate())
+        .args(["serve", "--config"])
+        .arg(&front_setup.config)
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .env("TOOLGATE_STATE_DIR", front_setup.state_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port);
+    let _front = Served { child, port };
+    let setup = allow_all(json!({
+        "front": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
+    }));
+    let mut client = legacy(&setup).await;
+    let names = tool_names(&client).await;
+    assert!(names.iter().any(|n| n == "front__fx__rich"), "{names:?}");
+    let rich = call(&client, "front__fx__rich", json!({})).await.unwrap();
+    assert!(rich.get("content").is_some(), "{rich}");
+    let status = call(&client, "toolgate_status", json!({})).await.unwrap();
+    let servers = status["structuredContent"]["servers"].as_array().unwrap();
+    let front = servers.iter().find(|s| s["server"] == "front").unwrap();
+    assert_eq!(front["protocolVersion"], "2026-07-28", "used in the modern era: {front}");
+    assert!(client.close(Duration::from_secs(10)).await.is_some());
+}
