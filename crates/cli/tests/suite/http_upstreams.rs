@@ -237,6 +237,9 @@ async fn modern_server_over_http_is_used_modern() {
     let status = call(&client, "toolgate_status", json!({})).await.unwrap();
     let servers = status["structuredContent"]["servers"].as_array().unwrap();
     let front = servers.iter().find(|s| s["server"] == "front").unwrap();
-    assert_eq!(front["protocolVersion"], "2026-07-28", "used in the modern era: {front}");
+    assert_eq!(
+        front["protocolVersion"], "2026-07-28",
+        "used in the modern era: {front}"
+    );
     assert!(client.close(Duration::from_secs(10)).await.is_some());
 }
