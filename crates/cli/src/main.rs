@@ -37,6 +37,8 @@ enum Command {
     FixtureServer(commands::fixture::Args),
     #[command(name = "codemode-worker", hide = true)]
     CodemodeWorker(commands::codemode_worker::Args),
+    #[command(name = "conformance-client", hide = true)]
+    ConformanceClient(commands::conformance_client::Args),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
         Command::Preview(args) => commands::preview::run(args),
         Command::Completions(args) => commands::completions::run(args, &mut Cli::command()),
         Command::FixtureServer(args) => commands::fixture::run(args),
+        Command::ConformanceClient(args) => commands::conformance_client::run(args),
         Command::CodemodeWorker(args) => Ok(commands::codemode_worker::run(args)),
     };
     match result {

@@ -26,7 +26,7 @@ pub(crate) const CLIENT_ONLY: &[(&str, &str)] = &[
     ),
     (
         "headersHelper",
-        "not run: HTTP upstreams are not connected by this version",
+        "not run: give the headers in headers, env_http_headers or bearer_token_env_var",
     ),
     (
         "dev",

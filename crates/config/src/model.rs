@@ -64,7 +64,7 @@ pub enum Transport {
         env: BTreeMap<String, String>,
         cwd: Option<PathBuf>,
     },
-    /// Accepted and validated; not connected by this version (see the README).
+    /// Streamable HTTP, or the deprecated HTTP+SSE transport; connected by the `upstream` crate's HTTP links.
     Http {
         url: String,
         headers: BTreeMap<String, String>,

@@ -244,11 +244,13 @@ impl Validator<'_> {
                     }
                 }
                 let sse = kind == Some("sse");
-                notes.push(if sse {
-                    "HTTP+SSE upstream (deprecated transport): accepted, not connected by this version".to_owned()
-                } else {
-                    "HTTP upstream: accepted and validated, not connected by this version".to_owned()
-                });
+                if sse {
+                    notes.push(
+                        "HTTP+SSE is the deprecated 2024-11-05 transport: connected, but prefer the server's \
+                         Streamable HTTP URL (\"type\": \"http\") when it has one"
+                            .to_owned(),
+                    );
+                }
                 Ok(Transport::Http { url, headers, sse })
             }
             (

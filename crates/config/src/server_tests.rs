@@ -181,18 +181,14 @@ fn vscode_input_reference_leaves_the_server_unstarted_with_its_reason() {
 }
 
 #[test]
-fn sse_and_http_entries_with_headers_load_and_say_they_are_not_connected() {
+fn sse_and_http_entries_with_headers_load_and_the_deprecated_transport_is_named() {
     let config = load_corpus("claude_code.mcp.json");
     let linear = server(&config, "linear");
     assert!(matches!(
         linear.transport,
         Transport::Http { sse: true, .. }
     ));
-    assert!(
-        linear.notes[0].contains("not connected"),
-        "{:?}",
-        linear.notes
-    );
+    assert!(linear.notes[0].contains("deprecated"), "{:?}", linear.notes);
     let Transport::Http { headers, .. } = &server(&config, "sentry").transport else {
         panic!("http");
     };

@@ -7,6 +7,7 @@
 #![deny(clippy::print_stdout)]
 
 mod client;
+mod conformance;
 mod context;
 mod fixture;
 mod tasks;

@@ -135,6 +135,11 @@ impl Connection {
         self.link.stderr_tail()
     }
 
+    /// Why the link ended this life itself, if it did (see `Link::end_reason`).
+    pub(crate) fn end_reason(&self) -> Option<String> {
+        self.link.end_reason()
+    }
+
     /// Sends a request and waits for its answer, the timeout, the cancellation, or the end of the connection.
     /// `params` are adapted to the upstream's era (`_meta` protocol keys added or removed).
     pub async fn request(
@@ -277,9 +282,12 @@ impl Connection {
             }
         }
         self.closed.cancel();
+        let why = self
+            .end_reason()
+            .unwrap_or_else(|| "the server exited".to_owned());
         let waiters: Vec<Waiter> = self.lock_pending().drain().map(|(_, w)| w).collect();
         for w in waiters {
-            let _ = w.send(Err(self.unavailable("the server exited")));
+            let _ = w.send(Err(self.unavailable(&why)));
         }
     }
 

@@ -45,30 +45,54 @@ pub(crate) async fn discover(
     conn: &Connection,
     timeout: Duration,
 ) -> Result<ProbeOutcome, CallError> {
-    let params = json!({"_meta": modern_meta()});
-    match conn
-        .request_raw(
-            "server/discover",
-            Some(params),
-            timeout,
-            &CancellationToken::new(),
-        )
-        .await
-    {
-        Ok(result) => {
-            let speaks_modern = result
-                .get("supportedVersions")
-                .and_then(Value::as_array)
-                .is_some_and(|v| v.iter().any(|v| v == MODERN_VERSION));
-            Ok(if speaks_modern {
-                ProbeOutcome::Modern(result)
-            } else {
-                ProbeOutcome::NotModern
-            })
-        }
-        Err(CallError::Rpc(_)) => Ok(ProbeOutcome::NotModern),
-        Err(e) => Err(e),
+    // A modern server may refuse the version first and name the ones it supports: asked once more when ours is
+    // among them, as the spec's negotiation says.
+    let mut retried = false;
+    loop {
+        let params = json!({"_meta": modern_meta()});
+        let answer = conn
+            .request_raw(
+                "server/discover",
+                Some(params),
+                timeout,
+                &CancellationToken::new(),
+            )
+            .await;
+        return match answer {
+            Ok(result) => {
+                let speaks_modern = result
+                    .get("supportedVersions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|v| v.iter().any(|v| v == MODERN_VERSION));
+                Ok(if speaks_modern {
+                    ProbeOutcome::Modern(result)
+                } else {
+                    ProbeOutcome::NotModern
+                })
+            }
+            Err(CallError::Rpc(e)) if unsupported_version(&e) => {
+                let ours = e
+                    .pointer("/data/supported")
+                    .and_then(Value::as_array)
+                    .is_some_and(|v| v.iter().any(|v| v == MODERN_VERSION));
+                if ours && !retried {
+                    retried = true;
+                    continue;
+                }
+                // Another modern version only: `initialize` is the one left to try.
+                Ok(ProbeOutcome::NotModern)
+            }
+            // Over HTTP only the answers the spec names mean "legacy"; a 401 or a 500 says nothing about the era.
+            Err(CallError::Rpc(e)) if crate::http::probe_falls_back(&e) => {
+                Ok(ProbeOutcome::NotModern)
+            }
+            Err(e) => Err(e),
+        };
     }
+}
+
+fn unsupported_version(error: &Value) -> bool {
+    error.get("code").and_then(Value::as_i64) == Some(jsonrpc::UNSUPPORTED_PROTOCOL_VERSION)
 }
 
 /// The era a handshake agreed on, with the server's answer (and the legacy version).
@@ -99,8 +123,9 @@ pub(crate) async fn probe(conn: &Connection, probe_timeout: Duration, timeout: D
         Ok(Ok(ProbeOutcome::NotModern)) => {
             return done(initialize(conn, timeout).await.map(Agreed::Legacy), false)
         }
-        // Some legacy servers exit on an unknown first request; do not probe them again.
-        Ok(Err(e)) => {
+        // Some legacy servers exit on an unknown first request; do not probe them again. A link that ended
+        // for a reason of its own (an HTTP server out of reach) or an error answer was not killed by the probe.
+        Ok(Err(e @ CallError::Unavailable { .. })) if conn.end_reason().is_none() => {
             return done(
                 Err(format!(
                     "the server exited when probed with server/discover: {e}"
@@ -108,6 +133,7 @@ pub(crate) async fn probe(conn: &Connection, probe_timeout: Duration, timeout: D
                 true,
             )
         }
+        Ok(Err(e)) => return done(Err(format!("server/discover failed: {e}")), false),
         Err(_) => {}
     }
     let legacy = initialize(conn, timeout);

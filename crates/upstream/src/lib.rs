@@ -1,10 +1,10 @@
-//! Upstream MCP servers as toolgate sees them: a supervised transport per server (a stdio child process by
-//! default; any `Connector`, such as the in-process `memory` link, through `Upstream::start_linked`), its
-//! protocol era found by probing (`server/discover`, else `initialize`), its whole catalog (every page of tools,
+//! Upstream MCP servers as toolgate sees them: a supervised transport per server (a stdio child process,
+//! Streamable HTTP or HTTP+SSE as the config says; any `Connector`, such as the in-process `memory` link, through
+//! `Upstream::start_linked`), its protocol era found by probing (`server/discover`, else `initialize`), its whole catalog (every page of tools,
 //! resources, resource templates and prompts), refreshed on `list_changed`, and restarted with backoff when it
 //! dies.
 //!
-//! `connection` is the JSON-RPC peer; how its messages travel is a `link` (`stdio`, `memory`), so another
+//! `connection` is the JSON-RPC peer; how its messages travel is a `link` (`stdio`, `http`, `memory`), so another
 //! transport is a new link and connector, not a change to the peer or the supervisor.
 //!
 //! This crate speaks to upstreams only. It does not know clients, names exposed to them, or policy: the gateway
@@ -17,6 +17,7 @@ mod connection;
 mod era;
 mod error;
 mod handshake;
+mod http;
 mod link;
 pub mod memory;
 mod process;
@@ -27,6 +28,7 @@ pub use catalog::Catalog;
 pub use connection::{Connection, Event, ProgressRoutes, Sinks};
 pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSION, PROTOCOL_META_PREFIX};
 pub use error::{CallError, Result};
+pub use http::HttpConnector;
 pub use link::{BoxFuture, Connector, Incoming, Link, Opened, SendError};
 pub use stdio::{StdioConnector, StdioLink};
 pub use supervisor::{Options, State, Status, Upstream};

@@ -1,6 +1,6 @@
 //! The seam between the JSON-RPC peer (`Connection`) and how its messages travel: a `Link` carries one message at
 //! a time to the upstream and delivers what the upstream sent as `Incoming` items; a `Connector` starts one life of
-//! a transport (a process on stdio, a channel pair in memory, an HTTP session later).
+//! a transport (a process on stdio, a channel pair in memory, an HTTP session).
 //!
 //! A link knows framing and the transport's own resources (pipes, a process group, a socket); it does not know ids,
 //! pending requests, eras or events, which stay in `Connection`. Futures are boxed so the traits stay object-safe
@@ -53,6 +53,12 @@ pub trait Link: Send + Sync {
     /// The last lines the upstream wrote to its diagnostics channel (stderr), for `doctor` and the status tool.
     fn stderr_tail(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// Why this life of the transport ended, when the link ended it itself (an HTTP server that went away or
+    /// forgot its session); the supervisor reports it instead of "the server exited".
+    fn end_reason(&self) -> Option<String> {
+        None
     }
 
     /// Ends this life of the transport: stop sending (stdio: stdin EOF, which asks the server to exit), give it

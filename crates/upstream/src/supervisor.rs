@@ -1,8 +1,8 @@
 //! The life of one upstream: start, handshake, load the catalog, serve, and on exit restart with backoff —
 //! until toolgate shuts down, which ends the whole process group.
 //!
-//! One task per upstream owns each life of its transport, started by a `Connector` (a process on stdio by default,
-//! an in-process server over memory); everyone else sees a `Status` snapshot, the current `Catalog` and, while it
+//! One task per upstream owns each life of its transport, started by a `Connector` (a process on stdio, an HTTP
+//! link, an in-process server over memory); everyone else sees a `Status` snapshot, the current `Catalog` and, while it
 //! is up, the `Connection`. One life of the transport (connect, handshake, catalog, refreshes) is `life`; the
 //! status types others read are `status`.
 
@@ -14,6 +14,7 @@ pub use status::{State, Status};
 use crate::catalog::Catalog;
 use crate::connection::{Connection, Event, Sinks};
 use crate::error::CallError;
+use crate::http::HttpConnector;
 use crate::link::Connector;
 use crate::stdio::StdioConnector;
 use config::{Protocol, ServerConfig, Transport};
@@ -76,9 +77,14 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// Starts supervising `config`. What the server sends arrives on `sinks`.
+    /// Starts supervising `config` over the transport it names (a process on stdio, Streamable HTTP, HTTP+SSE).
+    /// What the server sends arrives on `sinks`.
     pub fn start(config: ServerConfig, opts: Options, sinks: Sinks) -> Arc<Self> {
-        Self::supervised(config, opts, sinks, Arc::new(StdioConnector), false)
+        let connector: Arc<dyn Connector> = match config.transport {
+            Transport::Stdio { .. } => Arc::new(StdioConnector),
+            Transport::Http { .. } => Arc::new(HttpConnector),
+        };
+        Self::supervised(config, opts, sinks, connector)
     }
 
     /// Like `start`, with every life of the transport opened by `connector` (an in-process server over
@@ -89,7 +95,7 @@ impl Upstream {
         sinks: Sinks,
         connector: Arc<dyn Connector>,
     ) -> Arc<Self> {
-        Self::supervised(config, opts, sinks, connector, true)
+        Self::supervised(config, opts, sinks, connector)
     }
 
     fn supervised(
@@ -97,39 +103,28 @@ impl Upstream {
         opts: Options,
         sinks: Sinks,
         connector: Arc<dyn Connector>,
-        linked: bool,
     ) -> Arc<Self> {
-        // This version connects HTTP upstreams only through a connector it is given.
-        let http = !linked && matches!(config.transport, Transport::Http { .. });
         let up = Arc::new(Self {
             inner: Mutex::new(Inner {
-                state: if http {
-                    State::NotConnected
-                } else {
-                    State::Starting
-                },
+                state: State::Starting,
                 conn: None,
                 catalog: Arc::new(Catalog::default()),
                 pid: None,
                 restarts: 0,
-                last_error: http.then(|| {
-                    "HTTP upstreams are validated but not connected by this version".to_owned()
-                }),
+                last_error: None,
                 probe_modern: config.protocol != Protocol::Legacy,
             }),
             config,
             opts,
-            settled: watch::channel(http).0,
+            settled: watch::channel(false).0,
             shutdown: CancellationToken::new(),
             sinks,
             connector,
             task: Mutex::new(None),
         });
-        if !http {
-            let handle = tokio::spawn(Arc::clone(&up).supervise());
-            if let Ok(mut t) = up.task.lock() {
-                *t = Some(handle);
-            }
+        let handle = tokio::spawn(Arc::clone(&up).supervise());
+        if let Ok(mut t) = up.task.lock() {
+            *t = Some(handle);
         }
         up
     }

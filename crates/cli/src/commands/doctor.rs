@@ -360,10 +360,7 @@ async fn upstreams(
         for l in s.stderr_tail.iter().rev().take(3).rev() {
             println!("      stderr: {}", audit::redact(l));
         }
-        healthy &= matches!(
-            s.state,
-            upstream::State::Ready | upstream::State::NotConnected
-        );
+        healthy &= s.state == upstream::State::Ready;
     }
     if !held.is_empty() {
         println!("not served (fix the server or the names, then restart):");

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Fixture options: --era legacy|modern|dual, --tools N, --page-size N, --garbage.
+    /// Fixture options: --era legacy|modern|dual, --tools N, --page-size N, --garbage, --conformance.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     options: Vec<String>,
 }

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod codemode_worker;
 pub mod common;
 pub mod completions;
+pub mod conformance_client;
 pub mod demo;
 pub mod doctor;
 pub mod escape;

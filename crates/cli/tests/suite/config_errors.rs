@@ -42,16 +42,31 @@ fn toolgate_listed_as_its_own_upstream_is_refused() {
 }
 
 #[test]
-fn http_upstreams_are_accepted_but_reported_as_not_connected() {
-    let setup = Setup::new(
-        json!({"mcpServers": {"remote": {"type": "http", "url": "https://mcp.example.com/mcp"}}}),
-    );
+fn unreachable_http_upstream_is_reported_with_its_url_and_the_reason() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let setup = Setup::new(json!({"mcpServers": {"remote": {"type": "http", "url": url}}}));
     let out = Command::new(toolgate())
         .args(["doctor", "--config", setup.config.to_str().unwrap()])
         .env("TOOLGATE_STATE_DIR", setup.state_dir())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
-    assert!(stdout.contains("not-connected"), "{stdout}");
+    assert!(
+        !out.status.success(),
+        "an unreachable upstream is unhealthy: {stdout}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("remote ") && l.contains("backoff"))
+        .unwrap_or_default();
+    assert!(
+        line.contains(&format!("cannot reach {url}")) && line.contains("refused"),
+        "{stdout}"
+    );
 }

@@ -73,7 +73,10 @@ impl Upstream {
             }
         }
         conn.end(self.opts.grace).await;
-        Ok(())
+        match conn.end_reason() {
+            Some(why) if !self.shutdown.is_cancelled() => Err(why),
+            _ => Ok(()),
+        }
     }
 
     async fn handshake(&self, conn: &Arc<Connection>) -> Result<Catalog, String> {

@@ -10,8 +10,6 @@ pub enum State {
     /// Exited or failed; waiting before the next start.
     Backoff,
     Stopped,
-    /// An HTTP upstream: validated, not connected by this version.
-    NotConnected,
 }
 
 impl State {
@@ -21,7 +19,6 @@ impl State {
             State::Ready => "ready",
             State::Backoff => "backoff",
             State::Stopped => "stopped",
-            State::NotConnected => "not-connected",
         }
     }
 }

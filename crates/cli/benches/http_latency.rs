@@ -1,0 +1,303 @@
+//! `tools/call` latency through toolgate's HTTP front end beside its stdio front end, in one run, against the
+//! same fixture upstream; and, with `--load`, a bounded load test of many concurrent HTTP sessions.
+//!
+//! Latency: sequential calls of the fixture's `echo`, one legacy (2025-11-25) session over HTTP/1.1 with
+//! keep-alive, interleaved call by call with the same calls over stdio, so machine noise hits both alike.
+//! Load: `--sessions` concurrent legacy sessions on loopback, each calling `echo` `--per-session` times, all
+//! stopped at `--seconds`; reports latency, errors and toolgate's peak resident memory (`VmHWM`).
+//!
+//! Run: `cargo bench -p toolgate --bench http_latency` (options: `-- --calls 5000`; `-- --load --sessions 200
+//! --per-session 50 --seconds 60`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+mod common;
+
+use serde_json::{json, Value};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const WARMUP: usize = 500;
+const VERSION: &str = "2025-11-25";
+
+/// One legacy MCP session over Streamable HTTP.
+struct Session {
+    client: reqwest::Client,
+    url: String,
+    id: String,
+    next: AtomicI64,
+}
+
+/// Posts one JSON-RPC message; the answer to a request is the response body, or the message carrying its id on
+/// the SSE stream the server chose to answer with.
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: &Value,
+) -> Result<(Option<String>, Option<Value>), String> {
+    let mut req = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .body(body.to_string());
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s);
+    }
+    let resp = req.send().await.map_err(|e| e.to_string())?;
+    let status = resp.status();
+    let session = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let sse = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    let text = resp.text().await.map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("HTTP {status}: {text}"));
+    }
+    let Some(id) = body.get("id") else {
+        return Ok((session, None));
+    };
+    let answer = if sse {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| m.get("id") == Some(id) && m.get("method").is_none())
+    } else {
+        serde_json::from_str(&text).ok()
+    };
+    answer
+        .map(|a| (session, Some(a)))
+        .ok_or_else(|| format!("no answer in {text:?}"))
+}
+
+impl Session {
+    async fn open(client: reqwest::Client, url: String) -> Result<Self, String> {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": VERSION, "capabilities": {},
+            "clientInfo": {"name": "http-bench", "version": "1"}}});
+        let (id, answer) = post(&client, &url, None, &init).await?;
+        let id = id.ok_or("no Mcp-Session-Id")?;
+        if answer.and_then(|a| a.get("result").cloned()).is_none() {
+            return Err("initialize failed".into());
+        }
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        post(&client, &url, Some(&id), &note).await?;
+        Ok(Self {
+            client,
+            url,
+            id,
+            next: 1.into(),
+        })
+    }
+
+    async fn echo(&self) -> Result<(), String> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "fx__echo", "arguments": {"text": "x"}}});
+        match post(&self.client, &self.url, Some(&self.id), &body).await? {
+            (_, Some(a)) if a.pointer("/result/content").is_some() => Ok(()),
+            (_, a) => Err(format!("unexpected answer {a:?}")),
+        }
+    }
+}
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .http1_only()
+        .pool_max_idle_per_host(1024)
+        .tcp_nodelay(true)
+        .build()
+        .unwrap()
+}
+
+/// `toolgate serve --http` on a free loopback port; killed when dropped.
+struct Front {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Front {
+    fn start(config: &str) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let child = Command::new(common::toolgate())
+            .args(["serve", "--config", config, "--http", &addr.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(addr).is_err() {
+            assert!(Instant::now() < deadline, "toolgate did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            child,
+            url: format!("http://{addr}/mcp"),
+        }
+    }
+
+    /// A field of `/proc/<pid>/status` in kB (`VmHWM`, `VmRSS`).
+    fn memory_kb(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+fn row(name: &str, us: &mut [f64]) {
+    us.sort_by(f64::total_cmp);
+    println!(
+        "{name:<8} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.0}",
+        common::pct(us, 50.0),
+        common::pct(us, 90.0),
+        common::pct(us, 99.0),
+        common::pct(us, 100.0),
+        us.iter().sum::<f64>() / us.len() as f64
+    );
+}
+
+async fn latency(config: &str, calls: usize) {
+    let front = Front::start(config);
+    let http = Session::open(client(), front.url.clone()).await.unwrap();
+    let stdio = common::serve(config, &[]).await;
+    let stdio_echo = || async {
+        let params = json!({"name": "fx__echo", "arguments": {"text": "x"}});
+        let r = stdio.request("tools/call", params).await;
+        assert!(r.is_ok(), "{r:?}");
+    };
+    for _ in 0..WARMUP {
+        http.echo().await.unwrap();
+        stdio_echo().await;
+    }
+    let (mut h, mut s) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    for _ in 0..calls {
+        let t = Instant::now();
+        http.echo().await.unwrap();
+        h.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = Instant::now();
+        stdio_echo().await;
+        s.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    println!("{calls} sequential tools/call per transport after {WARMUP} warm-up calls (µs):");
+    println!(
+        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "", "p50", "p90", "p99", "max", "mean"
+    );
+    row("http", &mut h);
+    row("stdio", &mut s);
+    println!(
+        "http/stdio: p50 {:.2}×, p99 {:.2}×. Goal over HTTP: p50 ≤ 350 µs, p99 ≤ 1000 µs.",
+        common::pct(&h, 50.0) / common::pct(&s, 50.0),
+        common::pct(&h, 99.0) / common::pct(&s, 99.0)
+    );
+}
+
+async fn load(config: &str, sessions: usize, per_session: usize, seconds: u64) {
+    let front = Arc::new(Front::start(config));
+    let rss_idle = front.memory_kb("VmRSS");
+    let client = client();
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..sessions {
+        let (client, url) = (client.clone(), front.url.clone());
+        tasks.spawn(async move {
+            let (mut us, mut errors) = (Vec::with_capacity(per_session), Vec::new());
+            let session = match Session::open(client, url).await {
+                Ok(s) => s,
+                Err(e) => return (us, vec![format!("open: {e}")]),
+            };
+            for _ in 0..per_session {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                let t = Instant::now();
+                match session.echo().await {
+                    Ok(()) => us.push(t.elapsed().as_secs_f64() * 1e6),
+                    Err(e) => errors.push(e),
+                }
+            }
+            (us, errors)
+        });
+    }
+    let (mut all, mut errors) = (Vec::new(), Vec::new());
+    while let Some(done) = tasks.join_next().await {
+        let (us, errs) = done.unwrap();
+        all.extend(us);
+        errors.extend(errs);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    println!(
+        "{sessions} concurrent legacy sessions × up to {per_session} calls (stopped at {seconds} s): \
+         {} calls in {elapsed:.1} s ({:.0} calls/s), {} errors",
+        all.len(),
+        all.len() as f64 / elapsed,
+        errors.len()
+    );
+    if let Some(first) = errors.first() {
+        println!("first error: {first}");
+    }
+    if !all.is_empty() {
+        println!(
+            "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "(µs)", "p50", "p90", "p99", "max", "mean"
+        );
+        row("http", &mut all);
+    }
+    println!(
+        "toolgate resident memory: {} kB idle, peak (VmHWM) {} kB",
+        rss_idle,
+        front.memory_kb("VmHWM")
+    );
+}
+
+fn main() {
+    let rt = common::runtime();
+    rt.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("bench.json");
+        // The whole pipeline on every call: deny by default with one allow rule, pins, audit, reporting.
+        let body = json!({
+            "mcpServers": {"fx": {"command": common::toolgate(), "args": ["fixture-server", "--era", "legacy"]}},
+            "permissions": {"default": "deny", "allow": ["mcp__fx__echo"]},
+            "stateDir": dir.path().join("state"),
+        });
+        std::fs::write(&config, body.to_string()).unwrap();
+        let config = config.to_str().unwrap().to_owned();
+        if std::env::args().any(|a| a == "--load") {
+            let sessions = common::number("--sessions", 200);
+            let per_session = common::number("--per-session", 50);
+            let seconds = common::number("--seconds", 60) as u64;
+            load(&config, sessions, per_session, seconds).await;
+        } else {
+            latency(&config, common::number("--calls", 5_000)).await;
+        }
+    });
+}
