@@ -26,6 +26,7 @@ mod forwarding;
 mod framing;
 mod hooks;
 mod host_resolution;
+mod http;
 mod interop;
 mod isolation;
 mod matrix;

@@ -53,6 +53,11 @@ pub(crate) fn check_headers(
                 "MCP-Protocol-Version header {h:?} does not match the body's protocol version {b:?}"
             )))
         }
+        (Some(h), None) => {
+            return Err(mismatch(format!(
+                "MCP-Protocol-Version header {h:?} but the body carries no _meta[{VERSION_META:?}]"
+            )))
+        }
         _ => {}
     }
     match header(headers, "mcp-method").map_err(&mismatch)? {
@@ -237,6 +242,22 @@ mod tests {
         let params = json!({"_meta": {VERSION_META: "2026-07-28"}});
         assert_eq!(
             code(check_headers(&v, &ID, "tools/list", Some(&params))),
+            Some(-32020)
+        );
+    }
+
+    #[test]
+    fn modern_version_header_over_a_body_without_meta_version_is_refused() {
+        let h = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+        ]);
+        assert_eq!(
+            code(check_headers(&h, &ID, "tools/list", Some(&json!({})))),
+            Some(-32020)
+        );
+        assert_eq!(
+            code(check_headers(&h, &ID, "tools/list", None)),
             Some(-32020)
         );
     }

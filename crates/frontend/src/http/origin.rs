@@ -187,9 +187,9 @@ impl Authority {
     }
 }
 
-/// A decimal port, 1–65535, digits only (no sign, no spaces, at most five digits).
+/// A decimal port, 1–65535, in its one canonical spelling (digits only, no leading zero, no sign or spaces).
 fn parse_port(p: &str) -> Result<u16, &'static str> {
-    if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
+    if p.is_empty() || p.len() > 5 || p.starts_with('0') || !p.bytes().all(|b| b.is_ascii_digit()) {
         return Err("malformed port");
     }
     match p.parse::<u16>() {

@@ -23,6 +23,10 @@ use jsonrpc::{decode, error_object, error_response};
 use serde_json::json;
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
+
+/// How long a request body may take to arrive.
+const BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How much of each end of an oversized body is searched for its id (as the stdio framing keeps).
 const EDGE: usize = 512;
@@ -57,7 +61,13 @@ async fn handle(
     let permit = Arc::clone(&app.requests)
         .try_acquire_owned()
         .map_err(|_| Refusal::Busy("too many requests in flight; retry later"))?;
-    let bytes = read_body(body, headers, app.limits.max_body_bytes).await?;
+    // A body that trickles in holds a request slot; past the wait it is cut off rather than waited on.
+    let bytes = tokio::time::timeout(
+        BODY_WAIT,
+        read_body(body, headers, app.limits.max_body_bytes),
+    )
+    .await
+    .map_err(|_| Refusal::SlowBody)??;
     let session_id = single_header(headers, SESSION_HEADER)?;
     let version = single_header(headers, "mcp-protocol-version")?;
     if bytes.len() > app.decode_limits.max_message_bytes {
@@ -78,9 +88,12 @@ async fn handle(
         protocol_version: version.map(str::to_owned),
         identity: principal.identity.clone(),
     };
+    // A request is modern by its `_meta` version, or by a header declaring the modern version (then its missing
+    // `_meta` version is a header mismatch, not a legacy request in disguise).
+    let header_modern = version == Some(SUPPORTED_VERSIONS[0]);
     let modern = match &message {
-        Message::Request { params, .. } => meta_version(params.as_ref()).is_some(),
-        _ => session_id.is_none() && version == Some(SUPPORTED_VERSIONS[0]),
+        Message::Request { params, .. } => meta_version(params.as_ref()).is_some() || header_modern,
+        _ => session_id.is_none() && header_modern,
     };
     if modern {
         if session_id.is_some() {
@@ -133,6 +146,9 @@ async fn legacy(
         Message::Request { id: ref rid, .. } => {
             let rid = rid.clone();
             let Some(sub) = entry.router.open(Stream::Request(rid.clone())) else {
+                if entry.router.stopped_now() {
+                    return Err(Refusal::UnknownSession);
+                }
                 return Err(Refusal::BadRequest(format!(
                     "request id {rid} is already in flight on this session; ids must be unique among open requests"
                 )));
@@ -190,7 +206,7 @@ async fn modern_request(
     };
     let (session, drain) = Session::open(&app.gateway);
     session.handle(message, &meta).await;
-    let ends = EndsWith(session);
+    let ends = EndsWith::watch(session);
     Ok(respond(
         Source::Direct(drain),
         Until::Response(rid),
@@ -200,12 +216,31 @@ async fn modern_request(
     .await)
 }
 
-/// A session that ends when the response it serves does (or when its client hangs up).
-struct EndsWith(Arc<Session>);
+/// A session that ends when the response it serves does, when its client hangs up, or when its client stops
+/// reading and its outbox overflows (then at once, so its call is cancelled rather than run for nobody).
+struct EndsWith {
+    session: Arc<Session>,
+    done: CancellationToken,
+}
+
+impl EndsWith {
+    fn watch(session: Arc<Session>) -> Self {
+        let done = CancellationToken::new();
+        let (watched, until) = (Arc::clone(&session), done.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = watched.closed() => watched.close(),
+                () = until.cancelled() => {}
+            }
+        });
+        Self { session, done }
+    }
+}
 
 impl Drop for EndsWith {
     fn drop(&mut self) {
-        self.0.close();
+        self.done.cancel();
+        self.session.close();
     }
 }
 

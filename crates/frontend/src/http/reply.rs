@@ -14,6 +14,8 @@ pub(crate) enum Refusal {
     Forbidden(String),
     /// The body is larger than `http.limits.maxBodyBytes`.
     TooLarge(usize),
+    /// The body did not arrive within the wait.
+    SlowBody,
     /// The client does not accept what this endpoint answers with.
     NotAcceptable(&'static str),
     /// The body is not declared as JSON.
@@ -39,6 +41,11 @@ impl IntoResponse for Refusal {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 jsonrpc::INVALID_REQUEST,
                 format!("request body exceeds the limit of {max} bytes"),
+            ),
+            Refusal::SlowBody => (
+                StatusCode::REQUEST_TIMEOUT,
+                jsonrpc::INVALID_REQUEST,
+                "the request body did not arrive in time".to_owned(),
             ),
             Refusal::NotAcceptable(why) => (
                 StatusCode::NOT_ACCEPTABLE,
@@ -108,5 +115,29 @@ pub(crate) fn status_for(error_code: Option<i64>, modern: bool) -> StatusCode {
         ) if modern => StatusCode::BAD_REQUEST,
         Some(jsonrpc::METHOD_NOT_FOUND) if modern => StatusCode::NOT_FOUND,
         _ => StatusCode::OK,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modern_protocol_errors_are_400_and_unknown_methods_404() {
+        for code in [-32020, -32021, -32022] {
+            assert_eq!(
+                status_for(Some(code), true),
+                StatusCode::BAD_REQUEST,
+                "{code}"
+            );
+        }
+        assert_eq!(status_for(Some(-32601), true), StatusCode::NOT_FOUND);
+        assert_eq!(
+            status_for(Some(-32601), false),
+            StatusCode::OK,
+            "legacy errors ride on 200"
+        );
+        assert_eq!(status_for(Some(-32602), true), StatusCode::OK);
+        assert_eq!(status_for(None, true), StatusCode::OK);
     }
 }

@@ -5,12 +5,14 @@
 //! through a small bounded channel, and waits while that channel is full. So the drain is pulled only as fast as
 //! the sockets take what it yields (hyper polls a body only when it can write), and a client that stops reading
 //! leaves its messages in the session's bounded outbox, which closes on overflow (`gateway`'s `outbox`) — then
-//! `stop` ends the dispatcher and every stream. A message for a stream nobody holds (the client hung up its POST,
-//! or opened no GET stream) is dropped: there is no one to deliver it to, and keeping it would grow without bound.
+//! `stop` ends the dispatcher and every stream. A message for a request stream nobody holds (the client hung up
+//! its POST) is dropped: there is no one to deliver it to. Session messages sent before the client opened its GET
+//! stream (a list change right after `initialize`, before the client got to open it) are kept, a few and small,
+//! and delivered first when it opens; past that bound the oldest are dropped, as the SDK servers drop them all.
 //! This module does not write HTTP (`sse` does) nor decide anything about a message.
 
 use gateway::{Drain, Outgoing, Stream};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -18,6 +20,9 @@ use tokio_util::sync::CancellationToken;
 /// Messages waiting between the dispatcher and one stream's writer. Small: the session's outbox is the buffer;
 /// this only lets the writer take the next message while the socket sends the last.
 const STREAM_CAPACITY: usize = 16;
+/// Session messages kept while no GET stream is open: how many, and how many bytes.
+const BACKLOG_MESSAGES: usize = 32;
+const BACKLOG_BYTES: usize = 256 * 1024;
 
 /// Where one session's streams are held.
 pub(crate) struct Router {
@@ -31,11 +36,30 @@ pub(crate) struct Router {
 struct Routes {
     open: HashMap<Stream, (u64, mpsc::Sender<Outgoing>)>,
     next: u64,
+    /// Session messages waiting for a GET stream, and their bytes.
+    backlog: VecDeque<Outgoing>,
+    backlog_bytes: usize,
+}
+
+impl Routes {
+    fn keep(&mut self, message: Outgoing) {
+        self.backlog_bytes += message.json().len();
+        self.backlog.push_back(message);
+        while self.backlog.len() > BACKLOG_MESSAGES || self.backlog_bytes > BACKLOG_BYTES {
+            let Some(old) = self.backlog.pop_front() else {
+                break;
+            };
+            self.backlog_bytes -= old.json().len();
+            tracing::debug!("dropped a session message no GET stream took");
+        }
+    }
 }
 
 /// The receiving end of one stream; it unregisters itself when dropped (the HTTP response ended or its client
 /// hung up).
 pub(crate) struct Subscription {
+    /// Messages that waited for this stream to open, delivered first.
+    pending: VecDeque<Outgoing>,
     rx: mpsc::Receiver<Outgoing>,
     router: Arc<Router>,
     stream: Stream,
@@ -71,12 +95,25 @@ impl Router {
         routes.next += 1;
         let generation = routes.next;
         routes.open.insert(stream.clone(), (generation, tx));
+        let pending = match stream {
+            Stream::Session => {
+                routes.backlog_bytes = 0;
+                std::mem::take(&mut routes.backlog)
+            }
+            Stream::Request(_) => VecDeque::new(),
+        };
         Some(Subscription {
+            pending,
             rx,
             router: Arc::clone(self),
             stream,
             generation,
         })
+    }
+
+    /// Whether the session ended (its streams can no longer be opened).
+    pub(crate) fn stopped_now(&self) -> bool {
+        self.stop.is_cancelled()
     }
 
     /// Ends `stream` (its request was cancelled: no answer will come).
@@ -92,7 +129,9 @@ impl Router {
     /// Ends the dispatcher and every stream.
     pub(crate) fn stop(&self) {
         self.stop.cancel();
-        self.routes().open.clear();
+        let mut routes = self.routes();
+        routes.open.clear();
+        routes.backlog.clear();
     }
 
     /// Resolves once the session ended.
@@ -110,14 +149,19 @@ impl Router {
                     None => break,
                 },
             };
-            let tx = self
-                .routes()
-                .open
-                .get(message.stream())
-                .map(|(_, tx)| tx.clone());
-            let Some(tx) = tx else {
-                tracing::debug!(stream = ?message.stream(), "dropped a message for a stream nobody holds");
-                continue;
+            let tx = {
+                let mut routes = self.routes();
+                match routes.open.get(message.stream()) {
+                    Some((_, tx)) => tx.clone(),
+                    None if *message.stream() == Stream::Session => {
+                        routes.keep(message);
+                        continue;
+                    }
+                    None => {
+                        tracing::debug!(stream = ?message.stream(), "dropped a message for a stream nobody holds");
+                        continue;
+                    }
+                }
             };
             tokio::select! {
                 () = self.stop.cancelled() => break,
@@ -125,13 +169,18 @@ impl Router {
                 _ = tx.send(message) => {}
             }
         }
-        self.routes().open.clear();
+        let mut routes = self.routes();
+        routes.open.clear();
+        routes.backlog.clear();
     }
 }
 
 impl Subscription {
     pub(crate) async fn next(&mut self) -> Option<Outgoing> {
-        self.rx.recv().await
+        match self.pending.pop_front() {
+            Some(m) => Some(m),
+            None => self.rx.recv().await,
+        }
     }
 }
 

@@ -158,3 +158,50 @@ async fn end_on_overflow(
         () = router.stopped() => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gateway::{Guard, Options};
+
+    fn gateway(dir: &std::path::Path) -> Arc<Gateway> {
+        let config = config::Config::empty();
+        let guard = Guard::load(&config, dir).unwrap();
+        Gateway::start(
+            &config,
+            Options::from_config(&config, false),
+            Arc::new(guard),
+            None,
+        )
+    }
+
+    #[tokio::test]
+    async fn session_id_presented_by_another_identity_is_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let gw = gateway(dir.path());
+        let table = Table::new(8, Duration::from_secs(60));
+        let alice = Some("key:alice".to_owned());
+        let (id, _) = table.create(&gw, alice.clone()).unwrap();
+        assert!(table.get(&id, &alice).is_some());
+        assert!(table.get(&id, &Some("key:mallory".into())).is_none());
+        assert!(
+            table.get(&id, &None).is_none(),
+            "nor by an anonymous caller"
+        );
+        assert!(table.get(&id, &alice).is_some(), "the owner keeps it");
+    }
+
+    #[tokio::test]
+    async fn session_ids_are_random_and_distinct() {
+        let dir = tempfile::tempdir().unwrap();
+        let gw = gateway(dir.path());
+        let table = Table::new(64, Duration::from_secs(60));
+        let ids: std::collections::HashSet<String> = (0..32)
+            .map(|_| table.create(&gw, None).unwrap().0)
+            .collect();
+        assert_eq!(ids.len(), 32);
+        assert!(ids
+            .iter()
+            .all(|i| i.len() == 32 && i.bytes().all(|b| b.is_ascii_hexdigit())));
+    }
+}

@@ -4,4 +4,5 @@
 // Tests fail by panicking; unwrap and expect are the clearest way to say what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod http;
 mod stdio;
