@@ -186,7 +186,7 @@ fn row(name: &str, us: &mut [f64]) {
 async fn latency(config: &str, calls: usize) {
     let front = Front::start(config);
     let http = Session::open(client(), front.url.clone()).await.unwrap();
-    let stdio = common::serve(config, &[]).await;
+    let mut stdio = common::serve(config, &[]).await;
     let stdio_echo = || async {
         let params = json!({"name": "fx__echo", "arguments": {"text": "x"}});
         let r = stdio.request("tools/call", params).await;
@@ -217,6 +217,9 @@ async fn latency(config: &str, calls: usize) {
         common::pct(&h, 50.0) / common::pct(&s, 50.0),
         common::pct(&h, 99.0) / common::pct(&s, 99.0)
     );
+    // Both servers end before their state directory is removed.
+    stdio.close(Duration::from_secs(30)).await;
+    drop(front);
 }
 
 async fn load(config: &str, sessions: usize, per_session: usize, seconds: u64) {

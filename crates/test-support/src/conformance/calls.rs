@@ -3,7 +3,7 @@
 //! with every kind of enum), which go through `input` so they work in either era.
 
 use super::{input, PNG, WAV};
-use crate::fixture::Server;
+use crate::fixture::{lock, Server};
 use jsonrpc::{error_object, Id};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -115,6 +115,12 @@ pub(super) async fn call(
             } else {
                 "prompts"
             };
+            let kind = if list == "tools" { "tool" } else { "prompt" };
+            {
+                let mut added = lock(&server.added);
+                let n = added.len();
+                added.push(format!("dynamic_{kind}_{n}"));
+            }
             let method = format!("notifications/{list}/list_changed");
             server.send(jsonrpc::notification(&method, None)).await;
             content(vec![text(format!("The {list} list changed"))])
@@ -173,6 +179,7 @@ pub(super) async fn call(
             let answer = server.ask("elicitation/create", req).await?;
             content(vec![text(format!("Elicitation answer: {answer}"))])
         }
+        n if lock(&server.added).iter().any(|a| a == n) => content(vec![text(n)]),
         _ => {
             return Err(error_object(
                 jsonrpc::INVALID_PARAMS,

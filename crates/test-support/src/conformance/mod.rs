@@ -12,7 +12,7 @@ mod input;
 #[cfg(test)]
 mod input_tests;
 
-use crate::fixture::Server;
+use crate::fixture::{lock, Server};
 use jsonrpc::{error_object, Id};
 use serde_json::{json, Value};
 
@@ -34,16 +34,34 @@ pub(crate) async fn request(
     modern: bool,
 ) -> Option<Result<Value, Value>> {
     Some(match method {
-        "tools/list" => Ok(json!({ "tools": tools() })),
+        "tools/list" => Ok(json!({ "tools": with_added(tools(), server, "dynamic_tool_") })),
         "resources/list" => Ok(json!({ "resources": resources() })),
         "resources/templates/list" => Ok(json!({ "resourceTemplates": templates() })),
-        "prompts/list" => Ok(json!({ "prompts": prompts() })),
+        "prompts/list" => {
+            Ok(json!({ "prompts": with_added(prompts(), server, "dynamic_prompt_") }))
+        }
         "resources/read" => read_resource(params),
         "prompts/get" => get_prompt(server, params, modern).await,
         "completion/complete" => Ok(complete(params)),
         "tools/call" => calls::call(server, id, params, modern).await,
         _ => return None,
     })
+}
+
+/// `items` and what the list-change triggers added under `prefix` (each a no-argument tool or prompt).
+fn with_added(mut items: Vec<Value>, server: &Server, prefix: &str) -> Vec<Value> {
+    let added = lock(&server.added);
+    items.extend(added.iter().filter(|n| n.starts_with(prefix)).map(|n| {
+        match no_args(n, "Added by a list-change trigger.") {
+            // A prompt has no input schema.
+            Value::Object(mut m) if prefix == "dynamic_prompt_" => {
+                m.remove("inputSchema");
+                Value::Object(m)
+            }
+            item => item,
+        }
+    }));
+    items
 }
 
 fn tool(name: &str, description: &str, props: Value, required: &[&str]) -> Value {
@@ -100,8 +118,8 @@ fn tools() -> Vec<Value> {
     ];
     tools.extend([
         no_args("test_logging_tool", "Logs once, if the caller asked for logs."),
-        no_args("test_trigger_tool_change", "Announces that the tool list changed."),
-        no_args("test_trigger_prompt_change", "Announces that the prompt list changed."),
+        no_args("test_trigger_tool_change", "Adds a tool and announces the change."),
+        no_args("test_trigger_prompt_change", "Adds a prompt and announces the change."),
         // SEP-2243: an argument a 2026-07-28 HTTP client also sends as the `Mcp-Param-Region` header.
         json!({"name": "test_header_param", "description": "Names the region it was given.",
                "inputSchema": {"type": "object", "required": ["region"],
