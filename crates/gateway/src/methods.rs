@@ -10,6 +10,16 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use upstream::{MODERN_VERSION, PROTOCOL_META_PREFIX};
 
+/// Requests of the legacy era that protocol 2026-07-28 removed: a modern request naming one is a method not
+/// found (HTTP 404 on the Streamable HTTP transport).
+const REMOVED_IN_MODERN: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
 impl Session {
     /// Runs one request whose era `era_gate` already decided (`modern`).
     pub(crate) async fn dispatch(
@@ -90,6 +100,16 @@ impl Session {
             }
             let caps =
                 meta.and_then(|m| m.get(format!("{PROTOCOL_META_PREFIX}clientCapabilities")));
+            // Methods 2026-07-28 removed are unknown to a modern request, not served in the legacy way.
+            if REMOVED_IN_MODERN.contains(&method) {
+                return Err(error_object(
+                    jsonrpc::METHOD_NOT_FOUND,
+                    format!(
+                        "Method not found: {method} does not exist in protocol {MODERN_VERSION}"
+                    ),
+                    None,
+                ));
+            }
             match caps {
                 Some(Value::Object(c)) => {
                     if method != "server/discover" {

@@ -200,3 +200,27 @@ async fn modern_request_that_asks_for_log_lines_hears_them_on_its_own_stream() {
     );
     h.stop(&[&client]).await;
 }
+
+#[tokio::test]
+async fn methods_removed_in_2026_are_not_found_for_a_modern_request() {
+    let h = Harness::start(policy(0), FixtureOptions::default()).await;
+    let mut client = h.client();
+    for method in [
+        "ping",
+        "initialize",
+        "logging/setLevel",
+        "resources/subscribe",
+    ] {
+        let answer = client
+            .modern(method, json!({"level": "debug", "uri": "fixture://a"}))
+            .await;
+        assert_eq!(
+            answer["error"]["code"],
+            jsonrpc::METHOD_NOT_FOUND,
+            "{method}: {answer}"
+        );
+    }
+    // The session was not made legacy by any of them: a modern call still runs.
+    let listed = client.modern("tools/list", json!({})).await;
+    assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
+}

@@ -19,13 +19,57 @@ use serde_json::Value;
 /// The `_meta` key that carries a modern request's protocol version.
 pub(crate) const VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 
+/// The `_meta` key that carries a modern request's client capabilities.
+const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// A request missing a `_meta` field every 2026-07-28 request must carry: −32602, sent with 400.
+fn invalid_meta(id: &Id, why: String) -> Refusal {
+    Refusal::Protocol(error_response(
+        Some(id),
+        error_object(
+            jsonrpc::INVALID_PARAMS,
+            format!("Invalid params: {why}"),
+            None,
+        ),
+    ))
+}
+
 /// The protocol version a request's `_meta` names, when it names one (a modern request).
 pub(crate) fn meta_version(params: Option<&Value>) -> Option<&Value> {
     params?.get("_meta")?.get(VERSION_META)
 }
 
-/// Checks a modern request's mirrored headers against its body.
+/// Checks a modern request's mirrored headers against its body, then that its `_meta` carries the client's
+/// capabilities.
 pub(crate) fn check_headers(
+    headers: &HeaderMap,
+    id: &Id,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<(), Refusal> {
+    check_mirrors(headers, id, method, params)?;
+    // A request the header declares modern whose body lacks a required `_meta` field is malformed: −32602 with
+    // 400, as the 2026-07-28 transport says of every missing required `_meta` field.
+    if meta_version(params).is_none() {
+        return Err(invalid_meta(
+            id,
+            format!("the MCP-Protocol-Version header is 2026-07-28 but the body carries no _meta[{VERSION_META:?}]"),
+        ));
+    }
+    let caps = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(CAPABILITIES_META));
+    if !matches!(caps, Some(Value::Object(_))) {
+        return Err(invalid_meta(
+            id,
+            format!("every 2026-07-28 request carries _meta[{CAPABILITIES_META:?}] as an object"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a modern request's mirrored headers against its body.
+fn check_mirrors(
     headers: &HeaderMap,
     id: &Id,
     method: &str,
@@ -51,11 +95,6 @@ pub(crate) fn check_headers(
         (Some(h), Some(b)) if h != b => {
             return Err(mismatch(format!(
                 "MCP-Protocol-Version header {h:?} does not match the body's protocol version {b:?}"
-            )))
-        }
-        (Some(h), None) => {
-            return Err(mismatch(format!(
-                "MCP-Protocol-Version header {h:?} but the body carries no _meta[{VERSION_META:?}]"
             )))
         }
         _ => {}
@@ -140,7 +179,7 @@ mod tests {
     }
 
     fn call(name: &str) -> Value {
-        json!({"name": name, "_meta": {VERSION_META: "2026-07-28"}})
+        json!({"name": name, "_meta": {VERSION_META: "2026-07-28", CAPABILITIES_META: {}}})
     }
 
     fn code(r: Result<(), Refusal>) -> Option<i64> {
@@ -239,7 +278,7 @@ mod tests {
             ("mcp-protocol-version", "2025-11-25"),
             ("mcp-method", "tools/list"),
         ]);
-        let params = json!({"_meta": {VERSION_META: "2026-07-28"}});
+        let params = json!({"_meta": {VERSION_META: "2026-07-28", CAPABILITIES_META: {}}});
         assert_eq!(
             code(check_headers(&v, &ID, "tools/list", Some(&params))),
             Some(-32020)
@@ -254,11 +293,11 @@ mod tests {
         ]);
         assert_eq!(
             code(check_headers(&h, &ID, "tools/list", Some(&json!({})))),
-            Some(-32020)
+            Some(jsonrpc::INVALID_PARAMS)
         );
         assert_eq!(
             code(check_headers(&h, &ID, "tools/list", None)),
-            Some(-32020)
+            Some(jsonrpc::INVALID_PARAMS)
         );
     }
 
@@ -281,6 +320,28 @@ mod tests {
         assert_eq!(
             code(check_headers(&p, &ID, "tools/call", Some(&call(" echo")))),
             Some(-32020)
+        );
+    }
+
+    #[test]
+    fn modern_request_missing_required_meta_is_invalid_params_not_a_header_mismatch() {
+        let h = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "server/discover"),
+        ]);
+        assert_eq!(
+            code(check_headers(&h, &ID, "server/discover", Some(&json!({})))),
+            Some(-32602)
+        );
+        let no_caps = json!({"_meta": {VERSION_META: "2026-07-28"}});
+        assert_eq!(
+            code(check_headers(&h, &ID, "server/discover", Some(&no_caps))),
+            Some(-32602)
+        );
+        let full = json!({"_meta": {VERSION_META: "2026-07-28", CAPABILITIES_META: {}}});
+        assert_eq!(
+            code(check_headers(&h, &ID, "server/discover", Some(&full))),
+            None
         );
     }
 }
