@@ -7,6 +7,7 @@
 
 use super::answer::{failure, from_status};
 use super::body;
+use super::life::Life;
 use super::sse::{SseItem, SseParser};
 use super::streamable::SESSION_EXPIRED;
 use super::{describe, same_origin, shown, Endpoint};
@@ -17,10 +18,9 @@ use jsonrpc::UPSTREAM_UNAVAILABLE;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{Response, StatusCode, Url};
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// How long one POST may take; the server answers on the stream, so the POST itself is quick.
 const POST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -67,9 +67,7 @@ pub(crate) async fn open(ep: Endpoint, wait: Duration) -> Result<Opened, String>
         shown: url,
         endpoint,
         ep,
-        tx: Mutex::new(Some(tx)),
-        ended: CancellationToken::new(),
-        why: Mutex::new(None),
+        life: Life::new(tx),
     });
     tokio::spawn(Arc::clone(&shared).read(resp, parser));
     Ok(Opened {
@@ -106,13 +104,7 @@ struct Shared {
     ep: Endpoint,
     shown: String,
     endpoint: Url,
-    tx: Mutex<Option<mpsc::Sender<Incoming>>>,
-    ended: CancellationToken,
-    why: Mutex<Option<String>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    life: Life,
 }
 
 impl Link for SseLink {
@@ -121,7 +113,7 @@ impl Link for SseLink {
     }
 
     fn end_reason(&self) -> Option<String> {
-        lock(&self.shared.why).clone()
+        self.shared.life.reason()
     }
 
     fn shutdown(&self, _grace: Duration) -> BoxFuture<'_, ()> {
@@ -139,7 +131,7 @@ impl Shared {
                 max,
             });
         }
-        if self.ended.is_cancelled() {
+        if self.life.ended.is_cancelled() {
             return Err(SendError::Closed);
         }
         let id = msg
@@ -156,7 +148,7 @@ impl Shared {
             .send();
         let resp = tokio::select! {
             r = tokio::time::timeout(POST_TIMEOUT, post) => r,
-            () = self.ended.cancelled() => return Err(SendError::Closed),
+            () = self.life.ended.cancelled() => return Err(SendError::Closed),
         };
         let mut resp = match resp {
             Ok(Ok(resp)) => resp,
@@ -190,7 +182,7 @@ impl Shared {
             match id {
                 Some(id) => {
                     let answer = from_status(&id, status.as_u16(), &text, None, &self.shown);
-                    self.deliver(answer).await;
+                    self.life.deliver(answer).await;
                 }
                 None => {
                     tracing::warn!(server = %self.ep.server, "{} answered HTTP {status} to a notification", self.shown)
@@ -208,7 +200,8 @@ impl Shared {
     ) -> Result<(), SendError> {
         match id {
             Some(id) => {
-                self.deliver(failure(id, UPSTREAM_UNAVAILABLE, why, status))
+                self.life
+                    .deliver(failure(id, UPSTREAM_UNAVAILABLE, why, status))
                     .await;
                 Ok(())
             }
@@ -221,7 +214,7 @@ impl Shared {
 
     /// Delivers the stream's messages until it ends, which ends this life of the link.
     async fn read(self: Arc<Self>, mut resp: Response, mut parser: SseParser) {
-        let ended = self.ended.clone();
+        let ended = self.life.ended.clone();
         let why = tokio::select! {
             why = self.read_loop(&mut resp, &mut parser) => why,
             () = ended.cancelled() => return,
@@ -255,19 +248,10 @@ impl Shared {
                 id: jsonrpc::recover_id(&head, &tail),
             },
         };
-        self.deliver(item).await;
-    }
-
-    async fn deliver(&self, item: Incoming) {
-        let tx = lock(&self.tx).clone();
-        if let Some(tx) = tx {
-            let _ = tx.send(item).await;
-        }
+        self.life.deliver(item).await;
     }
 
     fn end(&self, why: String) {
-        lock(&self.why).get_or_insert(why);
-        self.ended.cancel();
-        lock(&self.tx).take();
+        self.life.end(why);
     }
 }

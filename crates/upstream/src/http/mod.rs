@@ -7,13 +7,14 @@
 //! how a URL is shown (origin and path only: a query may carry a key). The links never see a client's request:
 //! their only headers are the configured ones and the protocol's own.
 //!
-//! `streamable` and `legacy` are the two links, `sse` parses event streams, `headers` builds the protocol headers
+//! `streamable` and `legacy` are the two links, `life` what one life of either keeps (its sender, end and reason), `sse` parses event streams, `headers` builds the protocol headers
 //! of each message, `params` the ones mirrored from a tool's arguments, `answer` turns HTTP failures into JSON-RPC answers, and `body` reads bodies within the limit.
 
 mod answer;
 mod body;
 mod headers;
 mod legacy;
+mod life;
 mod params;
 mod sse;
 mod streamable;

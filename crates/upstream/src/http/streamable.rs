@@ -17,6 +17,7 @@
 use super::answer::{failure, from_status};
 use super::body::{self, Body};
 use super::headers::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use super::life::{lock, Life};
 use super::params::ToolHeaders;
 use super::sse::{SseItem, SseParser};
 use super::{describe, shown, Endpoint};
@@ -33,7 +34,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
-use tokio_util::sync::CancellationToken;
 
 /// How long a notification or response POST may take before it is given up.
 const POST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -57,9 +57,7 @@ pub(crate) fn open(endpoint: Endpoint) -> Opened {
         legacy_version: Mutex::new(None),
         initialize_id: Mutex::new(None),
         modern: AtomicBool::new(false),
-        tx: Mutex::new(Some(tx)),
-        ended: CancellationToken::new(),
-        why: Mutex::new(None),
+        life: Life::new(tx),
         streams: Mutex::new(HashMap::new()),
         tool_headers: ToolHeaders::default(),
     });
@@ -84,18 +82,11 @@ struct Shared {
     /// A modern request was sent: cancellation closes streams instead of posting a notification.
     modern: AtomicBool,
     /// Taken when the link ends; tasks hold clones only while they run, so the stream then ends.
-    tx: Mutex<Option<mpsc::Sender<Incoming>>>,
-    ended: CancellationToken,
-    why: Mutex<Option<String>>,
+    life: Life,
     /// The task reading each request's answer, by request id.
     streams: Mutex<HashMap<Id, AbortHandle>>,
     /// Tool parameters mirrored into headers (`x-mcp-header`).
     tool_headers: ToolHeaders,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A poisoned lock only means a panic elsewhere mid-update of a plain value.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Link for StreamableLink {
@@ -104,14 +95,14 @@ impl Link for StreamableLink {
     }
 
     fn end_reason(&self) -> Option<String> {
-        lock(&self.shared.why).clone()
+        self.shared.life.reason()
     }
 
     fn shutdown(&self, grace: Duration) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let shared = &self.shared;
             let session = lock(&shared.session).take();
-            if let (Some(session), false) = (session, shared.ended.is_cancelled()) {
+            if let (Some(session), false) = (session, shared.life.ended.is_cancelled()) {
                 // Telling the server the session is over is a courtesy: bounded, and its failure changes nothing.
                 let delete = shared
                     .builder(Method::DELETE, None)
@@ -134,7 +125,7 @@ impl Shared {
                 max,
             });
         }
-        if self.ended.is_cancelled() {
+        if self.life.ended.is_cancelled() {
             return Err(SendError::Closed);
         }
         if headers::modern_version(msg).is_some() {
@@ -217,7 +208,7 @@ impl Shared {
         let posted = self.post(msg, body);
         let resp = tokio::select! {
             r = tokio::time::timeout(POST_TIMEOUT, posted.request.send()) => r,
-            () = self.ended.cancelled() => return Err(SendError::Closed),
+            () = self.life.ended.cancelled() => return Err(SendError::Closed),
         };
         match resp {
             Ok(Ok(mut resp)) if !resp.status().is_success() => {
@@ -250,7 +241,7 @@ impl Shared {
     async fn answer(self: Arc<Self>, id: Id, posted: Posted) {
         tokio::select! {
             () = self.exchange(&id, posted) => {}
-            () = self.ended.cancelled() => {}
+            () = self.life.ended.cancelled() => {}
         }
         lock(&self.streams).remove(&id);
     }
@@ -265,6 +256,7 @@ impl Shared {
             Err(e) => {
                 let why = format!("the request to {} failed: {}", self.shown, describe(e));
                 return self
+                    .life
                     .deliver(failure(id, UPSTREAM_UNAVAILABLE, why, None))
                     .await;
             }
@@ -280,11 +272,11 @@ impl Shared {
             if posted.had_session && session_gone(status, &text) {
                 let code = Some(status.as_u16());
                 let expired = failure(id, UPSTREAM_UNAVAILABLE, SESSION_EXPIRED.to_owned(), code);
-                self.deliver(expired).await;
+                self.life.deliver(expired).await;
                 return self.end(SESSION_EXPIRED.to_owned());
             }
             let answer = from_status(id, status.as_u16(), &text, location.as_deref(), &self.shown);
-            return self.deliver(answer).await;
+            return self.life.deliver(answer).await;
         }
         if lock(&self.initialize_id).as_ref() == Some(id) {
             if let Some(session) = resp.headers().get(SESSION_ID) {
@@ -307,12 +299,15 @@ impl Shared {
                 Body::Complete(bytes) => self.deliver_message(id, &bytes).await,
                 Body::Oversized { len } => {
                     let id = Some(id.clone());
-                    self.deliver(Incoming::Oversized { len, max, id }).await;
+                    self.life
+                        .deliver(Incoming::Oversized { len, max, id })
+                        .await;
                     true
                 }
                 Body::Failed(e) => {
                     let why = format!("reading the answer from {} failed: {e}", self.shown);
-                    self.deliver(failure(id, UPSTREAM_UNAVAILABLE, why, None))
+                    self.life
+                        .deliver(failure(id, UPSTREAM_UNAVAILABLE, why, None))
                         .await;
                     true
                 }
@@ -325,13 +320,14 @@ impl Shared {
                 "{} ended its answer (HTTP {status}) without a JSON-RPC response",
                 self.shown
             );
-            self.deliver(failure(
-                id,
-                UPSTREAM_UNAVAILABLE,
-                why,
-                Some(status.as_u16()),
-            ))
-            .await;
+            self.life
+                .deliver(failure(
+                    id,
+                    UPSTREAM_UNAVAILABLE,
+                    why,
+                    Some(status.as_u16()),
+                ))
+                .await;
         }
     }
 
@@ -385,7 +381,7 @@ impl Shared {
         if self.modern.load(Ordering::Relaxed) && lock(&self.legacy_version).is_none() {
             return;
         }
-        let ended = self.ended.clone();
+        let ended = self.life.ended.clone();
         tokio::select! {
             () = self.listen_loop() => {}
             () = ended.cancelled() => {}
@@ -444,7 +440,7 @@ impl Shared {
                     Some(id) => self.deliver_message(id, &data).await,
                     None => {
                         let item = incoming_from_bytes(&data, &self.ep.limits);
-                        self.deliver(item).await;
+                        self.life.deliver(item).await;
                         false
                     }
                 }
@@ -454,12 +450,13 @@ impl Shared {
                 let found = jsonrpc::recover_id(&head, &tail);
                 let answered = found.is_some() && found.as_ref() == id;
                 let max = self.ep.limits.max_message_bytes;
-                self.deliver(Incoming::Oversized {
-                    len,
-                    max,
-                    id: found,
-                })
-                .await;
+                self.life
+                    .deliver(Incoming::Oversized {
+                        len,
+                        max,
+                        id: found,
+                    })
+                    .await;
                 answered
             }
         }
@@ -488,7 +485,7 @@ impl Shared {
         {
             self.learn(got, result);
         }
-        self.deliver(item).await;
+        self.life.deliver(item).await;
         answered
     }
 
@@ -502,18 +499,9 @@ impl Shared {
         }
     }
 
-    async fn deliver(&self, item: Incoming) {
-        let tx = lock(&self.tx).clone();
-        if let Some(tx) = tx {
-            let _ = tx.send(item).await;
-        }
-    }
-
     /// Ends this life of the link: every task stops and the stream of incoming messages ends.
     fn end(&self, why: String) {
-        lock(&self.why).get_or_insert(why);
-        self.ended.cancel();
-        lock(&self.tx).take();
+        self.life.end(why);
         for (_, task) in lock(&self.streams).drain() {
             task.abort();
         }
