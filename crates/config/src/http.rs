@@ -16,8 +16,10 @@
 //!     "authorizationServers": ["https://idp.example"]
 //!   },
 //!   "admin": {"keySha256": "<64 hex digits>"},
-//!   "limits": {"maxBodyBytes": 4194304, "maxSessions": 256, "maxConcurrentRequests": 64,
-//!              "sessionIdleSeconds": 1800}
+//!   "limits": {"maxBodyBytes": 4194304, "maxSessions": 256, "maxSessionsPerIdentity": 32,
+//!              "maxConcurrentRequests": 256, "maxConcurrentRequestsPerIdentity": 32,
+//!              "sessionIdleSeconds": 1800, "headerTimeoutSeconds": 5, "bodyTimeoutSeconds": 10,
+//!              "maxPendingConnections": 256}
 //! }
 //! ```
 
@@ -94,17 +96,30 @@ pub struct AdminKey {
     pub sha256: [u8; 32],
 }
 
-/// Bounds of the HTTP transport.
+/// Bounds of the HTTP transport. Each scarce thing (sessions, requests in flight) has a ceiling across all
+/// callers and a share per identity no larger than it, so one identity reaching its share leaves the rest to
+/// the others; the time bounds keep a connection from holding anything while it sends nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HttpLimits {
     /// Largest request body accepted (413 above).
     pub max_body_bytes: usize,
-    /// Legacy sessions open at once (503 above).
+    /// Legacy sessions open at once across all callers (503 above).
     pub max_sessions: usize,
+    /// Legacy sessions one identity may hold at once (429 above).
+    pub max_sessions_per_identity: usize,
     /// Requests handled at once across all callers (503 above).
     pub max_concurrent_requests: usize,
-    /// A legacy session nobody used for this long is ended.
+    /// Requests one identity may have handled at once (429 above).
+    pub max_concurrent_requests_per_identity: usize,
+    /// A legacy session that received no request for this long is ended, open GET stream or not.
     pub session_idle: Duration,
+    /// How long a connection may take to send a request's head (and, before it authenticated, how long it may
+    /// stay open at all); an idle keep-alive connection is closed after it too.
+    pub header_timeout: Duration,
+    /// How long a request body may take to arrive once its head did (408 past it).
+    pub body_timeout: Duration,
+    /// Connections accepted that have not yet authenticated a request; one more closes the oldest of them.
+    pub max_pending_connections: usize,
 }
 
 impl Default for HttpLimits {
@@ -112,8 +127,13 @@ impl Default for HttpLimits {
         Self {
             max_body_bytes: 4 << 20,
             max_sessions: 256,
+            max_sessions_per_identity: 32,
             max_concurrent_requests: 256,
+            max_concurrent_requests_per_identity: 32,
             session_idle: Duration::from_secs(30 * 60),
+            header_timeout: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(10),
+            max_pending_connections: 256,
         }
     }
 }
@@ -171,8 +191,13 @@ struct RawAdmin {
 struct RawLimits {
     max_body_bytes: Option<usize>,
     max_sessions: Option<usize>,
+    max_sessions_per_identity: Option<usize>,
     max_concurrent_requests: Option<usize>,
+    max_concurrent_requests_per_identity: Option<usize>,
     session_idle_seconds: Option<u64>,
+    header_timeout_seconds: Option<u64>,
+    body_timeout_seconds: Option<u64>,
+    max_pending_connections: Option<usize>,
 }
 
 impl Validator<'_> {
@@ -306,6 +331,20 @@ fn limits(raw: Option<RawLimits>) -> Result<HttpLimits> {
             Some(v) => check_range(&format!("http.limits.{key}"), v, 1, hi).map(|()| v),
         }
     };
+    let seconds = |key: &str, v: Option<u64>, def: Duration, hi: u64| -> Result<Duration> {
+        match v {
+            None => Ok(def),
+            Some(s) => check_range(&format!("http.limits.{key}"), s, 1, hi)
+                .map(|()| Duration::from_secs(s)),
+        }
+    };
+    let max_sessions = pick("maxSessions", raw.max_sessions, d.max_sessions, 100_000)?;
+    let max_concurrent_requests = pick(
+        "maxConcurrentRequests",
+        raw.max_concurrent_requests,
+        d.max_concurrent_requests,
+        100_000,
+    )?;
     Ok(HttpLimits {
         max_body_bytes: pick(
             "maxBodyBytes",
@@ -313,20 +352,47 @@ fn limits(raw: Option<RawLimits>) -> Result<HttpLimits> {
             d.max_body_bytes,
             64 << 20,
         )?,
-        max_sessions: pick("maxSessions", raw.max_sessions, d.max_sessions, 100_000)?,
-        max_concurrent_requests: pick(
-            "maxConcurrentRequests",
-            raw.max_concurrent_requests,
-            d.max_concurrent_requests,
+        max_sessions,
+        // A share left at its default follows a smaller ceiling down; one given larger than the ceiling is
+        // refused, since it could never be reached and says something the server would not do.
+        max_sessions_per_identity: pick(
+            "maxSessionsPerIdentity",
+            raw.max_sessions_per_identity,
+            d.max_sessions_per_identity.min(max_sessions),
+            max_sessions,
+        )?,
+        max_concurrent_requests,
+        max_concurrent_requests_per_identity: pick(
+            "maxConcurrentRequestsPerIdentity",
+            raw.max_concurrent_requests_per_identity,
+            d.max_concurrent_requests_per_identity
+                .min(max_concurrent_requests),
+            max_concurrent_requests,
+        )?,
+        session_idle: seconds(
+            "sessionIdleSeconds",
+            raw.session_idle_seconds,
+            d.session_idle,
+            7 * 86_400,
+        )?,
+        header_timeout: seconds(
+            "headerTimeoutSeconds",
+            raw.header_timeout_seconds,
+            d.header_timeout,
+            300,
+        )?,
+        body_timeout: seconds(
+            "bodyTimeoutSeconds",
+            raw.body_timeout_seconds,
+            d.body_timeout,
+            600,
+        )?,
+        max_pending_connections: pick(
+            "maxPendingConnections",
+            raw.max_pending_connections,
+            d.max_pending_connections,
             100_000,
         )?,
-        session_idle: match raw.session_idle_seconds {
-            None => d.session_idle,
-            Some(s) => {
-                check_range("http.limits.sessionIdleSeconds", s, 1, 7 * 86_400)?;
-                Duration::from_secs(s)
-            }
-        },
     })
 }
 
@@ -415,6 +481,10 @@ mod tests {
         assert_eq!(c.auth.api_keys[0].profile.as_deref(), Some("review"));
         assert!(c.auth.any() && c.admin.is_some());
         assert_eq!(c.limits.max_sessions, 3);
+        assert_eq!(
+            c.limits.max_sessions_per_identity, 3,
+            "a default share follows a smaller ceiling"
+        );
         let jwt = c.auth.jwt.unwrap();
         assert_eq!(jwt.jwks_file, std::path::Path::new("conf/jwks.json"));
     }
@@ -438,5 +508,28 @@ mod tests {
             r#"{{"auth": {{"apiKeys": [{{"name": "a", "sha256": "{key}"}}]}}, "admin": {{"keySha256": "{key}"}}}}"#
         );
         assert!(http(&same).is_err());
+    }
+
+    #[test]
+    fn limits_load_and_a_share_above_its_ceiling_is_refused() {
+        let c = http(
+            r#"{"limits": {"maxSessionsPerIdentity": 4, "maxConcurrentRequestsPerIdentity": 8,
+                "headerTimeoutSeconds": 2, "bodyTimeoutSeconds": 3, "maxPendingConnections": 50}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.limits.max_sessions_per_identity, 4);
+        assert_eq!(c.limits.max_concurrent_requests_per_identity, 8);
+        assert_eq!(c.limits.header_timeout, std::time::Duration::from_secs(2));
+        assert_eq!(c.limits.body_timeout, std::time::Duration::from_secs(3));
+        assert_eq!(c.limits.max_pending_connections, 50);
+        let e =
+            http(r#"{"limits": {"maxSessions": 10, "maxSessionsPerIdentity": 11}}"#).unwrap_err();
+        assert!(e.to_string().contains("maxSessionsPerIdentity"), "{e}");
+        assert!(http(
+            r#"{"limits": {"maxConcurrentRequests": 10, "maxConcurrentRequestsPerIdentity": 11}}"#
+        )
+        .is_err());
+        assert!(http(r#"{"limits": {"headerTimeoutSeconds": 0}}"#).is_err());
+        assert!(http(r#"{"limits": {"maxPendingConnections": 0}}"#).is_err());
     }
 }

@@ -6,26 +6,32 @@
 //! through their public API; nothing here decides anything about a message. Both protocol eras are served on
 //! the one endpoint: legacy clients (2025-03-26 … 2025-11-25) with `Mcp-Session-Id` sessions (`table`) whose
 //! outgoing messages are sorted onto the POST and GET streams (`streams`), modern clients (2026-07-28) with a
-//! session per request (`post`, `modern`). Bounds: body size, sessions, requests in flight, and per session the
-//! gateway's outbox, which the writers pull from only as fast as sockets take it (`sse`).
+//! session per request (`post`, `modern`). Bounds: time to send a request head and a body, connections not yet
+//! authenticated (`connections`), body size, sessions and requests in flight each with a share per identity
+//! under a ceiling for all (`shares`, `table`), and per session the gateway's outbox, which the writers pull from
+//! only as fast as sockets take it (`sse`).
 //!
 //! It refuses to listen on a non-loopback address unless callers must authenticate: loopback is the only
 //! boundary an unauthenticated server has.
 
 mod admin;
 pub(crate) mod auth;
+mod connections;
 mod modern;
 mod origin;
 mod post;
 pub(crate) mod reply;
 mod session_routes;
+mod shares;
 mod sse;
 mod streams;
 mod table;
 
 use crate::http::auth::Authenticator;
+use crate::http::connections::{Pending, Rules, Ticket};
 use crate::http::origin::OriginPolicy;
 use crate::http::reply::Refusal;
+use crate::http::shares::Shares;
 use crate::http::table::Table;
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
@@ -40,7 +46,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// The legacy session header.
@@ -73,8 +78,6 @@ pub enum HttpError {
         path: std::path::PathBuf,
         why: String,
     },
-    #[error("serving HTTP failed: {0}")]
-    Serve(std::io::Error),
 }
 
 /// What every handler shares.
@@ -86,8 +89,11 @@ pub(crate) struct App {
     pub admin: Option<[u8; 32]>,
     pub limits: HttpLimits,
     pub sessions: Arc<Table>,
-    /// Requests in flight across all callers (`maxConcurrentRequests`).
-    pub requests: Arc<Semaphore>,
+    /// Requests in flight (`maxConcurrentRequests`, `maxConcurrentRequestsPerIdentity`).
+    pub requests: Arc<Shares>,
+    /// Request bodies arriving, per identity as many as it may have requests in flight (no ceiling: a body
+    /// holds memory only as its bytes arrive, for at most `bodyTimeout`).
+    pub bodies: Arc<Shares>,
     /// The limits messages are decoded under: the gateway's, as every session has them.
     pub decode_limits: jsonrpc::Limits,
 }
@@ -127,8 +133,16 @@ impl HttpServer {
             auth,
             admin: http.admin.as_ref().map(|a| a.sha256),
             limits: http.limits,
-            sessions: Table::new(http.limits.max_sessions, http.limits.session_idle),
-            requests: Arc::new(Semaphore::new(http.limits.max_concurrent_requests)),
+            sessions: Table::new(
+                http.limits.max_sessions,
+                http.limits.max_sessions_per_identity,
+                http.limits.session_idle,
+            ),
+            requests: Shares::new(
+                http.limits.max_concurrent_requests,
+                http.limits.max_concurrent_requests_per_identity,
+            ),
+            bodies: Shares::new(usize::MAX, http.limits.max_concurrent_requests_per_identity),
             decode_limits,
             gateway,
         });
@@ -163,15 +177,21 @@ impl HttpServer {
             sessions.end_all();
             trigger.cancel();
         });
-        let served = axum::serve(self.listener, router(self.app))
-            .with_graceful_shutdown(stop.clone().cancelled_owned());
-        let result = tokio::select! {
-            r = served => r.map_err(HttpError::Serve),
-            () = async { stop.cancelled().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => Ok(()),
+        let rules = Rules {
+            header_timeout: self.app.limits.header_timeout,
+            pending: Pending::new(self.app.limits.max_pending_connections),
         };
+        connections::serve(
+            self.listener,
+            router(self.app),
+            rules,
+            stop.clone(),
+            SHUTDOWN_GRACE,
+        )
+        .await;
         stop.cancel();
         sweeper.abort();
-        result
+        Ok(())
     }
 }
 
@@ -220,6 +240,9 @@ async fn check_origin(State(app): State<Arc<App>>, request: Request, next: Next)
 async fn authenticate(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     match app.auth.authenticate(request.headers()) {
         Ok(principal) => {
+            if let Some(ticket) = request.extensions().get::<Arc<Ticket>>() {
+                ticket.authenticated();
+            }
             request.extensions_mut().insert(principal);
             next.run(request).await
         }

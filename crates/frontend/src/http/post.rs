@@ -6,10 +6,15 @@
 //! between requests, so a pool would only add a way for one request's leftovers (a log level, a subscription, a
 //! cancelled call still unwinding) to reach the next, and opening a session costs a few allocations. Closing its
 //! response stream closes the session, which cancels the request, as the 2026-07-28 transport asks.
+//!
+//! The body is read first, within `bodyTimeout` and counted against the caller's share of bodies arriving, and
+//! only then does the request take one of its identity's request slots (`shares`) or touch a session: a body
+//! announced and never sent holds no slot and keeps no session alive.
 
 use crate::http::auth::Principal;
 use crate::http::modern::{check_headers, meta_version};
 use crate::http::reply::{json, Refusal};
+use crate::http::shares::{Held, Over};
 use crate::http::sse::{respond, Source, Until};
 use crate::http::{accepts, single_header, App, SESSION_HEADER};
 use axum::body::{Body, Bytes};
@@ -22,11 +27,10 @@ use gateway::{FramingError, Id, Message, RequestMeta, Session, Stream, SUPPORTED
 use jsonrpc::{decode, error_object, error_response};
 use serde_json::json;
 use std::sync::Arc;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
-/// How long a request body may take to arrive.
-const BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// The most of a declared `Content-Length` reserved before its bytes arrive: memory follows what was sent.
+const RESERVE: usize = 64 * 1024;
 
 /// How much of each end of an oversized body is searched for its id (as the stdio framing keeps).
 const EDGE: usize = 512;
@@ -58,16 +62,22 @@ async fn handle(
     if !is_json(headers) {
         return Err(Refusal::UnsupportedMedia);
     }
-    let permit = Arc::clone(&app.requests)
-        .try_acquire_owned()
-        .map_err(|_| Refusal::Busy("too many requests in flight; retry later"))?;
-    // A body that trickles in holds a request slot; past the wait it is cut off rather than waited on.
+    let arriving = app
+        .bodies
+        .take(&principal.identity)
+        .map_err(|_| bodies_refusal(app))?;
+    // Past the wait a body is cut off rather than waited on.
     let bytes = tokio::time::timeout(
-        BODY_WAIT,
+        app.limits.body_timeout,
         read_body(body, headers, app.limits.max_body_bytes),
     )
     .await
     .map_err(|_| Refusal::SlowBody)??;
+    drop(arriving);
+    let permit = app
+        .requests
+        .take(&principal.identity)
+        .map_err(|over| requests_refusal(app, over))?;
     let session_id = single_header(headers, SESSION_HEADER)?;
     let version = single_header(headers, "mcp-protocol-version")?;
     if bytes.len() > app.decode_limits.max_message_bytes {
@@ -119,7 +129,7 @@ async fn legacy(
     session_id: Option<&str>,
     message: Message,
     meta: RequestMeta,
-    permit: OwnedSemaphorePermit,
+    permit: Held,
 ) -> Result<Response, Refusal> {
     let initialize = matches!(&message, Message::Request { method, .. } if method == "initialize");
     let (id, entry, created) = match session_id {
@@ -193,7 +203,7 @@ async fn modern_request(
     headers: &HeaderMap,
     message: Message,
     meta: RequestMeta,
-    permit: OwnedSemaphorePermit,
+    permit: Held,
 ) -> Result<Response, Refusal> {
     let rid = match &message {
         Message::Request { id, method, params } => {
@@ -217,6 +227,42 @@ async fn modern_request(
         (permit, ends),
     )
     .await)
+}
+
+/// The refusal for a request over its identity's share of request slots or over the ceiling.
+fn requests_refusal(app: &App, over: Over) -> Refusal {
+    let message = match over {
+        Over::Share => format!(
+            "this caller has its share of {} requests in flight (http.limits.maxConcurrentRequestsPerIdentity): \
+             one of them ending frees a slot",
+            app.requests.share()
+        ),
+        Over::Ceiling => format!(
+            "{} requests are in flight across all callers (http.limits.maxConcurrentRequests): one ending frees \
+             a slot",
+            app.requests.ceiling()
+        ),
+    };
+    Refusal::Limit {
+        share: over == Over::Share,
+        message,
+        retry_after_secs: 1,
+    }
+}
+
+/// The refusal for a body beyond the caller's share of bodies arriving at once.
+fn bodies_refusal(app: &App) -> Refusal {
+    Refusal::Limit {
+        share: true,
+        message: format!(
+            "this caller has {} request bodies arriving at once (as many as \
+             http.limits.maxConcurrentRequestsPerIdentity): one arriving in full, or cut off after {} s, frees \
+             a slot",
+            app.bodies.share(),
+            app.limits.body_timeout.as_secs()
+        ),
+        retry_after_secs: app.limits.body_timeout.as_secs().max(1),
+    }
 }
 
 /// A session under the caller's profile; 403 when it cannot be served (a token naming a profile the
@@ -300,7 +346,7 @@ async fn read_body(body: Body, headers: &HeaderMap, max: usize) -> Result<Vec<u8
     if declared.is_some_and(|n| n > max as u64) {
         return Err(Refusal::TooLarge(max));
     }
-    let mut out = Vec::with_capacity(declared.map_or(0, |n| n as usize));
+    let mut out = Vec::with_capacity(declared.map_or(0, |n| (n as usize).min(RESERVE)));
     let mut chunks = body.into_data_stream();
     while let Some(chunk) = chunks.next().await {
         let chunk =

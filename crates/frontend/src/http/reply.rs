@@ -26,8 +26,15 @@ pub(crate) enum Refusal {
     UnknownSession,
     /// A second GET stream for one session.
     StreamTaken,
-    /// Too many sessions, or too many requests in flight.
+    /// The server cannot serve this now for a reason of its own (no randomness for a session id).
     Busy(&'static str),
+    /// A bound on what callers hold was reached: 429 when it is the caller's own share, 503 when it is the
+    /// ceiling across all callers; the message names the bound and what frees it, `Retry-After` when to try.
+    Limit {
+        share: bool,
+        message: String,
+        retry_after_secs: u64,
+    },
     /// A request whose headers disagree with its body, or that names an unsupported version: the JSON-RPC
     /// error response to send (−32020 or −32022), with 400.
     Protocol(serde_json::Value),
@@ -76,6 +83,23 @@ impl IntoResponse for Refusal {
                     .into_response();
                 r.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return r;
+            }
+            Refusal::Limit {
+                share,
+                message,
+                retry_after_secs,
+            } => {
+                let status = if share {
+                    StatusCode::TOO_MANY_REQUESTS
+                } else {
+                    StatusCode::SERVICE_UNAVAILABLE
+                };
+                let mut r = (status, error_body(jsonrpc::INTERNAL_ERROR, &message)).into_response();
+                r.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(retry_after_secs.max(1)),
+                );
                 return r;
             }
             Refusal::Protocol(response) => {

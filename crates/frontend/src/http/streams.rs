@@ -9,11 +9,14 @@
 //! its POST) is dropped: there is no one to deliver it to. Session messages sent before the client opened its GET
 //! stream (a list change right after `initialize`, before the client got to open it) are kept, a few and small,
 //! and delivered first when it opens; past that bound the oldest are dropped, as the SDK servers drop them all.
+//! The router also keeps the session's idle clock, which only requests move: a request opening its stream or
+//! ending it, and the GET stream's opening. An open GET stream, however long, does not.
 //! This module does not write HTTP (`sse` does) nor decide anything about a message.
 
 use gateway::{Drain, Outgoing, Stream};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +33,8 @@ pub(crate) struct Router {
     /// Cancelled when the session ends (DELETE, expiry, overflow, shutdown): the dispatcher stops waiting on a
     /// stream whose reader is stuck, and every stream ends.
     stop: CancellationToken,
+    /// When a request last came or ended.
+    used: Mutex<Instant>,
 }
 
 #[derive(Default)]
@@ -72,6 +77,7 @@ impl Router {
         let router = Arc::new(Self {
             routes: Mutex::new(Routes::default()),
             stop: CancellationToken::new(),
+            used: Mutex::new(Instant::now()),
         });
         tokio::spawn(Arc::clone(&router).dispatch(drain));
         router
@@ -121,9 +127,23 @@ impl Router {
         self.routes().open.remove(stream);
     }
 
-    /// How many streams are open: a session with one is in use, however long ago its last request came.
-    pub(crate) fn open_streams(&self) -> usize {
-        self.routes().open.len()
+    /// How many requests are in flight: a session with one is in use, however long ago it came.
+    pub(crate) fn requests_open(&self) -> usize {
+        self.routes()
+            .open
+            .keys()
+            .filter(|s| matches!(s, Stream::Request(_)))
+            .count()
+    }
+
+    /// A request came (or ended): the idle clock starts again.
+    pub(crate) fn touch(&self) {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    /// When a request last came or ended.
+    pub(crate) fn used_at(&self) -> Instant {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Ends the dispatcher and every stream.
@@ -186,9 +206,15 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        let mut routes = self.router.routes();
-        if routes.open.get(&self.stream).map(|(g, _)| *g) == Some(self.generation) {
-            routes.open.remove(&self.stream);
+        {
+            let mut routes = self.router.routes();
+            if routes.open.get(&self.stream).map(|(g, _)| *g) == Some(self.generation) {
+                routes.open.remove(&self.stream);
+            }
+        }
+        // A request that ran long must not leave its session to be swept the moment it ends.
+        if matches!(self.stream, Stream::Request(_)) {
+            self.router.touch();
         }
     }
 }

@@ -3,11 +3,14 @@
 //! Ids are 128 random bits from the operating system, in hex, so one cannot be guessed or derived from another.
 //! A session is bound to the identity that initialized it: an id presented by anyone else is answered as unknown
 //! (404), never as someone else's session (the gateway refuses another identity too; this keeps it from even
-//! learning the id exists). Sessions are bounded in number (`maxSessions`, 503 past it) and end when idle
-//! longer than `sessionIdle` with no stream open, when DELETEd, when their client stops reading (outbox
-//! overflow), or at shutdown. This module does not read requests (`post`, `get`) nor write responses.
+//! learning the id exists). Sessions are bounded per identity (`maxSessionsPerIdentity`, 429 past it) and in all
+//! (`maxSessions`, 503 past it), so one identity cannot take every session. A session ends when no request came
+//! for `sessionIdle` and none is in flight — an open GET stream does not keep it, and is closed with it — when
+//! DELETEd, when its client stops reading (outbox overflow), or at shutdown. This module does not read requests
+//! (`post`, `get`) nor write responses.
 
 use crate::http::reply::Refusal;
+use crate::http::shares::{Held, Over, Shares};
 use crate::http::streams::Router;
 use gateway::{Gateway, Session};
 use rand::TryRng;
@@ -20,16 +23,14 @@ pub(crate) struct Entry {
     pub session: Arc<Session>,
     pub router: Arc<Router>,
     identity: Option<String>,
-    last_used: Mutex<Instant>,
+    /// This session's unit of its identity's share, given back when the last holder of the entry lets go.
+    _held: Held,
 }
 
 impl Entry {
-    fn touch(&self) {
-        *self.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
-    }
-
-    fn idle_since(&self) -> Instant {
-        *self.last_used.lock().unwrap_or_else(|p| p.into_inner())
+    /// Whether the session is idle past `idle` at `now`: no request in flight and none for that long.
+    fn expired(&self, now: Instant, idle: Duration) -> bool {
+        self.router.requests_open() == 0 && now.duration_since(self.router.used_at()) >= idle
     }
 
     fn end(&self) {
@@ -40,15 +41,16 @@ impl Entry {
 
 pub(crate) struct Table {
     entries: Mutex<HashMap<String, Arc<Entry>>>,
-    max: usize,
+    shares: Arc<Shares>,
     idle: Duration,
 }
 
 impl Table {
-    pub(crate) fn new(max: usize, idle: Duration) -> Arc<Self> {
+    /// A table of at most `max` sessions, `per_identity` of them for any one identity.
+    pub(crate) fn new(max: usize, per_identity: usize, idle: Duration) -> Arc<Self> {
         Arc::new(Self {
             entries: Mutex::new(HashMap::new()),
-            max,
+            shares: Shares::new(max, per_identity),
             idle,
         })
     }
@@ -57,7 +59,7 @@ impl Table {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Opens a session for `identity`; refused when `maxSessions` are open.
+    /// Opens a session for `identity`; refused when the identity holds its share or all sessions are open.
     pub(crate) fn create(
         self: &Arc<Self>,
         gateway: &Arc<Gateway>,
@@ -70,9 +72,10 @@ impl Table {
             .map_err(|_| Refusal::Busy("no randomness for a session id"))?;
         let id = hex::encode(random);
         let mut entries = self.entries();
-        if entries.len() >= self.max {
-            return Err(Refusal::Busy("too many sessions open; retry later"));
-        }
+        let held = self
+            .shares
+            .take(&identity)
+            .map_err(|over| self.refusal(&entries, &identity, over))?;
         // Runs under the caller's profile: a profile that cannot be served is 403, not a session.
         let (session, drain) = Session::open_as(gateway, profile).map_err(|e| {
             tracing::debug!(identity = ?identity, "refused a caller's profile: {e}");
@@ -82,7 +85,7 @@ impl Table {
             session: Arc::clone(&session),
             router: Router::start(drain),
             identity,
-            last_used: Mutex::new(Instant::now()),
+            _held: held,
         });
         entries.insert(id.clone(), Arc::clone(&entry));
         drop(entries);
@@ -102,7 +105,7 @@ impl Table {
             tracing::warn!("a session id was presented by an identity other than its owner's");
             return None;
         }
-        entry.touch();
+        entry.router.touch();
         Some(entry)
     }
 
@@ -112,16 +115,57 @@ impl Table {
         entry.map(|e| e.end()).is_some()
     }
 
-    /// Ends every session idle longer than the limit with no stream open.
+    /// The refusal for a session `identity` cannot have: which bound, what frees it, and when the first of
+    /// the sessions that count against it would end by itself if unused.
+    fn refusal(
+        &self,
+        entries: &HashMap<String, Arc<Entry>>,
+        identity: &Option<String>,
+        over: Over,
+    ) -> Refusal {
+        let counted = entries
+            .values()
+            .filter(|e| over == Over::Ceiling || e.identity == *identity);
+        let now = Instant::now();
+        let soonest = counted
+            .map(|e| (e.router.used_at() + self.idle).saturating_duration_since(now))
+            .min()
+            .unwrap_or(Duration::ZERO);
+        let (share, message) = match over {
+            Over::Share => (
+                true,
+                format!(
+                    "this caller holds its share of {} sessions (http.limits.maxSessionsPerIdentity): \
+                     DELETE one it no longer uses, or one ends after {} s without a request",
+                    self.shares.share(),
+                    self.idle.as_secs()
+                ),
+            ),
+            Over::Ceiling => (
+                false,
+                format!(
+                    "all {} sessions are open (http.limits.maxSessions): one ends when DELETEd or after {} s \
+                     without a request",
+                    self.shares.ceiling(),
+                    self.idle.as_secs()
+                ),
+            ),
+        };
+        Refusal::Limit {
+            share,
+            message,
+            retry_after_secs: soonest.as_secs_f64().ceil() as u64,
+        }
+    }
+
+    /// Ends every session idle longer than the limit (an open GET stream does not count as use).
     pub(crate) fn sweep(&self) {
         let now = Instant::now();
         let expired: Vec<_> = {
             let mut entries = self.entries();
             let ids: Vec<String> = entries
                 .iter()
-                .filter(|(_, e)| {
-                    e.router.open_streams() == 0 && now.duration_since(e.idle_since()) >= self.idle
-                })
+                .filter(|(_, e)| e.expired(now, self.idle))
                 .map(|(id, _)| id.clone())
                 .collect();
             ids.iter().filter_map(|id| entries.remove(id)).collect()
@@ -184,7 +228,7 @@ mod tests {
     async fn session_id_presented_by_another_identity_is_unknown() {
         let dir = tempfile::tempdir().unwrap();
         let gw = gateway(dir.path());
-        let table = Table::new(8, Duration::from_secs(60));
+        let table = Table::new(8, 8, Duration::from_secs(60));
         let alice = Some("key:alice".to_owned());
         let (id, _) = table.create(&gw, alice.clone(), None).unwrap();
         assert!(table.get(&id, &alice).is_some());
@@ -200,7 +244,7 @@ mod tests {
     async fn session_ids_are_random_and_distinct() {
         let dir = tempfile::tempdir().unwrap();
         let gw = gateway(dir.path());
-        let table = Table::new(64, Duration::from_secs(60));
+        let table = Table::new(64, 64, Duration::from_secs(60));
         let ids: std::collections::HashSet<String> = (0..32)
             .map(|_| table.create(&gw, None, None).unwrap().0)
             .collect();
@@ -208,5 +252,45 @@ mod tests {
         assert!(ids
             .iter()
             .all(|i| i.len() == 32 && i.bytes().all(|b| b.is_ascii_hexdigit())));
+    }
+
+    #[tokio::test]
+    async fn an_identity_at_its_share_is_429_and_another_still_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let gw = gateway(dir.path());
+        let table = Table::new(4, 2, Duration::from_secs(60));
+        let (a, b, c) = (
+            Some("key:a".to_owned()),
+            Some("key:b".to_owned()),
+            Some("key:c".to_owned()),
+        );
+        let (first, _) = table.create(&gw, a.clone(), None).unwrap();
+        table.create(&gw, a.clone(), None).unwrap();
+        let Err(Refusal::Limit {
+            share: true,
+            message,
+            retry_after_secs,
+        }) = table.create(&gw, a.clone(), None)
+        else {
+            panic!("a third session for one identity is over its share");
+        };
+        assert!(message.contains("maxSessionsPerIdentity"), "{message}");
+        assert!((59..=60).contains(&retry_after_secs), "{retry_after_secs}");
+        table.create(&gw, b.clone(), None).unwrap();
+        table.create(&gw, b.clone(), None).unwrap();
+        let Err(Refusal::Limit {
+            share: false,
+            message,
+            ..
+        }) = table.create(&gw, c, None)
+        else {
+            panic!("the ceiling holds across identities");
+        };
+        assert!(message.contains("maxSessions"), "{message}");
+        assert!(table.remove(&first));
+        assert!(
+            table.create(&gw, a, None).is_ok(),
+            "ending one frees its unit"
+        );
     }
 }

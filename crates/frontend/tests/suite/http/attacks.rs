@@ -1,8 +1,12 @@
 //! DNS rebinding and header smuggling over the wire: refused with 403 before authentication and before the body
-//! is read (the grammar itself is tested beside `origin`).
+//! is read (the grammar itself is tested beside `origin`). And callers that try to take what others need: one
+//! identity's sessions or request slots, sockets that never finish their headers, bodies announced and never
+//! sent, a GET stream held open to keep a session from idling out.
 
-use super::Served;
+use super::{bearer, call, keys, Conn, Served};
 use serde_json::json;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncReadExt;
 
 fn ping() -> String {
     json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string()
@@ -156,4 +160,298 @@ async fn configured_keys_refuse_a_request_without_a_bearer() {
         .header("www-authenticate")
         .unwrap_or_default()
         .starts_with("Bearer"));
+}
+
+#[tokio::test]
+async fn one_key_with_max_sessions_does_not_lock_out_another_key() {
+    let s = Served::with(|c| {
+        keys(c, &["a", "b"]);
+        c.http.limits.max_sessions = 8;
+        c.http.limits.max_sessions_per_identity = 4;
+    })
+    .await;
+    let (a, b) = (bearer("a"), bearer("b"));
+    for _ in 0..4 {
+        assert_eq!(s.initialize_as(&[&a]).await.status, 200);
+    }
+    let refused = s.initialize_as(&[&a]).await;
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    let retry: u64 = refused.header("retry-after").unwrap().parse().unwrap();
+    assert!(retry >= 1, "when the first of its sessions idles out");
+    let message = refused.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("maxSessionsPerIdentity") && message.contains("DELETE"),
+        "names the bound and what frees it: {message}"
+    );
+    for _ in 0..4 {
+        assert_eq!(
+            s.initialize_as(&[&b]).await.status,
+            200,
+            "another key still opens its sessions"
+        );
+    }
+}
+
+/// The flood: 1,100 keyless sockets that send part of a request head and stop. They are closed by the
+/// header clock (and the oldest as soon as too many are pending), and a keyed client is served meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyless_connections_that_never_finish_headers_are_closed_and_keyed_client_is_served() {
+    const FLOOD: usize = 1_100;
+    let timeout = Duration::from_millis(600);
+    let s = Served::with(|c| {
+        keys(c, &["a"]);
+        c.http.limits.header_timeout = timeout;
+        c.http.limits.max_pending_connections = 256;
+    })
+    .await;
+    let partial = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Le", s.host());
+    let mut flood = Vec::with_capacity(FLOOD);
+    for _ in 0..FLOOD {
+        let mut conn = Conn::open(s.addr).await;
+        conn.write(partial.as_bytes()).await.unwrap();
+        flood.push(conn);
+    }
+    let start = Instant::now();
+    let served = tokio::time::timeout(Duration::from_secs(3), s.initialize_as(&[&bearer("a")]))
+        .await
+        .expect("the keyed client is answered while the flood holds its sockets");
+    assert_eq!(served.status, 200, "{}", served.text());
+    assert!(start.elapsed() < Duration::from_secs(2));
+    // Every flood socket is closed by the server within the header clock (plus scheduling slack).
+    let deadline = Instant::now() + timeout + Duration::from_secs(2);
+    for mut conn in flood {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(left, conn.reader_mut().read(&mut byte)).await;
+        assert!(
+            matches!(read, Ok(Ok(0) | Err(_))),
+            "a socket that never finished its head is closed by the server: {read:?}"
+        );
+    }
+}
+
+/// An attacker with 2,000 sockets that opens them all the while a keyed client works: the pending bound closes
+/// the oldest, never the keyed client's connection, which authenticates as soon as its head arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_client_is_served_while_keyless_sockets_keep_arriving() {
+    let s = Served::with(|c| {
+        keys(c, &["a"]);
+        c.http.limits.header_timeout = Duration::from_secs(2);
+        c.http.limits.max_pending_connections = 256;
+    })
+    .await;
+    let addr = s.addr;
+    let flood = tokio::spawn(async move {
+        let mut held = Vec::new();
+        for _ in 0..2_000 {
+            match tokio::net::TcpStream::connect(addr).await {
+                Ok(c) => held.push(c),
+                Err(_) => tokio::task::yield_now().await,
+            }
+        }
+        held
+    });
+    for _ in 0..5 {
+        let served = tokio::time::timeout(Duration::from_secs(3), s.initialize_as(&[&bearer("a")]))
+            .await
+            .expect("answered in time");
+        assert_eq!(served.status, 200);
+    }
+    drop(flood.await.unwrap());
+}
+
+/// Keyless requests that are complete but refused (401) do not keep their connection: it never authenticated,
+/// so it is closed on the header clock like one that sent nothing.
+#[tokio::test]
+async fn keyless_connection_that_keeps_sending_refused_requests_is_closed() {
+    let s = Served::with(|c| {
+        keys(c, &["a"]);
+        c.http.limits.header_timeout = Duration::from_millis(400);
+    })
+    .await;
+    let body = ping();
+    let mut conn = Conn::open(s.addr).await;
+    let start = Instant::now();
+    let mut closed = false;
+    for _ in 0..40 {
+        if conn
+            .try_send(&s.post_head(&[], body.len()), body.as_bytes())
+            .await
+            .is_err()
+        {
+            closed = true;
+            break;
+        }
+        match tokio::time::timeout(Duration::from_secs(2), conn.try_answer()).await {
+            Ok(Some(a)) => assert_eq!(a.status, 401),
+            _ => {
+                closed = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(closed, "the unauthenticated connection was closed");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+/// POSTs that announce a body and never send it hold none of the request slots, which all go to work: another
+/// key is served at once, and the stalled ones are cut off with 408 after the body clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_that_never_send_their_body_do_not_take_every_slot() {
+    let s = Served::with(|c| {
+        keys(c, &["a", "b"]);
+        // One identity's share is the whole ceiling: if a stalled body held a request slot, these four would
+        // take every one.
+        c.http.limits.max_concurrent_requests = 4;
+        c.http.limits.max_concurrent_requests_per_identity = 4;
+        c.http.limits.body_timeout = Duration::from_millis(700);
+    })
+    .await;
+    let a = bearer("a");
+    let mut stalled = Vec::new();
+    for _ in 0..4 {
+        let mut conn = Conn::open(s.addr).await;
+        conn.send(&s.post_head(&[&a], 1_000), b"{").await;
+        stalled.push(conn);
+    }
+    // Let the four reach their body reads before the fifth arrives.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut beyond = Conn::open(s.addr).await;
+    beyond.send(&s.post_head(&[&a], 1_000), b"{").await;
+    let over = beyond.answer().await;
+    assert_eq!(
+        over.status, 429,
+        "a fifth stalled body is over a's share of bodies arriving"
+    );
+    assert!(over.header("retry-after").is_some());
+    let start = Instant::now();
+    let served = s.initialize_as(&[&bearer("b")]).await;
+    assert_eq!(served.status, 200, "{}", served.text());
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "served at once"
+    );
+    for mut conn in stalled {
+        assert_eq!(conn.answer().await.status, 408);
+    }
+    assert_eq!(
+        s.initialize_as(&[&a]).await.status,
+        200,
+        "a's slots came back"
+    );
+}
+
+/// A GET stream held open with no request does not keep its session past the idle limit: the session ends and
+/// the stream is closed; a POST whose body never arrives does not count as a request either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_get_stream_does_not_keep_an_idle_session_alive() {
+    let s = Served::with(|c| {
+        c.http.limits.session_idle = Duration::from_millis(500);
+        c.http.limits.body_timeout = Duration::from_secs(5);
+    })
+    .await;
+    let sid = s.initialize().await;
+    let h = format!("Mcp-Session-Id: {sid}");
+    let mut stream = Conn::open(s.addr).await;
+    stream
+        .send(
+            &format!(
+                "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n{h}",
+                s.host()
+            ),
+            b"",
+        )
+        .await;
+    let (status, _) = stream.head().await;
+    assert_eq!(status, 200);
+    let mut stalled = Conn::open(s.addr).await;
+    stalled.send(&s.post_head(&[&h], 1_000), b"{").await;
+    let start = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(3), async {
+        while stream.chunk().await.is_some() {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the GET stream is closed with its idle session"
+    );
+    assert!(
+        start.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        start.elapsed()
+    );
+    let gone = s
+        .post(&[&h], &json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}))
+        .await;
+    assert_eq!(gone.status, 404, "the session ended");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_identity_cannot_take_every_concurrent_request_slot() {
+    let s = Served::with(|c| {
+        keys(c, &["a", "b"]);
+        c.http.limits.max_concurrent_requests = 4;
+        c.http.limits.max_concurrent_requests_per_identity = 2;
+    })
+    .await;
+    let (a, b) = (bearer("a"), bearer("b"));
+    let session = |who: &str| {
+        let who = who.to_owned();
+        let s = &s;
+        async move {
+            let init = s.initialize_as(&[&who]).await;
+            assert_eq!(init.status, 200);
+            let sid = format!("Mcp-Session-Id: {}", init.header("mcp-session-id").unwrap());
+            let note = s
+                .post(
+                    &[&who, &sid],
+                    &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                )
+                .await;
+            assert_eq!(note.status, 202);
+            sid
+        }
+    };
+    let (sa, sb) = (session(&a).await, session(&b).await);
+    let mut held = Vec::new();
+    for id in 1..=2 {
+        let body = call(id, "fx__slow", json!({"steps": 10, "delay_ms": 60})).to_string();
+        let mut conn = Conn::open(s.addr).await;
+        conn.send(&s.post_head(&[&a, &sa], body.len()), body.as_bytes())
+            .await;
+        held.push(conn);
+    }
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let refused = s
+        .post(&[&a, &sa], &call(3, "fx__echo", json!({"text": "x"})))
+        .await;
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    assert!(refused.header("retry-after").is_some());
+    let message = refused.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("maxConcurrentRequestsPerIdentity"),
+        "{message}"
+    );
+    let other = s
+        .post(&[&b, &sb], &call(4, "fx__echo", json!({"text": "x"})))
+        .await;
+    assert_eq!(other.status, 200, "another identity keeps its share");
+    for mut conn in held {
+        assert_eq!(conn.answer().await.status, 200);
+    }
+    let after = s
+        .post(&[&a, &sa], &call(5, "fx__echo", json!({"text": "x"})))
+        .await;
+    assert_eq!(after.status, 200, "a's slots come back");
 }

@@ -207,3 +207,28 @@ async fn modern_client_that_never_reads_its_sse_stream_has_its_call_cancelled() 
     );
     drop(stuck);
 }
+
+/// A keep-alive connection that sends no next request is closed on the header clock: idle sockets of
+/// authenticated callers do not pile up either.
+#[tokio::test]
+async fn keep_alive_connection_that_sends_nothing_more_is_closed() {
+    let s = Served::with(|c| c.http.limits.header_timeout = Duration::from_millis(300)).await;
+    let mut conn = Conn::open(s.addr).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    conn.send(&s.post_head(&[], body.len()), body.as_bytes())
+        .await;
+    assert_ne!(conn.answer().await.status, 0);
+    let start = std::time::Instant::now();
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(
+        Duration::from_secs(3),
+        tokio::io::AsyncReadExt::read(conn.reader_mut(), &mut byte),
+    )
+    .await;
+    assert!(matches!(read, Ok(Ok(0) | Err(_))), "{read:?}");
+    assert!(
+        start.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        start.elapsed()
+    );
+}

@@ -109,6 +109,17 @@ impl Served {
         head
     }
 
+    /// An `initialize` POST with `extra` headers, as answered (a session is opened only on 200).
+    pub async fn initialize_as(&self, extra: &[&str]) -> Answer {
+        self.post(
+            extra,
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .await
+    }
+
     /// A legacy session, initialized: its id.
     pub async fn initialize(&self) -> String {
         self.initialize_with(json!({})).await
@@ -213,6 +224,51 @@ impl Conn {
         stream.write_all(body).await.unwrap();
     }
 
+    /// `send`, telling a closed connection instead of failing.
+    pub async fn try_send(&mut self, head: &str, body: &[u8]) -> std::io::Result<()> {
+        let stream = self.reader.get_mut();
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(b"\r\n\r\n").await?;
+        stream.write_all(body).await
+    }
+
+    /// A whole response with a `Content-Length` body; `None` when the connection closed first.
+    pub async fn try_answer(&mut self) -> Option<Answer> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line).await.ok()? == 0 {
+            return None;
+        }
+        let status = line.split(' ').nth(1)?.parse().ok()?;
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line).await.ok()? == 0 {
+                return None;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((n, v)) = line.split_once(':') {
+                headers.push((n.trim().to_owned(), v.trim().to_owned()));
+            }
+        }
+        let answer = Answer {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        let len: usize = answer.header("content-length")?.parse().ok()?;
+        let mut body = vec![0; len];
+        self.reader.read_exact(&mut body).await.ok()?;
+        Some(Answer { body, ..answer })
+    }
+
+    /// The socket, for reads of its own.
+    pub fn reader_mut(&mut self) -> &mut BufReader<TcpStream> {
+        &mut self.reader
+    }
+
     pub async fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.reader.get_mut().write_all(bytes).await
     }
@@ -283,6 +339,25 @@ impl Conn {
         chunk.truncate(size);
         (size > 0).then_some(chunk)
     }
+}
+
+/// Adds an API key per name, identity `key:<name>`; `bearer(name)` is its header.
+pub fn keys(config: &mut config::Config, names: &[&str]) {
+    use sha2::{Digest, Sha256};
+    for name in names {
+        let mut sha256 = [0u8; 32];
+        sha256.copy_from_slice(&Sha256::digest(format!("secret-{name}").as_bytes()));
+        config.http.auth.api_keys.push(config::ApiKey {
+            name: (*name).to_owned(),
+            sha256,
+            profile: None,
+        });
+    }
+}
+
+/// The `Authorization` header line of the key `keys` made for `name`.
+pub fn bearer(name: &str) -> String {
+    format!("Authorization: Bearer secret-{name}")
 }
 
 /// A tools/call request.
