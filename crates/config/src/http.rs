@@ -18,8 +18,9 @@
 //!   "admin": {"keySha256": "<64 hex digits>"},
 //!   "limits": {"maxBodyBytes": 4194304, "maxSessions": 256, "maxSessionsPerIdentity": 32,
 //!              "maxConcurrentRequests": 256, "maxConcurrentRequestsPerIdentity": 32,
-//!              "sessionIdleSeconds": 1800, "headerTimeoutSeconds": 5, "bodyTimeoutSeconds": 10,
-//!              "maxPendingConnections": 256}
+//!              "sessionIdleSeconds": 1800, "headerTimeoutSeconds": 5, "keepAliveSeconds": 30,
+//!              "bodyTimeoutSeconds": 10,
+//!              "maxPendingConnections": 256, "maxConnectionsPerIdentity": 128}
 //! }
 //! ```
 
@@ -113,13 +114,18 @@ pub struct HttpLimits {
     pub max_concurrent_requests_per_identity: usize,
     /// A legacy session that received no request for this long is ended, open GET stream or not.
     pub session_idle: Duration,
-    /// How long a connection may take to send a request's head (and, before it authenticated, how long it may
-    /// stay open at all); an idle keep-alive connection is closed after it too.
+    /// How long a connection may stay open before it authenticated a request (so its first request head must
+    /// arrive within it).
     pub header_timeout: Duration,
+    /// How long an authenticated connection may sit between requests, or take to send a later request's head.
+    /// Longer than clients keep idle connections (5 s is common), so none reuses one the server is closing.
+    pub keep_alive: Duration,
     /// How long a request body may take to arrive once its head did (408 past it).
     pub body_timeout: Duration,
     /// Connections accepted that have not yet authenticated a request; one more closes the oldest of them.
     pub max_pending_connections: usize,
+    /// Connections one identity may hold open at once (429 and closed above).
+    pub max_connections_per_identity: usize,
 }
 
 impl Default for HttpLimits {
@@ -132,8 +138,10 @@ impl Default for HttpLimits {
             max_concurrent_requests_per_identity: 32,
             session_idle: Duration::from_secs(30 * 60),
             header_timeout: Duration::from_secs(5),
+            keep_alive: Duration::from_secs(30),
             body_timeout: Duration::from_secs(10),
             max_pending_connections: 256,
+            max_connections_per_identity: 128,
         }
     }
 }
@@ -196,8 +204,10 @@ struct RawLimits {
     max_concurrent_requests_per_identity: Option<usize>,
     session_idle_seconds: Option<u64>,
     header_timeout_seconds: Option<u64>,
+    keep_alive_seconds: Option<u64>,
     body_timeout_seconds: Option<u64>,
     max_pending_connections: Option<usize>,
+    max_connections_per_identity: Option<usize>,
 }
 
 impl Validator<'_> {
@@ -381,6 +391,12 @@ fn limits(raw: Option<RawLimits>) -> Result<HttpLimits> {
             d.header_timeout,
             300,
         )?,
+        keep_alive: seconds(
+            "keepAliveSeconds",
+            raw.keep_alive_seconds,
+            d.keep_alive,
+            3_600,
+        )?,
         body_timeout: seconds(
             "bodyTimeoutSeconds",
             raw.body_timeout_seconds,
@@ -391,6 +407,12 @@ fn limits(raw: Option<RawLimits>) -> Result<HttpLimits> {
             "maxPendingConnections",
             raw.max_pending_connections,
             d.max_pending_connections,
+            100_000,
+        )?,
+        max_connections_per_identity: pick(
+            "maxConnectionsPerIdentity",
+            raw.max_connections_per_identity,
+            d.max_connections_per_identity,
             100_000,
         )?,
     })
@@ -514,14 +536,17 @@ mod tests {
     fn limits_load_and_a_share_above_its_ceiling_is_refused() {
         let c = http(
             r#"{"limits": {"maxSessionsPerIdentity": 4, "maxConcurrentRequestsPerIdentity": 8,
-                "headerTimeoutSeconds": 2, "bodyTimeoutSeconds": 3, "maxPendingConnections": 50}}"#,
+                "headerTimeoutSeconds": 2, "keepAliveSeconds": 7, "bodyTimeoutSeconds": 3, "maxPendingConnections": 50,
+                "maxConnectionsPerIdentity": 6}}"#,
         )
         .unwrap();
         assert_eq!(c.limits.max_sessions_per_identity, 4);
         assert_eq!(c.limits.max_concurrent_requests_per_identity, 8);
         assert_eq!(c.limits.header_timeout, std::time::Duration::from_secs(2));
         assert_eq!(c.limits.body_timeout, std::time::Duration::from_secs(3));
+        assert_eq!(c.limits.keep_alive, std::time::Duration::from_secs(7));
         assert_eq!(c.limits.max_pending_connections, 50);
+        assert_eq!(c.limits.max_connections_per_identity, 6);
         let e =
             http(r#"{"limits": {"maxSessions": 10, "maxSessionsPerIdentity": 11}}"#).unwrap_err();
         assert!(e.to_string().contains("maxSessionsPerIdentity"), "{e}");

@@ -1,8 +1,8 @@
 //! Accepting TCP connections and serving HTTP/1.1 on each, under the bounds that keep a connection which sends
 //! nothing useful from holding anything.
 //!
-//! - A request head must arrive within `headerTimeout` (hyper's header read timeout); the same clock closes a
-//!   keep-alive connection that sends no next request.
+//! - A request head must arrive within hyper's header read timeout: `keepAlive` (never less than
+//!   `headerTimeout`), which also closes a kept-alive connection that sends no next request.
 //! - A connection is *unauthenticated* from its accept until a request on it passes the caller check (`auth`;
 //!   with no authentication configured, any request to `/mcp` does). An unauthenticated connection is closed
 //!   `headerTimeout` after its accept, and at most `maxPendingConnections` exist: accepting one more closes the
@@ -10,9 +10,14 @@
 //!   loop never waits on them, and a client that sends its request as soon as it connects — every real one — is
 //!   the newest, the last to be closed, and authenticated long before a flood could push it out.
 //!
+//! - An authenticated connection counts against the share of connections of the identity that first
+//!   authenticated on it (`maxConnectionsPerIdentity`); past it the request is refused with 429 and the
+//!   connection closed, so one identity's sockets cannot take every descriptor.
+//!
 //! What a request may then hold (sessions, request slots) is bounded elsewhere (`table`, `shares`). This module
 //! does not look at requests beyond marking their connection.
 
+use crate::http::shares::{Held, Shares};
 use axum::extract::Request;
 use axum::Router;
 use hyper::body::Incoming;
@@ -34,6 +39,8 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 pub(crate) struct Pending {
     state: Mutex<PendingState>,
     max: usize,
+    /// Authenticated connections, per identity.
+    identities: Arc<Shares>,
 }
 
 #[derive(Default)]
@@ -44,10 +51,12 @@ struct PendingState {
 }
 
 impl Pending {
-    pub(crate) fn new(max: usize) -> Arc<Self> {
+    /// At most `max` unauthenticated connections, and `per_identity` authenticated ones for each identity.
+    pub(crate) fn new(max: usize, per_identity: usize) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(PendingState::default()),
             max: max.max(1),
+            identities: Shares::new(usize::MAX, per_identity),
         })
     }
 
@@ -72,6 +81,7 @@ impl Pending {
             seq,
             close,
             authenticated: AtomicBool::new(false),
+            unit: Mutex::new(None),
         })
     }
 
@@ -89,14 +99,26 @@ pub(crate) struct Ticket {
     seq: u64,
     close: CancellationToken,
     authenticated: AtomicBool,
+    /// The connection's unit of its identity's share, once authenticated.
+    unit: Mutex<Option<Held>>,
 }
 
 impl Ticket {
-    /// A request on this connection passed the caller check: it no longer counts, and is never closed for it.
-    pub(crate) fn authenticated(&self) {
-        if !self.authenticated.swap(true, Ordering::AcqRel) {
-            self.pending.state().open.remove(&self.seq);
+    /// A request on this connection passed the caller check as `who`: the connection now counts against
+    /// `who`'s share instead of among the unauthenticated, and is never closed for being unauthenticated.
+    /// False when `who` holds its whole share of connections (the connection stays unauthenticated).
+    pub(crate) fn authenticated(&self, who: &Option<String>) -> bool {
+        let mut unit = self.unit.lock().unwrap_or_else(|p| p.into_inner());
+        if unit.is_some() {
+            return true;
         }
+        let Ok(held) = self.pending.identities.take(who) else {
+            return false;
+        };
+        *unit = Some(held);
+        self.authenticated.store(true, Ordering::Release);
+        self.pending.state().open.remove(&self.seq);
+        true
     }
 
     fn is_authenticated(&self) -> bool {
@@ -113,6 +135,7 @@ impl Drop for Ticket {
 /// What serving connections needs besides the router.
 pub(crate) struct Rules {
     pub header_timeout: Duration,
+    pub keep_alive: Duration,
     pub pending: Arc<Pending>,
 }
 
@@ -172,7 +195,7 @@ async fn connection(
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(rules.header_timeout);
+        .header_read_timeout(rules.keep_alive.max(rules.header_timeout));
     let conn = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
     let deadline = tokio::time::sleep(rules.header_timeout);
@@ -211,10 +234,10 @@ mod tests {
 
     #[test]
     fn past_the_bound_the_oldest_unauthenticated_connection_is_closed() {
-        let pending = Pending::new(2);
+        let pending = Pending::new(2, 8);
         let first = pending.admit();
         let second = pending.admit();
-        second.authenticated();
+        assert!(second.authenticated(&None));
         let third = pending.admit();
         let fourth = pending.admit();
         assert!(first.close.is_cancelled(), "the oldest goes");
@@ -226,5 +249,26 @@ mod tests {
         assert_eq!(pending.count(), 2);
         drop(third);
         assert_eq!(pending.count(), 1, "a closed connection no longer counts");
+    }
+
+    #[test]
+    fn an_identity_past_its_share_of_connections_stays_unauthenticated() {
+        let pending = Pending::new(8, 2);
+        let who = Some("key:a".to_owned());
+        let held: Vec<_> = (0..2).map(|_| pending.admit()).collect();
+        assert!(held.iter().all(|t| t.authenticated(&who)));
+        assert!(held[0].authenticated(&who), "a connection counts once");
+        let third = pending.admit();
+        assert!(!third.authenticated(&who));
+        assert!(!third.is_authenticated());
+        assert!(
+            pending.admit().authenticated(&Some("key:b".into())),
+            "another identity connects"
+        );
+        drop(held);
+        assert!(
+            third.authenticated(&who),
+            "a closed connection frees its unit"
+        );
     }
 }

@@ -179,7 +179,11 @@ impl HttpServer {
         });
         let rules = Rules {
             header_timeout: self.app.limits.header_timeout,
-            pending: Pending::new(self.app.limits.max_pending_connections),
+            keep_alive: self.app.limits.keep_alive,
+            pending: Pending::new(
+                self.app.limits.max_pending_connections,
+                self.app.limits.max_connections_per_identity,
+            ),
         };
         connections::serve(
             self.listener,
@@ -241,13 +245,34 @@ async fn authenticate(State(app): State<Arc<App>>, mut request: Request, next: N
     match app.auth.authenticate(request.headers()) {
         Ok(principal) => {
             if let Some(ticket) = request.extensions().get::<Arc<Ticket>>() {
-                ticket.authenticated();
+                if !ticket.authenticated(&principal.identity) {
+                    return too_many_connections(&app);
+                }
             }
             request.extensions_mut().insert(principal);
             next.run(request).await
         }
         Err(rejection) => rejection.into_response(),
     }
+}
+
+/// The refusal for a connection beyond its identity's share: 429, and the connection closed after it.
+fn too_many_connections(app: &App) -> Response {
+    let mut r = Refusal::Limit {
+        share: true,
+        message: format!(
+            "this caller holds its share of {} open connections (http.limits.maxConnectionsPerIdentity): \
+             closing one frees a place",
+            app.limits.max_connections_per_identity
+        ),
+        retry_after_secs: 1,
+    }
+    .into_response();
+    r.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    r
 }
 
 async fn sweep(sessions: Arc<Table>, stop: CancellationToken) {

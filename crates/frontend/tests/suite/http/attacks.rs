@@ -455,3 +455,46 @@ async fn one_identity_cannot_take_every_concurrent_request_slot() {
         .await;
     assert_eq!(after.status, 200, "a's slots come back");
 }
+
+/// One key's keep-alive sockets cannot take every descriptor: past its share of connections a request is 429
+/// and its connection closed, while another key connects.
+#[tokio::test]
+async fn one_key_holding_many_connections_does_not_lock_out_another_key() {
+    let s = Served::with(|c| {
+        keys(c, &["a", "b"]);
+        c.http.limits.max_connections_per_identity = 3;
+    })
+    .await;
+    let a = bearer("a");
+    let body = ping();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut conn = Conn::open(s.addr).await;
+        conn.send(&s.post_head(&[&a], body.len()), body.as_bytes())
+            .await;
+        assert_eq!(conn.answer().await.status, 400, "authenticated, no session");
+        held.push(conn);
+    }
+    let mut fourth = Conn::open(s.addr).await;
+    fourth
+        .send(&s.post_head(&[&a], body.len()), body.as_bytes())
+        .await;
+    let refused = fourth.answer().await;
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    assert!(refused.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("maxConnectionsPerIdentity"));
+    let mut byte = [0u8; 1];
+    let read =
+        tokio::time::timeout(Duration::from_secs(2), fourth.reader_mut().read(&mut byte)).await;
+    assert!(matches!(read, Ok(Ok(0) | Err(_))), "and closed: {read:?}");
+    assert_eq!(s.initialize_as(&[&bearer("b")]).await.status, 200);
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        s.initialize_as(&[&a]).await.status,
+        200,
+        "a closed connection frees its place"
+    );
+}

@@ -208,11 +208,15 @@ async fn modern_client_that_never_reads_its_sse_stream_has_its_call_cancelled() 
     drop(stuck);
 }
 
-/// A keep-alive connection that sends no next request is closed on the header clock: idle sockets of
+/// A kept-alive connection that sends no next request is closed after `keepAlive`: idle sockets of
 /// authenticated callers do not pile up either.
 #[tokio::test]
 async fn keep_alive_connection_that_sends_nothing_more_is_closed() {
-    let s = Served::with(|c| c.http.limits.header_timeout = Duration::from_millis(300)).await;
+    let s = Served::with(|c| {
+        c.http.limits.header_timeout = Duration::from_millis(300);
+        c.http.limits.keep_alive = Duration::from_millis(300);
+    })
+    .await;
     let mut conn = Conn::open(s.addr).await;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
     conn.send(&s.post_head(&[], body.len()), body.as_bytes())
