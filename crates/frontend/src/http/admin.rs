@@ -9,6 +9,7 @@
 //! audited without them. The Host/Origin gate applies as it does for `/mcp`. The answers are the gateway's
 //! (`Gateway::explain_call`, `tool_preview`, `readiness`); this module only carries them.
 
+use crate::http::connections::Ticket;
 use crate::http::reply::json;
 use crate::http::App;
 use axum::body::Body;
@@ -26,6 +27,9 @@ use std::sync::Arc;
 /// The header the admin key is sent in.
 pub(crate) const ADMIN_HEADER: &str = "x-mcp-gateway-admin-key";
 
+/// The identity admin connections count under; no API key or token identity is spelled so.
+const ADMIN_IDENTITY: &str = "admin";
+
 /// The admin routes, behind the admin key `digest`.
 pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
     Router::new()
@@ -35,6 +39,15 @@ pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
         .route_layer(middleware::from_fn(
             move |request: Request, next: Next| async move {
                 if admitted(&digest, request.headers()) {
+                    // The admin is an identity of its own among connections (`connections`): its connection is
+                    // no longer closed as unauthenticated, and counts against its own share.
+                    let ticket = request.extensions().get::<Arc<Ticket>>();
+                    if ticket.is_some_and(|t| !t.authenticated(&Some(ADMIN_IDENTITY.to_owned()))) {
+                        return problem(
+                            StatusCode::TOO_MANY_REQUESTS,
+                            "the admin holds its share of open connections (http.limits.maxConnectionsPerIdentity)",
+                        );
+                    }
                     next.run(request).await
                 } else {
                     tracing::warn!("refused an admin request without the admin key");
