@@ -233,34 +233,58 @@ async fn keyless_connections_that_never_finish_headers_are_closed_and_keyed_clie
     }
 }
 
-/// An attacker with 2,000 sockets that opens them all the while a keyed client works: the pending bound closes
-/// the oldest, never the keyed client's connection, which authenticates as soon as its head arrives.
+/// An attacker with 2,000 sockets that keeps opening them the while a keyed client works: the pending bound
+/// closes the oldest, never the keyed client's connection, which authenticates as soon as its head arrives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keyed_client_is_served_while_keyless_sockets_keep_arriving() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
     let s = Served::with(|c| {
         keys(c, &["a"]);
         c.http.limits.header_timeout = Duration::from_secs(2);
         c.http.limits.max_pending_connections = 256;
     })
     .await;
-    let addr = s.addr;
-    let flood = tokio::spawn(async move {
-        let mut held = Vec::new();
-        for _ in 0..2_000 {
-            match tokio::net::TcpStream::connect(addr).await {
-                Ok(c) => held.push(c),
-                Err(_) => tokio::task::yield_now().await,
+    let (addr, opened, done) = (
+        s.addr,
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let flood = tokio::spawn({
+        let (opened, done) = (Arc::clone(&opened), Arc::clone(&done));
+        async move {
+            let mut held = Vec::new();
+            while held.len() < 2_000 && !done.load(Ordering::Relaxed) {
+                if let Ok(c) = tokio::net::TcpStream::connect(addr).await {
+                    held.push(c);
+                    opened.fetch_add(1, Ordering::Relaxed);
+                }
             }
+            held
         }
-        held
     });
+    // The keyed client starts once the flood is past the bound, so every later accept closes someone.
+    let start = Instant::now();
+    while opened.load(Ordering::Relaxed) < 300 && start.elapsed() < Duration::from_secs(3) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        opened.load(Ordering::Relaxed) >= 300,
+        "the flood is under way"
+    );
     for _ in 0..5 {
         let served = tokio::time::timeout(Duration::from_secs(3), s.initialize_as(&[&bearer("a")]))
             .await
             .expect("answered in time");
         assert_eq!(served.status, 200);
     }
-    drop(flood.await.unwrap());
+    done.store(true, Ordering::Relaxed);
+    let held = flood.await.unwrap();
+    assert!(
+        held.len() > 256,
+        "the flood outgrew the bound: {}",
+        held.len()
+    );
 }
 
 /// Keyless requests that are complete but refused (401) do not keep their connection: it never authenticated,
