@@ -128,21 +128,29 @@ impl HttpServer {
         let (probe, _drain) = Session::open(&gateway);
         let decode_limits = probe.limits();
         probe.close();
+        let mut limits = http.limits;
+        if !auth.configured() {
+            // Every caller is the one anonymous identity: a share could not separate callers, only lower the
+            // ceilings for all of them.
+            limits.max_sessions_per_identity = limits.max_sessions;
+            limits.max_concurrent_requests_per_identity = limits.max_concurrent_requests;
+            limits.max_connections_per_identity = usize::MAX;
+        }
         let app = Arc::new(App {
             policy: OriginPolicy::new(addr, &http.allowed_hosts, &http.allowed_origins),
             auth,
             admin: http.admin.as_ref().map(|a| a.sha256),
-            limits: http.limits,
+            limits,
             sessions: Table::new(
-                http.limits.max_sessions,
-                http.limits.max_sessions_per_identity,
-                http.limits.session_idle,
+                limits.max_sessions,
+                limits.max_sessions_per_identity,
+                limits.session_idle,
             ),
             requests: Shares::new(
-                http.limits.max_concurrent_requests,
-                http.limits.max_concurrent_requests_per_identity,
+                limits.max_concurrent_requests,
+                limits.max_concurrent_requests_per_identity,
             ),
-            bodies: Shares::new(usize::MAX, http.limits.max_concurrent_requests_per_identity),
+            bodies: Shares::new(usize::MAX, limits.max_concurrent_requests_per_identity),
             decode_limits,
             gateway,
         });
