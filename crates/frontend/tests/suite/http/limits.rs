@@ -236,3 +236,23 @@ async fn keep_alive_connection_that_sends_nothing_more_is_closed() {
         start.elapsed()
     );
 }
+
+/// Without authentication every caller is one identity: a share would only lower the ceiling for every local
+/// client, so the ceiling alone applies.
+#[tokio::test]
+async fn without_authentication_only_the_ceilings_apply() {
+    let s = Served::with(|c| {
+        c.http.limits.max_sessions = 4;
+        c.http.limits.max_sessions_per_identity = 2;
+    })
+    .await;
+    for _ in 0..4 {
+        assert_eq!(s.initialize_as(&[]).await.status, 200);
+    }
+    let full = s.initialize_as(&[]).await;
+    assert_eq!(full.status, 503, "{}", full.text());
+    assert!(full.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("maxSessions"));
+}
