@@ -52,7 +52,7 @@ impl IntoResponse for Refusal {
             Refusal::SlowBody => (
                 StatusCode::REQUEST_TIMEOUT,
                 jsonrpc::INVALID_REQUEST,
-                "the request body did not arrive within http.limits.bodyTimeoutSeconds; send it whole at once".to_owned(),
+                "the request body did not arrive within http.limits.bodyTimeoutSeconds".to_owned(),
             ),
             Refusal::NotAcceptable(why) => (
                 StatusCode::NOT_ACCEPTABLE,
