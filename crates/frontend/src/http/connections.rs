@@ -4,12 +4,11 @@
 //! - A request head must arrive within hyper's header read timeout: `keepAlive` (never less than
 //!   `headerTimeout`), which also closes a kept-alive connection that sends no next request.
 //! - A connection is *unauthenticated* from its accept until a request on it passes the caller check (`auth`;
-//!   with no authentication configured, any request to `/mcp` does). An unauthenticated connection is closed
+//!   with no authentication configured, any request to `/mcp` does; an admitted admin request does too). An unauthenticated connection is closed
 //!   `headerTimeout` after its accept, and at most `maxPendingConnections` exist: accepting one more closes the
 //!   oldest. So a flood of keyless sockets costs a bounded number of descriptors for a bounded time, the accept
 //!   loop never waits on them, and a client that sends its request as soon as it connects — every real one — is
 //!   the newest, the last to be closed, and authenticated long before a flood could push it out.
-//!
 //! - An authenticated connection counts against the share of connections of the identity that first
 //!   authenticated on it (`maxConnectionsPerIdentity`); past it the request is refused with 429 and the
 //!   connection closed, so one identity's sockets cannot take every descriptor.
