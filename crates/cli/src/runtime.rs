@@ -244,6 +244,9 @@ pub enum Transport {
 /// Serves MCP on stdin/stdout until stdin closes, or over HTTP; either until a signal arrives. Then every session
 /// ends and every upstream process group with it.
 pub fn serve(config: Config, wrap: bool, transport: Transport) -> anyhow::Result<ExitCode> {
+    // Before any key is read or any child started: nothing this process starts may read its memory or
+    // environment, inherit its terminal, or leave its tree.
+    crate::harden::gateway();
     let guard = Arc::new(load_guard(&config)?);
     let state = serve_state(&config)?;
     let builtin = builtin_tools(&config)?;
@@ -268,11 +271,12 @@ pub fn serve(config: Config, wrap: bool, transport: Transport) -> anyhow::Result
         };
         gw.shutdown().await;
         served
-    })?;
+    });
     // The stdin reader may still be blocked in a read (a signal ended the loop while the client kept its end
     // open); it must not keep the process alive.
     rt.shutdown_background();
-    Ok(code)
+    crate::harden::end_descendants();
+    code
 }
 
 async fn serve_stdio_until_signal(gw: &Arc<Gateway>) -> anyhow::Result<ExitCode> {
