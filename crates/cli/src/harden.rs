@@ -1,5 +1,5 @@
 //! What `serve` and `wrap` do to their own process before anything else runs, and to what is left of their
-//! descendants when they end.
+//! descendants when they end, and how an admin command tells that it is one of those descendants.
 //!
 //! Every upstream, command and hook runs with the user's rights, so toolgate keeps from them what the kernel
 //! would otherwise show any process of the same user: its memory, environment and descriptors (`/proc/PID/mem`,
@@ -15,6 +15,38 @@ use std::path::Path;
 /// itself can set it, so no descendant can hide that it has a gateway above it; another program that takes the
 /// name only makes its own descendants look like a gateway's, which refuses more, never less.
 pub const GATEWAY_NAME: &CStr = c"toolgate-gw";
+
+/// Longest chain of ancestors followed; a real one is a few dozen at most.
+const MAX_ANCESTORS: usize = 4096;
+
+/// The pid of the nearest ancestor that is a running toolgate gateway, if any.
+pub fn gateway_ancestor() -> Option<u32> {
+    let mut pid = std::os::unix::process::parent_id();
+    for _ in 0..MAX_ANCESTORS {
+        if pid <= 1 {
+            return None;
+        }
+        let (name, parent) = stat(pid)?;
+        if name.as_bytes() == GATEWAY_NAME.to_bytes() {
+            return Some(pid);
+        }
+        pid = parent;
+    }
+    None
+}
+
+/// A process's name and parent, from `/proc/PID/stat` (readable for every process). The name is everything
+/// between the first `(` and the last `)`, since it may itself contain parentheses.
+fn stat(pid: u32) -> Option<(String, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let name = text.get(open + 1..close)?.to_owned();
+    let mut rest = text.get(close + 1..)?.split_whitespace();
+    let _state = rest.next()?;
+    let parent = rest.next()?.parse().ok()?;
+    Some((name, parent))
+}
 
 /// Hardens the gateway process. Each step is best effort (a kernel without one leaves the others), and none
 /// changes what toolgate can do to itself: the kernel still lets a process read its own `/proc/self`.
@@ -102,4 +134,16 @@ fn children() -> Vec<libc::pid_t> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_stat_names_it_and_its_parent() {
+        let (name, parent) = stat(std::process::id()).unwrap();
+        assert!(!name.is_empty());
+        assert_eq!(parent, std::os::unix::process::parent_id());
+    }
 }

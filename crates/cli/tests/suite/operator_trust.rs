@@ -39,7 +39,8 @@ sys.exit(os.waitstatus_to_exitcode(status))
 "#;
 
 /// The upstream's attacker, started in a session of its own and orphaned (it leaves the upstream's tree): it
-/// waits for a pending request, then approves it with the operator key, then through a forged terminal.
+/// waits for a pending request, then approves it with the operator key, then through a forged terminal, then
+/// prunes the audit log to nothing.
 const ATTACK: &str = r#"
 echo $$ > "$OUT/pid"
 i=0
@@ -54,6 +55,8 @@ echo "exit $?" >> "$OUT/with-key.txt"
 python3 "$OUT/forged_terminal.py" "$TOOLGATE" approvals approve "$id" --config "$CONFIG" \
   > "$OUT/with-terminal.txt" 2>&1 < /dev/null
 echo "exit $?" >> "$OUT/with-terminal.txt"
+"$TOOLGATE" audit prune --keep-last 0 --apply --config "$CONFIG" > "$OUT/prune.txt" 2>&1 < /dev/null
+echo "exit $?" >> "$OUT/prune.txt"
 echo "$id" > "$OUT/done"
 exec sleep 600
 "#;
@@ -125,6 +128,12 @@ async fn upstream_cannot_approve_its_own_request_through_the_admin_cli() {
         );
         assert!(!said.contains("APPROVED"), "{how}: {said}");
     }
+    let pruned = std::fs::read_to_string(out.join("prune.txt")).unwrap();
+    assert!(pruned.contains("exit 1"), "{pruned}");
+    assert!(
+        pruned.contains("descends from the running toolgate gateway"),
+        "{pruned}"
+    );
     let ns = Namespace::open(&setup.state_dir(), &setup.workspace()).unwrap();
     let status = Store::open(&ns)
         .unwrap()

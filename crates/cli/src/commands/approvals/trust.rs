@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use crate::harden::GATEWAY_NAME;
+use crate::harden::gateway_ancestor;
 
 /// How the caller proved it is the operator.
 pub(super) enum Operator {
@@ -26,8 +26,6 @@ pub(super) enum Operator {
     Key,
 }
 
-/// Longest chain of ancestors followed; a real one is a few dozen at most.
-const MAX_ANCESTORS: usize = 4096;
 /// Longest operator key file read; the key is 32 bytes.
 const MAX_KEY_BYTES: u64 = 64;
 
@@ -106,35 +104,6 @@ pub(super) fn confirm_on(tty: &mut File, prompt: &str, max: u64) -> std::io::Res
     Ok(line)
 }
 
-/// The pid of the nearest ancestor that is a running toolgate gateway, if any.
-pub(super) fn gateway_ancestor() -> Option<u32> {
-    let mut pid = std::os::unix::process::parent_id();
-    for _ in 0..MAX_ANCESTORS {
-        if pid <= 1 {
-            return None;
-        }
-        let (name, parent) = stat(pid)?;
-        if name.as_bytes() == GATEWAY_NAME.to_bytes() {
-            return Some(pid);
-        }
-        pid = parent;
-    }
-    None
-}
-
-/// A process's name and parent, from `/proc/PID/stat` (readable for every process). The name is everything
-/// between the first `(` and the last `)`, since it may itself contain parentheses.
-fn stat(pid: u32) -> Option<(String, u32)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let name = text.get(open + 1..close)?.to_owned();
-    let mut rest = text.get(close + 1..)?.split_whitespace();
-    let _state = rest.next()?;
-    let parent = rest.next()?.parse().ok()?;
-    Some((name, parent))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,7 +111,5 @@ mod tests {
     #[test]
     fn the_test_runner_descends_from_no_gateway() {
         assert_eq!(gateway_ancestor(), None);
-        let (_, parent) = stat(std::process::id()).unwrap();
-        assert_eq!(parent, std::os::unix::process::parent_id());
     }
 }
