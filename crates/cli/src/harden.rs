@@ -19,20 +19,30 @@ pub const GATEWAY_NAME: &CStr = c"toolgate-gw";
 /// Longest chain of ancestors followed; a real one is a few dozen at most.
 const MAX_ANCESTORS: usize = 4096;
 
-/// The pid of the nearest ancestor that is a running toolgate gateway, if any.
-pub fn gateway_ancestor() -> Option<u32> {
+/// The first reason this process may not act as the operator, found among its ancestors: the pid of a running
+/// gateway above it, or of an ancestor whose record cannot be read (no `/proc`, or it exited meanwhile), which
+/// counts against it too, since what cannot be checked is not believed. `None`: no gateway above it.
+pub fn gateway_ancestor() -> Option<String> {
     let mut pid = std::os::unix::process::parent_id();
     for _ in 0..MAX_ANCESTORS {
         if pid <= 1 {
             return None;
         }
-        let (name, parent) = stat(pid)?;
+        let Some((name, parent)) = stat(pid) else {
+            return Some(format!(
+                "its ancestor {pid} cannot be read in /proc, so whether a running toolgate gateway started it \
+                 cannot be told"
+            ));
+        };
         if name.as_bytes() == GATEWAY_NAME.to_bytes() {
-            return Some(pid);
+            return Some(format!(
+                "this process descends from the running toolgate gateway {pid}, so the agent or an upstream \
+                 server started it"
+            ));
         }
         pid = parent;
     }
-    None
+    Some("its chain of ancestors does not end".to_owned())
 }
 
 /// A process's name and parent, from `/proc/PID/stat` (readable for every process). The name is everything

@@ -113,11 +113,8 @@ fn verify(state: &State) -> anyhow::Result<ExitCode> {
 /// Evidence is removed or set aside only by the operator: a process descended from a running gateway (the
 /// agent's or an upstream's) that prunes to nothing would otherwise leave a log that verifies.
 fn refuse_gateway_descendant(what: &str) -> Option<ExitCode> {
-    let pid = crate::harden::gateway_ancestor()?;
-    eprintln!(
-        "toolgate: not {what}: this process descends from the running toolgate gateway {pid}, so the agent or an \
-         upstream server started it; run it from the operator's own terminal or script"
-    );
+    let why = crate::harden::gateway_ancestor()?;
+    eprintln!("toolgate: not {what}: {why}; run it from the operator's own terminal or script");
     Some(ExitCode::from(1))
 }
 

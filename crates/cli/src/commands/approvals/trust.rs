@@ -31,10 +31,9 @@ const MAX_KEY_BYTES: u64 = 64;
 
 /// Decides whether this process may approve, and how it confirms; `Err` is the refusal to show.
 pub(super) fn operator(state_root: &Path, key_file: Option<&Path>) -> Result<Operator, String> {
-    if let Some(pid) = gateway_ancestor() {
+    if let Some(why) = gateway_ancestor() {
         return Err(format!(
-            "not approved: this process descends from the running toolgate gateway {pid}, so the agent or an \
-             upstream server started it; approve from the operator's own terminal or script, outside toolgate"
+            "not approved: {why}; approve from the operator's own terminal or script, outside toolgate"
         ));
     }
     match key_file {
