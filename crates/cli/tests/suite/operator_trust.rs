@@ -401,3 +401,85 @@ async fn toolgate_environ_is_not_readable_by_same_uid_process() {
     assert!(!env.contains("TOOLGATE_STATE_DIR"), "{env}");
     assert!(!env.contains(setup.state_dir().to_str().unwrap()), "{env}");
 }
+
+/// Field 7 of `/proc/PID/stat`: the controlling terminal's device number, 0 for none.
+fn tty_of(stat: &str) -> i64 {
+    let fields = stat.rsplit_once(')').unwrap().1;
+    fields.split_whitespace().nth(4).unwrap().parse().unwrap()
+}
+
+#[test]
+fn upstream_gets_no_controlling_terminal_to_push_input_into() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join("ws")).unwrap();
+    let upstream = format!(
+        "cat /proc/self/stat > '{}'; exec '{}' fixture-server",
+        root.join("upstream.stat").display(),
+        toolgate().display()
+    );
+    let config = json!({
+        "workspace": root.join("ws"),
+        "mcpServers": {"fx": {"command": "sh", "args": ["-c", upstream]}},
+        "permissions": {"default": "allow"},
+    });
+    std::fs::write(root.join("toolgate.json"), config.to_string()).unwrap();
+    // An operator's shell: the session leader of a terminal, which starts toolgate as its child (`; :` keeps
+    // the shell from exec'ing it) — as a client run in a terminal does.
+    let shell = format!(
+        "cat /proc/$$/stat > '{}'; '{}' serve --config '{}'; :",
+        root.join("shell.stat").display(),
+        toolgate().display(),
+        root.join("toolgate.json").display()
+    );
+    let (master, slave) = {
+        let (mut m, mut s) = (-1, -1);
+        // SAFETY: openpty writes two descriptors into the given integers; the other arguments may be null.
+        let rc = unsafe {
+            libc::openpty(
+                &mut m,
+                &mut s,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0);
+        (m, s)
+    };
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", &shell])
+        .env("TOOLGATE_STATE_DIR", root.join("state"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid and ioctl are async-signal-safe; the shell makes the inherited slave its terminal.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 || libc::ioctl(slave, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let shell_stat = wait_for_file(&root.join("shell.stat"));
+    let upstream_stat = wait_for_file(&root.join("upstream.stat"));
+    drop(child.stdin.take());
+    let _ = child.wait();
+    // SAFETY: both descriptors are ours and no longer used.
+    unsafe {
+        libc::close(master);
+        libc::close(slave);
+    }
+    assert_ne!(
+        tty_of(&shell_stat),
+        0,
+        "the shell has the terminal: {shell_stat}"
+    );
+    assert_eq!(
+        tty_of(&upstream_stat),
+        0,
+        "the upstream inherited it: {upstream_stat}"
+    );
+}
