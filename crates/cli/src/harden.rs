@@ -1,4 +1,5 @@
-//! What `serve` and `wrap` do to their own process before anything else runs, and to what is left of their
+//! What `serve` and `wrap` (and `doctor` and `preview`, which start upstreams too) do to their own process before
+//! anything else runs, and to what is left of their
 //! descendants when they end, and how an admin command tells that it is one of those descendants.
 //!
 //! Every upstream, command and hook runs with the user's rights, so toolgate keeps from them what the kernel
