@@ -7,6 +7,7 @@
 //! | head`) ends the command quietly with 0, as other Unix tools do.
 
 mod commands;
+mod harden;
 mod runtime;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -244,6 +244,9 @@ pub enum Transport {
 /// Serves MCP on stdin/stdout until stdin closes, or over HTTP; either until a signal arrives. Then every session
 /// ends and every upstream process group with it.
 pub fn serve(config: Config, wrap: bool, transport: Transport) -> anyhow::Result<ExitCode> {
+    // Before any key is read or any child started: nothing this process starts may read its memory or
+    // environment, inherit its terminal, or leave its tree.
+    crate::harden::gateway();
     let guard = Arc::new(load_guard(&config)?);
     let state = serve_state(&config)?;
     let builtin = builtin_tools(&config)?;
@@ -268,11 +271,12 @@ pub fn serve(config: Config, wrap: bool, transport: Transport) -> anyhow::Result
         };
         gw.shutdown().await;
         served
-    })?;
+    });
     // The stdin reader may still be blocked in a read (a signal ended the loop while the client kept its end
     // open); it must not keep the process alive.
     rt.shutdown_background();
-    Ok(code)
+    crate::harden::end_descendants();
+    code
 }
 
 async fn serve_stdio_until_signal(gw: &Arc<Gateway>) -> anyhow::Result<ExitCode> {
@@ -369,13 +373,14 @@ fn state_root(config: &Config) -> anyhow::Result<PathBuf> {
 }
 
 /// What no command toolgate runs (workspace tools, git, hooks) may read or write: the approvals it may be
-/// waiting for and the policy that governs it. Without a state root there are no approvals to protect, only the
-/// config.
+/// waiting for, the policy that governs it, and the audit witness kept outside the state root. Without a state
+/// root there are no approvals to protect, only the config.
 fn protected_paths(config: &Config) -> Vec<PathBuf> {
     state_root(config)
         .ok()
         .into_iter()
         .chain(config.source.clone())
+        .chain(config.audit_witness.as_ref().map(|w| w.value.clone()))
         .map(|p| std::path::absolute(&p).unwrap_or(p))
         .collect()
 }
@@ -384,7 +389,32 @@ fn protected_paths(config: &Config) -> Vec<PathBuf> {
 pub fn state(config: &Config) -> anyhow::Result<gateway::State> {
     let workspace = workspace(config)?;
     let root = state_root(config)?;
-    gateway::State::open_in(&root, &workspace).map_err(anyhow::Error::msg)
+    let Some(witness) = &config.audit_witness else {
+        return gateway::State::open_in(&root, &workspace).map_err(anyhow::Error::msg);
+    };
+    // Its worth is lying where the state root's writer does not reach; inside the state root or the workspace it
+    // would be cut together with the log.
+    let canonical = |p: &Path| {
+        std::path::absolute(p)
+            .map(|a| std::fs::canonicalize(&a).unwrap_or(a))
+            .unwrap_or_else(|_| p.to_owned())
+    };
+    let file = canonical(&witness.value);
+    for (what, dir) in [
+        ("state root", canonical(&root)),
+        ("workspace", workspace.clone()),
+    ] {
+        if file.starts_with(&dir) {
+            anyhow::bail!(
+                "auditWitness {} ({}) lies inside the {what} {}: keep it outside, where what can write the \
+                 {what} cannot",
+                witness.value.display(),
+                witness.from,
+                dir.display()
+            );
+        }
+    }
+    gateway::State::open_witnessed(&root, &workspace, &witness.value).map_err(anyhow::Error::msg)
 }
 
 /// The state `serve` runs with. State that cannot be opened stops start-up: approvals are never quietly off.

@@ -44,6 +44,8 @@ const KNOWN: &[&str] = &[
     "sandbox",
     "stateDir",
     "state_dir",
+    "auditWitness",
+    "audit_witness",
     "approvals",
     "permissions",
     "policy",
@@ -140,6 +142,21 @@ impl Validator<'_> {
         }
     }
 
+    /// A top-level setting that must be an absolute path (variables expanded).
+    fn absolute_path(&self, key: &str, value: &Value) -> Result<Setting<PathBuf>> {
+        let s = value
+            .as_str()
+            .ok_or_else(|| ConfigError::invalid(key, "must be a path"))?;
+        let s = expand(s, key, &self.vars())?;
+        if !Path::new(&s).is_absolute() {
+            return Err(ConfigError::invalid(key, "must be an absolute path"));
+        }
+        Ok(Setting {
+            value: PathBuf::from(s),
+            from: self.provenance(key),
+        })
+    }
+
     pub(crate) fn provenance(&self, key: &str) -> Provenance {
         Provenance::File {
             path: self.origin.to_owned(),
@@ -203,17 +220,10 @@ impl Validator<'_> {
                 "hooks" => self.hooks(value)?,
                 "mode" => self.mode(&value)?,
                 "stateDir" | "state_dir" => {
-                    let s = value
-                        .as_str()
-                        .ok_or_else(|| ConfigError::invalid(&key, "must be a path"))?;
-                    let s = expand(s, &key, &self.vars())?;
-                    if !Path::new(&s).is_absolute() {
-                        return Err(ConfigError::invalid(&key, "must be an absolute path"));
-                    }
-                    self.config.state_dir = Some(Setting {
-                        value: PathBuf::from(s),
-                        from: self.provenance(&key),
-                    });
+                    self.config.state_dir = Some(self.absolute_path(&key, &value)?);
+                }
+                "auditWitness" | "audit_witness" => {
+                    self.config.audit_witness = Some(self.absolute_path(&key, &value)?);
                 }
                 "permissions" | "policy" | "profiles" => self.policy_section(&key, value)?,
                 "inputs" => {

@@ -365,6 +365,9 @@ pub struct Config {
     /// The trusted state root (`"stateDir"`), for clients that start servers with a scrubbed environment;
     /// otherwise `TOOLGATE_STATE_DIR` or the platform default decides.
     pub state_dir: Option<Setting<PathBuf>>,
+    /// Where the audit chain's heads and anchors are also appended (`"auditWitness"`): a file outside the state
+    /// root, so a log cut together with the database's head is still seen (`audit verify`, and at start).
+    pub audit_witness: Option<Setting<PathBuf>>,
     /// Non-fatal findings (ignored client keys, disabled servers), for stderr and `doctor`.
     pub warnings: Vec<String>,
     /// The file this came from, if any.
@@ -391,6 +394,7 @@ impl Config {
             code: CodeMode::default(),
             hooks: Hooks::default(),
             state_dir: None,
+            audit_witness: None,
             workspace: None,
             warnings: Vec::new(),
             source: None,

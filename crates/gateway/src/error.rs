@@ -31,6 +31,8 @@ pub enum Error {
     AuditHead(store::Error),
     #[error("cannot read the audit witness: {0}")]
     AuditWitness(store::Error),
+    #[error("audit witness {path}: {why}")]
+    OutsideWitness { path: String, why: std::io::Error },
     #[error("cannot read the audit log: {0}")]
     AuditRead(audit::Error),
     #[error("cannot prune the audit log: {0}")]

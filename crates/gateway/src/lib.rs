@@ -36,6 +36,7 @@ mod modern_flow_tests;
 mod names;
 mod outbox;
 mod outcome;
+mod outside_witness;
 mod pins;
 mod pipeline;
 #[cfg(test)]
@@ -74,6 +75,7 @@ pub use hooks::{command_hooks, CallHook, CommandHook, HookCall, HookDecision, Ho
 pub use jsonrpc::{Id, Message};
 pub use names::{expose, is_portable};
 pub use outbox::{Drain, Outgoing, Stream};
+pub use outside_witness::OutsideWitness;
 pub use pins::{Item as PinItem, PinStatus, PinView};
 pub use session::{Session, MAX_IN_FLIGHT, SUPPORTED_VERSIONS};
 pub use state::{state_root, State};

@@ -5,10 +5,12 @@
 //! written behind the calls by one writer thread (`write_behind`), in order, in batches. A call waits for them
 //! only when the queue is full (backpressure, never loss); an audit log that cannot be written, or whose end is
 //! short of the head recorded in the database, shows in `audit_problem`, and the gateway refuses calls while it
-//! does. The audit log's witness (head and anchors) lives in the database, and maintenance goes through here so
-//! the witness follows every prune and recovery.
+//! does. The audit log's witness (head and anchors) lives in the database, and, when the operator names one, in
+//! a file outside the state root as well (`outside_witness`); maintenance goes through here so both follow every
+//! prune and recovery.
 
 use crate::error::Error;
+use crate::outside_witness::{combine, OutsideWitness};
 use crate::wakeups::Wakeups;
 use crate::write_behind::{Health, Record, Room, Taken, Writer};
 use audit::{AuditEvent, AuditLog, Head, PruneMode, PrunePlan, Recovery, VerifyReport, Witness};
@@ -31,6 +33,8 @@ pub struct State {
     namespace: Namespace,
     store: Mutex<Store>,
     audit: Arc<AuditLog>,
+    /// The witness file outside the state root, when the config names one.
+    outside: Option<Arc<OutsideWitness>>,
     /// Unbounded itself; `room` bounds it.
     writer: Sender<Record>,
     room: Arc<Room>,
@@ -57,11 +61,32 @@ impl State {
         Self::open_with_queue(root, workspace, WRITE_BEHIND_CAPACITY, WRITE_BEHIND_WAIT)
     }
 
+    /// Like `open_in`, with the audit chain also witnessed in the file `witness` (outside the state root).
+    pub fn open_witnessed(root: &Path, workspace: &Path, witness: &Path) -> Result<Self, Error> {
+        Self::open_full(
+            root,
+            workspace,
+            WRITE_BEHIND_CAPACITY,
+            WRITE_BEHIND_WAIT,
+            Some(witness),
+        )
+    }
+
     pub(crate) fn open_with_queue(
         root: &Path,
         workspace: &Path,
         capacity: usize,
         wait: Duration,
+    ) -> Result<Self, Error> {
+        Self::open_full(root, workspace, capacity, wait, None)
+    }
+
+    fn open_full(
+        root: &Path,
+        workspace: &Path,
+        capacity: usize,
+        wait: Duration,
+        witness: Option<&Path>,
     ) -> Result<Self, Error> {
         let namespace = Namespace::open(root, workspace).map_err(|why| Error::Namespace {
             workspace: workspace.display().to_string(),
@@ -78,12 +103,20 @@ impl State {
             tracing::warn!("reporting retention failed: {e}");
         }
         let audit = Arc::new(AuditLog::new(namespace.dir()));
-        let expected = match store.audit_head().map_err(Error::AuditHead)? {
+        let mut expected = match store.audit_head().map_err(Error::AuditHead)? {
             Some(h) => Some(Head {
                 seq: h.seq,
                 hash: h.hash,
             }),
             None => adopt(&audit, &mut store),
+        };
+        let outside = match witness {
+            Some(path) => {
+                let (outside, head) = open_outside(path, &namespace, &store, expected.clone())?;
+                expected = head;
+                Some(Arc::new(outside))
+            }
+            None => None,
         };
         // Checked before any call can run: a log cut, emptied or torn since the last run refuses calls from the
         // first one, not from the first failed write.
@@ -106,6 +139,7 @@ impl State {
             dropped: Arc::clone(&dropped),
             health: Arc::clone(&health),
             expected,
+            outside: outside.clone(),
             capacity,
             room: Arc::clone(&room),
             #[cfg(test)]
@@ -119,6 +153,7 @@ impl State {
             namespace,
             store: Mutex::new(store),
             audit,
+            outside,
             writer,
             room,
             dropped,
@@ -241,17 +276,25 @@ impl State {
         &self.audit
     }
 
-    /// What the audit log is checked against: the head recorded as written and every anchor recorded.
+    /// What the audit log is checked against: the head recorded as written and every anchor recorded; with a
+    /// witness file, the higher head of the two and the file's anchors alone.
     pub fn audit_witness(&self) -> Result<Witness, Error> {
-        self.store(|s| {
-            let head = s.audit_head()?.map(|h| Head {
-                seq: h.seq,
-                hash: h.hash,
-            });
-            let anchors = s.audit_anchors()?.into_iter().map(|a| a.hash).collect();
-            Ok::<_, store::Error>(Witness { head, anchors })
-        })
-        .map_err(Error::AuditWitness)
+        let database = self.store(database_witness).map_err(Error::AuditWitness)?;
+        match &self.outside {
+            None => Ok(database),
+            Some(w) => {
+                let recorded = w.read().map_err(|e| Error::OutsideWitness {
+                    path: w.path().display().to_string(),
+                    why: e,
+                })?;
+                Ok(combine(database, recorded))
+            }
+        }
+    }
+
+    /// The witness file outside the state root, if one is kept.
+    pub fn outside_witness(&self) -> Option<&OutsideWitness> {
+        self.outside.as_deref()
     }
 
     /// Verifies the whole audit log against its witness.
@@ -285,7 +328,12 @@ impl State {
 
     fn record_anchor(&self, a: &audit::Anchor, now: Timestamp) -> audit::Result<()> {
         self.store(|s| s.record_audit_anchor(&a.hash, a.next_seq, &a.prev, now))
-            .map_err(|e| audit::Error::Io(std::io::Error::other(e.to_string())))
+            .map_err(|e| audit::Error::Io(std::io::Error::other(e.to_string())))?;
+        // Before the pruned or recovered log replaces the old one: an anchor the file never saw fails verification.
+        if let Some(w) = &self.outside {
+            w.record_anchor(&a.hash).map_err(audit::Error::Io)?;
+        }
+        Ok(())
     }
 }
 
@@ -322,6 +370,61 @@ fn adopt(audit: &AuditLog, store: &mut Store) -> Option<Head> {
             None
         }
     }
+}
+
+fn database_witness(s: &mut Store) -> Result<Witness, store::Error> {
+    let head = s.audit_head()?.map(|h| Head {
+        seq: h.seq,
+        hash: h.hash,
+    });
+    let anchors = s.audit_anchors()?.into_iter().map(|a| a.hash).collect();
+    Ok(Witness { head, anchors })
+}
+
+/// Opens the witness file for this namespace's log. A file new to the log adopts the database's witness as it
+/// stands (its head and every anchor); the head the log must then reach is the higher of the two.
+fn open_outside(
+    path: &Path,
+    namespace: &Namespace,
+    store: &Store,
+    database_head: Option<Head>,
+) -> Result<(OutsideWitness, Option<Head>), Error> {
+    let failed = |why| Error::OutsideWitness {
+        path: path.display().to_string(),
+        why,
+    };
+    let log = namespace
+        .dir()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let outside = OutsideWitness::open(path, &log).map_err(failed)?;
+    let recorded = outside.read().map_err(failed)?;
+    if !recorded.known {
+        let anchors = store.audit_anchors().map_err(Error::AuditWitness)?;
+        for a in anchors {
+            outside.record_anchor(&a.hash).map_err(failed)?;
+        }
+        if let Some(h) = &database_head {
+            outside.record_head(h).map_err(failed)?;
+        }
+    }
+    if outside.append_only() != Some(true) {
+        tracing::warn!(
+            "the audit witness {} is not append-only: a process of this user can rewrite it (make it so with              `sudo chattr +a {}`)",
+            path.display(),
+            path.display()
+        );
+    }
+    let head = combine(
+        Witness {
+            head: database_head,
+            anchors: Vec::new(),
+        },
+        recorded,
+    )
+    .head;
+    Ok((outside, head))
 }
 
 /// The state root for this process's environment.

@@ -169,6 +169,8 @@ pub(crate) struct Writer {
     pub health: Arc<Health>,
     /// The head this writer last saw written (from the state database at start).
     pub expected: Option<Head>,
+    /// The witness file outside the state root, which gets every head too.
+    pub outside: Option<Arc<crate::outside_witness::OutsideWitness>>,
     /// Most audit events held while the log cannot be written; then producers wait.
     pub capacity: usize,
     pub room: Arc<Room>,
@@ -274,6 +276,15 @@ impl Writer {
                 if let Err(e) = self.store.advance_audit_head(&witnessed, Timestamp::now()) {
                     // The events are down; only the witness lags, which a later batch catches up.
                     tracing::warn!("cannot record the audit head: {e}");
+                }
+                if let Some(w) = &self.outside {
+                    if let Err(e) = w.record_head(&head) {
+                        // The events are down; the next batch's head covers these as well.
+                        tracing::warn!(
+                            "cannot append to the audit witness {}: {e}",
+                            w.path().display()
+                        );
+                    }
                 }
                 self.expected = Some(head);
                 if self.health.clear() {

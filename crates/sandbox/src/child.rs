@@ -91,6 +91,10 @@ fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), i32> {
 
 /// Enters a new user namespace mapping our uid/gid to themselves, so later namespaces need no privilege.
 fn enter_user_namespace(plan: &ChildPlan) -> Result<(), (u8, i32)> {
+    // A child of an undumpable parent is undumpable until it execs, and then the kernel owns its
+    // `/proc/self/*_map` files as root, which the new namespace cannot write. This process execs the command next.
+    // SAFETY: prctl with integer arguments changes only this process.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) };
     // SAFETY: unshare only changes this (single-threaded) process's namespaces.
     if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
         return Err((ST_UNAVAILABLE, errno()));

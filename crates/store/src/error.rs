@@ -77,9 +77,10 @@ pub enum Error {
     /// by something else). It is never approved, consumed or executed.
     #[error("approval record failed its integrity check (tampered); it will not be used")]
     Tampered,
-    /// The seal key in the state root can be read by other users, so it may be known; refused, not trusted.
-    #[error("the approval key in the state root is readable by other users; make it owner-only (chmod 600)")]
-    SealKeyExposed,
+    /// A secret in the state root (the approval key, the operator key) can be read by other users, so it may be
+    /// known; refused, not trusted.
+    #[error("{0} in the state root is readable by other users; make it owner-only (chmod 600)")]
+    SecretExposed(String),
     /// The session already has as many requests waiting for a human as it may.
     #[error(
         "this session already has {limit} approval requests waiting for a human (the per-session cap); \

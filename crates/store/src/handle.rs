@@ -92,6 +92,8 @@ impl Store {
     /// Opens the namespace's database with explicit ceilings (tests use small ones).
     pub fn open_with_limits(namespace: &Namespace, limits: Limits) -> Result<Self> {
         let key = SealKey::load_or_create(namespace.state_root())?;
+        // Created with the approval key, so the operator finds it once toolgate has run.
+        crate::operator::ensure_operator_key(namespace.state_root())?;
         let conn = db::open(&namespace.db_path())?;
         Ok(Self {
             conn,

@@ -20,6 +20,7 @@ mod events;
 mod grants;
 mod handle;
 mod namespace;
+mod operator;
 mod pins;
 mod report;
 mod report_render;
@@ -37,6 +38,9 @@ pub use handle::{Limits, Store, StoreStats};
 // The form pins are stored in (`ToolPin::definition_json`), re-exported for callers that hash the same way.
 pub use jsonrpc::canonical_json;
 pub use namespace::{pending_elsewhere, resolve_state_root, Namespace, StateRootInputs};
+pub use operator::{
+    ensure_operator_key, operator_key_matches, operator_key_path, OPERATOR_KEY_FILE,
+};
 pub use pins::{
     definition_hash, FirstUse, Observed, PinCheck, PinObservation, PinState, PinsSince,
     SinceChecks, ToolPin,

@@ -51,25 +51,7 @@ impl SealKey {
     /// Reads the key of `state_root`, creating it on first use. A key file that others may read is refused
     /// rather than trusted: someone else may already hold it.
     pub(crate) fn load_or_create(state_root: &Path) -> Result<Self> {
-        let path = state_root.join(KEY_FILE);
-        if !path.exists() {
-            create(state_root, &path)?;
-        }
-        let file = fs::File::open(&path)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = file.metadata()?.permissions().mode();
-            if mode & 0o077 != 0 {
-                return Err(Error::SealKeyExposed);
-            }
-        }
-        let mut bytes = Vec::with_capacity(KEY_BYTES);
-        file.take(KEY_BYTES as u64 + 1).read_to_end(&mut bytes)?;
-        let key: [u8; KEY_BYTES] = bytes
-            .try_into()
-            .map_err(|_| Error::Corrupt("approval key has the wrong length".into()))?;
-        Ok(Self(key))
+        load_or_create_secret(state_root, KEY_FILE).map(Self)
     }
 
     /// The seal of `fields` under `domain` (which keeps a grant's seal from ever verifying as a request's), hex.
@@ -116,16 +98,39 @@ fn put(mac: &mut HmacSha256, bytes: &[u8]) {
     mac.update(bytes);
 }
 
+/// Reads the 256-bit secret `name` of `state_root`, creating it (0600) on first use. A file that others may read
+/// is refused rather than trusted: someone else may already hold it.
+pub(crate) fn load_or_create_secret(state_root: &Path, name: &str) -> Result<[u8; KEY_BYTES]> {
+    let path = state_root.join(name);
+    if !path.exists() {
+        create(state_root, name, &path)?;
+    }
+    let file = fs::File::open(&path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = file.metadata()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            return Err(Error::SecretExposed(name.to_owned()));
+        }
+    }
+    let mut bytes = Vec::with_capacity(KEY_BYTES);
+    file.take(KEY_BYTES as u64 + 1).read_to_end(&mut bytes)?;
+    bytes
+        .try_into()
+        .map_err(|_| Error::Corrupt(format!("{name} has the wrong length")))
+}
+
 /// Writes a fresh random key to a private temporary file and links it into place; when another process won the
 /// race, its key stands and this one is discarded.
-fn create(dir: &Path, path: &Path) -> Result<()> {
+fn create(dir: &Path, name: &str, path: &Path) -> Result<()> {
     let mut key = [0u8; KEY_BYTES];
     let mut nonce = [0u8; 8];
     rand::rngs::SysRng
         .try_fill_bytes(&mut key)
         .and_then(|()| rand::rngs::SysRng.try_fill_bytes(&mut nonce))
         .map_err(|_| Error::Rng)?;
-    let tmp = dir.join(format!("{KEY_FILE}.{}.tmp", hex::encode(nonce)));
+    let tmp = dir.join(format!("{name}.{}.tmp", hex::encode(nonce)));
     {
         let mut f = create_private_file(&tmp)?;
         f.write_all(&key)?;
@@ -172,7 +177,7 @@ mod tests {
         fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(
             SealKey::load_or_create(dir.path()),
-            Err(Error::SealKeyExposed)
+            Err(Error::SecretExposed(_))
         ));
     }
 }

@@ -110,7 +110,20 @@ fn verify(state: &State) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Evidence is removed or set aside only by the operator: a process descended from a running gateway (the
+/// agent's or an upstream's) that prunes to nothing would otherwise leave a log that verifies.
+fn refuse_gateway_descendant(what: &str) -> Option<ExitCode> {
+    let why = crate::harden::gateway_ancestor()?;
+    eprintln!("toolgate: not {what}: {why}; run it from the operator's own terminal or script");
+    Some(ExitCode::from(1))
+}
+
 fn prune(state: &State, keep: u64, apply: bool) -> anyhow::Result<ExitCode> {
+    if apply {
+        if let Some(refused) = refuse_gateway_descendant("pruned") {
+            return Ok(refused);
+        }
+    }
     let mode = if apply {
         PruneMode::Apply
     } else {
@@ -129,6 +142,9 @@ fn prune(state: &State, keep: u64, apply: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn recover(state: &State) -> anyhow::Result<ExitCode> {
+    if let Some(refused) = refuse_gateway_descendant("recovered") {
+        return Ok(refused);
+    }
     match state.recover_audit().map_err(anyhow::Error::msg)? {
         None => println!(
             "{}: verifies; nothing to recover",

@@ -189,7 +189,7 @@ impl Demo {
             "demo__add {a:2,b:3}"
         );
         println!(
-            "         {:<28}   and typed APPROVE → the call ran: structuredContent {}",
+            "         {:<28}   and approved it with the operator key → the call ran: structuredContent {}",
             "", answer["structuredContent"]
         );
         if answer["structuredContent"]["sum"] != 5.0 {
@@ -208,7 +208,10 @@ impl Demo {
         for _ in 0..150 {
             let out = self.admin(&["approvals", "list", "--status", "pending"], None)?;
             if let Some(id) = out.split_whitespace().find(|w| w.starts_with("apr_")) {
-                self.admin(&["approvals", "approve", id], Some("APPROVE\n"))?;
+                // The demo approves as the operator's script would: with the operator key, not a terminal.
+                let key = store::operator_key_path(&self.dir.join("state"));
+                let key = key.to_string_lossy();
+                self.admin(&["approvals", "approve", id, "--operator-key", &key], None)?;
                 return Ok(id.to_owned());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

@@ -27,7 +27,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = if args.no_start {
         args.config.load()?
     } else {
-        args.config.load_to_start()?
+        let config = args.config.load_to_start()?;
+        // It starts the upstreams: they get no more of this process than `serve`'s would.
+        crate::harden::gateway();
+        config
     };
     println!("toolgate {} doctor", env!("CARGO_PKG_VERSION"));
     settings(&config);

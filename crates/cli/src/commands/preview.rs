@@ -33,6 +33,8 @@ struct Row {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // It starts the upstreams to list their tools.
     let config = args.config.load_to_start()?;
+    // They get no more of this process than `serve`'s would.
+    crate::harden::gateway();
     let guard = Arc::new(crate::runtime::load_guard(&config)?);
     let profile = guard.profile().map(str::to_owned);
     // The state `serve` would run with: toolgate's own approval tools are listed only when it exists. Without it

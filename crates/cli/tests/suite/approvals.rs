@@ -310,6 +310,8 @@ async fn typescript_client_call_held_and_approved_through_the_admin_cli() {
             &id,
             "--config",
             a.setup.config.to_str().unwrap(),
+            "--operator-key",
+            crate::support::operator_key(&a.state_dir).to_str().unwrap(),
         ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -322,7 +324,7 @@ async fn typescript_client_call_held_and_approved_through_the_admin_cli() {
         .take()
         .unwrap()
         .write_all(b"APPROVE\n")
-        .unwrap();
+        .unwrap(); // ignored: the key is the proof, stdin is never the confirmation
     let approved = approve.wait_with_output().unwrap();
     assert!(
         approved.status.success(),

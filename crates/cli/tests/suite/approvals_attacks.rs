@@ -134,8 +134,17 @@ async fn agent_rewrites_its_approval_row_to_approved_and_resume_refuses() {
     let listed = gate.admin(&["approvals", "list"]);
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.contains("APPROVED TAMPERED"), "{listed}");
-    let approve = gate.admin(&["approvals", "approve", &id]);
+    let key = crate::support::operator_key(&gate.setup.state_dir());
+    let approve = gate.admin(&[
+        "approvals",
+        "approve",
+        &id,
+        "--operator-key",
+        key.to_str().unwrap(),
+    ]);
     assert_eq!(approve.status.code(), Some(1));
+    let refused = String::from_utf8_lossy(&approve.stderr);
+    assert!(refused.contains("failed its integrity check"), "{refused}");
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! Evidence fails closed end to end: a gateway whose audit log was cut since it last wrote refuses every call
 //! (only `toolgate_status` answers, and says why), `audit verify` names the cut, and `audit recover` lets calls
-//! run again without destroying the damaged log.
+//! run again without destroying the damaged log. With a witness file outside the state root, a cut that also
+//! moved the database's head back is caught the same way.
 
 use crate::support::{call, legacy, text, toolgate, Setup};
 use serde_json::json;
@@ -113,4 +114,111 @@ async fn truncated_audit_log_refuses_calls_until_recovered() {
     drop(client);
     let (code, out) = audit_cli(&setup, &["verify"]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// The attack of an upstream that outlived toolgate with the user's rights: the newest six records cut from the
+/// log and the database's head moved back to the new end, so log and database agree. The database's witness
+/// alone cannot see it; the witness file outside the state root does, in `audit verify` and at start.
+#[tokio::test]
+async fn cut_audit_tail_with_rolled_back_head_is_detected() {
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
+        let config = json!({
+            "mcpServers": {"fx": crate::support::fixture(&[])},
+            "workspace": dir.join("ws"),
+            "permissions": {"default": "allow"},
+        });
+        // The same gateway as the operator would check it without the witness file.
+        std::fs::write(dir.join("unwitnessed.json"), config.to_string()).unwrap();
+        let mut config = config;
+        config["auditWitness"] = json!(dir.join("elsewhere").join("audit-witness.jsonl"));
+        config
+    });
+    let witness_file = std::fs::canonicalize(setup.dir.path())
+        .unwrap()
+        .join("elsewhere/audit-witness.jsonl");
+    let client = legacy(&setup).await;
+    for n in 0..4 {
+        let ok = call(&client, "fx__echo", json!({"text": format!("call {n}")}))
+            .await
+            .unwrap();
+        assert_eq!(text(&ok), format!("call {n}"));
+    }
+    let log = lines_at_least(&setup, 8).await;
+    drop(client);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let all: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(all.len() >= 8, "{}", all.len());
+    let kept = &all[..all.len() - 6];
+    let text_of =
+        |lines: &[serde_json::Value]| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    std::fs::write(&log, text_of(kept)).unwrap();
+    let new_end = kept.last().unwrap();
+    let ns = store::Namespace::open(&setup.state_dir(), &setup.workspace()).unwrap();
+    let db = rusqlite::Connection::open(ns.db_path()).unwrap();
+    let moved = db
+        .execute(
+            "UPDATE audit_head SET seq = ?1, hash = ?2 WHERE id = 1",
+            rusqlite::params![
+                new_end["seq"].as_i64().unwrap(),
+                new_end["hash"].as_str().unwrap()
+            ],
+        )
+        .unwrap();
+    assert_eq!(moved, 1, "the database's head was moved back");
+    drop(db);
+
+    // Without the witness file the cut is consistent with everything kept in the state directory.
+    let unwitnessed = Command::new(toolgate())
+        .args(["audit", "verify", "--config"])
+        .arg(setup.dir.path().join("unwitnessed.json"))
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
+        .output()
+        .unwrap();
+    assert!(
+        unwitnessed.status.success(),
+        "the limit the witness file removes: {}",
+        String::from_utf8_lossy(&unwitnessed.stderr)
+    );
+
+    let (code, out) = audit_cli(&setup, &["verify"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("removed from the end"), "{out}");
+    let witnessed = std::fs::read_to_string(&witness_file).unwrap();
+    let last = all.last().unwrap();
+    assert!(
+        witnessed.contains(&format!("\"seq\":{}", last["seq"])),
+        "the file saw the head that was cut: {witnessed}"
+    );
+
+    // And a gateway started on the cut log refuses calls from the first one.
+    let client = legacy(&setup).await;
+    let refused = call(&client, "fx__echo", json!({"text": "after the cut"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        refused["structuredContent"]["error"]["code"], "AUDIT_UNAVAILABLE",
+        "{refused}"
+    );
+    drop(client);
+}
+
+#[test]
+fn audit_witness_inside_the_state_root_is_refused() {
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({
+            "workspace": dir.join("ws"),
+            "auditWitness": dir.join("state").join("witness.jsonl"),
+        })
+    });
+    let (code, out) = audit_cli(&setup, &["verify"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("lies inside the state root"), "{out}");
 }

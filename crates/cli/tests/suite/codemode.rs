@@ -381,7 +381,9 @@ async fn unapproved_run_is_held_then_approved_with_the_cli_and_resumed() {
             .contains("     1 | return (await call(\\\"fx__echo\\\", {text: \\\"held\\\"})).text;"),
         "{shown}"
     );
-    let approved = code.admin(&["approvals", "approve", &id], "APPROVE\n");
+    let key = crate::support::operator_key(&code.state_dir);
+    let key = key.to_str().unwrap();
+    let approved = code.admin(&["approvals", "approve", &id, "--operator-key", key], "");
     assert!(
         approved.status.success(),
         "{}",

@@ -181,7 +181,18 @@ return (await call("files__read_text_file", {{ path: {path:?} }})).content;"#,
             shown.contains("// written by a held program"),
             "the human sees the program it approves:\n{shown}"
         );
-        admin(&setup, &["approvals", "approve", id], b"APPROVE\n");
+        let key = crate::support::operator_key(&setup.state_dir());
+        admin(
+            &setup,
+            &[
+                "approvals",
+                "approve",
+                id,
+                "--operator-key",
+                key.to_str().unwrap(),
+            ],
+            b"",
+        );
     })
     .await;
     let held = &report["results"][0]["result"];
@@ -226,7 +237,18 @@ return { echo, sum };"#;
             shown.contains("// a held program that echoes"),
             "the human sees the program it approves:\n{shown}"
         );
-        admin(&setup, &["approvals", "approve", id], b"APPROVE\n");
+        let key = crate::support::operator_key(&setup.state_dir());
+        admin(
+            &setup,
+            &[
+                "approvals",
+                "approve",
+                id,
+                "--operator-key",
+                key.to_str().unwrap(),
+            ],
+            b"",
+        );
     })
     .await;
     let held = &report["results"][0]["result"];

@@ -34,6 +34,7 @@ mod http_upstreams;
 mod interop;
 mod isolation;
 mod matrix;
+mod operator_trust;
 mod path_resolution;
 mod pins;
 mod policy;

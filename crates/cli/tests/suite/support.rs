@@ -133,3 +133,93 @@ pub fn peers() -> PathBuf {
     );
     dir
 }
+
+/// The operator key of a state root, as a script of the operator presents it (`--operator-key`).
+pub fn operator_key(state_root: &Path) -> PathBuf {
+    state_root.join("operator.key")
+}
+
+/// What a command run on a terminal did: its exit code, stdout, stderr and what it wrote to the terminal.
+pub struct TerminalRun {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub terminal: String,
+}
+
+/// Runs `cmd` in a session of its own whose controlling terminal is a fresh pseudo-terminal, as an operator's
+/// shell would, and types `typed` on it once the command has written `prompt` there (or never, if it exits
+/// first). Stdin is empty, so an answer can only come from the terminal.
+pub fn run_on_terminal(mut cmd: std::process::Command, prompt: &str, typed: &[u8]) -> TerminalRun {
+    use std::io::{Read, Write};
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::CommandExt;
+    let (mut master, slave) = {
+        let (mut m, mut s) = (-1, -1);
+        // SAFETY: openpty writes two descriptors into the given integers; the other arguments may be null.
+        let rc = unsafe {
+            libc::openpty(
+                &mut m,
+                &mut s,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors were just opened and are owned here alone.
+        unsafe { (std::fs::File::from_raw_fd(m), std::fs::File::from_raw_fd(s)) }
+    };
+    let slave_fd = std::os::fd::AsRawFd::as_raw_fd(&slave);
+    // SAFETY: setsid and ioctl are async-signal-safe; the child makes the inherited slave its terminal.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 || libc::ioctl(slave_fd, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn on a terminal");
+    drop(slave);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let mut reader = master.try_clone().expect("clone the terminal");
+    let sink = std::sync::Arc::clone(&seen);
+    let reading = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        // Ends with EIO once the command (the terminal's last user) has exited.
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let shown = String::from_utf8_lossy(&seen.lock().unwrap()).contains(prompt);
+        if shown {
+            master.write_all(typed).expect("type on the terminal");
+            break;
+        }
+        if child.try_wait().expect("wait").is_some() || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("wait for the command");
+    drop(master);
+    let _ = reading.join();
+    let terminal = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    TerminalRun {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        terminal,
+    }
+}

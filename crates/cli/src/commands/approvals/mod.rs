@@ -2,11 +2,12 @@
 //!
 //! Approval is out of band by design: the agent can only wait, and a human decides here, in the workspace's own
 //! state namespace (the same one `serve` uses for the same config, workspace and `TOOLGATE_STATE_DIR`).
-//! Approving shows the full protected request and needs `APPROVE` typed exactly; no flag skips that, so a script
-//! or an agent with a shell cannot approve by accident. Each decision is also written to the audit log. Creating,
-//! waiting on and consuming requests belong to the gateway, not here.
+//! Approving shows the full protected request and needs `APPROVE` typed exactly on the controlling terminal, or
+//! the operator key presented by a script; a process the gateway started can do neither (`trust`). Each decision
+//! is also written to the audit log. Creating, waiting on and consuming requests belong to the gateway, not here.
 
 mod render;
+mod trust;
 mod watch;
 
 use super::common::ConfigArgs;
@@ -14,7 +15,8 @@ use super::escape::label;
 use ::audit::{AuditEvent, EventKind};
 use anyhow::Context;
 use serde_json::Value;
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use store::{Approval, ApprovalStatus, PruneMode, Timestamp};
 
@@ -39,8 +41,9 @@ enum Action {
     List(ListArgs),
     /// Show one request in full: everything the gateway would run if it were approved.
     Show(IdArgs),
-    /// Show a pending request, then approve it once you type APPROVE (from the terminal, or stdin's first line).
-    Approve(IdArgs),
+    /// Show a pending request, then approve it once you type APPROVE on the terminal (never read from stdin),
+    /// or at once with --operator-key from a script.
+    Approve(ApproveArgs),
     /// Reject a pending request.
     Reject(IdArgs),
     /// Follow pending requests and decide each, live ones (a call is waiting) first: a (approve), r (reject),
@@ -69,9 +72,29 @@ struct IdArgs {
 }
 
 #[derive(clap::Args)]
+struct ApproveArgs {
+    #[command(flatten)]
+    id: IdArgs,
+    #[command(flatten)]
+    operator: OperatorArgs,
+}
+
+#[derive(clap::Args)]
+struct OperatorArgs {
+    /// Approve without a terminal: FILE holds the state root's operator key (`operator.key` beside
+    /// `approval.key`, which no command, hook or contained upstream can read). For scripts run by the operator;
+    /// a process started by a running gateway is refused even with the key.
+    #[arg(long, value_name = "FILE")]
+    operator_key: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
 struct WatchArgs {
     #[command(flatten)]
     config: ConfigArgs,
+    /// Read the answers from stdin instead of the terminal, for a script that holds the operator key.
+    #[command(flatten)]
+    operator: OperatorArgs,
 }
 
 #[derive(clap::Args)]
@@ -121,9 +144,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.action {
         Action::List(a) => list(&state(&a.config)?, a.status),
         Action::Show(a) => show(&state(&a.config)?, &a.id),
-        Action::Approve(a) => approve(&state(&a.config)?, &a.id),
+        Action::Approve(a) => approve(
+            &state(&a.id.config)?,
+            &a.id.id,
+            a.operator.operator_key.as_deref(),
+        ),
         Action::Reject(a) => reject(&state(&a.config)?, &a.id),
-        Action::Watch(a) => watch::run(&state(&a.config)?),
+        Action::Watch(a) => watch::run(&state(&a.config)?, a.operator.operator_key.as_deref()),
         Action::Prune(a) => prune(&state(&a.config)?, a.older_than_days, a.apply),
     }
 }
@@ -165,7 +192,12 @@ fn show(state: &gateway::State, id: &str) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn approve(state: &gateway::State, id: &str) -> anyhow::Result<ExitCode> {
+fn approve(state: &gateway::State, id: &str, key: Option<&Path>) -> anyhow::Result<ExitCode> {
+    // Before anything is shown: a caller that is not the operator learns nothing about the request either.
+    let operator = match trust::operator(state.namespace().state_root(), key) {
+        Ok(o) => o,
+        Err(message) => return Ok(refuse(&message)),
+    };
     let now = Timestamp::now();
     let request = match lookup(state, id, now)?.and_then(|a| decidable(&a).map(|()| a)) {
         Ok(a) => a,
@@ -173,23 +205,15 @@ fn approve(state: &gateway::State, id: &str) -> anyhow::Result<ExitCode> {
     };
     print!("{}", render::detail(&request, now));
     std::io::stdout().flush().ok();
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        eprint!("Type APPROVE to approve {}: ", label(id));
-    } else {
-        eprintln!("Reading the confirmation (APPROVE) from standard input.");
-    }
-    std::io::stderr().flush().ok();
-    let mut line = Vec::new();
-    stdin
-        .lock()
-        .take(MAX_CONFIRM_BYTES)
-        .read_until(b'\n', &mut line)
-        .context("cannot read the confirmation")?;
-    if !is_confirmation(&line) {
-        return Ok(refuse(
-            "not approved: the confirmation must be APPROVE, typed exactly; the request is unchanged",
-        ));
+    if let trust::Operator::Terminal(mut tty) = operator {
+        let prompt = format!("Type APPROVE to approve {}: ", label(id));
+        let line = trust::confirm_on(&mut tty, &prompt, MAX_CONFIRM_BYTES)
+            .context("cannot read the confirmation from the terminal")?;
+        if !is_confirmation(&line) {
+            return Ok(refuse(
+                "not approved: the confirmation must be APPROVE, typed exactly; the request is unchanged",
+            ));
+        }
     }
     report(decide(state, id, Verdict::Approve)?)
 }

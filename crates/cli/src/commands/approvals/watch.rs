@@ -8,13 +8,16 @@
 //! skipped: nothing can decide them. Each one is shown in full, then one line decides it: `a` (then `APPROVE`, typed exactly), `r`,
 //! `s` (skip: left pending, not shown again) or `q`. End of input quits. Input typed before a request was on the
 //! screen is discarded, so keystrokes meant for one request can never decide the next. Details go to stdout,
-//! prompts to stderr. No terminal library: plain lines work in any terminal and can be driven through stdin.
+//! prompts to stderr. Answers are read from the controlling terminal, or from stdin for a script that presented
+//! the operator key; a process the gateway started gets neither (`trust`). No terminal library: plain lines
+//! work in any terminal.
 
-use super::{decidable, decide, decided_line, is_confirmation, render, Verdict};
+use super::{decidable, decide, decided_line, is_confirmation, render, trust, Verdict};
 use crate::commands::escape::label;
 use anyhow::Context;
 use std::collections::HashSet;
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
@@ -53,8 +56,13 @@ enum Next {
     Quit,
 }
 
-pub fn run(state: &gateway::State) -> anyhow::Result<ExitCode> {
-    let input = spawn_reader();
+pub fn run(state: &gateway::State, key: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let source: Box<dyn Read + Send> = match trust::operator(state.namespace().state_root(), key) {
+        Ok(trust::Operator::Terminal(tty)) => Box::new(tty),
+        Ok(trust::Operator::Key) => Box::new(std::io::stdin()),
+        Err(message) => return Ok(super::refuse(&message)),
+    };
+    let input = spawn_reader(source);
     let mut seen: HashSet<String> = HashSet::new();
     println!(
         "watching approval requests for {} (a approve, r reject, s skip, q quit)",
@@ -254,20 +262,19 @@ fn prompt(text: &str) {
     std::io::stderr().flush().ok();
 }
 
-/// Reads stdin on its own thread, so the main loop can poll the store while it waits for the operator. The
-/// thread ends at end of input; if the process exits first it is simply dropped with the process.
-fn spawn_reader() -> Receiver<Input> {
+/// Reads the operator's input on its own thread, so the main loop can poll the store while it waits for the
+/// operator. The thread ends at end of input; if the process exits first it is simply dropped with the process.
+fn spawn_reader(source: Box<dyn Read + Send>) -> Receiver<Input> {
     let (tx, rx) = sync_channel(INPUT_BACKLOG);
-    std::thread::spawn(move || read_lines(&tx));
+    std::thread::spawn(move || read_lines(source, &tx));
     rx
 }
 
-fn read_lines(tx: &SyncSender<Input>) {
-    let stdin = std::io::stdin();
-    let mut stdin = stdin.lock();
+fn read_lines(source: Box<dyn Read + Send>, tx: &SyncSender<Input>) {
+    let mut input = BufReader::new(source);
     loop {
         let mut line = Vec::new();
-        match (&mut stdin)
+        match (&mut input)
             .take(MAX_LINE_BYTES)
             .read_until(b'\n', &mut line)
         {

@@ -82,17 +82,24 @@ fn show_prints_each_argument_json_escaped_on_its_own_line() {
 }
 
 #[test]
-fn approve_needs_approve_typed_exactly() {
+fn approve_needs_approve_typed_exactly_on_the_terminal() {
     let env = Env::new();
     let a = env.request(json!({"path": "a.txt"}));
-    for typed in [&b"approve\n"[..], b"", b"APPROVE \n", b"yes\nAPPROVE\n"] {
-        let out = env.run_with_input(&["approvals", "approve", &a.id], typed);
+    // ^D ends the line with nothing typed.
+    for typed in [&b"approve\n"[..], b"\x04", b"APPROVE \n", b"yes\nAPPROVE\n"] {
+        let out = env.run_on_terminal(&["approvals", "approve", &a.id], typed);
         assert_eq!(out.code, 1, "{typed:?}: {}", out.stderr);
         assert!(out.stderr.contains("not approved"), "{}", out.stderr);
         assert_eq!(env.status(&a.id), ApprovalStatus::Pending, "{typed:?}");
     }
-    let out = env.run_with_input(&["approvals", "approve", &a.id], b"APPROVE\n");
+    let out = env.run_on_terminal(&["approvals", "approve", &a.id], b"APPROVE\n");
     assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.terminal
+            .contains(&format!("Type APPROVE to approve {}", a.id)),
+        "the prompt is on the terminal: {}",
+        out.terminal
+    );
     assert!(
         out.stdout.contains(r#"  path = "a.txt""#),
         "the request is shown before approval"
@@ -142,14 +149,16 @@ fn expired_or_decided_requests_cannot_be_approved() {
     let env = Env::new();
     let expired = env.request_in(&env.ws, json!({}), 1);
     std::thread::sleep(Duration::from_millis(5));
-    let out = env.run_with_input(&["approvals", "approve", &expired.id], b"APPROVE\n");
+    let out = env.run_as_operator(&["approvals", "approve", &expired.id]);
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("has expired"), "{}", out.stderr);
 
     let decided = env.request(json!({}));
     assert_eq!(env.run(&["approvals", "reject", &decided.id]).code, 0);
-    for verb in ["approve", "reject"] {
-        let out = env.run_with_input(&["approvals", verb, &decided.id], b"APPROVE\n");
+    for out in [
+        env.run_as_operator(&["approvals", "approve", &decided.id]),
+        env.run(&["approvals", "reject", &decided.id]),
+    ] {
         assert_eq!(out.code, 1);
         assert!(out.stderr.contains("is already REJECTED"), "{}", out.stderr);
     }
@@ -162,8 +171,11 @@ fn an_id_from_another_workspace_reads_as_unknown() {
     let foreign = env.request_in(&env.other_ws, json!({"path": "secret"}), 600_000);
     let unknown = format!("apr_{}", "0".repeat(32));
     for verb in ["show", "approve", "reject"] {
-        let a = env.run_with_input(&["approvals", verb, &foreign.id], b"APPROVE\n");
-        let b = env.run_with_input(&["approvals", verb, &unknown], b"APPROVE\n");
+        let run = |id: &str| match verb {
+            "approve" => env.run_as_operator(&["approvals", verb, id]),
+            _ => env.run(&["approvals", verb, id]),
+        };
+        let (a, b) = (run(&foreign.id), run(&unknown));
         assert_eq!((a.code, b.code), (1, 1));
         assert_eq!(
             a.stderr.replace(&foreign.id, "ID"),

@@ -7,7 +7,7 @@ mod approvals;
 mod logs;
 mod watch;
 
-use crate::support::toolgate;
+use crate::support::{operator_key, run_on_terminal, toolgate, TerminalRun};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -88,6 +88,19 @@ impl Env {
             .env("TOOLGATE_STATE_DIR", &self.state)
             .env("USER", "alice");
         cmd
+    }
+
+    /// `toolgate ARGS --operator-key KEY`, as the operator's script runs it.
+    fn run_as_operator(&self, args: &[&str]) -> Out {
+        let key = operator_key(&self.state);
+        let mut all = args.to_vec();
+        all.extend(["--operator-key", key.to_str().unwrap()]);
+        self.run(&all)
+    }
+
+    /// `toolgate ARGS` on a terminal of its own, with `typed` typed there once it asks for the confirmation.
+    fn run_on_terminal(&self, args: &[&str], typed: &[u8]) -> TerminalRun {
+        run_on_terminal(self.command(args), "Type APPROVE", typed)
     }
 
     fn run(&self, args: &[&str]) -> Out {

@@ -1,4 +1,5 @@
-//! `toolgate approvals watch` driven through stdin: a request arriving while it runs, and typed-ahead input.
+//! `toolgate approvals watch` driven through stdin by a script that holds the operator key: a request arriving
+//! while it runs, and typed-ahead input.
 
 use super::Env;
 use serde_json::json;
@@ -16,8 +17,14 @@ struct Watch {
 
 impl Watch {
     fn start(env: &Env) -> Self {
+        let key = crate::support::operator_key(&env.state);
         let mut child = env
-            .command(&["approvals", "watch"])
+            .command(&[
+                "approvals",
+                "watch",
+                "--operator-key",
+                key.to_str().unwrap(),
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
