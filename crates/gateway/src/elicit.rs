@@ -22,14 +22,53 @@ use store::Timestamp;
 const DECIDED_BY: &str = "elicitation";
 
 /// Whether this ask may also go to the human through `asker`: it must be enabled, the asker able to ask, and —
-/// for anything that changes state or runs a program — enabled for writes too.
-pub(crate) fn may_elicit(gw: &Gateway, asker: &dyn AskHuman, decision: &Decision) -> bool {
+/// for anything that is not approved in band by default (`in_band`) — enabled for writes too.
+pub(crate) fn may_elicit(gw: &Gateway, asker: &dyn AskHuman, in_band: bool) -> bool {
     let a = &gw.opts.approvals;
+    a.elicitation.value && (in_band || a.elicitation_for_writes.value) && asker.can_ask()
+}
+
+/// Whether a call decided `decision` may be approved through the client by default: a read (or a call decided
+/// by name) of a tool whose definition does not say `destructiveHint: true`. Commands, writes, deletions, git
+/// writes, network requests, unknown operations and destructive tools are approved out of band.
+pub(crate) fn in_band(decision: &Decision, definition: Option<&Value>) -> bool {
     let read_only = matches!(
         decision.operation,
         Operation::FsRead | Operation::GitRead | Operation::McpCall
     );
-    a.elicitation.value && (read_only || a.elicitation_for_writes.value) && asker.can_ask()
+    let destructive = definition.and_then(|d| d.pointer("/annotations/destructiveHint"))
+        == Some(&Value::Bool(true));
+    read_only && !destructive
+}
+
+/// How a held request may be answered through the client.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Offer {
+    /// Approved in band by default (else only with `approvals.elicitation_for_writes`).
+    pub in_band: bool,
+    /// "Allow for this session" may be offered.
+    pub session_grant: bool,
+}
+
+/// The offer for `snapshot` held with `decision`: a tool call's follows from its decision and definition; a
+/// run's from the calls that asked (`codemode::offer`); prompts and resources are reads.
+pub(crate) fn offer(
+    gw: &Gateway,
+    guard: &crate::guard::Guard,
+    snapshot: &Snapshot,
+    decision: &Decision,
+) -> Offer {
+    match snapshot.kind {
+        Kind::CodeRun => crate::codemode::offer(gw, guard, snapshot),
+        Kind::ToolCall => Offer {
+            in_band: in_band(decision, gw.aggregate().tool_definition(&snapshot.exposed)),
+            session_grant: true,
+        },
+        Kind::Prompt | Kind::Resource => Offer {
+            in_band: in_band(decision, None),
+            session_grant: true,
+        },
+    }
 }
 
 /// Asks the human through `asker` and applies the answer to request `id`; a session grant goes to `grants`.
@@ -39,6 +78,7 @@ pub(crate) async fn elicit(
     grants: &GrantScope,
     id: &str,
     snapshot: &Snapshot,
+    offer: Offer,
 ) {
     let Some(state) = gw.state.clone() else {
         return;
@@ -46,10 +86,11 @@ pub(crate) async fn elicit(
     let message = match snapshot.kind {
         // A program: what it may call is the question; the program itself follows, escaped.
         Kind::CodeRun => format!(
-            "toolgate: allow this run_code program to run, calling {} (approved once for this run; any other \
-             tool it names at run time needs an allow rule)? (request {id}; full program: toolgate approvals \
-             show {id}) Program: {}",
+            "toolgate: allow this run_code program to run, calling {} (approved once for this run, each call \
+             for the arguments written; any other call it makes at run time needs an allow rule)? {} (request \
+             {id}; full program: toolgate approvals show {id}) Program: {}",
             snapshot.code_names().join(", "),
+            snapshot.escaped_note(),
             snapshot.escaped_arguments()
         ),
         _ => format!(
@@ -60,7 +101,8 @@ pub(crate) async fn elicit(
             snapshot.escaped_arguments()
         ),
     };
-    let session = grants.session();
+    // A run whose calls compute their arguments is approved once: the same program may compute others later.
+    let session = grants.session().filter(|_| offer.session_grant);
     let mut properties = match session {
         Some(_) => json!({"decision": {"type": "string", "title": "Decision",
                               "enum": ["allow_once", "allow_session", "reject"],
