@@ -134,3 +134,7 @@ impl Table {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "spellings_tests.rs"]
+mod tests;
