@@ -4,9 +4,12 @@
 //! "Allow once" approves the request; "allow for this session" also grants, for the rest of the session, exactly
 //! this tool at this definition with exactly these arguments (for a command: this argv, cwd and environment, or —
 //! when the human fills in `prefix_args` — the same program, cwd and environment with args starting with the
-//! first `prefix_args` shown) — any other call asks again. Commands, writes, deletions, git writes and network requests are not offered to
-//! elicitation unless `approvals.elicitation_for_writes` is set: a client dialog is easy to click through, the
-//! admin CLI shows the full request. A declined or dismissed dialog leaves the request to the other channels.
+//! first `prefix_args` shown) — any other call asks again. Commands, writes, deletions, git writes, network
+//! requests, unknown operations and tools whose definition says `destructiveHint: true` are not offered to
+//! elicitation unless `approvals.elicitation_for_writes` is set: a client dialog is easy to click through (and the
+//! agent's own client may answer it), the admin CLI shows the full request. A `run_code` program is offered as its
+//! calls that ask would be (`Offer`), and never for the session when one of them computes its arguments. A
+//! declined or dismissed dialog leaves the request to the other channels.
 //!
 //! The question and what the answer does are here; reaching the human is the requester's (`AskHuman`). A call
 //! with no grant scope is offered "allow once" and "reject" only: there is no session to grant for.

@@ -10,7 +10,8 @@
 //! a control character or a bidi override in an argument shows up as a visible escape, never as layout. This is
 //! the only rendering of a protected request: raw pretty-printed JSON would leave bidi and other invisible
 //! characters as they are. A held code-mode run (`code_run`) also shows its program in full, one numbered line per
-//! program line, each escaped the same way, with the tool names it writes as literals (`calls`).
+//! program line, each escaped the same way, with the tool names it writes as literals (`calls`) and which of its
+//! calls need the approval, and why (`why asked`).
 
 use crate::commands::escape::{json_ascii, label, quoted, value_label};
 use serde_json::Value;
@@ -18,7 +19,7 @@ use std::fmt::Write;
 use store::{Approval, ApprovalStatus, Timestamp};
 
 /// Snapshot keys shown as one-line header fields, in this order, when present.
-const HEADER_KEYS: [(&str, &str); 8] = [
+const HEADER_KEYS: [(&str, &str); 9] = [
     ("kind", "kind"),
     ("server", "server"),
     ("tool", "tool"),
@@ -27,6 +28,8 @@ const HEADER_KEYS: [(&str, &str); 8] = [
     ("exposed", "exposed as"),
     ("definition_sha256", "definition"),
     ("names", "calls"),
+    // Why a hook asked; for a held run, which of its calls need the approval and why.
+    ("note", "why asked"),
 ];
 /// Snapshot keys shown as sections of `name = value` lines.
 const SECTION_KEYS: [&str; 2] = ["decision", "arguments"];
@@ -119,7 +122,7 @@ fn snapshot(out: &mut String, snapshot: &Value) {
         return;
     };
     for (key, name) in HEADER_KEYS {
-        if let Some(v) = map.get(key) {
+        if let Some(v) = map.get(key).filter(|v| !v.is_null()) {
             let _ = writeln!(out, "{name:<FIELD$}{}", value_label(v));
         }
     }
