@@ -61,8 +61,13 @@ fn run(code: &str) -> Value {
     test_support::run_params(code)
 }
 
+/// The Contract V1 outcome of step `i`: in `structuredContent`, or in `_meta` for a tool with an output schema.
 fn outcome(report: &Value, i: usize) -> &Value {
-    &report["results"][i]["result"]["structuredContent"]["outcome"]
+    let result = &report["results"][i]["result"];
+    match &result["structuredContent"]["outcome"] {
+        Value::Null => &result["_meta"]["toolgate/contract"]["outcome"],
+        found => found,
+    }
 }
 
 fn admin(setup: &Setup, args: &[&str]) -> String {
@@ -81,7 +86,12 @@ fn admin(setup: &Setup, args: &[&str]) -> String {
 }
 
 fn request_id(report: &Value, i: usize) -> String {
-    report["results"][i]["result"]["structuredContent"]["approval"]["request_id"]
+    let result = &report["results"][i]["result"];
+    let approval = match &result["structuredContent"]["approval"] {
+        Value::Null => &result["_meta"]["toolgate/contract"]["approval"],
+        found => found,
+    };
+    approval["request_id"]
         .as_str()
         .unwrap_or_else(|| panic!("step {i} was not held: {}", report["results"][i]))
         .to_owned()
