@@ -40,4 +40,5 @@ mod pins;
 mod policy;
 mod policy_cli;
 mod support;
+mod tool_spellings;
 mod workspace_tools;

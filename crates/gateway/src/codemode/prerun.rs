@@ -148,8 +148,9 @@ pub(crate) fn check(gw: &Gateway, guard: &Guard, scan: &Scan) -> PreRun {
 }
 
 /// The strictest call of a tool whose arguments are not known: exactly its decision when its calls are decided
-/// by name alone (an `mcp.call`), else a question about an operation that may touch anything — the tool's own
-/// operation for toolgate's workspace tools (a write anywhere, a command not known), `unknown` for an upstream's.
+/// by name alone (an `mcp.call`); else a question, when some call of it could ask (`Policy::may_ask`), about an
+/// operation that may touch anything — the tool's own operation for toolgate's workspace tools (a write
+/// anywhere, a command not known), `unknown` for an upstream's.
 fn strictest(guard: &Guard, server: &str, tool: &str) -> Verdict {
     let by_name = guard.decide_only(server, tool, &json!({}));
     let generic = match &by_name {
@@ -162,20 +163,31 @@ fn strictest(guard: &Guard, server: &str, tool: &str) -> Verdict {
     if generic {
         return by_name;
     }
-    let operation = match server {
-        OWN_SERVER => builtin::tools()
-            .into_iter()
-            .find(|t| t.name == tool)
-            .map_or(Operation::Unknown, |t| t.operation),
-        _ => Operation::Unknown,
+    let own = match server {
+        OWN_SERVER => builtin::tools().into_iter().find(|t| t.name == tool),
+        _ => None,
     };
-    Verdict::Ask(Decision {
-        effect: policy::Effect::Ask,
-        reason: ReasonCode::UnknownOperation,
-        rule_id: None,
+    let operation = own.as_ref().map_or(Operation::Unknown, |t| t.operation);
+    let commands = operation == Operation::ShellExec;
+    let decision = |effect, reason, rule_id| Decision {
+        effect,
+        reason,
+        rule_id,
         operation,
         unknown: None,
-    })
+    };
+    match guard
+        .policy()
+        .may_ask(&format!("{server}__{tool}"), commands)
+    {
+        Some((reason, rule_id)) => Verdict::Ask(decision(policy::Effect::Ask, reason, rule_id)),
+        // Every call of it is allowed or refused when it is made: nothing for a human to approve.
+        None => Verdict::Allow(decision(
+            policy::Effect::Allow,
+            ReasonCode::DefaultAllow,
+            None,
+        )),
+    }
 }
 
 fn read_only(op: Operation) -> bool {
