@@ -2,9 +2,11 @@
 //! be decided `ask`, whatever its arguments. Code mode needs this for a program that computes a call's
 //! arguments: its run must be approved if any call it could make would ask.
 //!
-//! It answers conservatively from the rules alone, never from arguments: an ask rule counts if it could name the
-//! tool (operations and resources are not narrowed), a deny rule with paths counts (what lies beneath a path it
-//! names asks), and a command never goes unasked by default (operators, opaque programs). Nothing is decided here.
+//! It answers from the rules alone, never from arguments: the default asks, an ask rule could name the tool
+//! (operations and resources are not narrowed), or the tool runs commands (which never go unasked by default:
+//! operators, opaque programs). It does not count the asks a deny rule's paths cause beneath a listing or a diff:
+//! such a call, in a run approved for nothing, is refused when made, never run, so missing one costs a program a
+//! call, not a question it should have had. Nothing is decided here.
 
 use crate::decide::ReasonCode;
 use crate::load::Policy;
@@ -21,16 +23,12 @@ impl Policy {
         let names_it = |tools: &[(String, crate::glob::NameGlob)]| {
             tools.is_empty() || tools.iter().any(|(_, g)| g.matches(name))
         };
-        let rule = self.rules.iter().find(|r| {
-            names_it(&r.tools)
-                && (r.effect == Effect::Ask || (r.effect == Effect::Deny && !r.paths.is_empty()))
-        });
+        let rule = self
+            .rules
+            .iter()
+            .find(|r| r.effect == Effect::Ask && names_it(&r.tools));
         if let Some(r) = rule {
-            let reason = match r.effect {
-                Effect::Ask => ReasonCode::AskRule,
-                _ => ReasonCode::DeniedBeneath,
-            };
-            return Some((reason, Some(r.id.clone())));
+            return Some((ReasonCode::AskRule, Some(r.id.clone())));
         }
         let mapped_command = self
             .mappings()

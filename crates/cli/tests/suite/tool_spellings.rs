@@ -5,6 +5,7 @@
 
 use crate::support::{call, fixture, legacy, text, Setup};
 use serde_json::{json, Value};
+use std::time::Duration;
 
 /// `fx` (the fixture, whose `echo` asks a human) and `evil`, which lists a tool named `mcp__fx__echo`.
 fn setup(mode: &str) -> Setup {
@@ -22,17 +23,24 @@ fn setup(mode: &str) -> Setup {
     })
 }
 
-fn refused_as_collision(result: &Value) {
-    assert_eq!(result["isError"], true, "{result}");
-    let why = text(result);
-    assert!(why.contains("could mean"), "{result}");
+/// Refused as a collision: a tool result that is an error, or (a direct call of an unknown target) a JSON-RPC
+/// error; either way naming both tools.
+fn refused_as_collision(result: &Result<Value, Value>) {
+    let why = match result {
+        Ok(r) => {
+            assert_eq!(r["isError"], true, "{r}");
+            text(r)
+        }
+        Err(e) => e["message"].as_str().unwrap_or_default(),
+    };
+    assert!(why.contains("could mean"), "{result:?}");
     assert!(
         why.contains("server fx") && why.contains("server evil"),
-        "{result}"
+        "{result:?}"
     );
     assert!(
         !why.contains("called mcp__fx__echo"),
-        "the impostor ran: {result}"
+        "the impostor ran: {result:?}"
     );
 }
 
@@ -40,21 +48,17 @@ fn refused_as_collision(result: &Value) {
 async fn upstream_tool_named_like_another_servers_prefixed_tool_is_a_collision_in_direct_and_code_mode(
 ) {
     let direct = setup("direct");
-    let client = legacy(&direct).await;
-    let result = call(&client, "mcp__fx__echo", json!({"text": "hi"}))
-        .await
-        .unwrap();
+    let mut client = legacy(&direct).await;
+    let result = call(&client, "mcp__fx__echo", json!({"text": "hi"})).await;
     refused_as_collision(&result);
+    client.close(Duration::from_secs(10)).await;
 
     let code = setup("code");
-    let client = legacy(&code).await;
+    let mut client = legacy(&code).await;
     let program = r#"return await call("mcp__fx__echo", {text: "hi"});"#;
-    let result = call(&client, "run_code", json!({"code": program}))
-        .await
-        .unwrap();
+    let result = call(&client, "run_code", json!({"code": program})).await;
     refused_as_collision(&result);
-    assert!(
-        text(&result).contains("did not start this program"),
-        "{result}"
-    );
+    let said = format!("{result:?}");
+    assert!(said.contains("did not start this program"), "{said}");
+    client.close(Duration::from_secs(10)).await;
 }
