@@ -200,11 +200,16 @@ pub fn age(then: Timestamp, now: Timestamp) -> String {
 }
 
 /// What the request is about: the tool, prompt or resource URI.
+/// For a held run, also the tools its program calls by literal name (the detail says which need the approval).
 fn target(snapshot: &Value) -> String {
-    ["tool", "prompt", "uri"]
+    let target = ["tool", "prompt", "uri"]
         .iter()
         .find(|k| snapshot.get(**k).is_some())
-        .map_or_else(|| "-".to_owned(), |k| snapshot_field(snapshot, k))
+        .map_or_else(|| "-".to_owned(), |k| snapshot_field(snapshot, k));
+    match (snapshot.get("kind").and_then(Value::as_str), snapshot.get("names")) {
+        (Some("code_run"), Some(names)) => format!("{target}:{}", value_label(names)),
+        _ => target,
+    }
 }
 
 /// A one-line snapshot field for the list; `-` when absent.
@@ -313,6 +318,25 @@ other (1)
                      \x20    2 | // \\u202ehidden\n\
                      \x20    3 | return r;\n";
         assert!(text.contains(shown), "{text}");
+    }
+
+    #[test]
+    fn held_run_says_which_calls_need_the_approval_and_why() {
+        let note = "this run needs a human's approval for: shell_run {\"program\":\"/bin/sh\"}: shell.exec \
+                    (DEFAULT_ASK), approved out of band only";
+        let a = approval(json!({
+            "kind": "code_run", "server": "toolgate", "tool": "run_code", "exposed": "run_code",
+            "arguments": {"code": "await call(\"shell_run\", {program: \"/bin/sh\"})"},
+            "names": ["shell_run"], "note": note,
+        }));
+        let text = detail(&a, Timestamp::from_millis(0));
+        assert!(text.contains("why asked   \"this run needs a human's approval for: shell_run"), "{text}");
+        assert!(text.contains("approved out of band only"), "{text}");
+        let listed = list(&[a], Timestamp::from_millis(0));
+        assert!(listed.contains("run_code:[\"shell_run\"]"), "{listed}");
+        // No note, no line for it.
+        let plain = approval(json!({"kind": "tools/call", "tool": "t", "note": null}));
+        assert!(!detail(&plain, Timestamp::from_millis(0)).contains("why asked"));
     }
 
     #[test]
