@@ -82,13 +82,18 @@ mod tests {
             reason(&ask, "files__read_file", false),
             Some(ReasonCode::DefaultAsk)
         );
-        // A deny rule over paths asks about what lies beneath a path it names, for any tool.
-        let beneath = policy(json!({"default": "allow", "rules": [
-            {"id": "env", "effect": "deny", "paths": ["**/.env"]},
+        // An ask rule over paths alone could ask about any tool; a deny rule is no question.
+        let paths = policy(json!({"default": "allow", "rules": [
+            {"id": "env", "effect": "ask", "paths": ["**/.env"]},
+            {"id": "key", "effect": "deny", "paths": ["**/*.key"]},
         ]}));
         assert_eq!(
-            reason(&beneath, "files__list_directory", false),
-            Some(ReasonCode::DeniedBeneath)
+            reason(&paths, "files__list_directory", false),
+            Some(ReasonCode::AskRule)
         );
+        let deny = policy(json!({"default": "allow", "rules": [
+            {"id": "key", "effect": "deny", "paths": ["**/*.key"]},
+        ]}));
+        assert_eq!(reason(&deny, "files__list_directory", false), None);
     }
 }

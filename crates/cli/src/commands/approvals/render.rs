@@ -206,7 +206,10 @@ fn target(snapshot: &Value) -> String {
         .iter()
         .find(|k| snapshot.get(**k).is_some())
         .map_or_else(|| "-".to_owned(), |k| snapshot_field(snapshot, k));
-    match (snapshot.get("kind").and_then(Value::as_str), snapshot.get("names")) {
+    match (
+        snapshot.get("kind").and_then(Value::as_str),
+        snapshot.get("names"),
+    ) {
         (Some("code_run"), Some(names)) => format!("{target}:{}", value_label(names)),
         _ => target,
     }
@@ -330,7 +333,10 @@ other (1)
             "names": ["shell_run"], "note": note,
         }));
         let text = detail(&a, Timestamp::from_millis(0));
-        assert!(text.contains("why asked   \"this run needs a human's approval for: shell_run"), "{text}");
+        assert!(
+            text.contains("why asked   \"this run needs a human's approval for: shell_run"),
+            "{text}"
+        );
         assert!(text.contains("approved out of band only"), "{text}");
         let listed = list(&[a], Timestamp::from_millis(0));
         assert!(listed.contains("run_code:[\"shell_run\"]"), "{listed}");
