@@ -11,7 +11,7 @@
 
 use crate::names::expose;
 pub use crate::spellings::Spelled;
-use crate::spellings::{Named, Table};
+use crate::spellings::{self, Named, Table};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -141,8 +141,8 @@ impl Aggregate {
             layout,
             Some(previous),
         );
-        let (mut spellings, collide) =
-            Table::collisions(&listed_tools(catalogs, &own_names, layout), hint(layout));
+        let listed = spellings::listed(catalogs, &own_names, &layout.naming);
+        let (mut spellings, collide) = Table::collisions(&listed, hint(layout));
         let tools: Vec<_> = tools
             .into_iter()
             .filter(
@@ -425,27 +425,6 @@ fn hint(layout: &Layout) -> &'static str {
     } else {
         "set \"prefixTools\": true or rename a server"
     }
-}
-
-/// Every tool toolgate and the catalogs list, under the name each would be exposed as, served or not.
-fn listed_tools(
-    catalogs: &[(String, Arc<Catalog>)],
-    own_names: &[String],
-    layout: &Layout,
-) -> Vec<Named> {
-    let own = own_names.iter().map(|n| Named::own(n));
-    let upstream = catalogs.iter().flat_map(|(server, catalog)| {
-        catalog.tools.iter().filter_map(move |t| {
-            let name = t.get("name").and_then(Value::as_str)?;
-            Some(Named::upstream(
-                server,
-                name,
-                &layout.naming.separator,
-                layout.naming.prefix,
-            ))
-        })
-    });
-    own.chain(upstream).collect()
 }
 
 fn route(claim: &Claim) -> Route {

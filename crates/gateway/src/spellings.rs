@@ -9,9 +9,35 @@
 //! already is, so which one serves never depends on start order), and the spelling answers with the tools it
 //! could mean. Toolgate's own tools keep their spellings. Nothing is guessed from a name's shape.
 
+use crate::aggregate::Naming;
 use crate::guard::OWN_SERVER;
 use crate::names::expose;
+use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use upstream::Catalog;
+
+/// Every tool toolgate (`own_names`) and the catalogs list, under the name each would be exposed as, served or
+/// not: a held tool's spellings still must not reach another.
+pub(crate) fn listed(
+    catalogs: &[(String, Arc<Catalog>)],
+    own_names: &[String],
+    naming: &Naming,
+) -> Vec<Named> {
+    let own = own_names.iter().map(|n| Named::own(n));
+    let upstream = catalogs.iter().flat_map(|(server, catalog)| {
+        catalog.tools.iter().filter_map(move |t| {
+            let name = t.get("name").and_then(Value::as_str)?;
+            Some(Named::upstream(
+                server,
+                name,
+                &naming.separator,
+                naming.prefix,
+            ))
+        })
+    });
+    own.chain(upstream).collect()
+}
 
 /// A tool as the table sees it: its owner and exposed name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
