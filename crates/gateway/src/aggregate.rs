@@ -141,7 +141,7 @@ impl Aggregate {
             layout,
             Some(previous),
         );
-        let listed = spellings::listed(catalogs, &own_names, &layout.naming);
+        let listed = spellings::listed(catalogs, &own_names, layout.naming);
         let (mut spellings, collide) = Table::collisions(&listed, hint(layout));
         let tools: Vec<_> = tools
             .into_iter()
