@@ -2,7 +2,7 @@
 //! other tool is reached only from programs, each call of which goes through the one governed-call pipeline.
 //!
 //! Here: the two tools' definitions, which of toolgate's own tools a client lists and a program may call, the
-//! names a program may use (`mcp__<server>__<tool>` mapped to the exposed name), the search index built with
+//! names a program may use (any spelling of a tool, resolved by the aggregate's one table), the search index built with
 //! each merged catalog, and each client session's code state (call numbers, saved files). The pre-run check
 //! is in `prerun`, the two tools' work in `tools`, the `ToolHost` over the pipeline in `host`. Nothing here
 //! runs JavaScript: the `codemode` crate's runner and worker do.

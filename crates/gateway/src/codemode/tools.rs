@@ -1,8 +1,8 @@
 //! What `search_tools` and `run_code` do once the pipeline let them through.
 //!
-//! `run_code` checks the program first (`prerun`): a refused name stops it before it starts; a name that asks
-//! holds the whole run for a human once — through the client's elicitation when it can ask (the call waits),
-//! else out of band at once: the program is stored as a held `code_run` snapshot, the client gets a Contract V1
+//! `run_code` checks the program first (`prerun`): a refused name stops it before it starts; a call that asks
+//! holds the whole run for a human once — through the client's elicitation when it can ask and each call that
+//! asks could be approved there (the call waits), else out of band at once: the program is stored as a held `code_run` snapshot, the client gets a Contract V1
 //! handle, and `toolgate_resume` runs exactly that program (`run_approved`) with the approval in hand. The run
 //! itself goes to the `codemode` runner with the gateway's `ToolHost`.
 
@@ -83,7 +83,7 @@ pub(crate) fn search(
     CallOutcome::Complete(result, Completion::Succeeded)
 }
 
-/// `run_code` the policy allowed: the pre-run check, the approval of the run when a literal name asks, then
+/// `run_code` the policy allowed: the pre-run check, the approval of the run when a literal call asks, then
 /// the run.
 ///
 /// Boxed: holding the run may run it (`approval::execute`), which is where a held `run_code` comes back.
