@@ -162,3 +162,33 @@ pub(crate) async fn elicit(
         tracing::info!(request = id, "elicitation answer not applied: {e}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decided(operation: Operation) -> Decision {
+        Decision {
+            effect: policy::Effect::Ask,
+            reason: policy::ReasonCode::DefaultAsk,
+            rule_id: None,
+            operation,
+            unknown: None,
+        }
+    }
+
+    #[test]
+    fn only_reads_of_tools_not_marked_destructive_are_approved_in_band_by_default() {
+        let destructive = json!({"name": "delete", "annotations": {"destructiveHint": true}});
+        let harmless = json!({"name": "read", "annotations": {"destructiveHint": false}});
+        for op in Operation::ALL {
+            let read = matches!(
+                op,
+                Operation::FsRead | Operation::GitRead | Operation::McpCall
+            );
+            assert_eq!(in_band(&decided(op), None), read, "{op}");
+            assert_eq!(in_band(&decided(op), Some(&harmless)), read, "{op}");
+            assert!(!in_band(&decided(op), Some(&destructive)), "{op}");
+        }
+    }
+}
