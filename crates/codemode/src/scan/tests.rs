@@ -267,3 +267,70 @@ fn deep_literals_are_computed_not_recursed_without_bound() {
     let deep = format!("call(\"x\", {}{})", "{a: ".repeat(200), "}".repeat(200));
     assert_eq!(arguments_of(&deep), vec![None]);
 }
+
+/// A JSON value and a JavaScript literal that writes it, in the styles programs use (bare or quoted keys, any
+/// quote, spacing, trailing commas).
+fn literal_source() -> BoxedStrategy<(serde_json::Value, String)> {
+    use serde_json::Value;
+    let text = "[a-z0-9 ./_-]{0,8}";
+    let leaf = prop_oneof![
+        text.prop_map(|s| (Value::String(s.clone()), format!("{s:?}"))),
+        text.prop_map(|s| (Value::String(s.clone()), format!("'{s}'"))),
+        text.prop_map(|s| (Value::String(s.clone()), format!("`{s}`"))),
+        (0u32..1_000_000).prop_map(|n| (Value::from(n), n.to_string())),
+        any::<bool>().prop_map(|b| (Value::Bool(b), b.to_string())),
+        Just((Value::Null, "null".to_owned())),
+    ];
+    leaf.prop_recursive(4, 32, 4, |inner| {
+        prop_oneof![
+            (prop::collection::vec(inner.clone(), 0..4), any::<bool>()).prop_map(
+                |(items, trailing)| {
+                    let src: Vec<String> = items.iter().map(|(_, s)| s.clone()).collect();
+                    let comma = if trailing && !src.is_empty() { "," } else { "" };
+                    let value = Value::Array(items.into_iter().map(|(v, _)| v).collect());
+                    (value, format!("[{}{comma}]", src.join(", ")))
+                }
+            ),
+            object(inner),
+        ]
+    })
+    .boxed()
+}
+
+fn object(
+    inner: BoxedStrategy<(serde_json::Value, String)>,
+) -> impl Strategy<Value = (serde_json::Value, String)> {
+    let key = "[a-z][a-z0-9_]{0,5}";
+    (
+        prop::collection::vec((key, any::<bool>(), inner), 0..4),
+        any::<bool>(),
+    )
+        .prop_map(|(entries, trailing)| {
+            let mut map = serde_json::Map::new();
+            let mut src = Vec::new();
+            for (k, quoted, (v, s)) in entries {
+                src.push(if quoted {
+                    format!("{k:?}: {s}")
+                } else {
+                    format!("{k}: {s}")
+                });
+                map.insert(k, v);
+            }
+            let comma = if trailing && !src.is_empty() { "," } else { "" };
+            (
+                serde_json::Value::Object(map),
+                format!("{{{}{comma}}}", src.join(", ")),
+            )
+        })
+}
+
+proptest! {
+    #[test]
+    fn a_literal_is_read_as_the_value_it_writes((value, src) in object(literal_source())) {
+        let program = format!("const r = await call(\"t\", {src});\nreturn r;");
+        let s = scan(&program);
+        prop_assert!(!s.dynamic, "{}", program);
+        prop_assert_eq!(s.calls.len(), 1);
+        prop_assert_eq!(s.calls[0].arguments.as_ref(), Some(&value), "{}", program);
+    }
+}
