@@ -23,6 +23,6 @@ pub mod worker;
 pub use error::{Error, Result};
 pub use host::{result_value, CallFailure, HostFuture, NestedCall, ToolHost};
 pub use run::{CallNote, LimitKind, RunEnd, RunLimits, RunReport, Runner, WorkerCommand};
-pub use scan::{scan, Scan};
+pub use scan::{scan, LiteralCall, Scan};
 pub use search::{Hit, SearchIndex, ToolDoc};
 pub use session::{CodeSession, Recalled};

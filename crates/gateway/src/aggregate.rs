@@ -4,10 +4,14 @@
 //! `name` becomes the exposed name. What cannot be served unambiguously or at all is held back, never guessed
 //! at and never fatal: a name an upstream lists twice, an exposed name two sources would share (every claimant
 //! is held, so which one serves never depends on which started first; toolgate's own tools keep theirs), and a
-//! definition too large for any list page. Each held item is kept in `held` with its reason for `doctor` and
-//! the status tool. This module does not page lists (`cursor` does) or decide visibility (the guard does).
+//! definition too large for any list page, and a tool that some spelling of another's name could mean
+//! (`spellings`: every spelling of a tool resolves in one table). Each held item is kept in `held` with its
+//! reason for `doctor` and the status tool. This module does not page lists (`cursor` does) or decide
+//! visibility (the guard does).
 
 use crate::names::expose;
+pub use crate::spellings::Spelled;
+use crate::spellings::{self, Named, Table};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -62,6 +66,8 @@ pub struct Aggregate {
     pub tool_owners: Vec<(String, String)>,
     tool_routes: HashMap<String, Route>,
     tool_index: HashMap<String, usize>,
+    /// Every spelling of each served tool, and the spellings that could mean two.
+    tool_spellings: Table,
     pub prompts: Vec<Value>,
     pub prompt_sizes: Vec<usize>,
     prompt_routes: HashMap<String, Route>,
@@ -135,7 +141,29 @@ impl Aggregate {
             layout,
             Some(previous),
         );
+        let listed = spellings::listed(catalogs, &own_names, layout.naming);
+        let (mut spellings, collide) = Table::collisions(&listed, hint(layout));
+        let tools: Vec<_> = tools
+            .into_iter()
+            .filter(
+                |(c, _, _)| match collide.get(&(c.server.to_owned(), c.original.to_owned())) {
+                    Some(why) => {
+                        agg.hold(c.server, "tool", c.original, why.clone());
+                        false
+                    }
+                    None => true,
+                },
+            )
+            .collect();
+        for name in &own_names {
+            spellings.serve(&Named::own(name));
+        }
         for (claim, def, size) in tools {
+            spellings.serve(&Named {
+                server: claim.server.to_owned(),
+                original: claim.original.to_owned(),
+                exposed: claim.exposed.clone(),
+            });
             agg.tool_index
                 .insert(claim.exposed.clone(), agg.tools.len());
             agg.tool_owners
@@ -145,6 +173,7 @@ impl Aggregate {
             let r = route(&claim);
             agg.tool_routes.insert(claim.exposed, r);
         }
+        agg.tool_spellings = spellings;
         let prompts = agg.claims(catalogs, "prompt", |c| &c.prompts, &[], layout, None);
         for (claim, def, size) in prompts {
             agg.prompt_sizes.push(size);
@@ -267,11 +296,7 @@ impl Aggregate {
             })
             .collect();
         drop(claimants);
-        let hint = if layout.naming.prefix {
-            "rename a server"
-        } else {
-            "set \"prefixTools\": true or rename a server"
-        };
+        let hint = hint(layout);
         let mut out = Vec::new();
         for c in claims {
             let why = if reserved.contains(&c.exposed) {
@@ -360,6 +385,11 @@ impl Aggregate {
             .and_then(|&i| self.tools.get(i))
     }
 
+    /// What `name` stands for: any spelling of a served tool gives its exposed name (`spellings`).
+    pub fn spelled(&self, name: &str) -> Spelled<'_> {
+        self.tool_spellings.spelled(name)
+    }
+
     pub fn route_tool(&self, exposed: &str) -> Option<&Route> {
         self.tool_routes.get(exposed)
     }
@@ -385,6 +415,15 @@ impl Aggregate {
             [only] => Some(only),
             _ => None,
         }
+    }
+}
+
+/// How to fix a name two sources would share.
+fn hint(layout: &Layout) -> &'static str {
+    if layout.naming.prefix {
+        "rename a server"
+    } else {
+        "set \"prefixTools\": true or rename a server"
     }
 }
 

@@ -92,8 +92,9 @@ pub(crate) async fn hold(
     let scopes: Vec<String> = std::iter::once(snapshot.grant_scope())
         .chain(snapshot.prefix_scopes())
         .collect();
-    // Without a session, no grant applies.
-    let granted = session.map(|id| {
+    let offer = elicit::offer(gw, &ctx.guard, &snapshot, &decision);
+    // Without a session, no grant applies; nor to a run that may compute other calls than those approved.
+    let granted = session.filter(|_| offer.session_grant).map(|id| {
         state.store(|s| {
             scopes.iter().try_fold(false, |found, scope| {
                 Ok::<_, store::Error>(
@@ -156,12 +157,12 @@ pub(crate) async fn hold(
     if let Some(asker) = ctx
         .asker
         .as_ref()
-        .filter(|a| elicit::may_elicit(gw, a.as_ref(), &decision))
+        .filter(|a| elicit::may_elicit(gw, a.as_ref(), offer.in_band))
     {
         let (gw, asker, grants) = (Arc::clone(gw), Arc::clone(asker), ctx.grants.clone());
         let (id, snapshot) = (approval.id.clone(), snapshot.clone());
         tokio::spawn(async move {
-            elicit::elicit(&gw, asker.as_ref(), &grants, &id, &snapshot).await;
+            elicit::elicit(&gw, asker.as_ref(), &grants, &id, &snapshot, offer).await;
         });
     }
     if ctx.hold == HoldPolicy::HandleNow {

@@ -4,9 +4,12 @@
 //! "Allow once" approves the request; "allow for this session" also grants, for the rest of the session, exactly
 //! this tool at this definition with exactly these arguments (for a command: this argv, cwd and environment, or —
 //! when the human fills in `prefix_args` — the same program, cwd and environment with args starting with the
-//! first `prefix_args` shown) — any other call asks again. Commands, writes, deletions, git writes and network requests are not offered to
-//! elicitation unless `approvals.elicitation_for_writes` is set: a client dialog is easy to click through, the
-//! admin CLI shows the full request. A declined or dismissed dialog leaves the request to the other channels.
+//! first `prefix_args` shown) — any other call asks again. Commands, writes, deletions, git writes, network
+//! requests, unknown operations and tools whose definition says `destructiveHint: true` are not offered to
+//! elicitation unless `approvals.elicitation_for_writes` is set: a client dialog is easy to click through (and the
+//! agent's own client may answer it), the admin CLI shows the full request. A `run_code` program is offered as its
+//! calls that ask would be (`Offer`), and never for the session when one of them computes its arguments. A
+//! declined or dismissed dialog leaves the request to the other channels.
 //!
 //! The question and what the answer does are here; reaching the human is the requester's (`AskHuman`). A call
 //! with no grant scope is offered "allow once" and "reject" only: there is no session to grant for.
@@ -22,14 +25,53 @@ use store::Timestamp;
 const DECIDED_BY: &str = "elicitation";
 
 /// Whether this ask may also go to the human through `asker`: it must be enabled, the asker able to ask, and —
-/// for anything that changes state or runs a program — enabled for writes too.
-pub(crate) fn may_elicit(gw: &Gateway, asker: &dyn AskHuman, decision: &Decision) -> bool {
+/// for anything that is not approved in band by default (`in_band`) — enabled for writes too.
+pub(crate) fn may_elicit(gw: &Gateway, asker: &dyn AskHuman, in_band: bool) -> bool {
     let a = &gw.opts.approvals;
+    a.elicitation.value && (in_band || a.elicitation_for_writes.value) && asker.can_ask()
+}
+
+/// Whether a call decided `decision` may be approved through the client by default: a read (or a call decided
+/// by name) of a tool whose definition does not say `destructiveHint: true`. Commands, writes, deletions, git
+/// writes, network requests, unknown operations and destructive tools are approved out of band.
+pub(crate) fn in_band(decision: &Decision, definition: Option<&Value>) -> bool {
     let read_only = matches!(
         decision.operation,
         Operation::FsRead | Operation::GitRead | Operation::McpCall
     );
-    a.elicitation.value && (read_only || a.elicitation_for_writes.value) && asker.can_ask()
+    let destructive = definition.and_then(|d| d.pointer("/annotations/destructiveHint"))
+        == Some(&Value::Bool(true));
+    read_only && !destructive
+}
+
+/// How a held request may be answered through the client.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Offer {
+    /// Approved in band by default (else only with `approvals.elicitation_for_writes`).
+    pub in_band: bool,
+    /// "Allow for this session" may be offered.
+    pub session_grant: bool,
+}
+
+/// The offer for `snapshot` held with `decision`: a tool call's follows from its decision and definition; a
+/// run's from the calls that asked (`codemode::offer`); prompts and resources are reads.
+pub(crate) fn offer(
+    gw: &Gateway,
+    guard: &crate::guard::Guard,
+    snapshot: &Snapshot,
+    decision: &Decision,
+) -> Offer {
+    match snapshot.kind {
+        Kind::CodeRun => crate::codemode::offer(gw, guard, snapshot),
+        Kind::ToolCall => Offer {
+            in_band: in_band(decision, gw.aggregate().tool_definition(&snapshot.exposed)),
+            session_grant: true,
+        },
+        Kind::Prompt | Kind::Resource => Offer {
+            in_band: in_band(decision, None),
+            session_grant: true,
+        },
+    }
 }
 
 /// Asks the human through `asker` and applies the answer to request `id`; a session grant goes to `grants`.
@@ -39,6 +81,7 @@ pub(crate) async fn elicit(
     grants: &GrantScope,
     id: &str,
     snapshot: &Snapshot,
+    offer: Offer,
 ) {
     let Some(state) = gw.state.clone() else {
         return;
@@ -46,10 +89,11 @@ pub(crate) async fn elicit(
     let message = match snapshot.kind {
         // A program: what it may call is the question; the program itself follows, escaped.
         Kind::CodeRun => format!(
-            "toolgate: allow this run_code program to run, calling {} (approved once for this run; any other \
-             tool it names at run time needs an allow rule)? (request {id}; full program: toolgate approvals \
-             show {id}) Program: {}",
+            "toolgate: allow this run_code program to run, calling {} (approved once for this run, each call \
+             for the arguments written; any other call it makes at run time needs an allow rule)? {} (request \
+             {id}; full program: toolgate approvals show {id}) Program: {}",
             snapshot.code_names().join(", "),
+            snapshot.escaped_note(),
             snapshot.escaped_arguments()
         ),
         _ => format!(
@@ -60,7 +104,8 @@ pub(crate) async fn elicit(
             snapshot.escaped_arguments()
         ),
     };
-    let session = grants.session();
+    // A run whose calls compute their arguments is approved once: the same program may compute others later.
+    let session = grants.session().filter(|_| offer.session_grant);
     let mut properties = match session {
         Some(_) => json!({"decision": {"type": "string", "title": "Decision",
                               "enum": ["allow_once", "allow_session", "reject"],
@@ -115,5 +160,35 @@ pub(crate) async fn elicit(
     };
     if let Err(e) = outcome {
         tracing::info!(request = id, "elicitation answer not applied: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decided(operation: Operation) -> Decision {
+        Decision {
+            effect: policy::Effect::Ask,
+            reason: policy::ReasonCode::DefaultAsk,
+            rule_id: None,
+            operation,
+            unknown: None,
+        }
+    }
+
+    #[test]
+    fn only_reads_of_tools_not_marked_destructive_are_approved_in_band_by_default() {
+        let destructive = json!({"name": "delete", "annotations": {"destructiveHint": true}});
+        let harmless = json!({"name": "read", "annotations": {"destructiveHint": false}});
+        for op in Operation::ALL {
+            let read = matches!(
+                op,
+                Operation::FsRead | Operation::GitRead | Operation::McpCall
+            );
+            assert_eq!(in_band(&decided(op), None), read, "{op}");
+            assert_eq!(in_band(&decided(op), Some(&harmless)), read, "{op}");
+            assert!(!in_band(&decided(op), Some(&destructive)), "{op}");
+        }
     }
 }

@@ -53,6 +53,7 @@ mod session;
 #[cfg(test)]
 mod session_flow_tests;
 mod snapshot;
+mod spellings;
 mod state;
 mod status;
 mod tasks;
@@ -64,7 +65,7 @@ mod wakeups;
 mod wire;
 mod write_behind;
 
-pub use aggregate::{Aggregate, Held, Naming, Route};
+pub use aggregate::{Aggregate, Held, Naming, Route, Spelled};
 pub use canon::canonicalise;
 pub use codemode::{CodeOptions, RUN_TOOL, SEARCH_TOOL};
 pub use error::Error;

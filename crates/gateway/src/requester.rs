@@ -82,10 +82,11 @@ impl Session {
         params: Value,
         cancel: &CancellationToken,
     ) -> Reply {
-        let definition = params
-            .get("name")
-            .and_then(Value::as_str)
-            .and_then(|name| self.gateway.aggregate().tool_definition(name).cloned());
+        let definition = params.get("name").and_then(Value::as_str).and_then(|name| {
+            let agg = self.gateway.aggregate();
+            let exposed = crate::codemode::resolve(&agg, name)?;
+            agg.tool_definition(&exposed).cloned()
+        });
         let ctx = self.call_context(request, &params, cancel);
         let outcome = pipeline::govern_tool(&self.gateway, &ctx, params).await;
         wire::reply(outcome, Shape::ToolResult, definition.as_ref())

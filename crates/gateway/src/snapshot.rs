@@ -101,7 +101,7 @@ impl Snapshot {
     }
 
     /// For a code run: what the program says about the tools it calls.
-    fn code_scan(&self) -> codemode::Scan {
+    pub(crate) fn code_scan(&self) -> codemode::Scan {
         let program = self.arguments.get("code").and_then(Value::as_str);
         codemode::scan(program.unwrap_or_default())
     }
@@ -110,6 +110,14 @@ impl Snapshot {
     pub(crate) fn code_names(&self) -> Vec<String> {
         let names = self.code_scan().literal_names;
         names.iter().map(|n| ascii_json(&json!(n))).collect()
+    }
+
+    /// Why a hook asked, or which calls a run needs approved and why, escaped for a one-line question.
+    pub(crate) fn escaped_note(&self) -> String {
+        self.note
+            .as_ref()
+            .map(|n| ascii_json(&json!(n)))
+            .unwrap_or_default()
     }
 
     pub(crate) fn from_json(v: &Value) -> Option<Snapshot> {
@@ -194,7 +202,7 @@ impl Snapshot {
 }
 
 /// JSON text in printable ASCII: non-ASCII and control characters become `\uXXXX` escapes.
-fn ascii_json(v: &Value) -> String {
+pub(crate) fn ascii_json(v: &Value) -> String {
     let text = v.to_string();
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

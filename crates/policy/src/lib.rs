@@ -49,6 +49,7 @@ mod rule;
 mod shell;
 mod starter;
 mod toolscript;
+mod unknown_arguments;
 mod wrapper;
 
 pub use action::{

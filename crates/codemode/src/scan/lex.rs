@@ -15,7 +15,8 @@ pub(super) enum Tok {
     Str(Option<String>),
     /// A template literal: its value when it has neither escapes nor substitutions, else `None`.
     Template(Option<String>),
-    Number,
+    /// A numeric literal, as written.
+    Number(String),
     Regex,
 }
 
@@ -267,6 +268,7 @@ impl Lexer {
     }
 
     fn number(&mut self) {
+        let start = self.at;
         while let Some(c) = self.peek(0) {
             if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
                 let exponent = matches!(c, 'e' | 'E');
@@ -278,7 +280,8 @@ impl Lexer {
                 break;
             }
         }
-        self.push(Tok::Number, false);
+        let text = self.chars[start..self.at].iter().collect();
+        self.push(Tok::Number(text), false);
     }
 
     fn ident(&mut self) {

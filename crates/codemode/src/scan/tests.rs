@@ -200,3 +200,137 @@ fn a_megabyte_of_nested_brackets_scans_in_linear_time() {
     assert_dynamic(&program);
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }
+
+fn arguments_of(program: &str) -> Vec<Option<serde_json::Value>> {
+    scan(program)
+        .calls
+        .into_iter()
+        .map(|c| c.arguments)
+        .collect()
+}
+
+#[test]
+fn literal_arguments_are_read_as_the_engine_sends_them() {
+    use serde_json::json;
+    let got = arguments_of(
+        r#"await call("shell_run", {program: "/bin/sh", args: ["-c", 'id -u > pwned.txt'],});
+           await call("read_file", {"path": `src/lib.rs`, n: 12, deep: {a: [true, false, null, {}]}});
+           await call("git_status");
+           await call("x", {a: 1, a: 2})"#,
+    );
+    assert_eq!(
+        got,
+        vec![
+            Some(json!({"program": "/bin/sh", "args": ["-c", "id -u > pwned.txt"]})),
+            Some(json!({"path": "src/lib.rs", "n": 12, "deep": {"a": [true, false, null, {}]}})),
+            Some(json!({})),
+            Some(json!({"a": 2})),
+        ]
+    );
+}
+
+#[test]
+fn arguments_that_are_not_a_plain_literal_are_computed() {
+    for program in [
+        r#"call("shell_run", args)"#,
+        r#"call("shell_run", {program: p})"#,
+        r#"call("shell_run", {program})"#,
+        r#"call("shell_run", {...base, program: "ls"})"#,
+        r#"call("shell_run", {[k]: "ls"})"#,
+        r#"call("shell_run", {__proto__: {program: "ls"}})"#,
+        r#"call("shell_run", {"__proto__": {program: "ls"}})"#,
+        r#"call("shell_run", {program: "l" + "s"})"#,
+        r#"call("shell_run", {program: `${p}`})"#,
+        r#"call("shell_run", {program: "\x6cs"})"#,
+        r#"call("shell_run", {n: -1})"#,
+        r#"call("shell_run", {n: 1.50})"#,
+        r#"call("shell_run", {n: 0x10})"#,
+        r#"call("shell_run", {n: 1e3})"#,
+        r#"call("shell_run", {n: 010})"#,
+        r#"call("shell_run", {n: 99999999999999999})"#,
+        r#"call("shell_run", {a: [1,,2]})"#,
+        r#"call("shell_run", {a: undefined})"#,
+        r#"call("shell_run", {get program() { return "rm" }})"#,
+        r#"call("shell_run", {program: "ls"}, extra)"#,
+        r#"call("shell_run", {program: "ls"}.x)"#,
+        r#"call("shell_run", null)"#,
+        r#"call("shell_run",)"#,
+        "call(\"shell_run\", {program: `a\r\nb`})",
+    ] {
+        assert_eq!(arguments_of(program), vec![None], "{program}");
+        assert!(scan(program).computes_arguments(), "{program}");
+    }
+}
+
+#[test]
+fn deep_literals_are_computed_not_recursed_without_bound() {
+    let deep = format!("call(\"x\", {}{})", "{a: ".repeat(200), "}".repeat(200));
+    assert_eq!(arguments_of(&deep), vec![None]);
+}
+
+/// A JSON value and a JavaScript literal that writes it, in the styles programs use (bare or quoted keys, any
+/// quote, spacing, trailing commas).
+fn literal_source() -> BoxedStrategy<(serde_json::Value, String)> {
+    use serde_json::Value;
+    let text = "[a-z0-9 ./_-]{0,8}";
+    let leaf = prop_oneof![
+        text.prop_map(|s| (Value::String(s.clone()), format!("{s:?}"))),
+        text.prop_map(|s| (Value::String(s.clone()), format!("'{s}'"))),
+        text.prop_map(|s| (Value::String(s.clone()), format!("`{s}`"))),
+        (0u32..1_000_000).prop_map(|n| (Value::from(n), n.to_string())),
+        any::<bool>().prop_map(|b| (Value::Bool(b), b.to_string())),
+        Just((Value::Null, "null".to_owned())),
+    ];
+    leaf.prop_recursive(4, 32, 4, |inner| {
+        prop_oneof![
+            (prop::collection::vec(inner.clone(), 0..4), any::<bool>()).prop_map(
+                |(items, trailing)| {
+                    let src: Vec<String> = items.iter().map(|(_, s)| s.clone()).collect();
+                    let comma = if trailing && !src.is_empty() { "," } else { "" };
+                    let value = Value::Array(items.into_iter().map(|(v, _)| v).collect());
+                    (value, format!("[{}{comma}]", src.join(", ")))
+                }
+            ),
+            object(inner),
+        ]
+    })
+    .boxed()
+}
+
+fn object(
+    inner: BoxedStrategy<(serde_json::Value, String)>,
+) -> impl Strategy<Value = (serde_json::Value, String)> {
+    let key = "[a-z][a-z0-9_]{0,5}";
+    (
+        prop::collection::vec((key, any::<bool>(), inner), 0..4),
+        any::<bool>(),
+    )
+        .prop_map(|(entries, trailing)| {
+            let mut map = serde_json::Map::new();
+            let mut src = Vec::new();
+            for (k, quoted, (v, s)) in entries {
+                src.push(if quoted {
+                    format!("{k:?}: {s}")
+                } else {
+                    format!("{k}: {s}")
+                });
+                map.insert(k, v);
+            }
+            let comma = if trailing && !src.is_empty() { "," } else { "" };
+            (
+                serde_json::Value::Object(map),
+                format!("{{{}{comma}}}", src.join(", ")),
+            )
+        })
+}
+
+proptest! {
+    #[test]
+    fn a_literal_is_read_as_the_value_it_writes((value, src) in object(literal_source())) {
+        let program = format!("const r = await call(\"t\", {src});\nreturn r;");
+        let s = scan(&program);
+        prop_assert!(!s.dynamic, "{}", program);
+        prop_assert_eq!(s.calls.len(), 1);
+        prop_assert_eq!(s.calls[0].arguments.as_ref(), Some(&value), "{}", program);
+    }
+}

@@ -1,7 +1,7 @@
 //! The gateway's `ToolHost`: each call a program makes becomes a governed call of the pipeline, in a context of
 //! its own (origin the run, so its records name the run's trace id as their parent; no session grants, since
 //! a program's call must not ride on what a human granted the client; no one to ask; a hold answered at once;
-//! the run's cancellation; and the run's approval, which covers only the literal names a human approved).
+//! the run's cancellation; and the run's approval, which covers only the calls a human approved).
 //!
 //! It decides nothing: the pipeline refuses, holds or runs each call, and the one map from its outcome to what
 //! the program sees is `to_program`.

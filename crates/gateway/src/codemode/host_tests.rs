@@ -22,9 +22,11 @@ fn host(h: &Harness, approved: Option<&[&str]>) -> Host {
         run_trace_id: RUN.to_owned(),
         cancel: CancellationToken::new(),
         approval: approved.map(|names| {
-            Arc::new(RunApproval {
-                names: names.iter().map(|n| (*n).to_owned()).collect(),
-            })
+            let mut approval = RunApproval::default();
+            for name in names {
+                approval.approve(name, None);
+            }
+            Arc::new(approval)
         }),
         guard: Arc::clone(&h.gateway.guard),
         principal: None,

@@ -2,7 +2,7 @@
 //! other tool is reached only from programs, each call of which goes through the one governed-call pipeline.
 //!
 //! Here: the two tools' definitions, which of toolgate's own tools a client lists and a program may call, the
-//! names a program may use (`mcp__<server>__<tool>` mapped to the exposed name), the search index built with
+//! names a program may use (any spelling of a tool, resolved by the aggregate's one table), the search index built with
 //! each merged catalog, and each client session's code state (call numbers, saved files). The pre-run check
 //! is in `prerun`, the two tools' work in `tools`, the `ToolHost` over the pipeline in `host`. Nothing here
 //! runs JavaScript: the `codemode` crate's runner and worker do.
@@ -11,7 +11,7 @@ mod host;
 mod prerun;
 mod tools;
 
-pub(crate) use tools::{run_approved, run_code, search};
+pub(crate) use tools::{offer, run_approved, run_code, search};
 
 use crate::aggregate::Aggregate;
 use crate::contract::{CAPABILITIES_TOOL, RESUME_TOOL, STATUS_TOOL};
@@ -197,25 +197,27 @@ pub(crate) fn route_refusal(
     }
 }
 
-/// A program's call the policy asks about: it runs when the run was approved for its (literal) name, and is
-/// refused otherwise, naming the allow rule that would let it through. The run's approval answers the policy's
-/// rules about the tool, which the human saw before the run; it never answers a question raised by this call
-/// alone — a hook that asks about these arguments, or a definition changed since it was accepted (quarantine) —
-/// and those calls are refused.
+/// A program's call the policy asks about: it runs when the run was approved for this call (its literal name,
+/// with these arguments or with any when the program computes them), and is refused otherwise, naming the
+/// allow rule that would let it through. The run's approval answers the policy's rules about the call, which
+/// the human saw before the run; it never answers a question raised by this call alone — a hook that asks
+/// about these arguments, or a definition changed since it was accepted (quarantine) — and those calls are
+/// refused.
 pub(crate) fn program_ask(
     ctx: &CallContext,
-    name: &str,
+    call: (&str, &Value),
     server: &str,
     tool: &str,
     decision: &policy::Decision,
 ) -> Result<(), Refusal> {
+    let (name, arguments) = call;
     let per_call = decision.reason == policy::ReasonCode::HookAsk
         || decision.rule_id.as_deref() == Some(crate::pins::QUARANTINE_RULE);
     if !per_call
         && ctx
             .run_approval
             .as_ref()
-            .is_some_and(|a| a.names.contains(name))
+            .is_some_and(|a| a.covers(name, arguments))
     {
         return Ok(());
     }
@@ -225,33 +227,20 @@ pub(crate) fn program_ask(
         .unwrap_or(decision.reason.as_str());
     let message = format!(
         "toolgate refused {name}: its calls need a human's approval ({rule}) and this run was not approved \
-         for it. A run is approved only for the tools its program names as string literals in call(\"…\"); \
-         a tool named any other way runs only under an allow rule (for {server}__{tool})"
+         for this one. A run is approved only for the calls its program writes as call(\"<tool>\", …) with the \
+         tool's name as a string literal, each for the arguments written there (or any, where they are \
+         computed); any other call runs only under an allow rule (for {server}__{tool})"
     );
     Err(Refusal::new(RefusalCode::Refused, message).with_decision(decision.clone()))
 }
 
-/// The exposed name a program's `name` stands for: an exposed name as it is, or toolscript's
-/// `mcp__<server>__<tool>` for the tool that server calls `<tool>`. `None` when it names no tool here.
+/// The exposed name a program's `name` stands for: any spelling of a tool (its exposed name, `server__tool`,
+/// `mcp__server__tool`) gives its exposed name; `None` when it names no tool here or could mean two.
 pub(crate) fn resolve(agg: &Aggregate, name: &str) -> Option<String> {
-    if agg.tool_definition(name).is_some() {
-        return Some(name.to_owned());
+    match agg.spelled(name) {
+        crate::aggregate::Spelled::Tool(exposed) => Some(exposed.to_owned()),
+        _ => None,
     }
-    let rest = name.strip_prefix("mcp__")?;
-    // A server name may itself hold `__`; every split is tried, and only one owner may match.
-    let mut found = rest.match_indices("__").filter_map(|(at, _)| {
-        let (server, tool) = (&rest[..at], &rest[at + 2..]);
-        let i = agg
-            .tool_owners
-            .iter()
-            .position(|(s, t)| s == server && t == tool)?;
-        agg.tools[i]
-            .get("name")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    let first = found.next()?;
-    found.next().is_none().then_some(first)
 }
 
 /// The search index of a merged catalog: the tools the active profile shows as visible or deferred (never

@@ -112,41 +112,48 @@ async fn search_tools_finds_upstream_tools_and_never_a_tool_denied_for_every_cal
 #[tokio::test]
 async fn pre_run_check_stops_a_denied_literal_and_asks_for_an_ask_literal() {
     let h = harness().await;
-    let scan = |names: &[&str]| codemode::Scan {
-        literal_names: names.iter().map(|n| (*n).to_owned()).collect(),
-        dynamic: false,
-    };
-    match prerun::check(
-        &h.gateway,
-        &h.gateway.guard,
-        &scan(&["fx__add", "mcp__fx__env_keys"]),
-    ) {
+    let check =
+        |program: &str| prerun::check(&h.gateway, &h.gateway.guard, &codemode::scan(program));
+    match check(r#"call("fx__add", {a: 1, b: 2}); call("mcp__fx__env_keys", {})"#) {
         PreRun::Stop(r) => {
             assert!(r.message.contains("\"mcp__fx__env_keys\""), "{}", r.message);
             assert!(r.message.contains("DENY_RULE"), "{}", r.message);
         }
         other => panic!("stopped: {other:?}"),
     }
-    match prerun::check(&h.gateway, &h.gateway.guard, &scan(&["fx__nope"])) {
+    match check(r#"call("fx__nope")"#) {
         PreRun::Stop(r) => assert_eq!(r.code.as_str(), "UNKNOWN_TARGET"),
         other => panic!("stopped: {other:?}"),
     }
-    match prerun::check(
-        &h.gateway,
-        &h.gateway.guard,
-        &scan(&["fx__add", "mcp__fx__echo"]),
-    ) {
-        PreRun::Start { names, ask } => {
-            assert_eq!(
-                names.into_iter().collect::<Vec<_>>(),
-                ["fx__add", "fx__echo"]
+    match check(r#"call("fx__add", {a: 1, b: 2}); call("mcp__fx__echo", {text: "hi"})"#) {
+        PreRun::Start(plan) => {
+            assert_eq!(plan.ask.map(|d| d.reason.as_str()), Some("ASK_RULE"));
+            // Approved: exactly the call that asked, with the arguments written.
+            assert!(plan.approval.covers("fx__echo", &json!({"text": "hi"})));
+            assert!(!plan.approval.covers("fx__echo", &json!({"text": "other"})));
+            assert!(!plan.approval.covers("fx__add", &json!({"a": 1, "b": 2})));
+            assert_eq!(plan.needs.len(), 1, "{:?}", plan.needs);
+            assert!(
+                plan.needs[0].starts_with("fx__echo {\"text\":\"hi\"}: mcp.call (ask"),
+                "{:?}",
+                plan.needs
             );
-            assert_eq!(ask.map(|d| d.reason.as_str()), Some("ASK_RULE"));
+            assert!(plan.in_band && plan.grantable);
         }
         other => panic!("started: {other:?}"),
     }
-    match prerun::check(&h.gateway, &h.gateway.guard, &scan(&["fx__add"])) {
-        PreRun::Start { ask, .. } => assert!(ask.is_none()),
+    match check(r#"call("mcp__fx__echo", {text: t})"#) {
+        PreRun::Start(plan) => {
+            // Computed arguments of a tool decided by name: approved for any call of it, once.
+            assert!(plan
+                .approval
+                .covers("fx__echo", &json!({"text": "anything"})));
+            assert!(!plan.grantable);
+        }
+        other => panic!("started: {other:?}"),
+    }
+    match check(r#"call("fx__add", {a: 1, b: 2})"#) {
+        PreRun::Start(plan) => assert!(plan.ask.is_none()),
         other => panic!("started: {other:?}"),
     }
     h.stop(&[]).await;
@@ -377,27 +384,22 @@ async fn search_tools_lists_servers_that_failed_to_start_with_why() {
 }
 
 #[tokio::test]
-async fn pre_run_check_asks_for_a_name_whose_decision_needs_its_arguments() {
+async fn pre_run_check_does_not_ask_for_a_call_the_policy_will_refuse() {
     let policy = json!({
         "permissions": {"default": "deny", "allow": ["mcp__fx__add"]},
         "approvals": {"wait_seconds": 0, "elicitation": false},
         "pins": {"newTools": "accept"},
     });
     let h = Harness::start(policy, FixtureOptions::default()).await;
-    let scan = |name: &str| codemode::Scan {
-        literal_names: [name.to_owned()].into(),
-        dynamic: false,
-    };
-    // Refused by default without arguments, but no rule refuses every call: a human approves the run.
-    match prerun::check(&h.gateway, &h.gateway.guard, &scan("fx__echo")) {
-        PreRun::Start { ask: Some(d), .. } => {
-            assert_eq!(d.effect, policy::Effect::Ask);
-            assert_eq!(d.reason.as_str(), "DEFAULT_DENY");
-        }
-        other => panic!("asks: {other:?}"),
+    let check =
+        |program: &str| prerun::check(&h.gateway, &h.gateway.guard, &codemode::scan(program));
+    // Refused by default with these arguments: the program may start, and the call is refused when made.
+    match check(r#"call("fx__echo", {text: "hi"})"#) {
+        PreRun::Start(plan) => assert!(plan.ask.is_none(), "{plan:?}"),
+        other => panic!("starts: {other:?}"),
     }
-    match prerun::check(&h.gateway, &h.gateway.guard, &scan("fx__add")) {
-        PreRun::Start { ask: None, .. } => {}
+    match check(r#"call("fx__add", {a: 1, b: 2})"#) {
+        PreRun::Start(plan) => assert!(plan.ask.is_none(), "{plan:?}"),
         other => panic!("starts unasked: {other:?}"),
     }
     h.stop(&[]).await;

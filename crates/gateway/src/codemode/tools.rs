@@ -1,8 +1,8 @@
 //! What `search_tools` and `run_code` do once the pipeline let them through.
 //!
-//! `run_code` checks the program first (`prerun`): a refused name stops it before it starts; a name that asks
-//! holds the whole run for a human once — through the client's elicitation when it can ask (the call waits),
-//! else out of band at once: the program is stored as a held `code_run` snapshot, the client gets a Contract V1
+//! `run_code` checks the program first (`prerun`): a refused name stops it before it starts; a call that asks
+//! holds the whole run for a human once — through the client's elicitation when it can ask and each call that
+//! asks could be approved there (the call waits), else out of band at once: the program is stored as a held `code_run` snapshot, the client gets a Contract V1
 //! handle, and `toolgate_resume` runs exactly that program (`run_approved`) with the approval in hand. The run
 //! itself goes to the `codemode` runner with the gateway's `ToolHost`.
 
@@ -83,7 +83,7 @@ pub(crate) fn search(
     CallOutcome::Complete(result, Completion::Succeeded)
 }
 
-/// `run_code` the policy allowed: the pre-run check, the approval of the run when a literal name asks, then
+/// `run_code` the policy allowed: the pre-run check, the approval of the run when a literal call asks, then
 /// the run.
 ///
 /// Boxed: holding the run may run it (`approval::execute`), which is where a held `run_code` comes back.
@@ -100,11 +100,11 @@ async fn run_code_unboxed(gw: &Arc<Gateway>, ctx: &CallContext, arguments: &Valu
         Ok(p) => p,
         Err(refused) => return CallOutcome::Refused(refused),
     };
-    let ask = match prerun::check(gw, &ctx.guard, &codemode::scan(program)) {
+    let plan = match prerun::check(gw, &ctx.guard, &codemode::scan(program)) {
         PreRun::Stop(refused) => return CallOutcome::Refused(refused.with_trace(&ctx.trace_id)),
-        PreRun::Start { ask, .. } => ask,
+        PreRun::Start(plan) => plan,
     };
-    let Some(decision) = ask else {
+    let Some(decision) = plan.ask.clone() else {
         // Nothing asked: the run starts with no approval, so any call that asks at run time is refused.
         return run(gw, ctx, program, None).await;
     };
@@ -116,15 +116,16 @@ async fn run_code_unboxed(gw: &Arc<Gateway>, ctx: &CallContext, arguments: &Valu
         arguments: json!({"code": program}),
         definition_sha256: String::new(),
         command: None,
-        note: None,
+        note: plan.note(),
     };
-    // A human the client can reach is asked while the call waits; otherwise the handle goes back at once, and
-    // the run waits for `toolgate approvals approve` and `toolgate_resume`.
+    // A human the client can reach is asked while the call waits, when each call could be approved there;
+    // otherwise the handle goes back at once, and the run waits for `toolgate approvals approve` and
+    // `toolgate_resume`.
     let mut held = ctx.clone();
     let can_elicit = ctx
         .asker
         .as_ref()
-        .is_some_and(|a| elicit::may_elicit(gw, a.as_ref(), &decision));
+        .is_some_and(|a| elicit::may_elicit(gw, a.as_ref(), plan.in_band));
     if !can_elicit {
         held.hold = HoldPolicy::HandleNow;
     }
@@ -134,7 +135,7 @@ async fn run_code_unboxed(gw: &Arc<Gateway>, ctx: &CallContext, arguments: &Valu
 }
 
 /// A held run a human approved (through elicitation, the admin CLI or a session grant): exactly the stored
-/// program, checked again (a deny added since stops it), with its literal names approved for the run.
+/// program, checked again (a deny added since stops it), with the calls that asked approved for the run.
 pub(crate) async fn run_approved(
     gw: &Arc<Gateway>,
     ctx: &CallContext,
@@ -146,10 +147,26 @@ pub(crate) async fn run_approved(
     };
     match prerun::check(gw, &ctx.guard, &codemode::scan(program)) {
         PreRun::Stop(refused) => CallOutcome::Refused(refused.with_trace(&ctx.trace_id)),
-        PreRun::Start { names, .. } => {
-            let approval = Arc::new(RunApproval { names });
-            run(gw, ctx, program, Some(approval)).await
-        }
+        PreRun::Start(plan) => run(gw, ctx, program, Some(Arc::new(plan.approval))).await,
+    }
+}
+
+/// How a held run may be answered through the client: as its calls that ask could be (`prerun::Plan`); a run
+/// that would not start now is offered nothing in band.
+pub(crate) fn offer(
+    gw: &Gateway,
+    guard: &crate::guard::Guard,
+    snapshot: &Snapshot,
+) -> elicit::Offer {
+    match prerun::check(gw, guard, &snapshot.code_scan()) {
+        PreRun::Start(plan) => elicit::Offer {
+            in_band: plan.in_band,
+            session_grant: plan.grantable,
+        },
+        PreRun::Stop(_) => elicit::Offer {
+            in_band: false,
+            session_grant: false,
+        },
     }
 }
 

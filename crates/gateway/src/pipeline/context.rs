@@ -102,13 +102,39 @@ pub(crate) struct Requester {
     pub log_level: Option<crate::route::LogLevel>,
 }
 
-/// What a human approved for one code-mode run: the tools the program names as literals, approved once for
-/// the run before it started. A call of one of them whose verdict is `ask` runs under this approval; any other
-/// `ask` in the run is refused (a name built at run time runs only under an allow rule).
+/// What a human approved for one code-mode run, before it started: the calls its program writes with a
+/// literal tool name that asked, each for exactly the arguments written, or for any when they are computed. A
+/// call whose verdict is `ask` runs under this approval only when it is one of them; any other `ask` in the
+/// run is refused (a name built at run time runs only under an allow rule, or as a call approved here).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RunApproval {
-    /// Exposed names.
-    pub names: std::collections::BTreeSet<String>,
+    /// By exposed name: the canonical JSON of each approved argument object, or `None` for any arguments.
+    calls: std::collections::BTreeMap<String, Option<std::collections::BTreeSet<String>>>,
+}
+
+impl RunApproval {
+    /// Approves calls of `exposed` with the arguments of canonical JSON `arguments`, or with any (`None`).
+    pub(crate) fn approve(&mut self, exposed: &str, arguments: Option<String>) {
+        let entry = self
+            .calls
+            .entry(exposed.to_owned())
+            .or_insert_with(|| Some(Default::default()));
+        match (entry.as_mut(), arguments) {
+            (Some(set), Some(a)) => {
+                set.insert(a);
+            }
+            _ => *entry = None,
+        }
+    }
+
+    /// Whether a call of `exposed` with `arguments` was approved.
+    pub(crate) fn covers(&self, exposed: &str, arguments: &Value) -> bool {
+        match self.calls.get(exposed) {
+            Some(None) => true,
+            Some(Some(set)) => set.contains(&jsonrpc::canonical_json(arguments)),
+            None => false,
+        }
+    }
 }
 
 /// One governed request's context.

@@ -112,6 +112,15 @@ async fn tool_stages(
         return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
     }
     let agg = gw.aggregate();
+    // Any spelling of a tool names it (`spellings`); one that could mean two tools names none.
+    let name = match agg.spelled(&name) {
+        crate::aggregate::Spelled::Tool(exposed) => exposed.to_owned(),
+        crate::aggregate::Spelled::Collision(why) => {
+            let why = format!("toolgate did not call {name:?}: {why}");
+            return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
+        }
+        crate::aggregate::Spelled::Unknown => name,
+    };
     let definition = agg.tool_definition(&name).cloned();
     let (server, tool) = match agg.route_tool(&name) {
         Some(route) => (route.server.clone(), route.name.clone()),
@@ -192,7 +201,7 @@ async fn tool_stages(
         Verdict::Allow(_) => execute(gw, ctx, &server, &tool, params, &arguments).await,
         // A program's call is never held: an ask runs under the run's approval, or is refused.
         Verdict::Ask(d) if matches!(ctx.origin, Origin::CodeRun { .. }) => {
-            match crate::codemode::program_ask(ctx, &name, &server, &tool, &d) {
+            match crate::codemode::program_ask(ctx, (&name, &arguments), &server, &tool, &d) {
                 Ok(()) => execute(gw, ctx, &server, &tool, params, &arguments).await,
                 Err(refused) => CallOutcome::Refused(refused),
             }

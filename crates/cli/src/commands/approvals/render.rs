@@ -10,7 +10,8 @@
 //! a control character or a bidi override in an argument shows up as a visible escape, never as layout. This is
 //! the only rendering of a protected request: raw pretty-printed JSON would leave bidi and other invisible
 //! characters as they are. A held code-mode run (`code_run`) also shows its program in full, one numbered line per
-//! program line, each escaped the same way, with the tool names it writes as literals (`calls`).
+//! program line, each escaped the same way, with the tool names it writes as literals (`calls`) and which of its
+//! calls need the approval, and why (`why asked`).
 
 use crate::commands::escape::{json_ascii, label, quoted, value_label};
 use serde_json::Value;
@@ -18,7 +19,7 @@ use std::fmt::Write;
 use store::{Approval, ApprovalStatus, Timestamp};
 
 /// Snapshot keys shown as one-line header fields, in this order, when present.
-const HEADER_KEYS: [(&str, &str); 8] = [
+const HEADER_KEYS: [(&str, &str); 9] = [
     ("kind", "kind"),
     ("server", "server"),
     ("tool", "tool"),
@@ -27,6 +28,8 @@ const HEADER_KEYS: [(&str, &str); 8] = [
     ("exposed", "exposed as"),
     ("definition_sha256", "definition"),
     ("names", "calls"),
+    // Why a hook asked; for a held run, which of its calls need the approval and why.
+    ("note", "why asked"),
 ];
 /// Snapshot keys shown as sections of `name = value` lines.
 const SECTION_KEYS: [&str; 2] = ["decision", "arguments"];
@@ -119,7 +122,7 @@ fn snapshot(out: &mut String, snapshot: &Value) {
         return;
     };
     for (key, name) in HEADER_KEYS {
-        if let Some(v) = map.get(key) {
+        if let Some(v) = map.get(key).filter(|v| !v.is_null()) {
             let _ = writeln!(out, "{name:<FIELD$}{}", value_label(v));
         }
     }
@@ -197,11 +200,19 @@ pub fn age(then: Timestamp, now: Timestamp) -> String {
 }
 
 /// What the request is about: the tool, prompt or resource URI.
+/// For a held run, also the tools its program calls by literal name (the detail says which need the approval).
 fn target(snapshot: &Value) -> String {
-    ["tool", "prompt", "uri"]
+    let target = ["tool", "prompt", "uri"]
         .iter()
         .find(|k| snapshot.get(**k).is_some())
-        .map_or_else(|| "-".to_owned(), |k| snapshot_field(snapshot, k))
+        .map_or_else(|| "-".to_owned(), |k| snapshot_field(snapshot, k));
+    match (
+        snapshot.get("kind").and_then(Value::as_str),
+        snapshot.get("names"),
+    ) {
+        (Some("code_run"), Some(names)) => format!("{target}:{}", value_label(names)),
+        _ => target,
+    }
 }
 
 /// A one-line snapshot field for the list; `-` when absent.
@@ -310,6 +321,28 @@ other (1)
                      \x20    2 | // \\u202ehidden\n\
                      \x20    3 | return r;\n";
         assert!(text.contains(shown), "{text}");
+    }
+
+    #[test]
+    fn held_run_says_which_calls_need_the_approval_and_why() {
+        let note = "this run needs a human's approval for: shell_run {\"program\":\"/bin/sh\"}: shell.exec \
+                    (DEFAULT_ASK), approved out of band only";
+        let a = approval(json!({
+            "kind": "code_run", "server": "toolgate", "tool": "run_code", "exposed": "run_code",
+            "arguments": {"code": "await call(\"shell_run\", {program: \"/bin/sh\"})"},
+            "names": ["shell_run"], "note": note,
+        }));
+        let text = detail(&a, Timestamp::from_millis(0));
+        assert!(
+            text.contains("why asked   \"this run needs a human's approval for: shell_run"),
+            "{text}"
+        );
+        assert!(text.contains("approved out of band only"), "{text}");
+        let listed = list(&[a], Timestamp::from_millis(0));
+        assert!(listed.contains("run_code:[\"shell_run\"]"), "{listed}");
+        // No note, no line for it.
+        let plain = approval(json!({"kind": "tools/call", "tool": "t", "note": null}));
+        assert!(!detail(&plain, Timestamp::from_millis(0)).contains("why asked"));
     }
 
     #[test]
