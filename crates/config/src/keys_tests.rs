@@ -37,10 +37,15 @@ fn refusal(value: &Value) -> String {
     }
 }
 
-/// Every spelling one slip away from `key`: a character dropped, added, changed or two neighbours swapped,
-/// the case changed, `_` and `-` swapped or dropped.
-fn slips(key: &str) -> BTreeSet<String> {
-    const ALPHABET: &str = "abcdefghijklmnopqrstuvwxyz_-0";
+/// Every letter a slip may add or change to.
+const EVERY_LETTER: &str = "abcdefghijklmnopqrstuvwxyz_-0";
+/// A few of them, for checks that load a whole config per slip: what is refused there does not depend on which
+/// letter was added or changed (serde compares whole names; the judge is checked with every letter).
+const SOME_LETTERS: &str = "ex_-";
+
+/// Every spelling one slip away from `key`: a character dropped, added, changed (to one of `letters`) or two
+/// neighbours swapped, the case changed, `_` and `-` swapped or dropped.
+fn slips(key: &str, letters: &str) -> BTreeSet<String> {
     let chars: Vec<char> = key.chars().collect();
     let mut out = BTreeSet::new();
     for i in 0..chars.len() {
@@ -52,7 +57,7 @@ fn slips(key: &str) -> BTreeSet<String> {
             c.swap(i, i + 1);
             out.insert(c.into_iter().collect());
         }
-        for a in ALPHABET.chars() {
+        for a in letters.chars() {
             let mut c = chars.clone();
             c[i] = a;
             out.insert(c.into_iter().collect());
@@ -66,7 +71,7 @@ fn slips(key: &str) -> BTreeSet<String> {
         out.insert(c.into_iter().collect());
     }
     for i in 0..=chars.len() {
-        for a in ALPHABET.chars() {
+        for a in letters.chars() {
             let mut c = chars.clone();
             c.insert(i, a);
             out.insert(c.into_iter().collect());
@@ -136,7 +141,7 @@ fn every_slip_of_a_top_level_key_is_refused() {
             parse(&json!({*key: value})).is_ok(),
             "the sample for {key} must load"
         );
-        for slip in slips(key) {
+        for slip in slips(key, EVERY_LETTER) {
             if TOP_LEVEL.read.contains(&slip.as_str()) {
                 continue;
             }
@@ -197,7 +202,18 @@ fn every_slip_of_a_server_key_is_refused() {
             "the sample for {key} must load: {:?}",
             parse_in(dir.path(), &config).err()
         );
-        for slip in slips(key) {
+        for slip in slips(key, EVERY_LETTER) {
+            if READ.contains(&slip.as_str()) {
+                continue;
+            }
+            assert!(
+                matches!(SERVER.judge(&slip), Verdict::Misspelt(_)),
+                "{slip} (for {key}) is not taken for a slip"
+            );
+        }
+        // A server entry is validated whole (its command resolved, its kind recognised), so one letter stands
+        // for all here; the judge above saw every letter.
+        for slip in slips(key, "x") {
             if READ.contains(&slip.as_str()) {
                 continue;
             }
@@ -229,7 +245,7 @@ fn every_slip_of_a_server_key_is_refused() {
 fn every_slip_inside_a_toolgate_section_is_refused_with_the_fix() {
     for (section, keys) in SECTIONS {
         for key in *keys {
-            for slip in slips(key) {
+            for slip in slips(key, SOME_LETTERS) {
                 if keys.contains(&slip.as_str()) {
                     continue;
                 }
