@@ -3,7 +3,8 @@
 //! Recognises cloud and SaaS credentials by shape (AWS key ids, GitHub, GitLab, Anthropic,
 //! OpenAI, GCP, Slack, Stripe, npm and Hugging Face tokens, JWTs, PEM blocks), credentials
 //! by context (`Bearer …`, `Authorization:` and cookie headers, `password=…`-style
-//! assignments, sensitive JSON keys, URL passwords and query values), and whole maps of env
+//! assignments, sensitive options followed by their value on a command line (`--token X`, `-u user:pw`, and in
+//! JSON argv arrays), sensitive JSON keys, URL passwords and query values), and whole maps of env
 //! vars or headers. Rules run to a fixpoint, so `redact(redact(x)) == redact(x)`. It does
 //! not try to find secrets with no recognisable shape or context; callers must not log
 //! such values at all.
@@ -101,6 +102,21 @@ fn rules() -> &'static [Rule] {
                 ),
                 "$1$2[REDACTED]",
                 |h| h.has_any(&["=", ":"]) && h.lower_has_any(SENSITIVE_HINTS),
+            ),
+            // A sensitive option whose value is the next word of a command line: `--token ghp…`,
+            // `--password hunter2`, `-api-key k`.
+            (
+                format!(
+                    r#"(^|\s)(--?{SENSITIVE_KEY})(\s+)(?:"(?:[^"\\]|\\.)*"|'[^']*'|[^\s"'-][^\s"']*)"#
+                ),
+                "$1$2$3[REDACTED]",
+                |h| h.has("-") && h.lower_has_any(SENSITIVE_HINTS),
+            ),
+            // A user and password given together as one option: `curl -u me:secret`, `--user=me:secret`.
+            (
+                r"(^|\s)(-u|--user|--proxy-user)(\s+|=)([^\s:]+):[^\s]+".into(),
+                "$1$2$3$4:[REDACTED]",
+                |h| h.has("-") && h.has(":") && h.lower_has_any(&["-u", "--user", "--proxy-user"]),
             ),
             (
                 r"\b((?i-u:bearer))\s+[A-Za-z0-9._~+/=-]{8,}".into(),
@@ -249,12 +265,42 @@ fn is_sensitive_key(key: &str) -> bool {
         || key.eq_ignore_ascii_case("authorization")
 }
 
+/// Whether one word of a command line is an option whose value is secret and may be the next word
+/// (`--token`, `--password`, `-u`).
+fn is_secret_option(word: &str) -> bool {
+    let Some(name) = word.strip_prefix('-') else {
+        return false;
+    };
+    let name = name.strip_prefix('-').unwrap_or(name);
+    !name.is_empty()
+        && !name.contains('=')
+        && (is_sensitive_key(name) || matches!(word, "-u" | "--user" | "--proxy-user"))
+}
+
+/// An array's items, read as argv where they are words: the word after a secret option is redacted whole,
+/// since it has no shape of its own to be recognised by (`["--token", "abc"]`).
+fn redact_items(items: &[Value]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(items.len());
+    let mut secret_next = false;
+    for item in items {
+        let redacted = match item {
+            Value::String(s) if secret_next && !s.starts_with('-') => {
+                Value::String(REDACTED.to_owned())
+            }
+            other => redact_json(other),
+        };
+        secret_next = item.as_str().is_some_and(is_secret_option);
+        out.push(redacted);
+    }
+    out
+}
+
 /// Redacts a JSON value: every string goes through `redact`, values under sensitive keys
 /// become `[REDACTED]`, and `env`/`headers` objects are redacted wholesale.
 pub fn redact_json(value: &Value) -> Value {
     match value {
         Value::String(s) => Value::String(redact(s)),
-        Value::Array(items) => Value::Array(items.iter().map(redact_json).collect()),
+        Value::Array(items) => Value::Array(redact_items(items)),
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
@@ -320,7 +366,7 @@ mod tests {
 
     #[test]
     fn every_rule_compiles() {
-        assert_eq!(rule_count(), 18);
+        assert_eq!(rule_count(), 20);
     }
 
     #[test]
@@ -389,6 +435,61 @@ mod tests {
                 "headers": {"X-Request-Id": REDACTED},
                 "options": {"apiKey": REDACTED, "retries": 3, "note": "[REDACTED:github-token]"}
             })
+        );
+    }
+
+    #[test]
+    fn secrets_given_as_the_next_word_of_a_command_line_are_redacted() {
+        for (line, want) in [
+            (
+                "gh --token ghpabc123 repo list",
+                "gh --token [REDACTED] repo list",
+            ),
+            (
+                "mysql --password hunter2 -h db",
+                "mysql --password [REDACTED] -h db",
+            ),
+            ("tool -api-key 'k e y' run", "tool -api-key [REDACTED] run"),
+            (
+                "curl -u me:hunter2 https://h/",
+                "curl -u me:[REDACTED] https://h/",
+            ),
+            (
+                "curl --user=me:hunter2 https://h/",
+                "curl --user=me:[REDACTED] https://h/",
+            ),
+            (
+                "deploy --token-file /run/t --verbose",
+                "deploy --token-file [REDACTED] --verbose",
+            ),
+            ("git log --oneline -n 3", "git log --oneline -n 3"),
+            ("ls --password-less-mode", "ls --password-less-mode"),
+        ] {
+            assert_eq!(redact(line), want, "{line}");
+            assert_eq!(redact(&redact(line)), want, "fixpoint: {line}");
+        }
+    }
+
+    #[test]
+    fn argv_arrays_lose_the_value_after_a_secret_option() {
+        let v = json!({"program": "curl", "args": [
+            "--token", "abc", "-u", "me:pw", "--password", "--verbose",
+            "-H", "Authorization: Bearer abcdefghijkl", "https://u:pw@h/x?key=v", "plain"
+        ]});
+        assert_eq!(
+            redact_json(&v)["args"],
+            json!([
+                "--token",
+                REDACTED,
+                "-u",
+                REDACTED,
+                "--password",
+                "--verbose",
+                "-H",
+                "Authorization: [REDACTED]",
+                "https://u:[REDACTED]@h/x?key=[REDACTED]",
+                "plain"
+            ])
         );
     }
 }

@@ -40,6 +40,9 @@ pub enum ConfigError {
         reference: String,
         why: String,
     },
+    /// A file of another kind given as the config (a ToolFence policy), refused with what to do instead.
+    #[error("{path} is not a toolgate config: {why}")]
+    NotAConfig { path: PathBuf, why: &'static str },
     #[error("unknown key {key}{hint}")]
     UnknownKey { key: String, hint: String },
     #[error("{key} is not supported yet by this version of toolgate: {why}")]

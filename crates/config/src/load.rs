@@ -1,10 +1,14 @@
 //! Reading and validating a config file. Parse first (TOML or JSON into one JSON tree), then validate each known
-//! section into the typed `Config`, recording provenance. Top-level keys toolgate does not know are a client's
-//! own settings: they are ignored with a warning, unless they look like a misspelt toolgate key. Server entries
-//! are validated in `server`.
+//! section into the typed `Config`, recording provenance. Top-level keys toolgate does not read are judged by
+//! `keys`: another client's setting is ignored with a warning; a slip of a toolgate key, a section of toolgate's
+//! under another name, or a policy's keys at the top level (a ToolFence policy passed as a config) are refused
+//! with the fix. Server entries are validated in `server`.
 
 use crate::error::{ConfigError, Result};
 use crate::expand::{expand, Vars};
+use crate::keys::{
+    did_you_mean, near_miss, Verdict, PERMISSION_LISTS, POLICY_FILE, SECTIONS, TOP_LEVEL,
+};
 use crate::model::{
     Config, HookCommand, HookStage, Provenance, Sandbox, SandboxLimits, Setting,
     DEFAULT_HOOK_TIMEOUT, SANDBOX_LAYERS,
@@ -38,32 +42,6 @@ pub struct Overrides {
 /// user believe a deny rule is active when it is not, so they are refused.
 const NOT_YET: &[(&str, &str)] = &[];
 
-const KNOWN: &[&str] = &[
-    "http",
-    "pins",
-    "sandbox",
-    "stateDir",
-    "state_dir",
-    "auditWitness",
-    "audit_witness",
-    "approvals",
-    "permissions",
-    "policy",
-    "profiles",
-    "profile",
-    "mcpServers",
-    "mcp_servers",
-    "servers",
-    "inputs",
-    "separator",
-    "prefixTools",
-    "prefix_tools",
-    "limits",
-    "workspace",
-    "hooks",
-    "mode",
-];
-
 /// Reads and validates the config file at `path`; the format follows the extension (`.toml`, else JSON).
 pub fn load(
     path: &Path,
@@ -76,6 +54,9 @@ pub fn load(
     })?;
     let format = match path.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case("toml") => Format::Toml,
+        Some(e) if e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml") => {
+            return Err(not_a_config(path, &text));
+        }
         _ => Format::Json,
     };
     parse_str(&text, format, path, env, overrides)
@@ -89,17 +70,22 @@ pub fn parse_str(
     env: &dyn Fn(&str) -> Option<String>,
     overrides: &Overrides,
 ) -> Result<Config> {
-    let tree: Value = match format {
+    let parsed: Result<Value> = match format {
         Format::Json => serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
             path: origin.display().to_string(),
             format: "JSON",
             message: e.to_string(),
-        })?,
+        }),
         Format::Toml => toml::from_str(text).map_err(|e| ConfigError::Syntax {
             path: origin.display().to_string(),
             format: "TOML",
             message: e.message().to_owned(),
-        })?,
+        }),
+    };
+    let tree: Value = match parsed {
+        Ok(tree) => tree,
+        Err(_) if looks_like_yaml_policy(text) => return Err(not_a_config(origin, text)),
+        Err(e) => return Err(e),
     };
     let Value::Object(top) = tree else {
         return Err(ConfigError::invalid(
@@ -254,7 +240,7 @@ impl Validator<'_> {
                         from: self.provenance("workspace"),
                     });
                 }
-                _ => self.unknown_top_level(key)?,
+                _ => self.unknown_top_level(key, value)?,
             }
         }
         if let Some((key, value)) = servers {
@@ -280,22 +266,66 @@ impl Validator<'_> {
         Ok(self.config)
     }
 
-    fn unknown_top_level(&mut self, key: String) -> Result<()> {
-        let squash = |s: &str| s.to_ascii_lowercase().replace(['_', '-'], "");
-        if let Some(known) = KNOWN
-            .iter()
-            .chain(NOT_YET.iter().map(|(k, _)| k))
-            .find(|k| squash(k) == squash(&key))
-        {
+    /// A key toolgate does not read. Another client's setting is ignored with a warning; anything that may be
+    /// one of toolgate's settings under a wrong name or in the wrong place is refused, since ignoring it could
+    /// drop a deny rule, a hook or a sandbox requirement without a word.
+    fn unknown_top_level(&mut self, key: String, value: Value) -> Result<()> {
+        if let Some(hint) = out_of_place(&key) {
+            return Err(ConfigError::UnknownKey { key, hint });
+        }
+        if let Some((known, _)) = NOT_YET.iter().find(|(k, _)| near_miss(k, &key)) {
             return Err(ConfigError::UnknownKey {
                 key,
                 hint: format!(" (did you mean {known}?)"),
             });
         }
-        self.config.warnings.push(format!(
-            "ignoring top-level key {key:?}: not a toolgate setting"
-        ));
+        let why = match TOP_LEVEL.judge(&key) {
+            Verdict::Misspelt(known) => {
+                return Err(ConfigError::UnknownKey {
+                    key,
+                    hint: format!(" (did you mean {known}?)"),
+                })
+            }
+            Verdict::Foreign { why, near } => {
+                // `"model": "code"` is Codex's key in name only: a value toolgate's near key accepts is taken as
+                // a slip of that key.
+                if let Some(near) = near.filter(|n| self.would_read(n, &value)) {
+                    let hint = format!(
+                        " (did you mean {near}? the value is one {near} takes; {key} itself is: {why})"
+                    );
+                    return Err(ConfigError::UnknownKey { key, hint });
+                }
+                why
+            }
+            Verdict::Read | Verdict::Unknown => {
+                if let Some(section) = section_by_shape(&value) {
+                    return Err(ConfigError::UnknownKey {
+                        key,
+                        hint: format!(
+                            " (it holds the keys of toolgate's {section:?} section: did you mean {section}?)"
+                        ),
+                    });
+                }
+                "not a toolgate setting"
+            }
+        };
+        self.config
+            .warnings
+            .push(format!("ignoring top-level key {key:?}: {why}"));
         Ok(())
+    }
+
+    /// Whether `value` is a valid `key` of toolgate's top level, in a scratch validation of its own.
+    fn would_read(&self, key: &str, value: &Value) -> bool {
+        let top = Map::from_iter([(key.to_owned(), value.clone())]);
+        Validator {
+            origin: self.origin,
+            env: self.env,
+            overrides: self.overrides,
+            config: Config::empty(),
+        }
+        .run(top)
+        .is_ok()
     }
 
     /// Kept as written: the policy stage parses, validates and explains these sections.
@@ -563,6 +593,64 @@ fn sandbox_limits(raw: Option<RawSandboxLimits>) -> Result<SandboxLimits> {
     Ok(limits)
 }
 
+/// Whether YAML text has a policy's keys at its top level (`version: 1`, `default: ask`, `rules:`).
+fn looks_like_yaml_policy(text: &str) -> bool {
+    text.lines().any(|line| {
+        line.split_once(':')
+            .is_some_and(|(key, _)| POLICY_FILE.contains(&key) || PERMISSION_LISTS.contains(&key))
+    })
+}
+
+/// A YAML file: toolgate's configs are JSON or TOML, and a YAML one with a policy's keys is a ToolFence policy.
+fn not_a_config(path: &Path, text: &str) -> ConfigError {
+    let why = if looks_like_yaml_policy(text) {
+        "it is a ToolFence policy (YAML with version, default and rules), which is not a toolgate config. \
+         Write a toolgate config (JSON or TOML) with these rules inside its \"policy\" section, which takes \
+         the same rules, and the servers under \"mcpServers\""
+    } else {
+        "toolgate's config is JSON or TOML, not YAML"
+    };
+    ConfigError::NotAConfig {
+        path: path.to_owned(),
+        why,
+    }
+}
+
+/// The fix for a policy's own key at the top level: a ToolFence policy passed as a config, or permission lists
+/// written outside `permissions`.
+fn out_of_place(key: &str) -> Option<String> {
+    let squash = |s: &str| s.to_ascii_lowercase().replace(['_', '-'], "");
+    let is = |list: &[&str]| list.iter().any(|k| squash(k) == squash(key));
+    if is(POLICY_FILE) {
+        return Some(format!(
+            ": {key:?} belongs to a policy, not at the top level of a toolgate config. This looks like a ToolFence \
+             policy (version, default, rules), which is not a toolgate config: put its keys inside the \
+             \"policy\" section of a toolgate config, which takes the same rules, and list the servers under \
+             \"mcpServers\" (JSON or TOML)"
+        ));
+    }
+    if is(PERMISSION_LISTS) {
+        return Some(format!(
+            ": permission lists belong inside \"permissions\" (did you mean permissions.{key}?)"
+        ));
+    }
+    None
+}
+
+/// The toolgate section whose keys are all that `value` holds, if any.
+fn section_by_shape(value: &Value) -> Option<&'static str> {
+    let Value::Object(map) = value else {
+        return None;
+    };
+    if map.is_empty() {
+        return None;
+    }
+    SECTIONS
+        .iter()
+        .find(|(_, keys)| map.keys().all(|k| keys.contains(&k.as_str())))
+        .map(|(name, _)| *name)
+}
+
 pub(crate) fn section<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T> {
     serde_json::from_value(value).map_err(|e| {
         let msg = e.to_string();
@@ -570,10 +658,17 @@ pub(crate) fn section<T: serde::de::DeserializeOwned>(value: Value, at: &str) ->
             .strip_prefix("unknown field `")
             .and_then(|r| r.split_once('`'))
         {
-            Some((field, rest)) => ConfigError::UnknownKey {
-                key: format!("{at}.{field}"),
-                hint: format!(" ({})", rest.trim_start_matches(", ")),
-            },
+            Some((field, rest)) => {
+                let expected = rest.split('`').skip(1).step_by(2);
+                let hint = match did_you_mean(field, expected) {
+                    Some(near) => format!(" (did you mean {near}?)"),
+                    None => format!(" ({})", rest.trim_start_matches(", ")),
+                };
+                ConfigError::UnknownKey {
+                    key: format!("{at}.{field}"),
+                    hint,
+                }
+            }
             None => ConfigError::invalid(at, msg),
         }
     })

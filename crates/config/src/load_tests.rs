@@ -60,7 +60,7 @@ fn claude_desktop_file_is_accepted_unchanged() {
     );
     assert_eq!(
         cfg.warnings,
-        vec!["ignoring top-level key \"globalShortcut\": not a toolgate setting".to_owned()]
+        vec!["ignoring top-level key \"globalShortcut\": Claude Desktop's setting: not used by toolgate".to_owned()]
     );
 }
 

@@ -10,7 +10,7 @@
 use crate::envfile;
 use crate::error::{ConfigError, Result};
 use crate::expand::expand;
-use crate::keys::{near_miss, CLIENT_ONLY, READ};
+use crate::keys::{Verdict, SERVER};
 use crate::load::{check_range, section, Validator};
 use crate::model::{
     DisabledServer, Protocol, ServerConfig, ServerKind, ToolFilter, Transport, FIXTURE_SUBCOMMAND,
@@ -323,26 +323,23 @@ impl Validator<'_> {
     ) -> Result<Vec<String>> {
         let mut notes = Vec::new();
         for key in other.keys() {
-            if let Some((_, why)) = CLIENT_ONLY.iter().find(|(k, _)| k == key) {
-                notes.push(format!("{key}: {why}"));
-                continue;
+            match SERVER.judge(key) {
+                Verdict::Foreign { why, .. } => notes.push(format!("{key}: {why}")),
+                Verdict::Misspelt(near) => {
+                    return Err(ConfigError::UnknownKey {
+                        key: format!("{at}.{key}"),
+                        hint: format!(" (did you mean {near}?)"),
+                    })
+                }
+                Verdict::Read | Verdict::Unknown => {
+                    notes.push(format!(
+                        "{key}: not a key toolgate or a known client reads; ignored"
+                    ));
+                    self.config.warnings.push(format!(
+                        "ignoring {at}.{key}: not a key toolgate or a known client reads"
+                    ));
+                }
             }
-            if let Some(near) = READ
-                .iter()
-                .chain(CLIENT_ONLY.iter().map(|(k, _)| k))
-                .find(|k| near_miss(k, key))
-            {
-                return Err(ConfigError::UnknownKey {
-                    key: format!("{at}.{key}"),
-                    hint: format!(" (did you mean {near}?)"),
-                });
-            }
-            notes.push(format!(
-                "{key}: not a key toolgate or a known client reads; ignored"
-            ));
-            self.config.warnings.push(format!(
-                "ignoring {at}.{key}: not a key toolgate or a known client reads"
-            ));
         }
         Ok(notes)
     }

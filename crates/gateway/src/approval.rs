@@ -153,7 +153,7 @@ pub(crate) async fn hold(
         &snapshot,
         &decision,
     ));
-    tracing::info!(request = %approval.id, target = %target, "approval requested");
+    tracing::info!(request = %approval.id, target = %audit::redact(&target), "approval requested");
     if let Some(asker) = ctx
         .asker
         .as_ref()

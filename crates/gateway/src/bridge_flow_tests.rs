@@ -101,7 +101,11 @@ async fn legacy_upstream_elicitation_reaches_a_modern_client_as_input_required()
     let (requests, _) = input_required(&answer);
     let asked = &requests[&only_key(&requests)];
     assert_eq!(asked["method"], "elicitation/create", "{answer}");
-    assert_eq!(asked["params"]["message"], "sure?", "{answer}");
+    assert_eq!(
+        asked["params"]["message"],
+        "Server \"fx\" asks (relayed by toolgate; not a toolgate approval question): sure?",
+        "{answer}"
+    );
     let rest = client.unexpected().await;
     assert!(
         !rest

@@ -31,7 +31,11 @@ async fn modern_upstream_input_required_reaches_a_legacy_client_as_elicitation()
         stream,
         crate::outbox::Stream::Request(jsonrpc::Id::from_value(&id).unwrap())
     );
-    assert_eq!(asked["params"]["message"], "go?", "{asked}");
+    assert_eq!(
+        asked["params"]["message"],
+        "Server \"fx\" asks (relayed by toolgate; not a toolgate approval question): go?",
+        "{asked}"
+    );
     assert!(
         asked["id"].as_str().unwrap().starts_with("tg-"),
         "toolgate's own id: {asked}"

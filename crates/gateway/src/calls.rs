@@ -227,7 +227,13 @@ pub(crate) async fn forward(
             )
             .await
         }
-        (answer, _, _) => CallOutcome::from_upstream(answer),
+        (mut answer, _, _) => {
+            // A modern client gets the upstream's input requests as they are, but for the label naming who asks.
+            if let Ok(a) = &mut answer {
+                crate::elicit::label_input_requests(conn.server(), a);
+            }
+            CallOutcome::from_upstream(answer)
+        }
     }
 }
 

@@ -12,7 +12,9 @@
 //! declined or dismissed dialog leaves the request to the other channels.
 //!
 //! The question and what the answer does are here; reaching the human is the requester's (`AskHuman`). A call
-//! with no grant scope is offered "allow once" and "reject" only: there is no session to grant for.
+//! with no grant scope is offered "allow once" and "reject" only: there is no session to grant for. An
+//! upstream's own elicitation, relayed, is labelled with its server here too (`label_relayed`), so toolgate's
+//! question and an upstream's can always be told apart.
 
 use crate::gateway::Gateway;
 use crate::pipeline::{AskHuman, GrantScope};
@@ -23,6 +25,69 @@ use store::Timestamp;
 
 /// The decider recorded for answers given through the client.
 const DECIDED_BY: &str = "elicitation";
+
+/// The `_meta` key that marks toolgate's own approval question (with its request id).
+pub(crate) const OWN_QUESTION_META: &str = "toolgate/approval";
+/// The `_meta` key that names the server a relayed request comes from.
+pub(crate) const RELAYED_FROM_META: &str = "toolgate/relayedFrom";
+
+/// An upstream's request as the client gets it: an elicitation's message begins by naming the server that asks
+/// (toolgate's own questions begin with "toolgate:", so no wording of the upstream's can pass for one), and every
+/// request names its server in `_meta[RELAYED_FROM_META]` (the upstream's own `toolgate/…` keys are already gone,
+/// removed where the upstream's messages arrive).
+pub(crate) fn label_relayed(server: &str, method: &str, params: Option<Value>) -> Option<Value> {
+    let mut params = match params {
+        Some(Value::Object(p)) => p,
+        // Not an object: nothing to label, and the client refuses it as the upstream sent it.
+        other => return other,
+    };
+    if method == "elicitation/create" {
+        let asked = params
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let labelled = format!(
+            "Server {server:?} asks (relayed by toolgate; not a toolgate approval question): {asked}"
+        );
+        params.insert("message".to_owned(), Value::String(labelled));
+    }
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !meta.is_object() {
+        *meta = Value::Object(Default::default());
+    }
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(
+            RELAYED_FROM_META.to_owned(),
+            Value::String(server.to_owned()),
+        );
+    }
+    Some(Value::Object(params))
+}
+
+/// The same label on each request of an upstream's `input_required` result (a 2026-07-28 upstream asking through
+/// its answer rather than with a request of its own).
+pub(crate) fn label_input_requests(server: &str, result: &mut Value) {
+    let Some(Value::Object(requests)) = result.get_mut("inputRequests") else {
+        return;
+    };
+    for request in requests.values_mut() {
+        let Some(method) = request
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            continue;
+        };
+        if let Some(r) = request.as_object_mut() {
+            let params = r.remove("params");
+            if let Some(labelled) = label_relayed(server, &method, params) {
+                r.insert("params".to_owned(), labelled);
+            }
+        }
+    }
+}
 
 /// Whether this ask may also go to the human through `asker`: it must be enabled, the asker able to ask, and —
 /// for anything that is not approved in band by default (`in_band`) — enabled for writes too.
@@ -126,7 +191,9 @@ pub(crate) async fn elicit(
     }
     let params = json!({
         "message": message,
-        "requestedSchema": {"type": "object", "properties": properties, "required": ["decision"]}
+        "requestedSchema": {"type": "object", "properties": properties, "required": ["decision"]},
+        // Only toolgate's own question carries it: the same key is removed from anything an upstream sends.
+        "_meta": {OWN_QUESTION_META: {"request_id": id}},
     });
     let Ok(answer) = asker.ask(params).await else {
         return;

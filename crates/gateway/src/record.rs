@@ -122,7 +122,8 @@ impl CallRecord {
             profile: self.profile.clone(),
             principal: self.principal.clone(),
             server: self.server.clone(),
-            tool: self.tool.clone(),
+            // A resource read's "tool" is its URI, which can carry credentials; the audit record redacts it too.
+            tool: audit::redact(&self.tool),
             operation: self.decision.operation.clone(),
             decision: effect(self.decision.effect),
             reason_code: self.decision.reason.clone(),

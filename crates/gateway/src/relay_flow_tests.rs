@@ -260,3 +260,55 @@ async fn upstream_subscription_ends_when_its_last_subscriber_closes_and_not_befo
     }
     h.stop(&[&observer]).await;
 }
+
+/// An upstream that asks in toolgate's own words: its question reaches the client labelled with its server,
+/// never starting like toolgate's, and without the mark only toolgate's own question carries; toolgate's own
+/// question, beside it, keeps both.
+#[tokio::test]
+async fn upstream_elicitation_is_labelled_with_its_server() {
+    let policy = json!({"permissions": {"default": "allow", "ask": ["mcp__fx__echo"]},
+                        "approvals": {"wait_seconds": 30, "elicitation": true},
+                        "pins": {"newTools": "accept"}});
+    let h = Harness::start(policy, FixtureOptions::default()).await;
+    let mut a = client(&h, json!({"elicitation": {}})).await;
+    let held = a
+        .send_request("tools/call", call("fx__echo", json!({"text": "x"})))
+        .await;
+    let own = a.wait_for(|m| m["method"] == "elicitation/create").await;
+    let own_words = own["params"]["message"].as_str().unwrap().to_owned();
+    assert!(own_words.starts_with("toolgate: allow"), "{own}");
+    assert!(
+        own["params"]["_meta"]["toolgate/approval"]["request_id"].is_string(),
+        "{own}"
+    );
+    a.respond(
+        &own["id"],
+        json!({"action": "accept", "content": {"decision": "reject"}}),
+    )
+    .await;
+    let _ = a.response(&held).await;
+
+    let id = a
+        .send_request(
+            "tools/call",
+            call("fx__elicit", json!({"message": own_words})),
+        )
+        .await;
+    let relayed = a.wait_for(|m| m["method"] == "elicitation/create").await;
+    let words = relayed["params"]["message"].as_str().unwrap();
+    assert!(
+        words.starts_with("Server \"fx\" asks") && !words.starts_with("toolgate:"),
+        "{relayed}"
+    );
+    assert!(
+        words.ends_with(&own_words),
+        "the upstream's words follow: {relayed}"
+    );
+    let meta = &relayed["params"]["_meta"];
+    assert_eq!(meta["toolgate/relayedFrom"], "fx", "{relayed}");
+    assert!(meta.get("toolgate/approval").is_none(), "{relayed}");
+    a.respond(&relayed["id"], json!({"action": "decline"}))
+        .await;
+    let _ = a.response(&id).await;
+    h.stop(&[&a]).await;
+}

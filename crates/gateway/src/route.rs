@@ -3,6 +3,9 @@
 //! the sessions they concern, cancellations to the session the request was relayed to; a client's log level and
 //! roots change reach upstreams on that client's behalf only.
 //!
+//! Every upstream request is labelled with its server before it is routed (`elicit::label_relayed`), so an
+//! elicitation can never pass for toolgate's own approval question.
+//!
 //! The rule for an upstream's request: attributed by the calls in flight on that upstream (`correlate`). Calls of
 //! one session only: that session, which must be able to answer (else refused, never handed to another client).
 //! Calls of several sessions: refused, because a stdio server's request names no call. No call in flight (a
@@ -165,6 +168,7 @@ impl Gateway {
         method: String,
         params: Option<Value>,
     ) {
+        let params = crate::elicit::label_relayed(server, &method, params);
         match self.route_request(server, &method) {
             Ok(Target::Session(session, cause)) => {
                 session.relay(server, id, method, params, cause).await

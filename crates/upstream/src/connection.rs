@@ -8,6 +8,7 @@
 use crate::era::{Era, MODERN_VERSION, PROTOCOL_META_PREFIX};
 use crate::error::{CallError, Result};
 use crate::link::{Incoming, Link, SendError};
+use crate::own_meta::strip_own_meta;
 use jsonrpc::{notification, request, Id, Message};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -225,7 +226,7 @@ impl Connection {
     fn unavailable(&self, why: &str) -> CallError {
         CallError::Unavailable {
             server: self.server.clone(),
-            why: why.to_owned(),
+            why: audit::redact(why),
         }
     }
 
@@ -293,12 +294,26 @@ impl Connection {
 
     async fn dispatch(
         &self,
-        msg: Message,
+        mut msg: Message,
         sinks: &Sinks,
         refresh: &mpsc::UnboundedSender<Refresh>,
     ) {
         let events = &sinks.events;
         let server = self.server.clone();
+        let forged = match &mut msg {
+            Message::Response { outcome, .. } => match outcome {
+                Ok(v) | Err(v) => strip_own_meta(v),
+            },
+            Message::Request { params, .. } | Message::Notification { params, .. } => {
+                params.as_mut().map_or(0, strip_own_meta)
+            }
+        };
+        if forged > 0 {
+            tracing::warn!(
+                server = %server,
+                "removed {forged} toolgate/* _meta field(s) the upstream sent: only toolgate writes them"
+            );
+        }
         match msg {
             Message::Response {
                 id: Some(Id::Int(id)),

@@ -267,7 +267,7 @@ pub(crate) async fn load_lists(
                         server = conn.server(),
                         "{method} failed ({why}); serving it as an empty list"
                     );
-                    catalog.list_errors.insert(method, why);
+                    catalog.list_errors.insert(method, audit::redact(&why));
                     Vec::new()
                 }
             };

@@ -8,7 +8,9 @@
 //! transport is a new link and connector, not a change to the peer or the supervisor.
 //!
 //! This crate speaks to upstreams only. It does not know clients, names exposed to them, or policy: the gateway
-//! does. Payloads stay raw JSON; only `_meta` protocol keys are adapted to the upstream's era.
+//! does. Payloads stay raw JSON; only `_meta` protocol keys are adapted to the upstream's era, and `_meta` keys in
+//! toolgate's own namespace (`toolgate/…`) are removed from whatever an upstream sends (`own_meta`). What an upstream
+//! writes to stderr, and errors that quote it, are redacted before they are kept.
 
 #![deny(clippy::print_stdout)]
 
@@ -20,6 +22,7 @@ mod handshake;
 mod http;
 mod link;
 pub mod memory;
+mod own_meta;
 mod process;
 mod stdio;
 mod supervisor;
@@ -30,5 +33,6 @@ pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSION, PROTOCOL_META_PREFIX};
 pub use error::{CallError, Result};
 pub use http::HttpConnector;
 pub use link::{BoxFuture, Connector, Incoming, Link, Opened, SendError};
+pub use own_meta::{is_own_meta_key, strip_own_meta, OWN_META_PREFIX};
 pub use stdio::{StdioConnector, StdioLink};
 pub use supervisor::{Options, State, Status, Upstream};

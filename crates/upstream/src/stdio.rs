@@ -22,6 +22,8 @@ const OUTBOX_CAPACITY: usize = 256;
 /// Lines of an upstream's stderr kept for `doctor` and the status tool.
 const STDERR_TAIL_LINES: usize = 20;
 const STDERR_LINE_CHARS: usize = 400;
+/// How much of a line is read for redaction before it is cut to `STDERR_LINE_CHARS`.
+const STDERR_REDACT_CHARS: usize = 4 * STDERR_LINE_CHARS;
 
 /// Spawns the configured command for every life.
 #[derive(Debug, Default, Clone, Copy)]
@@ -191,7 +193,13 @@ async fn stderr_loop(
 ) {
     let mut lines = BufReader::new(stderr).split(b'\n');
     while let Ok(Some(line)) = lines.next_segment().await {
-        let text: String = String::from_utf8_lossy(&line)
+        // Redacted before it is cut, so a secret that straddles the cut is still recognised; from here on (the
+        // log, `doctor`, the status tool, an error an agent reads) only the redacted line exists.
+        let raw: String = String::from_utf8_lossy(&line)
+            .chars()
+            .take(STDERR_REDACT_CHARS)
+            .collect();
+        let text: String = audit::redact(&raw)
             .chars()
             .take(STDERR_LINE_CHARS)
             .collect();

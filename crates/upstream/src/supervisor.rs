@@ -216,8 +216,10 @@ impl Upstream {
         {
             let mut inner = self.lock();
             inner.state = state;
-            if error.is_some() {
-                inner.last_error = error;
+            // The error may quote the upstream (its stderr, an HTTP error's URL): redacted once, here, for
+            // everyone who reads it.
+            if let Some(e) = error {
+                inner.last_error = Some(audit::redact(&e));
             }
             if state != State::Ready {
                 inner.conn = None;

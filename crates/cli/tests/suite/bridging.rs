@@ -37,13 +37,15 @@ fn python_sdk_client_answers_a_legacy_upstreams_questions_through_input_required
     );
     let out: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
     assert_eq!(out["protocolVersion"], "2026-07-28", "{out}");
-    // Every question reached the client's own callbacks, and every answer reached the upstream's tool.
+    // Every question reached the client's own callbacks, labelled with the server that asks, and every answer
+    // reached the upstream's tool.
+    let relayed = |q: &str| crate::support::relayed("fx", q);
     assert_eq!(
         out["elicited"],
         json!([
-            "proceed from python?",
-            "both from python",
-            "twice from python"
+            relayed("proceed from python?"),
+            relayed("both from python"),
+            relayed("twice from python")
         ]),
         "{out}"
     );
@@ -87,7 +89,11 @@ async fn legacy_client_answers_a_modern_upstreams_input_required_as_elicitation(
     let asked = client.requests_of("elicitation/create");
     assert_eq!(asked.len(), 2, "one question per round: {asked:#?}");
     for q in &asked {
-        assert_eq!(q["params"]["message"], "from a legacy client?", "{q}");
+        assert_eq!(
+            q["params"]["message"],
+            crate::support::relayed("fx", "from a legacy client?"),
+            "{q}"
+        );
     }
 }
 

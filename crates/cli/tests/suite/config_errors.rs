@@ -70,3 +70,79 @@ fn unreachable_http_upstream_is_reported_with_its_url_and_the_reason() {
         "{stdout}"
     );
 }
+
+/// `command --config FILE` with the setup's own state, stdin closed: (exit code, stderr).
+fn run_with_config(setup: &Setup, command: &[&str], config: &std::path::Path) -> (i32, String) {
+    // Before `--`, where wrap's command begins.
+    let at = command
+        .iter()
+        .position(|a| *a == "--")
+        .unwrap_or(command.len());
+    let out = Command::new(toolgate())
+        .args(&command[..at])
+        .arg("--config")
+        .arg(config)
+        .args(&command[at..])
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Every command that reads a config: each must refuse the same file the same way.
+const CONFIG_COMMANDS: &[&[&str]] = &[
+    &["serve"],
+    &["policy", "check"],
+    &["doctor", "--no-start"],
+    &["doctor"],
+    &["wrap", "--", "cat"],
+];
+
+#[test]
+fn misspelt_permissions_key_does_not_drop_the_deny() {
+    let spelt = Setup::new(json!({"permissions": {"deny": ["Read(**/.env)"]}}));
+    let (code, err) = run_with_config(&spelt, &["policy", "check"], &spelt.config);
+    assert_eq!(code, 0, "the correctly spelt file is a valid policy: {err}");
+    let setup = Setup::new(json!({"permisions": {"deny": ["Read(**/.env)"]}}));
+    for command in CONFIG_COMMANDS {
+        let (code, err) = run_with_config(&setup, command, &setup.config);
+        assert_eq!(code, 2, "{command:?}: {err}");
+        assert!(
+            err.contains("unknown key permisions (did you mean permissions?)"),
+            "{command:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn toolfence_policy_passed_as_config_is_refused_by_every_command() {
+    let setup = Setup::new(json!({}));
+    let yaml = setup.dir.path().join("toolfence.yaml");
+    std::fs::write(
+        &yaml,
+        "version: 1\ndefault: ask\nrules:\n  - id: deny-dotenv\n    effect: deny\n    operations: [fs.read]\n    \
+         resources: [\"**/.env\"]\n",
+    )
+    .unwrap();
+    let json_twin = setup.dir.path().join("toolfence.json");
+    std::fs::write(
+        &json_twin,
+        json!({"version": 1, "default": "ask", "rules": []}).to_string(),
+    )
+    .unwrap();
+    for file in [&yaml, &json_twin] {
+        for command in CONFIG_COMMANDS {
+            let (code, err) = run_with_config(&setup, command, file);
+            assert_eq!(code, 2, "{command:?} {}: {err}", file.display());
+            assert!(
+                err.contains("ToolFence policy") && err.contains("\"policy\" section"),
+                "{command:?} {}: {err}",
+                file.display()
+            );
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! What crosses the gateway: payloads loss-free both ways, names, pagination, progress, cancellation, list
 //! changes, relayed server requests, and resources, prompts and completions routed to their owner.
 
-use crate::support::{call, legacy, text, toolgate, Setup};
+use crate::support::{call, legacy, relayed, text, toolgate, Setup};
 use jsonrpc::Id;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -213,7 +213,7 @@ async fn elicitation_of_an_upstream_is_relayed_to_the_client_whose_call_caused_i
     assert_eq!(r["structuredContent"], answer);
     let asked = client.requests_of("elicitation/create");
     assert_eq!(asked.len(), 1);
-    assert_eq!(asked[0]["params"]["message"], "which one?");
+    assert_eq!(asked[0]["params"]["message"], relayed("fx", "which one?"));
 }
 
 /// A client's `logging/setLevel` is its own: toolgate keeps it and filters the upstream's log messages by it.

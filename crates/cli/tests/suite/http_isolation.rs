@@ -115,12 +115,10 @@ impl Client {
                 };
                 let message: Value = serde_json::from_str(data.trim()).unwrap();
                 if message["method"] == "elicitation/create" {
-                    asked.push(
-                        message["params"]["message"]
-                            .as_str()
-                            .unwrap_or("")
-                            .to_owned(),
-                    );
+                    // The label toolgate adds is checked here, so the questions compare as the upstream asked them.
+                    let words = message["params"]["message"].as_str().unwrap_or("");
+                    let label = crate::support::relayed("fx", "");
+                    asked.push(words.strip_prefix(&label).unwrap_or(words).to_owned());
                     let reply = json!({"jsonrpc": "2.0", "id": message["id"],
                                        "result": {"action": "accept", "content": {}}});
                     let sent = self.request(&reply).send().await.unwrap();

@@ -6,6 +6,7 @@
 
 mod adapters;
 mod admin;
+mod agent_view;
 mod approvals;
 mod approvals_attacks;
 mod approvals_exit;

@@ -101,6 +101,13 @@ pub async fn call(client: &StdioClient, name: &str, args: Value) -> Result<Value
         .await
 }
 
+/// An upstream's elicitation message as toolgate relays it: labelled with the server that asks.
+pub fn relayed(server: &str, message: &str) -> String {
+    format!(
+        "Server {server:?} asks (relayed by toolgate; not a toolgate approval question): {message}"
+    )
+}
+
 pub fn text(result: &Value) -> &str {
     result
         .pointer("/content/0/text")

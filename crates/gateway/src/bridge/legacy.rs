@@ -130,6 +130,8 @@ async fn ask_all(
             .get("params")
             .cloned()
             .unwrap_or_else(|| Value::Object(Map::new()));
+        let params = crate::elicit::label_relayed(server, &method, Some(params))
+            .unwrap_or_else(|| Value::Object(Map::new()));
         checked.push((key, method, params));
     }
     let mut asks = JoinSet::new();
