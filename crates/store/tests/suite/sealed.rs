@@ -182,11 +182,7 @@ fn flood_of_asks_from_one_session_hits_the_per_session_cap_not_the_store() {
     s.create_held_request(&held("flood", T0)).unwrap();
 }
 
-fn held_by(
-    session: &'static str,
-    owner: &'static str,
-    now: Timestamp,
-) -> NewRequest<'static> {
+fn held_by(session: &'static str, owner: &'static str, now: Timestamp) -> NewRequest<'static> {
     NewRequest {
         owner: Some(owner),
         ..held(session, now)
@@ -219,10 +215,12 @@ fn one_identity_pending_approvals_do_not_block_another_identitys_ask() {
     }
     assert_eq!(flood.len(), 4);
     // Another identity's ask goes through while the flood's wait.
-    s.create_held_request(&held_by("q1", "key:quiet", T0)).unwrap();
+    s.create_held_request(&held_by("q1", "key:quiet", T0))
+        .unwrap();
     // A decision frees the flood's share.
     s.reject(&flood[0], "alice", T0).unwrap();
-    s.create_held_request(&held_by("r7", "key:flood", T0)).unwrap();
+    s.create_held_request(&held_by("r7", "key:flood", T0))
+        .unwrap();
 }
 
 #[test]
