@@ -15,6 +15,7 @@ mod bridging;
 mod client_configs;
 mod clients;
 mod codemode;
+mod codemode_bounds;
 mod codemode_clients;
 mod codemode_escape;
 mod codemode_tasks;
