@@ -3,7 +3,8 @@
 //!
 //! This crate owns the search index over a catalog (`search`), the static scan of a program's tool names
 //! (`scan`), the per-session state of programs — call numbers for `recall`, files for `saveFile` / `readFile`
-//! (`session`) —, the projection of large values into a compact result (`project`), the parent side of a run
+//! (`session`), each charged to its identity's share (`quota`) —, fair admission of identities to workers and
+//! to calls in flight (`fair`), the projection of large values into a compact result (`project`), the parent side of a run
 //! (`run`: start the worker through the `sandbox` crate, answer its requests, enforce the wall clock and the
 //! output caps) and the worker itself (`worker`: the embedded engine, run in a separate locked-down process).
 //! It does not decide whether a call may run: every call a program makes goes to a [`ToolHost`], which the
@@ -12,8 +13,10 @@
 #![deny(clippy::print_stdout)]
 
 mod error;
+pub mod fair;
 mod host;
 pub mod project;
+pub mod quota;
 pub mod run;
 pub mod scan;
 pub mod search;
@@ -21,8 +24,10 @@ pub mod session;
 pub mod worker;
 
 pub use error::{Error, Result};
+pub use fair::{FairGate, Permit, TooManyWaiting};
 pub use host::{result_value, CallFailure, HostFuture, NestedCall, ToolHost};
+pub use quota::{Exceeded, Quota};
 pub use run::{CallNote, LimitKind, RunEnd, RunLimits, RunReport, Runner, WorkerCommand};
 pub use scan::{scan, LiteralCall, Scan};
 pub use search::{Hit, SearchIndex, ToolDoc};
-pub use session::{CodeSession, Recalled};
+pub use session::{CodeSession, Recalled, Shares};

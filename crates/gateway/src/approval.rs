@@ -123,6 +123,8 @@ pub(crate) async fn hold(
         }
     }
     let trace_id = trace_id.to_owned();
+    // Counted over every session of the caller's identity, since a session costs nothing to open.
+    let owner = crate::codemode::bounds::identity(ctx);
     let opts = &gw.opts.approvals;
     let start = now();
     let created = state.store(|s| {
@@ -130,6 +132,7 @@ pub(crate) async fn hold(
             trace_id: &trace_id,
             snapshot: &stored,
             session_id: session,
+            owner: Some(&owner),
             now: start,
             held_until: start.plus_millis(opts.wait.value.as_millis() as i64),
             expires_at: start.plus_millis(opts.expire.value.as_millis() as i64),

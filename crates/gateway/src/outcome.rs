@@ -38,6 +38,9 @@ pub enum RefusalCode {
     Failed,
     /// A generic refusal of toolgate's own (a command that cannot be resolved before approval).
     Refused,
+    /// A bound of toolgate's was reached (an identity's share, or the ceiling over every identity); the message
+    /// names the bound and what frees it.
+    LimitReached,
 }
 
 impl RefusalCode {
@@ -59,6 +62,7 @@ impl RefusalCode {
             RefusalCode::Conflict => "CONFLICT",
             RefusalCode::Failed => "FAILED",
             RefusalCode::Refused => "REFUSED",
+            RefusalCode::LimitReached => "LIMIT_REACHED",
         }
     }
 }

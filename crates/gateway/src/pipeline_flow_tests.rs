@@ -302,3 +302,51 @@ async fn waiting_held_call_runs_when_another_store_connection_approves_it() {
     );
     h.stop(&[&client]).await;
 }
+
+async fn ask(client: &mut Client, text: &str) -> Value {
+    let params =
+        json!({"name": "fx__echo", "arguments": {"text": text}, "_meta": modern_meta(json!({}))});
+    client.modern("tools/call", params).await
+}
+
+#[tokio::test]
+async fn one_identity_pending_approvals_do_not_block_another_identitys_ask() {
+    let h = Harness::start(policy(), FixtureOptions::default()).await;
+    let cap = store::Limits::DEFAULT.max_pending_per_identity as usize;
+    let mut clients = Vec::new();
+    // Each ask on a session of its own, as 2026-07-28 requests are: the sessions give the flood no new share.
+    for i in 0..cap {
+        let mut flood = h.client_as(None, Some("key:flood"));
+        let held = ask(&mut flood, &format!("flood {i}")).await;
+        assert!(!held.to_string().contains("cap"), "ask {i}: {held}");
+        clients.push(flood);
+    }
+    let mut flood = h.client_as(None, Some("key:flood"));
+    let refused = ask(&mut flood, "one more").await;
+    assert!(
+        refused.to_string().contains("per-identity cap"),
+        "{refused}"
+    );
+    clients.push(flood);
+    let mut quiet = h.client_as(None, Some("key:quiet"));
+    let held = ask(&mut quiet, "quiet").await;
+    assert!(!held.to_string().contains("cap"), "{held}");
+    let pending = h
+        .state
+        .store(|s| {
+            s.list_requests(
+                Some(store::ApprovalStatus::Pending),
+                store::Timestamp::now(),
+            )
+        })
+        .unwrap();
+    let of = |who: &str| {
+        pending
+            .iter()
+            .filter(|a| a.snapshot["principal"] == who)
+            .count()
+    };
+    assert_eq!((of("key:flood"), of("key:quiet")), (cap, 1));
+    clients.push(quiet);
+    h.stop(&clients.iter().collect::<Vec<_>>()).await;
+}

@@ -3,8 +3,8 @@
 //!
 //! Finished means no longer usable: rejected, consumed, cancelled, or expired (stored or effective). A live
 //! request (PENDING or APPROVED before its expiry) is never removed here, so a human's pending decision or an
-//! approved call awaiting its resume cannot be pushed out by a flood of new asks; the per-session cap in
-//! `approvals` bounds that flood. The audit log, not this table, is the lasting record of every request.
+//! approved call awaiting its resume cannot be pushed out by a flood of new asks; the per-session and
+//! per-identity caps in `approvals` bound that flood, so one identity cannot fill the store for every other. The audit log, not this table, is the lasting record of every request.
 
 use rusqlite::{params, Transaction, TransactionBehavior};
 

@@ -176,6 +176,10 @@ pub struct NewRequest<'a> {
     pub snapshot: &'a Value,
     /// The session whose call asks; its waiting requests count against the per-session cap.
     pub session_id: Option<&'a str>,
+    /// The identity whose call asks (the front end's principal, or the gateway's one local identity); its
+    /// waiting requests, over all its sessions, count against the per-identity cap. `None`: counted by no one
+    /// (a request made outside any caller).
+    pub owner: Option<&'a str>,
     /// Creation time.
     pub now: Timestamp,
     /// Until when the call is held waiting.
@@ -197,6 +201,7 @@ impl Store {
             trace_id,
             snapshot,
             session_id: None,
+            owner: None,
             now,
             held_until: now,
             expires_at,
@@ -206,7 +211,8 @@ impl Store {
     /// Creates a sealed PENDING request.
     ///
     /// First deletes finished requests past their retention. Fails closed with `SessionPendingFull` when the
-    /// session has its cap of waiting requests, with `SnapshotTooLarge` for an oversized snapshot, and with
+    /// session has its cap of waiting requests, with `IdentityPendingFull` when its identity has (over all its
+    /// sessions, which cost nothing to open), with `SnapshotTooLarge` for an oversized snapshot, and with
     /// `StoreFull` / `StoreBytesFull` when the store cannot hold it even after finished requests were evicted;
     /// the checks and the insert share one immediate transaction so two processes cannot both squeeze past the
     /// last slot.
@@ -254,8 +260,28 @@ impl Store {
                 });
             }
         }
+        let owner = new.owner.map(cap).unwrap_or_default();
+        if !owner.is_empty() {
+            let waiting: i64 = tx.query_row(
+                "SELECT COUNT(*) FROM approvals
+                 WHERE owner = ?1 AND status = 'PENDING' AND expires_at > ?2",
+                rusqlite::params![owner, new.now.as_millis()],
+                |r| r.get(0),
+            )?;
+            if waiting as u64 >= limits.max_pending_per_identity {
+                return Err(Error::IdentityPendingFull {
+                    limit: limits.max_pending_per_identity,
+                });
+            }
+        }
         crate::approval_space::make_room(&tx, &limits, size, new.now)?;
         row.insert(&tx)?;
+        // Outside the seal: it only counts a caller's waiting requests, and whoever could edit it could delete
+        // the rows as well.
+        tx.execute(
+            "UPDATE approvals SET owner = ?1 WHERE id = ?2",
+            rusqlite::params![owner, row.id],
+        )?;
         let approval = row.into_approval(&self.key, &self.namespace_id, new.now);
         tx.commit()?;
         Ok(approval)

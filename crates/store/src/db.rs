@@ -153,6 +153,11 @@ const MIGRATIONS: &[&str] = &[
     ",
     // Who called, for calls an HTTP front end authenticated (`key:<name>`, `jwt:<issuer>#<subject>`).
     "ALTER TABLE report_events ADD COLUMN principal TEXT;",
+    // The identity whose call asked, so its waiting requests are counted over all its sessions.
+    "
+    ALTER TABLE approvals ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+    CREATE INDEX approvals_by_owner ON approvals(owner, status);
+    ",
 ];
 
 /// The schema version this build writes.

@@ -90,6 +90,15 @@ pub enum Error {
         /// The per-session cap.
         limit: u64,
     },
+    /// The identity already has as many requests waiting for a human as it may, over all its sessions.
+    #[error(
+        "this identity already has {limit} approval requests waiting for a human over its sessions (the \
+         per-identity cap); decide or let them expire before asking for more"
+    )]
+    IdentityPendingFull {
+        /// The per-identity cap.
+        limit: u64,
+    },
     /// The OS random number generator failed; no id is better than a guessable id.
     #[error("OS random number generator failed")]
     Rng,

@@ -29,18 +29,23 @@ pub struct Limits {
     pub max_total_snapshot_bytes: u64,
     /// Most requests one session may have waiting for a human at once.
     pub max_pending_per_session: u64,
+    /// Most requests one identity may have waiting for a human at once, over all its sessions; well under
+    /// the record ceiling, so one identity's flood leaves room for every other identity's ask.
+    pub max_pending_per_identity: u64,
     /// How long a finished request is kept (so a late status or resume still gets an exact answer).
     pub keep_finished_ms: i64,
 }
 
 impl Limits {
     /// The production ceilings: 10,000 records, 64 KiB per snapshot, 16 MiB in total, 16 waiting requests per
-    /// session (so one session can hold at most 1 MiB of snapshots), finished requests kept for 24 hours.
+    /// session (so one session can hold at most 1 MiB of snapshots) and 64 per identity (4 MiB), finished
+    /// requests kept for 24 hours.
     pub const DEFAULT: Self = Self {
         max_approval_records: 10_000,
         max_snapshot_bytes: 64 * 1024,
         max_total_snapshot_bytes: 16 * 1024 * 1024,
         max_pending_per_session: 16,
+        max_pending_per_identity: 64,
         keep_finished_ms: 24 * 60 * 60 * 1000,
     };
 }

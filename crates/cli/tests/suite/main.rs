@@ -17,6 +17,7 @@ mod client_configs;
 mod clients;
 mod codemode;
 mod codemode_approvals;
+mod codemode_bounds;
 mod codemode_clients;
 mod codemode_escape;
 mod codemode_tasks;

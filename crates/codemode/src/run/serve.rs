@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::channel::{encode, Channel, Incoming};
 use super::{CallNote, LimitKind, RunEnd, RunLimits, RunReport, WorkerCommand};
 use crate::host::{result_value, CallFailure, NestedCall, ToolHost};
-use crate::session::CodeSession;
+use crate::session::{CodeSession, Recalled};
 use crate::worker::protocol::{
     state_text, FromWorker, Reply, ToWorker, WorkerEnd, WorkerLimits, MAX_PROGRAM_LINE,
 };
@@ -271,7 +271,7 @@ async fn serve(
                 open.retain(|&n| n != seq);
                 let reply = match outcome.and_then(|result| result_value(&result)) {
                     Ok(value) => {
-                        session.record(seq, value.clone());
+                        session.record(seq, &value);
                         Reply::Value { value }
                     }
                     Err(failure) => {
@@ -334,11 +334,12 @@ async fn serve(
             }
             FromWorker::Recall { id, n } => {
                 other_requests += 1;
-                let reply = match session.recall(n) {
-                    Some(value) => Reply::Value { value },
-                    None => Reply::Error {
+                let found = session.lookup(n);
+                let reply = match (found.message(n), found) {
+                    (_, Recalled::Kept(value)) => Reply::Value { value },
+                    (message, _) => Reply::Error {
                         code: "NO_SUCH_CALL".to_owned(),
-                        message: format!("no call #{n} of this session has a result to recall"),
+                        message: message.unwrap_or_default(),
                     },
                 };
                 reply_to(channel, id, reply, reply_bytes);

@@ -2,13 +2,14 @@
 //! every component of its path is created with `mkdirat` and opened with `O_NOFOLLOW | O_DIRECTORY` from the
 //! one before, starting at `/`, so a symlink planted in place of the directory or any parent makes the save
 //! fail rather than write elsewhere. The directory is the caller's and owner-only (0700); files are opened
-//! relative to its descriptor with `O_NOFOLLOW`, written 0600, and must be plain files with one link. It does
-//! not decide which files a program may read; `CodeSession` does.
+//! relative to its descriptor with `O_NOFOLLOW`, written 0600, and must be plain files with one link; they are
+//! deleted through the same descriptor. It does not decide which files a program may read; `CodeSession` does.
 
 use nix::errno::Errno;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fchmod, fstat, mkdirat, Mode, SFlag};
-use nix::unistd::geteuid;
+use nix::sys::statvfs::fstatvfs;
+use nix::unistd::{geteuid, unlinkat, UnlinkatFlags};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -75,6 +76,29 @@ pub(super) fn write(dir: &OwnedFd, name: &str, data: &[u8]) -> Result<(), String
     file.write_all(data)
         .map_err(|e| format!("cannot write {name}: {e}"))?;
     Ok(())
+}
+
+/// Whether the file system of `dir` keeps at least `min_free` bytes free after `cost` more are written.
+pub(super) fn room(dir: &OwnedFd, cost: u64, min_free: u64) -> Result<(), String> {
+    let stat = fstatvfs(dir).map_err(|e| format!("cannot see the free space: {e}"))?;
+    #[allow(clippy::unnecessary_cast)] // The field types differ between C libraries.
+    let free = (stat.blocks_available() as u64).saturating_mul(stat.fragment_size() as u64);
+    if free < cost.saturating_add(min_free) {
+        return Err(format!(
+            "the file system has {free} bytes free, and toolgate keeps {min_free} free for its own state; \
+             free disk space, or end sessions that saved files"
+        ));
+    }
+    Ok(())
+}
+
+/// Deletes `name` in `dir` if it is there (the entry itself: a symlink is removed, never followed).
+pub(super) fn remove(dir: &OwnedFd, name: &str) {
+    if let Err(e) = unlinkat(dir.as_fd(), name, UnlinkatFlags::NoRemoveDir) {
+        if e != Errno::ENOENT {
+            tracing::warn!(file = name, "a saved file was not deleted: {e}");
+        }
+    }
 }
 
 /// Reads `name` in `dir`, at most `max` bytes, as UTF-8.

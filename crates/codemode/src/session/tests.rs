@@ -1,6 +1,7 @@
 //! Each test is an attack on `saveFile` / `readFile` or a bound of `recall`.
 
 use super::*;
+use crate::quota::Quota;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
@@ -218,7 +219,7 @@ fn recall_keeps_the_latest_results_and_says_when_one_was_evicted() {
     let s = CodeSession::new(None);
     for _ in 0..KEEP_RESULTS + 5 {
         let seq = s.reserve();
-        s.record(seq, json!(seq));
+        s.record(seq, &json!(seq));
     }
     assert_eq!(s.lookup(1), Recalled::Evicted);
     assert_eq!(s.lookup(5), Recalled::Evicted);
@@ -236,12 +237,12 @@ fn recall_is_bounded_in_bytes() {
     let s = CodeSession::new(None);
     let big = json!("x".repeat(KEEP_RESULT_BYTES / 2));
     for seq in 1..=3 {
-        s.record(seq, big.clone());
+        s.record(seq, &big);
     }
     assert_eq!(s.lookup(1), Recalled::Evicted);
     assert_eq!(s.lookup(3), Recalled::Kept(big.clone()));
     // One value larger than the whole budget is not kept at all, and evicts nothing else.
-    s.record(4, json!("y".repeat(KEEP_RESULT_BYTES + 1)));
+    s.record(4, &json!("y".repeat(KEEP_RESULT_BYTES + 1)));
     assert_eq!(s.lookup(4), Recalled::Evicted);
     assert_eq!(s.lookup(3), Recalled::Kept(big));
 }
@@ -261,4 +262,165 @@ fn save_file_cannot_fill_the_disk_in_steps() {
     s.save_file("part0", "small").unwrap();
     s.save_file("one_more", &chunk[..MAX_FILE_BYTES / 2])
         .unwrap();
+}
+
+/// Counts the bytes this thread has allocated and not freed, while counting is on, so a test can see what a
+/// structure really takes rather than what it says it takes.
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    pub struct Counting;
+
+    thread_local! {
+        static ON: Cell<bool> = const { Cell::new(false) };
+        static NET: Cell<i64> = const { Cell::new(0) };
+    }
+
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            if ON.with(Cell::get) {
+                NET.with(|n| n.set(n.get() + layout.size() as i64));
+            }
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            if ON.with(Cell::get) {
+                NET.with(|n| n.set(n.get() - layout.size() as i64));
+            }
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    /// The net bytes `f` left allocated on this thread.
+    pub fn net<T>(f: impl FnOnce() -> T) -> (T, i64) {
+        NET.with(|n| n.set(0));
+        ON.with(|on| on.set(true));
+        let out = f();
+        ON.with(|on| on.set(false));
+        (out, NET.with(Cell::get))
+    }
+}
+
+#[test]
+fn recall_is_bounded_by_its_memory_not_its_serialised_size() {
+    // `[[],[],…]`: 3 bytes of text per element, about 23 times that as a parsed value.
+    let dense = serde_json::Value::Array(vec![json!([]); 100_000]);
+    let text_len = serde_json::to_string(&dense).unwrap().len();
+    let bound: u64 = 4 << 20;
+    let shares = Shares {
+        identity: "key:flood".to_owned(),
+        disk: Arc::new(Quota::new(1 << 20, 1 << 20)),
+        memory: Arc::new(Quota::new(bound, bound)),
+    };
+    let s = CodeSession::with_shares(None, shares);
+    let ((), held) = counting::net(|| {
+        for seq in 1..=30 {
+            s.record(seq, &dense);
+        }
+    });
+    assert!(
+        held <= bound as i64 + (256 << 10),
+        "30 results of {text_len} bytes of text left {held} bytes allocated, over the {bound} bound"
+    );
+    assert!(s.kept_bytes() <= bound);
+    // The newest is still recalled as the value it was.
+    assert_eq!(s.recall(30), Some(dense));
+    assert_eq!(s.lookup(1), Recalled::Evicted);
+}
+
+#[test]
+fn recall_memory_is_one_share_per_identity_across_its_sessions() {
+    let memory = Arc::new(Quota::new(2_000, 1 << 20));
+    let shares = |identity: &str| Shares {
+        identity: identity.to_owned(),
+        disk: Arc::new(Quota::new(1 << 20, 1 << 20)),
+        memory: Arc::clone(&memory),
+    };
+    let value = json!("x".repeat(1_500));
+    let first = CodeSession::with_shares(None, shares("key:flood"));
+    first.record(1, &value);
+    // A second session of the same identity gets no fresh share.
+    let second = CodeSession::with_shares(None, shares("key:flood"));
+    second.record(1, &value);
+    let Recalled::NotKept(full) = second.lookup(1) else {
+        panic!("kept past the identity's share: {:?}", second.lookup(1));
+    };
+    assert!(Recalled::NotKept(full)
+        .message(1)
+        .unwrap()
+        .contains("its share of 2000 bytes of memory; it frees as they end"));
+    // Another identity is not affected.
+    let other = CodeSession::with_shares(None, shares("key:quiet"));
+    other.record(1, &value);
+    assert_eq!(other.recall(1), Some(value.clone()));
+    // The first session's end frees its share.
+    drop(first);
+    second.record(2, &value);
+    assert_eq!(second.recall(2), Some(value));
+}
+
+#[test]
+fn save_file_quota_is_per_identity_and_files_are_removed_when_sessions_end() {
+    let t = real_root();
+    let root = canonical(&t);
+    let disk = Arc::new(Quota::new(3 * 4096, 5 * 4096));
+    let shares = |identity: &str| Shares {
+        identity: identity.to_owned(),
+        disk: Arc::clone(&disk),
+        memory: Arc::new(Quota::new(1 << 20, 1 << 20)),
+    };
+    let session = |id: &str, identity: &str| {
+        let dir = root.join("code-files").join(id);
+        (
+            CodeSession::with_shares(Some(dir.clone()), shares(identity)),
+            dir,
+        )
+    };
+    // Each new session of one identity (a 2026-07-28 request is one) shares that identity's one share.
+    let (a1, dir1) = session("req-1", "key:flood");
+    a1.save_file("one", &"x".repeat(5000)).unwrap();
+    let (a2, dir2) = session("req-2", "key:flood");
+    a2.save_file("two", "y").unwrap();
+    let err = a2.save_file("three", "z").unwrap_err();
+    assert!(
+        err.contains("this identity's sessions hold 12288 of its share of 12288 bytes"),
+        "{err}"
+    );
+    assert!(err.contains("deleted when their session ends"), "{err}");
+    // Another identity still saves, up to the ceiling over everyone.
+    let (b, _) = session("req-3", "key:quiet");
+    b.save_file("b1", "b").unwrap();
+    b.save_file("b2", "b").unwrap();
+    let err = b.save_file("b3", "b").unwrap_err();
+    assert!(err.contains("toolgate's ceiling of 20480 bytes"), "{err}");
+    // A session's end deletes its files and its directory, and gives its share back.
+    assert!(dir1.join("one").exists());
+    drop(a1);
+    assert!(!dir1.exists());
+    assert_eq!(disk.held_by("key:flood"), 4096);
+    a2.save_file("three", "z").unwrap();
+    drop(a2);
+    drop(b);
+    assert!(!dir2.exists());
+    assert_eq!(disk.held(), 0);
+}
+
+#[test]
+fn a_replaced_file_is_charged_its_new_size_only() {
+    let t = real_root();
+    let disk = Arc::new(Quota::new(1 << 20, 1 << 20));
+    let shares = Shares {
+        identity: "local".to_owned(),
+        disk: Arc::clone(&disk),
+        memory: Arc::new(Quota::new(1 << 20, 1 << 20)),
+    };
+    let s = CodeSession::with_shares(Some(canonical(&t).join("s")), shares);
+    s.save_file("a", &"x".repeat(10_000)).unwrap();
+    assert_eq!(disk.held(), disk_cost(10_000));
+    s.save_file("a", "small").unwrap();
+    assert_eq!(disk.held(), 4096);
 }

@@ -1,7 +1,8 @@
 //! The gateway's `ToolHost`: each call a program makes becomes a governed call of the pipeline, in a context of
 //! its own (origin the run, so its records name the run's trace id as their parent; no session grants, since
 //! a program's call must not ride on what a human granted the client; no one to ask; a hold answered at once;
-//! the run's cancellation; and the run's approval, which covers only the calls a human approved).
+//! the run's cancellation, and the call's own when the program drops it; and the run's approval, which covers
+//! only the calls a human approved). Each call waits for a slot in flight in its identity's turn.
 //!
 //! It decides nothing: the pipeline refuses, holds or runs each call, and the one map from its outcome to what
 //! the program sees is `to_program`.
@@ -26,26 +27,54 @@ pub(crate) struct Host {
     /// The run's profile and identity: its calls are decided and recorded as the client's that started it.
     pub guard: Arc<crate::guard::Guard>,
     pub principal: Option<String>,
+    /// Whose shares of calls in flight its calls take (`bounds::identity`).
+    pub identity: String,
 }
 
 impl ToolHost for Host {
     fn call(&self, call: NestedCall) -> HostFuture<'_> {
         Box::pin(async move {
+            let calls = &self.gw.code_sessions.bounds.calls;
+            // A slot in flight in its identity's turn, so a program's fan-out waits behind itself.
+            let slot = match calls.acquire(&self.identity).await {
+                Ok(slot) => slot,
+                Err(full) => {
+                    let refused = super::bounds::calls_waiting(&self.identity, full, calls);
+                    return to_program(CallOutcome::Refused(refused));
+                }
+            };
             // A name that resolves to nothing goes to the pipeline as written, which refuses and records it.
             let name = resolve(&self.gw.aggregate(), &call.name).unwrap_or(call.name);
             let origin = Origin::CodeRun {
                 run_trace_id: self.run_trace_id.clone(),
             };
+            // The call's own cancellation: the run's end, or the program dropping the call (it returned without
+            // awaiting it), either of which the pipeline passes upstream as `notifications/cancelled`.
+            let cancel = self.cancel.child_token();
             let mut ctx = CallContext::new(
                 origin,
                 HoldPolicy::HandleNow,
-                self.cancel.clone(),
+                cancel.clone(),
                 Arc::clone(&self.guard),
             );
             ctx.run_approval = self.approval.clone();
             ctx.principal = self.principal.clone();
             let params = json!({"name": name, "arguments": call.arguments});
-            to_program(pipeline::govern_tool(&self.gw, &ctx, params).await)
+            let gw = Arc::clone(&self.gw);
+            // Its own task, so a call the program drops still runs its cancellation to the end (the upstream told,
+            // the record finished) instead of vanishing mid-flight; the slot is held until then.
+            let task = tokio::spawn(async move {
+                let outcome = pipeline::govern_tool(&gw, &ctx, params).await;
+                drop(slot);
+                outcome
+            });
+            let _dropped = cancel.drop_guard();
+            match task.await {
+                Ok(outcome) => to_program(outcome),
+                Err(e) => to_program(CallOutcome::Failed(CallError::BadRequest(format!(
+                    "the call did not finish: {e}"
+                )))),
+            }
         })
     }
 }

@@ -11,6 +11,7 @@ use codemode::{CallFailure, NestedCall, ToolHost};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 const RUN: &str = "run-trace-1";
@@ -30,6 +31,7 @@ fn host(h: &Harness, approved: Option<&[&str]>) -> Host {
         }),
         guard: Arc::clone(&h.gateway.guard),
         principal: None,
+        identity: super::bounds::LOCAL.to_owned(),
     }
 }
 
@@ -209,6 +211,92 @@ async fn hook_ask_about_one_call_is_not_answered_by_the_run_approval() {
             record("decision", "add", "HOOK_ASK"),
             record("execution", "add", "REFUSED")
         ]
+    );
+    h.stop(&[]).await;
+}
+
+/// How many calls of fx__cancelled's count the fixture has seen cancelled, asked through the host.
+async fn cancelled_upstream(host: &Host) -> u64 {
+    let seen = call(host, "fx__cancelled", json!({})).await.unwrap();
+    seen["structuredContent"]["cancelled"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn call_dropped_by_a_returning_program_is_cancelled_upstream() {
+    let h = harness().await;
+    let host = host(&h, None);
+    // The program returned while this call ran: the run's server drops the call's future, as here.
+    let slow = call(&host, "fx__slow", json!({"steps": 400, "delay_ms": 25}));
+    tokio::select! {
+        done = slow => panic!("the slow call finished: {done:?}"),
+        () = tokio::time::sleep(Duration::from_millis(300)) => {}
+    }
+    let deadline = tokio::time::Instant::now() + crate::testkit::WAIT;
+    while cancelled_upstream(&host).await == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the upstream was never told"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cancelled = record("execution", "slow", "CANCELLED");
+    let deadline = tokio::time::Instant::now() + crate::testkit::WAIT;
+    while !under_run(&h).contains(&cancelled) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            under_run(&h)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    h.stop(&[]).await;
+}
+
+#[tokio::test]
+async fn run_code_fan_out_is_bounded() {
+    let h = harness().await;
+    let host = Arc::new(host(&h, None));
+    let gate = h.gateway.code_sessions.bounds.calls.clone();
+    let share = gate.share();
+    let fan_out = 6 * share;
+    let peak = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let done = CancellationToken::new();
+    let sampler = tokio::spawn({
+        let (gate, peak, done) = (gate.clone(), Arc::clone(&peak), done.clone());
+        async move {
+            while !done.is_cancelled() {
+                peak.fetch_max(
+                    gate.running(super::bounds::LOCAL),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+    });
+    // One program's Promise.all of many slow calls.
+    let started = std::time::Instant::now();
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..fan_out {
+        let host = Arc::clone(&host);
+        calls.spawn(
+            async move { call(&host, "fx__slow", json!({"steps": 1, "delay_ms": 100})).await },
+        );
+    }
+    let results = calls.join_all().await;
+    let elapsed = started.elapsed();
+    done.cancel();
+    sampler.await.unwrap();
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let peak = peak.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        peak <= share,
+        "{peak} calls of one identity in flight, over its share of {share}"
+    );
+    assert!(peak > 0);
+    // At most `share` at a time: the calls took at least six rounds of the tool's 100 ms.
+    assert!(
+        elapsed >= Duration::from_millis(600),
+        "{fan_out} calls took {elapsed:?}, so more than {share} ran at once"
     );
     h.stop(&[]).await;
 }

@@ -2,14 +2,19 @@
 //! other tool is reached only from programs, each call of which goes through the one governed-call pipeline.
 //!
 //! Here: the two tools' definitions, which of toolgate's own tools a client lists and a program may call, the
-//! names a program may use (any spelling of a tool, resolved by the aggregate's one table), the search index built with
-//! each merged catalog, and each client session's code state (call numbers, saved files). The pre-run check
-//! is in `prerun`, the two tools' work in `tools`, the `ToolHost` over the pipeline in `host`. Nothing here
+//! names a program may use (any spelling of a tool, resolved by the aggregate's one table), the search index built
+//! with each merged catalog. Each client session's code state (call numbers, saved files) is in `sessions`, what an
+//! identity and the gateway may take in `bounds`, the pre-run check in `prerun`, the two tools' work in
+//! `tools`, the `ToolHost` over the pipeline in `host`. Nothing here
 //! runs JavaScript: the `codemode` crate's runner and worker do.
 
+pub(crate) mod bounds;
 mod host;
 mod prerun;
+mod sessions;
 mod tools;
+
+pub(crate) use sessions::Sessions;
 
 pub(crate) use tools::{offer, run_approved, run_code, search};
 
@@ -20,12 +25,10 @@ use crate::guard::{Guard, OWN_SERVER};
 use crate::outcome::{Refusal, RefusalCode};
 use crate::pins::PinView;
 use crate::pipeline::{CallContext, Origin};
-use codemode::{CodeSession, RunLimits, SearchIndex, ToolDoc, WorkerCommand};
+use codemode::{RunLimits, SearchIndex, ToolDoc, WorkerCommand};
 use config::{Config, Mode};
 use policy::Visibility;
 use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 pub const SEARCH_TOOL: &str = "search_tools";
 pub const RUN_TOOL: &str = "run_code";
@@ -272,39 +275,6 @@ pub(crate) fn index(
         })
         .collect();
     SearchIndex::build(docs)
-}
-
-/// Each client session's code state, created on its first run and dropped when the session closes.
-#[derive(Default)]
-pub(crate) struct Sessions {
-    by_id: Mutex<HashMap<String, Arc<CodeSession>>>,
-}
-
-impl Sessions {
-    /// The code state of session `id` (a run with no session gets its own, which nothing else shares). Its
-    /// files go under the workspace's state directory, never the workspace.
-    pub(crate) fn get(&self, gw: &Gateway, id: Option<&str>) -> Arc<CodeSession> {
-        let files = |id: &str| {
-            gw.state
-                .as_ref()
-                .map(|s| s.namespace().dir().join("code-files").join(id))
-        };
-        let Some(id) = id else {
-            return Arc::new(CodeSession::new(files(&crate::ids::trace_id())));
-        };
-        let mut by_id = self.by_id.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(
-            by_id
-                .entry(id.to_owned())
-                .or_insert_with(|| Arc::new(CodeSession::new(files(id)))),
-        )
-    }
-
-    /// Session `id` closed: its results are no longer recalled.
-    pub(crate) fn forget(&self, id: &str) {
-        let mut by_id = self.by_id.lock().unwrap_or_else(|p| p.into_inner());
-        by_id.remove(id);
-    }
 }
 
 #[cfg(test)]

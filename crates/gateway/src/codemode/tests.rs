@@ -404,3 +404,37 @@ async fn pre_run_check_does_not_ask_for_a_call_the_policy_will_refuse() {
     }
     h.stop(&[]).await;
 }
+
+#[tokio::test]
+async fn concurrent_workers_are_bounded_overall() {
+    let h = harness().await;
+    let gate = h.gateway.code_sessions.bounds.workers.clone();
+    // Other identities hold every worker slot, each its share.
+    let mut held = Vec::new();
+    for i in 0..gate.capacity().div_ceil(gate.share()) {
+        while held.len() < gate.capacity() && gate.running(&format!("key:{i}")) < gate.share() {
+            held.push(gate.acquire(&format!("key:{i}")).await.unwrap());
+        }
+    }
+    assert_eq!(gate.in_use(), gate.capacity());
+    let mut client = legacy_client(&h).await;
+    let run = json!({"name": RUN_TOOL, "arguments": {"code": "return 1"}});
+    let id = client.send_request("tools/call", run).await;
+    // The run waits for a slot: no worker is started past the ceiling.
+    let deadline = tokio::time::Instant::now() + crate::testkit::WAIT;
+    while gate.waiting(bounds::LOCAL) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run did not wait"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(gate.in_use(), gate.capacity());
+    // One slot freed: the run is admitted and answered.
+    drop(held.pop());
+    let answer = client.response(&id).await;
+    assert!(answer.get("result").is_some(), "{answer}");
+    assert_eq!(gate.waiting(bounds::LOCAL), 0);
+    drop(held);
+    h.stop(&[&client]).await;
+}

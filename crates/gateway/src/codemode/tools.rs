@@ -4,8 +4,10 @@
 //! holds the whole run for a human once — through the client's elicitation when it can ask and each call that
 //! asks could be approved there (the call waits), else out of band at once: the program is stored as a held `code_run` snapshot, the client gets a Contract V1
 //! handle, and `toolgate_resume` runs exactly that program (`run_approved`) with the approval in hand. The run
-//! itself goes to the `codemode` runner with the gateway's `ToolHost`.
+//! itself goes to the `codemode` runner with the gateway's `ToolHost`, once its identity's turn for a worker
+//! came (`bounds`).
 
+use super::bounds;
 use super::host::Host;
 use super::prerun::{self, PreRun};
 use super::{DEFAULT_HITS, MAX_HITS, MAX_PROGRAM_BYTES, RUN_TOOL};
@@ -193,7 +195,20 @@ async fn run(
     program: &str,
     approval: Option<Arc<RunApproval>>,
 ) -> CallOutcome {
-    let session = gw.code_sessions.get(gw, ctx.grants.session());
+    let identity = bounds::identity(ctx);
+    let workers = &gw.code_sessions.bounds.workers;
+    // A worker slot in its identity's turn: one identity's runs wait behind each other, not another's.
+    let _worker = tokio::select! {
+        slot = workers.acquire(&identity) => match slot {
+            Ok(slot) => slot,
+            Err(full) => {
+                let refused = bounds::runs_waiting(&identity, full, workers);
+                return CallOutcome::Refused(refused.with_trace(&ctx.trace_id));
+            }
+        },
+        () = ctx.cancel.cancelled() => return CallOutcome::Cancelled,
+    };
+    let session = gw.code_sessions.get(gw, ctx.grants.session(), &identity);
     let runner = &gw.code_runner;
     let host = Host {
         gw: Arc::clone(gw),
@@ -202,6 +217,7 @@ async fn run(
         approval,
         guard: Arc::clone(&ctx.guard),
         principal: ctx.principal.clone(),
+        identity,
     };
     // The run ends here whatever way it ends: calls still in flight are cancelled, later ones refused.
     let _ended = host.cancel.clone().drop_guard();

@@ -151,6 +151,7 @@ fn held(session: &'static str, now: Timestamp) -> NewRequest<'static> {
         trace_id: "t",
         snapshot: SNAPSHOT.get_or_init(snapshot),
         session_id: Some(session),
+        owner: Some(session),
         now,
         held_until: now.plus_millis(MINUTE),
         expires_at: now.plus_millis(10 * MINUTE),
@@ -179,6 +180,47 @@ fn flood_of_asks_from_one_session_hits_the_per_session_cap_not_the_store() {
     s.create_held_request(&held("other", T0)).unwrap();
     s.reject(&ids[0], "alice", T0).unwrap();
     s.create_held_request(&held("flood", T0)).unwrap();
+}
+
+fn held_by(session: &'static str, owner: &'static str, now: Timestamp) -> NewRequest<'static> {
+    NewRequest {
+        owner: Some(owner),
+        ..held(session, now)
+    }
+}
+
+#[test]
+fn one_identity_pending_approvals_do_not_block_another_identitys_ask() {
+    let env = Env::new();
+    let limits = Limits {
+        max_approval_records: 10,
+        max_pending_per_session: 16,
+        max_pending_per_identity: 4,
+        ..Limits::DEFAULT
+    };
+    let mut s = env.store_with(limits);
+    // A fresh session per ask (a 2026-07-28 request is one) gives the flood no fresh share.
+    let sessions = ["r1", "r2", "r3", "r4", "r5", "r6"];
+    let mut flood = Vec::new();
+    for (i, session) in sessions.iter().enumerate() {
+        match s.create_held_request(&held_by(session, "key:flood", T0)) {
+            Ok(a) => flood.push(a.id),
+            Err(e) => {
+                assert_eq!(i, 4, "refused at the {i}th ask: {e}");
+                assert!(matches!(e, Error::IdentityPendingFull { limit: 4 }));
+                assert!(e.to_string().contains("per-identity cap"), "{e}");
+                break;
+            }
+        }
+    }
+    assert_eq!(flood.len(), 4);
+    // Another identity's ask goes through while the flood's wait.
+    s.create_held_request(&held_by("q1", "key:quiet", T0))
+        .unwrap();
+    // A decision frees the flood's share.
+    s.reject(&flood[0], "alice", T0).unwrap();
+    s.create_held_request(&held_by("r7", "key:flood", T0))
+        .unwrap();
 }
 
 #[test]

@@ -119,6 +119,7 @@ fn watch_shows_the_live_request_before_a_stale_backlog() {
             trace_id: "trace-live",
             snapshot: &args,
             session_id: Some("session-1"),
+            owner: None,
             now,
             held_until: now.plus_millis(120_000),
             expires_at: now.plus_millis(600_000),
