@@ -34,11 +34,7 @@ pub(crate) const CLIENT_ONLY: &[(&str, &str)] = &[
     ),
     (
         "sandboxEnabled",
-        "VS Code's sandbox is NOT applied: the server runs with the rights toolgate gives it",
-    ),
-    (
-        "sandbox",
-        "VS Code's sandbox is NOT applied: the server runs with the rights toolgate gives it",
+        "VS Code's switch is not read: toolgate contains every stdio server (see the entry's \"sandbox\")",
     ),
     ("description", "informational"),
     ("gallery", "informational"),
@@ -74,6 +70,7 @@ pub(crate) const READ: &[&str] = &[
     "kind",
     "requestTimeoutSeconds",
     "request_timeout_seconds",
+    "sandbox",
 ];
 
 /// Same letters ignoring case, `_` and `-`, or one or two edits apart (for keys of four letters or more).

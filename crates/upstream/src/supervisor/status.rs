@@ -30,6 +30,8 @@ pub struct Status {
     pub state: State,
     pub protocol_version: Option<String>,
     pub pid: Option<u32>,
+    /// How its process is contained, one `layer: state` per line (empty for HTTP).
+    pub containment: Vec<String>,
     pub restarts: u32,
     pub last_error: Option<String>,
     pub tools: usize,
