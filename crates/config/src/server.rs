@@ -181,7 +181,11 @@ impl Validator<'_> {
         let base = Path::new(command).file_name().and_then(|n| n.to_str());
         let container_client = matches!(base, Some("docker" | "podman"));
         let unix_sockets = raw.unix_sockets.unwrap_or(container_client);
-        if let Some(bad) = raw.require.iter().find(|l| !SANDBOX_LAYERS.contains(&l.as_str())) {
+        if let Some(bad) = raw
+            .require
+            .iter()
+            .find(|l| !SANDBOX_LAYERS.contains(&l.as_str()))
+        {
             return Err(ConfigError::invalid(
                 format!("{key}.require"),
                 format!("{bad:?} is not one of {}", SANDBOX_LAYERS.join(", ")),

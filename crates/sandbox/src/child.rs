@@ -272,7 +272,13 @@ unsafe fn hide_inherited(plan: &ChildPlan) {
     // process's own stack pages, which nothing reads any more: I never returns to toolgate's code.
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-        libc::prctl(libc::PR_SET_NAME, c"sandbox-init".as_ptr() as libc::c_ulong, 0, 0, 0);
+        libc::prctl(
+            libc::PR_SET_NAME,
+            c"sandbox-init".as_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
         for (start, end) in plan.inherited_strings {
             if start != 0 && end > start {
                 libc::memset(start as *mut libc::c_void, 0, end - start);
@@ -294,7 +300,14 @@ unsafe fn mount_own_proc(plan: &ChildPlan) -> io::Result<()> {
         }
         // Nothing mounted here may propagate back to the host's mount namespace.
         let none = std::ptr::null();
-        if libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, none.cast()) != 0 {
+        if libc::mount(
+            none,
+            c"/".as_ptr(),
+            none,
+            libc::MS_REC | libc::MS_PRIVATE,
+            none.cast(),
+        ) != 0
+        {
             return setback(plan, Layer::OwnProc, mode, ST_FAILED, errno());
         }
         let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
@@ -307,6 +320,13 @@ unsafe fn mount_own_proc(plan: &ChildPlan) -> io::Result<()> {
         ) != 0
         {
             return setback(plan, Layer::OwnProc, mode, ST_FAILED, errno());
+        }
+        // Landlock checks no rule at a mount point, so the parent's grant of the host's /proc does not reach
+        // this one: grant it here, as the parent grants every readable directory.
+        if plan.landlock_fd >= 0 {
+            if let Err(e) = landlock::grant_read_in_child(plan.landlock_fd, c"/proc") {
+                return setback(plan, Layer::OwnProc, mode, ST_FAILED, e);
+            }
         }
         report(plan.report_fd, Layer::OwnProc, ST_ACTIVE, 0);
         Ok(())

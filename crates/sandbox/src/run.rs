@@ -198,7 +198,10 @@ fn inherited_strings() -> [(usize, usize); 2] {
 }
 
 /// Compiles the seccomp programs when asked; records why not otherwise.
-pub(crate) fn prepare_filter(request: &LayerRequest, layers: &mut LayerReport) -> seccomp::Programs {
+pub(crate) fn prepare_filter(
+    request: &LayerRequest,
+    layers: &mut LayerReport,
+) -> seccomp::Programs {
     if !request.socket_filter.wanted() {
         return seccomp::Programs::default();
     }

@@ -29,7 +29,7 @@ pub use connection::{Connection, Event, ProgressRoutes, Sinks};
 pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSION, PROTOCOL_META_PREFIX};
 pub use error::{CallError, Result};
 pub use http::HttpConnector;
-pub use process::Containment;
 pub use link::{BoxFuture, Connector, Incoming, Link, Opened, SendError};
+pub use process::Containment;
 pub use stdio::{StdioConnector, StdioLink};
 pub use supervisor::{Options, State, Status, Upstream};

@@ -49,9 +49,12 @@ pub(crate) fn spec(config: &ServerConfig, containment: &Containment) -> Result<P
         Some(dir) => here.join(dir),
         None => here,
     };
-    let program = find_program(command, env.get("PATH").map(String::as_str), &cwd).ok_or_else(|| {
-        format!("cannot start {command:?}: not found on PATH (install it or give its full path)")
-    })?;
+    let program =
+        find_program(command, env.get("PATH").map(String::as_str), &cwd).ok_or_else(|| {
+            format!(
+                "cannot start {command:?}: not found on PATH (install it or give its full path)"
+            )
+        })?;
     let layers = if config.sandbox.enabled {
         contained(config, &env, &cwd, containment)
     } else {
@@ -178,7 +181,12 @@ fn writable(
             || home.as_deref().is_some_and(|h| resolve(h) == p)
             || p == Path::new("/")
     };
-    for path in caches.into_iter().flatten().filter(|p| p.is_dir()).chain(named) {
+    for path in caches
+        .into_iter()
+        .flatten()
+        .filter(|p| p.is_dir())
+        .chain(named)
+    {
         let path = resolve(&path);
         if !too_wide(&path) && !out.contains(&path) {
             out.push(path);

@@ -8,11 +8,11 @@ use crate::link::{incoming_from_bytes, BoxFuture, Connector, Incoming, Link, Ope
 use crate::process::{self, Containment};
 use config::ServerConfig;
 use jsonrpc::{encode_line, Frame, FrameReader, Limits};
+use sandbox::Piped;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use sandbox::Piped;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
@@ -120,7 +120,11 @@ impl StdioLink {
 impl Drop for StdioLink {
     /// A link dropped without a shutdown still ends its tree (reaped on the sandbox's keeper thread).
     fn drop(&mut self) {
-        let child = self.child.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        let child = self
+            .child
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(child) = child {
             sandbox::dispose(child);
         }

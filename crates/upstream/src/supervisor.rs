@@ -86,9 +86,7 @@ impl Upstream {
     /// What the server sends arrives on `sinks`.
     pub fn start(config: ServerConfig, opts: Options, sinks: Sinks) -> Arc<Self> {
         let connector: Arc<dyn Connector> = match config.transport {
-            Transport::Stdio { .. } => {
-                Arc::new(StdioConnector::new(Arc::clone(&opts.containment)))
-            }
+            Transport::Stdio { .. } => Arc::new(StdioConnector::new(Arc::clone(&opts.containment))),
             Transport::Http { .. } => Arc::new(HttpConnector),
         };
         Self::supervised(config, opts, sinks, connector)

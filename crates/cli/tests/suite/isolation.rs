@@ -157,7 +157,10 @@ async fn no_orphans_after_stdin_eof() {
         .await
         .expect("toolgate exits on EOF");
     assert!(exit.success());
-    assert!(all_gone(&tree).await, "part of the upstream's tree {tree:?} survived");
+    assert!(
+        all_gone(&tree).await,
+        "part of the upstream's tree {tree:?} survived"
+    );
 }
 
 async fn no_orphans_after(signal: Signal) {
@@ -170,7 +173,10 @@ async fn no_orphans_after(signal: Signal) {
         .expect("toolgate exits on the signal")
         .unwrap()
         .success());
-    assert!(all_gone(&tree).await, "part of the upstream's tree {tree:?} survived");
+    assert!(
+        all_gone(&tree).await,
+        "part of the upstream's tree {tree:?} survived"
+    );
 }
 
 #[tokio::test]

@@ -49,6 +49,7 @@ impl Status {
             "server": self.server, "state": self.state.as_str(), "protocolVersion": self.protocol_version,
             "pid": self.pid, "restarts": self.restarts, "lastError": self.last_error, "tools": self.tools,
             "resources": self.resources, "prompts": self.prompts, "ignoredStdoutLines": self.garbage_lines,
+            "sandbox": self.containment,
             "listErrors": self.list_errors.iter().map(|(list, why)| json!({"list": list, "error": why})).collect::<Vec<_>>(),
         })
     }
