@@ -254,7 +254,7 @@ pub fn serve(config: Config, wrap: bool, transport: Transport) -> anyhow::Result
     let code = rt.block_on(async move {
         let gw = Gateway::start_with(
             &config,
-            Options::from_config(&config, wrap),
+            gateway_options(&config, wrap),
             guard,
             state,
             builtin,
@@ -362,6 +362,17 @@ pub fn load_guard(config: &Config) -> anyhow::Result<Guard> {
             _ => anyhow::Error::msg(e),
         }
     })
+}
+
+/// The gateway's options for `config`, with what every stdio upstream is kept from: the state root and the
+/// config file (as for commands), and the layers the top-level `"sandbox"` requires.
+pub fn gateway_options(config: &Config, wrap: bool) -> Options {
+    let mut opts = Options::from_config(config, wrap);
+    opts.upstream.containment = Arc::new(upstream::Containment {
+        protected_paths: protected_paths(config),
+        require: config.sandbox.require.clone(),
+    });
+    opts
 }
 
 /// The trusted state root: the configured one, else `TOOLGATE_STATE_DIR` or the platform default.
@@ -474,7 +485,12 @@ pub fn builtin_tools(config: &Config) -> anyhow::Result<Option<Arc<builtin::Buil
         }
     };
     let layers = &mut settings.sandbox;
-    layers.pid_namespace = wanted("pid_namespace");
+    // The command's own /proc comes with its PID namespace, in the same mode.
+    layers.pid_namespace = if wanted("own_proc") == sandbox::LayerMode::Required {
+        sandbox::LayerMode::Required
+    } else {
+        wanted("pid_namespace")
+    };
     (layers.no_network, layers.socket_filter) = if config.sandbox.network {
         (sandbox::LayerMode::Off, sandbox::LayerMode::Off)
     } else {

@@ -191,11 +191,7 @@ pub(crate) const CLIENT_ONLY: &[(&str, &str)] = &[
     ),
     (
         "sandboxEnabled",
-        "VS Code's sandbox is NOT applied: the server runs with the rights toolgate gives it",
-    ),
-    (
-        "sandbox",
-        "VS Code's sandbox is NOT applied: the server runs with the rights toolgate gives it",
+        "VS Code's switch is not read: toolgate contains every stdio server (see the entry's \"sandbox\")",
     ),
     ("description", "informational"),
     ("gallery", "informational"),
@@ -231,6 +227,7 @@ pub(crate) const READ: &[&str] = &[
     "kind",
     "requestTimeoutSeconds",
     "request_timeout_seconds",
+    "sandbox",
 ];
 
 /// Same letters ignoring case, `_` and `-`, or one slip apart (a letter missing, added, changed or two swapped),

@@ -175,6 +175,7 @@ fn server_sample(key: &str) -> Value {
         "protocol" => json!("modern"),
         "kind" => json!("filesystem"),
         "requestTimeoutSeconds" | "request_timeout_seconds" => json!(5),
+        "sandbox" => json!({"network": false}),
         other => panic!("no sample for server key {other}: add one"),
     };
     let http = matches!(

@@ -25,7 +25,7 @@ pub use http::{AdminKey, ApiKey, HttpAuth, HttpConfig, HttpLimits, JwtAuth};
 pub use load::{load, parse_str, Format, Overrides};
 pub use model::{
     Approvals, CodeMode, Config, DisabledServer, HookCommand, HookStage, Hooks, Limits, Mode,
-    PolicyConfig, Protocol, Provenance, Sandbox, SandboxLimits, ServerConfig, ServerKind, Setting,
-    ToolFilter, Transport, DEFAULT_HOOK_TIMEOUT, DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND,
-    SANDBOX_LAYERS,
+    PolicyConfig, Protocol, Provenance, Sandbox, SandboxLimits, ServerConfig, ServerKind,
+    ServerSandbox, Setting, ToolFilter, Transport, DEFAULT_HOOK_TIMEOUT, DEFAULT_SEPARATOR,
+    FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };

@@ -132,6 +132,40 @@ pub struct ServerConfig {
     pub tools: ToolFilter,
     /// What the entry said that toolgate accepts but does not act on, for `doctor`.
     pub notes: Vec<String>,
+    /// How an stdio server is contained (`"sandbox"` in its entry); HTTP servers are not processes.
+    pub sandbox: ServerSandbox,
+}
+
+/// How one stdio server is contained. By default it runs in its own user, PID and mount namespaces with its
+/// own /proc, reads everything but the state root, the config file and the shared temporary directory, writes
+/// only its private temporary directory, the package caches and the paths its entry names, may use the
+/// network but no unix socket, and gains no privileges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSandbox {
+    /// `"enabled": false`: started as a plain child process with the user's rights (doctor says so).
+    pub enabled: bool,
+    /// `"network"` (default true): false gives it an empty network namespace.
+    pub network: bool,
+    /// `"unixSockets"`: pathname unix sockets (a container daemon's, a database's). Default false, true for a
+    /// server started by `docker` or `podman`, whose client needs the daemon's socket.
+    pub unix_sockets: bool,
+    /// `"writable"`: more paths it may write beneath (absolute; relative ones are taken from the config
+    /// file's folder).
+    pub writable: Vec<PathBuf>,
+    /// `"require"`: layers that must be active, else the server does not start (and says why).
+    pub require: Vec<String>,
+}
+
+impl Default for ServerSandbox {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            network: true,
+            unix_sockets: false,
+            writable: Vec::new(),
+            require: Vec::new(),
+        }
+    }
 }
 
 /// A client's per-server tool list (Codex `enabled_tools` / `disabled_tools`). A filtered-out tool is neither
@@ -327,6 +361,7 @@ impl Default for CodeMode {
 /// The layer names `sandbox.require` accepts.
 pub const SANDBOX_LAYERS: &[&str] = &[
     "pid_namespace",
+    "own_proc",
     "no_network",
     "landlock",
     "rlimits",

@@ -50,8 +50,24 @@ pub(crate) struct RawServer {
     pub kind_of_server: Option<String>,
     #[serde(alias = "request_timeout_seconds", rename = "requestTimeoutSeconds")]
     pub request_timeout_seconds: Option<u64>,
+    /// toolgate's containment of this stdio server.
+    pub sandbox: Option<serde_json::Value>,
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
+}
+
+/// A server's `"sandbox"` section.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawServerSandbox {
+    pub enabled: Option<bool>,
+    pub network: Option<bool>,
+    #[serde(rename = "unixSockets", alias = "unix_sockets")]
+    pub unix_sockets: Option<bool>,
+    #[serde(default)]
+    pub writable: Vec<String>,
+    #[serde(default)]
+    pub require: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -13,9 +13,10 @@ use crate::expand::expand;
 use crate::keys::{Verdict, SERVER};
 use crate::load::{check_range, section, Validator};
 use crate::model::{
-    DisabledServer, Protocol, ServerConfig, ServerKind, ToolFilter, Transport, FIXTURE_SUBCOMMAND,
+    DisabledServer, Protocol, ServerConfig, ServerKind, ServerSandbox, ToolFilter, Transport,
+    FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };
-use crate::raw::RawServer;
+use crate::raw::{RawServer, RawServerSandbox};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -82,6 +83,7 @@ impl Validator<'_> {
         };
         let mut notes = self.client_only_keys(at, &raw.other)?;
         let transport = self.transport(at, &raw, &mut notes)?;
+        let sandbox = self.server_sandbox(at, raw.sandbox.clone(), &transport)?;
         let kind = match raw.kind_of_server.as_deref() {
             None => recognise_kind(&transport),
             Some("filesystem") => ServerKind::Filesystem,
@@ -147,6 +149,88 @@ impl Validator<'_> {
             startup_timeout,
             tools,
             notes,
+            sandbox,
+        })
+    }
+
+    /// The entry's `"sandbox"`: containment is on unless it says `"enabled": false`. A layer it requires must
+    /// be one the section asks for, so that no requirement is silently void.
+    fn server_sandbox(
+        &self,
+        at: &str,
+        value: Option<Value>,
+        transport: &Transport,
+    ) -> Result<ServerSandbox> {
+        let key = format!("{at}.sandbox");
+        let Transport::Stdio { command, .. } = transport else {
+            return match value {
+                Some(_) => Err(ConfigError::invalid(
+                    key,
+                    "an HTTP server is not a process toolgate starts: there is nothing to contain",
+                )),
+                None => Ok(ServerSandbox::default()),
+            };
+        };
+        let raw: RawServerSandbox = match value {
+            Some(v) => section(v, &key)?,
+            None => section(Value::Object(Default::default()), &key)?,
+        };
+        let enabled = raw.enabled.unwrap_or(true);
+        let network = raw.network.unwrap_or(true);
+        // The docker and podman clients talk to their daemon over its unix socket.
+        let base = Path::new(command).file_name().and_then(|n| n.to_str());
+        let container_client = matches!(base, Some("docker" | "podman"));
+        let unix_sockets = raw.unix_sockets.unwrap_or(container_client);
+        if let Some(bad) = raw
+            .require
+            .iter()
+            .find(|l| !SANDBOX_LAYERS.contains(&l.as_str()))
+        {
+            return Err(ConfigError::invalid(
+                format!("{key}.require"),
+                format!("{bad:?} is not one of {}", SANDBOX_LAYERS.join(", ")),
+            ));
+        }
+        let contradiction = raw.require.iter().find(|l| match l.as_str() {
+            _ if !enabled => true,
+            "no_network" => network,
+            "socket_filter" => unix_sockets,
+            _ => false,
+        });
+        if let Some(layer) = contradiction {
+            let why = if !enabled {
+                "\"enabled\": false".to_owned()
+            } else if layer == "no_network" {
+                "\"network\": true (the default)".to_owned()
+            } else {
+                "\"unixSockets\": true".to_owned()
+            };
+            return Err(ConfigError::invalid(
+                key,
+                format!("{why} contradicts requiring {layer}"),
+            ));
+        }
+        let vars = self.vars();
+        let base_dir = self.origin.parent().unwrap_or(Path::new(""));
+        let writable = raw
+            .writable
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let path = PathBuf::from(expand(w, &format!("{key}.writable[{i}]"), &vars)?);
+                Ok(if path.is_absolute() {
+                    path
+                } else {
+                    base_dir.join(path)
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ServerSandbox {
+            enabled,
+            network,
+            unix_sockets,
+            writable,
+            require: raw.require,
         })
     }
 

@@ -241,3 +241,85 @@ fn conflicting_timeouts_are_refused() {
     .unwrap_err();
     assert!(e.to_string().contains("not both"), "{e}");
 }
+
+fn json_servers(text: &str) -> Result<Config> {
+    crate::load::parse_str(
+        text,
+        crate::load::Format::Json,
+        Path::new("/etc/tg/c.json"),
+        &env,
+        &Overrides::default(),
+    )
+}
+
+#[test]
+fn stdio_servers_are_contained_by_default_with_the_network_on() {
+    let config = json_servers(r#"{"mcpServers":{"a":{"command":"x"}}}"#).unwrap();
+    assert_eq!(server(&config, "a").sandbox, ServerSandbox::default());
+    assert!(server(&config, "a").sandbox.enabled && server(&config, "a").sandbox.network);
+}
+
+#[test]
+fn server_sandbox_section_is_read_with_relative_paths_from_the_config_folder() {
+    let text = r#"{"mcpServers":{"a":{"command":"x","sandbox":{"network":false,
+        "writable":["/srv/data","cache","${HOME}/notes"],"require":["landlock","no_network"]}}}}"#;
+    let config = json_servers(text).unwrap();
+    assert_eq!(
+        server(&config, "a").sandbox,
+        ServerSandbox {
+            enabled: true,
+            network: false,
+            unix_sockets: false,
+            writable: vec![
+                PathBuf::from("/srv/data"),
+                PathBuf::from("/etc/tg/cache"),
+                PathBuf::from("/home/me/notes")
+            ],
+            require: vec!["landlock".into(), "no_network".into()],
+        }
+    );
+}
+
+#[test]
+fn container_clients_get_unix_sockets_unless_told_otherwise() {
+    let config = json_servers(
+        r#"{"mcpServers":{"d":{"command":"/usr/bin/docker","args":["run","-i","img"]},
+            "p":{"command":"podman","sandbox":{"unixSockets":false}}}}"#,
+    )
+    .unwrap();
+    assert!(server(&config, "d").sandbox.unix_sockets);
+    assert!(!server(&config, "p").sandbox.unix_sockets);
+}
+
+#[test]
+fn server_sandbox_that_cannot_mean_what_it_says_is_refused() {
+    for (text, why) in [
+        (
+            r#"{"command":"x","sandbox":{"require":["seatbelt"]}}"#,
+            "not one of",
+        ),
+        (
+            r#"{"command":"x","sandbox":{"require":["no_network"]}}"#,
+            "contradicts",
+        ),
+        (
+            r#"{"command":"x","sandbox":{"enabled":false,"require":["landlock"]}}"#,
+            "contradicts",
+        ),
+        (
+            r#"{"command":"x","sandbox":{"unixSockets":true,"require":["socket_filter"]}}"#,
+            "contradicts",
+        ),
+        (
+            r#"{"command":"x","sandbox":{"writeable":["/x"]}}"#,
+            "writeable",
+        ),
+        (
+            r#"{"url":"https://example.com/mcp","sandbox":{}}"#,
+            "nothing to contain",
+        ),
+    ] {
+        let e = json_servers(&format!(r#"{{"mcpServers":{{"a":{text}}}}}"#)).unwrap_err();
+        assert!(e.to_string().contains(why), "{text}: {e}");
+    }
+}

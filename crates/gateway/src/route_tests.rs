@@ -27,6 +27,7 @@ fn server(name: &str, kind: config::ServerKind) -> config::ServerConfig {
         startup_timeout: None,
         tools: Default::default(),
         notes: Vec::new(),
+        sandbox: Default::default(),
     }
 }
 

@@ -8,9 +8,13 @@
 //! parent ── C (setsid; leader of the process group; waits, ignores TERM)
 //!            └─ I (PID 1 of the new namespace; reaps orphans; reports the command's status; when it exits the
 //!               │  kernel kills every process left in the namespace, including ones that called setsid)
-//!               └─ T (applies rlimits / no_new_privs / Landlock / the socket filter, then execs the command)
+//!               └─ T (mounts the namespace's own /proc in a private mount namespace, applies rlimits /
+//!                     no_new_privs / Landlock / the socket filter, then execs the command)
 //! ```
-//! Without a PID namespace, C itself becomes T. This module does not decide which layers to ask for or how to
+//! I is a copy of toolgate that never execs, and it is the one process outside the command that the command's
+//! /proc shows: before it starts T it blanks its copy of toolgate's arguments and environment and makes itself
+//! non-dumpable, so neither its command line, its environment, its executable nor its descriptors can be read
+//! or traced from inside. Without a PID namespace, C itself becomes T (and the command sees the host's /proc). This module does not decide which layers to ask for or how to
 //! read the reports; `run` does.
 
 use std::io;
@@ -42,6 +46,9 @@ pub(crate) struct ChildPlan {
     /// "<uid> <uid> 1\n" and the gid equivalent: map ourselves to ourselves in the new user namespace.
     pub uid_map: Vec<u8>,
     pub gid_map: Vec<u8>,
+    /// Where this process's arguments and environment strings lie (`/proc/self/stat`), blanked in I; empty
+    /// when unknown.
+    pub inherited_strings: [(usize, usize); 2],
 }
 
 fn errno() -> i32 {
@@ -154,6 +161,7 @@ pub(crate) unsafe fn setup(plan: &ChildPlan) -> io::Result<()> {
         if plan.pid_namespace.wanted() {
             if libc::unshare(libc::CLONE_NEWPID) == 0 {
                 become_init_chain(plan)?;
+                mount_own_proc(plan)?;
             } else {
                 setback(
                     plan,
@@ -229,6 +237,7 @@ unsafe fn become_init_chain(plan: &ChildPlan) -> io::Result<()> {
             0,
         );
         report(plan.report_fd, Layer::PidNamespace, ST_ACTIVE, 0);
+        hide_inherited(plan);
         let target = libc::fork();
         if target < 0 {
             report(plan.report_fd, Layer::PidNamespace, ST_FAILED, errno());
@@ -256,6 +265,75 @@ unsafe fn become_init_chain(plan: &ChildPlan) -> io::Result<()> {
                 libc::_exit(125);
             }
         }
+    }
+}
+
+/// Blanks I's copy of toolgate's argument and environment strings (what /proc/1/cmdline and environ read) and
+/// makes I non-dumpable, which also closes /proc/1/exe, fd, root, cwd, mem and ptrace to the command: the
+/// kernel then asks for CAP_SYS_PTRACE in toolgate's user namespace, which nothing inside has.
+unsafe fn hide_inherited(plan: &ChildPlan) {
+    // SAFETY: the regions were read from /proc/self/stat before the fork; they are this (copied-on-write)
+    // process's own stack pages, which nothing reads any more: I never returns to toolgate's code.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        libc::prctl(
+            libc::PR_SET_NAME,
+            c"sandbox-init".as_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        for (start, end) in plan.inherited_strings {
+            if start != 0 && end > start {
+                libc::memset(start as *mut libc::c_void, 0, end - start);
+            }
+        }
+    }
+}
+
+/// In T, first thing in the PID namespace: a private mount namespace with a fresh /proc on top, so the
+/// command sees its own processes (and I) and none of the host's. Before Landlock, which forbids mounting;
+/// the command cannot unmount it afterwards either (no capability survives its exec, and Landlock refuses
+/// it). Same mode as the PID namespace.
+unsafe fn mount_own_proc(plan: &ChildPlan) -> io::Result<()> {
+    let mode = plan.pid_namespace;
+    // SAFETY: raw syscalls on static strings.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            return setback(plan, Layer::OwnProc, mode, ST_UNAVAILABLE, errno());
+        }
+        // Nothing mounted here may propagate back to the host's mount namespace.
+        let none = std::ptr::null();
+        if libc::mount(
+            none,
+            c"/".as_ptr(),
+            none,
+            libc::MS_REC | libc::MS_PRIVATE,
+            none.cast(),
+        ) != 0
+        {
+            return setback(plan, Layer::OwnProc, mode, ST_FAILED, errno());
+        }
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        if libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            flags,
+            none.cast(),
+        ) != 0
+        {
+            return setback(plan, Layer::OwnProc, mode, ST_FAILED, errno());
+        }
+        // Landlock checks no rule at a mount point, so the parent's grant of the host's /proc does not reach
+        // this one: grant it here, as the parent grants every readable directory.
+        if plan.landlock_fd >= 0 {
+            if let Err(e) = landlock::grant_read_in_child(plan.landlock_fd, c"/proc") {
+                return setback(plan, Layer::OwnProc, mode, ST_FAILED, e);
+            }
+        }
+        report(plan.report_fd, Layer::OwnProc, ST_ACTIVE, 0);
+        Ok(())
     }
 }
 

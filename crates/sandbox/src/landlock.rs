@@ -210,6 +210,47 @@ fn add_rule(ruleset: &OwnedFd, path: &Path, rights: u64) -> Result<(), AddError>
     Ok(())
 }
 
+/// Grants reading beneath `path` in a prepared ruleset, from the child between fork and exec (a mount made
+/// there, such as the command's own /proc, which the parent could not name). Async-signal-safe: open, one
+/// syscall, close. Returns the errno on failure.
+pub(crate) fn grant_read_in_child(
+    ruleset_fd: libc::c_int,
+    path: &std::ffi::CStr,
+) -> Result<(), i32> {
+    let errno = || {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL)
+    };
+    // SAFETY: `path` is NUL-terminated; the descriptor is closed before returning.
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY,
+        );
+        if fd < 0 {
+            return Err(errno());
+        }
+        let rule = PathBeneathAttr {
+            allowed_access: READ_RIGHTS,
+            parent_fd: fd,
+        };
+        let r = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset_fd,
+            RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr,
+            0u32,
+        );
+        let err = errno();
+        libc::close(fd);
+        if r < 0 {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
 /// Enforces a prepared ruleset on the calling process. Async-signal-safe: one syscall, no allocation.
 /// The caller must already have set no_new_privs. Returns the errno on failure.
 pub(crate) fn restrict_self(ruleset_fd: libc::c_int) -> Result<(), i32> {

@@ -23,17 +23,21 @@ pub enum Layer {
     NoNewPrivs,
     /// Seccomp filter refusing non-IP sockets, unix sockets but connected pairs, and io_uring.
     SocketFilter,
+    /// A `/proc` of its own (in a private mount namespace), showing only the processes of its PID namespace.
+    /// Asked for whenever the PID namespace is, with the same mode.
+    OwnProc,
 }
 
 impl Layer {
     /// Every layer, in report order.
-    pub const ALL: [Layer; 6] = [
+    pub const ALL: [Layer; 7] = [
         Layer::PidNamespace,
         Layer::NoNetwork,
         Layer::Landlock,
         Layer::Rlimits,
         Layer::NoNewPrivs,
         Layer::SocketFilter,
+        Layer::OwnProc,
     ];
 
     /// Stable name used in reports and configuration.
@@ -45,6 +49,7 @@ impl Layer {
             Layer::Rlimits => "rlimits",
             Layer::NoNewPrivs => "no_new_privs",
             Layer::SocketFilter => "socket_filter",
+            Layer::OwnProc => "own_proc",
         }
     }
 
@@ -56,6 +61,7 @@ impl Layer {
             Layer::Rlimits => 4,
             Layer::NoNewPrivs => 5,
             Layer::SocketFilter => 6,
+            Layer::OwnProc => 7,
         }
     }
 
@@ -71,6 +77,7 @@ impl Layer {
             Layer::Rlimits => request.rlimits,
             Layer::NoNewPrivs => request.no_new_privs,
             Layer::SocketFilter => request.socket_filter,
+            Layer::OwnProc => request.pid_namespace,
         }
     }
 }

@@ -6,7 +6,8 @@
 //! buffers, and ends the whole process tree on timeout. It does not decide whether a command may run (policy
 //! and approval happen before), resolve programs on a PATH, or print anything.
 //!
-//! It also starts long-lived workers talked to over their standard streams ([`spawn_piped`]), and gives such a
+//! It also starts long-lived children talked to over their standard streams ([`spawn_piped`], from the one
+//! thread that outlives them, [`spawn_kept`]): code mode's workers and upstream servers. It gives such a
 //! worker the means to lock itself down once it is loaded ([`lock_down_worker`]: Landlock allowing nothing, no
 //! new descriptors, and a syscall allowlist, [`WorkerFilter`], compiled by the parent).
 
@@ -18,6 +19,7 @@ mod child;
 mod error;
 mod filesystem;
 mod grants;
+mod keeper;
 mod landlock;
 mod layers;
 mod lockdown;
@@ -31,8 +33,10 @@ mod watch;
 pub use allowlist::{worker_filter, WorkerFilter};
 pub use capture::{Capture, MAX_CAPTURE_BYTES_PER_STREAM};
 pub use error::{Error, Result};
+pub use keeper::{dispose, spawn_kept, Reply};
 pub use layers::{probe, Layer, LayerEntry, LayerReport, LayerState};
 pub use lockdown::{lock_down_worker, WorkerLayer};
-pub use piped::{spawn_piped, Piped, PipedSpec};
+pub use nix::sys::signal::Signal;
+pub use piped::{spawn_piped, Piped, PipedSpec, PipedStderr};
 pub use run::{run, ExitInfo, Outcome, RunResult};
 pub use spec::{CommandSpec, LayerMode, LayerRequest, Rlimits, Stdin};

@@ -1,14 +1,18 @@
 //! Piped mode: a long-lived contained child the caller talks to over its standard input and output (the
 //! code-mode worker), instead of a one-shot command whose output is captured.
 //!
-//! The child is started like a command of `run` (the same `child::setup` between fork and exec): its own
-//! session and process group, an empty environment, `/` as its directory, and the process layers asked for —
-//! user + PID namespace, empty network namespace, rlimits (core dumps always off), no_new_privs. Landlock and
-//! seccomp are not applied here, since the program must still be loaded: a piped child locks its filesystem and
-//! syscalls itself once it is up (`lockdown`). The caller gets the child's standard input and output as owned
-//! descriptors, a bounded tail of its standard error, and the layer report; dropping the [`Piped`] kills the
-//! whole tree and reaps it, so a caller that stops caring (a cancelled run) leaves nothing behind.
+//! The child is started like a command of `run`, by the same code (`filesystem::prepare` for the private
+//! temporary directory and the Landlock ruleset, the compiled socket filter, `child::setup` between fork and
+//! exec): its own session and process group, exactly the environment given, its directory, and the layers
+//! asked for — user + PID namespace with its own /proc, empty network namespace, Landlock, the socket filter,
+//! rlimits (core dumps always off), no_new_privs. A child that must load its program before it is locked
+//! (the code-mode worker) asks for no Landlock or filter here and locks itself once it is up (`lockdown`); an
+//! upstream server is locked from its first instruction. The caller gets the child's standard input and output
+//! as owned descriptors, its standard error as a pipe or a bounded tail, and the layer report; dropping the
+//! [`Piped`] kills the whole tree, reaps it and removes its private temporary directory, so a caller that stops
+//! caring (a cancelled run, an upstream's end) leaves nothing behind.
 
+use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -21,14 +25,24 @@ use nix::unistd::Pid;
 
 use crate::child;
 use crate::error::{Error, Result};
-use crate::layers::{decode, LayerReport};
-use crate::run::{merge, pipe, plan};
-use crate::seccomp;
-use crate::spec::{LayerMode, LayerRequest};
+use crate::filesystem;
+use crate::layers::{decode, Layer, LayerReport};
+use crate::run::{check_prepared, merge, pipe, plan, prepare_filter};
+use crate::spec::LayerRequest;
 use crate::watch::wait_readable;
 
 /// How much of the child's standard error is kept (the end of it), for a message when it dies.
 const STDERR_TAIL_BYTES: usize = 8 << 10;
+
+/// What becomes of a piped child's standard error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PipedStderr {
+    /// Kept as a bounded tail ([`Piped::stderr_tail`]).
+    #[default]
+    Tail,
+    /// Handed to the caller as a pipe ([`Piped::take_stderr`]).
+    Pipe,
+}
 
 /// One piped child to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,22 +51,46 @@ pub struct PipedSpec {
     pub program: PathBuf,
     /// Arguments after argv[0].
     pub args: Vec<String>,
-    /// Process layers. Landlock, the socket filter, writable and protected paths and a private temporary
-    /// directory are refused here: the child must load its program first, then lock itself down.
+    /// The complete environment of the child (with a private temporary directory, its `TMPDIR`, `TMP` and
+    /// `TEMP` point there).
+    pub env: BTreeMap<String, String>,
+    /// Working directory (absolute); readable even when it lies in a hidden path.
+    pub cwd: PathBuf,
+    /// Its standard error.
+    pub stderr: PipedStderr,
+    /// Isolation layers, as for a command of `run`.
     pub layers: LayerRequest,
 }
 
-/// A running piped child. Dropping it kills the child's whole tree and reaps it.
+impl PipedSpec {
+    /// A spec with default layers, an empty environment, `/` as its directory and a kept stderr tail.
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: PathBuf::from("/"),
+            stderr: PipedStderr::Tail,
+            layers: LayerRequest::default(),
+        }
+    }
+}
+
+/// A running piped child. Dropping it kills the child's whole tree, reaps it, then removes its private
+/// temporary directory.
 #[derive(Debug)]
 pub struct Piped {
     child: Child,
     stdin: Option<OwnedFd>,
     stdout: Option<OwnedFd>,
+    stderr_pipe: Option<OwnedFd>,
     stderr: Arc<Mutex<Vec<u8>>>,
     layers: LayerReport,
     /// Held so the namespace's init can still write its exit record without a SIGPIPE.
     _report: OwnedFd,
     reaped: bool,
+    /// Removed on drop, after the tree is gone (fields drop after `Drop::drop` has killed it).
+    _private_tmp: Option<tempfile::TempDir>,
 }
 
 fn validate(spec: &PipedSpec) -> Result<()> {
@@ -60,20 +98,24 @@ fn validate(spec: &PipedSpec) -> Result<()> {
     if !spec.program.is_absolute() {
         return bad("program must be an absolute path");
     }
-    let l = &spec.layers;
-    if l.landlock != LayerMode::Off
-        || l.socket_filter != LayerMode::Off
-        || !l.writable_paths.is_empty()
-        || !l.protected_paths.is_empty()
-        || l.private_tmp
-    {
-        return bad("a piped child locks its own filesystem and syscalls once it is loaded");
+    if !spec.cwd.is_absolute() {
+        return bad("cwd must be an absolute path");
+    }
+    if spec.layers.protected_paths.iter().any(|p| !p.is_absolute()) {
+        return bad("protected paths must be absolute");
     }
     use std::os::unix::ffi::OsStrExt;
-    if spec.program.as_os_str().as_bytes().contains(&0)
+    let has_nul = |s: &[u8]| s.contains(&0);
+    if has_nul(spec.program.as_os_str().as_bytes())
+        || has_nul(spec.cwd.as_os_str().as_bytes())
         || spec.args.iter().any(|a| a.contains('\0'))
     {
         return bad("argument contains NUL");
+    }
+    for (k, v) in &spec.env {
+        if k.is_empty() || k.contains('=') || has_nul(k.as_bytes()) || has_nul(v.as_bytes()) {
+            return bad("invalid environment variable");
+        }
     }
     Ok(())
 }
@@ -123,23 +165,39 @@ fn drain_stderr(stderr: OwnedFd, tail: Arc<Mutex<Vec<u8>>>) {
     drop(spawned);
 }
 
-/// Starts a piped child. `Err` means it did not start (a bad spec, a required layer that could not be set up,
-/// or the program could not be executed).
+/// Starts a piped child. `Err` means it did not start (a bad spec, a writable path that would expose a
+/// protected one, a required layer that could not be set up, or the program could not be executed).
+///
+/// The child dies with the thread that called this (`PR_SET_PDEATHSIG`): call it from a thread that lives as
+/// long as the child should ([`crate::keeper`] is one).
 pub fn spawn_piped(spec: &PipedSpec) -> Result<Piped> {
     validate(spec)?;
-    let request = &spec.layers;
+    let request = &filesystem::effective(&spec.layers);
     let mut layers = LayerReport::initial(request);
+    let prepared = filesystem::prepare(request, &spec.cwd, &mut layers)?;
+    let filter = prepare_filter(request, &mut layers);
+    check_prepared(
+        &layers,
+        request,
+        [
+            (Layer::Landlock, prepared.landlock_fd.is_some()),
+            (Layer::SocketFilter, !filter.is_empty()),
+        ],
+    )?;
+    let mut env = spec.env.clone();
+    prepared.apply_env(&mut env);
     let (report_read, report_write) = pipe()?;
     let child_plan = plan(
         request,
         report_write.as_raw_fd(),
-        None,
-        seccomp::Programs::default(),
+        prepared.landlock_fd.as_ref(),
+        filter,
     );
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .env_clear()
-        .current_dir("/")
+        .envs(&env)
+        .current_dir(&spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -149,6 +207,8 @@ pub fn spawn_piped(spec: &PipedSpec) -> Result<Piped> {
     }
     let spawned = cmd.spawn();
     drop(report_write);
+    // The child has its copy of the ruleset; the private directory lives as long as the `Piped`.
+    let private_tmp = prepared.into_private_tmp();
     merge(&mut layers, &decode(&read_ready(&report_read)));
     let mut child = match spawned {
         Ok(child) => child,
@@ -160,17 +220,22 @@ pub fn spawn_piped(spec: &PipedSpec) -> Result<Piped> {
         }
     };
     let stderr = Arc::new(Mutex::new(Vec::new()));
-    if let Some(fd) = child.stderr.take() {
-        drain_stderr(OwnedFd::from(fd), Arc::clone(&stderr));
+    let mut stderr_pipe = child.stderr.take().map(OwnedFd::from);
+    if spec.stderr == PipedStderr::Tail {
+        if let Some(fd) = stderr_pipe.take() {
+            drain_stderr(fd, Arc::clone(&stderr));
+        }
     }
     let piped = Piped {
         stdin: child.stdin.take().map(OwnedFd::from),
         stdout: child.stdout.take().map(OwnedFd::from),
+        stderr_pipe,
         child,
         stderr,
         layers,
         _report: report_read,
         reaped: false,
+        _private_tmp: private_tmp,
     };
     // A required layer the child could not set up stopped it before exec; one that is missing here was never
     // reported, which is just as unmet.
@@ -189,6 +254,46 @@ impl Piped {
     /// The child's standard output (once).
     pub fn take_stdout(&mut self) -> Option<OwnedFd> {
         self.stdout.take()
+    }
+
+    /// The child's standard error (once), when the spec asked for [`PipedStderr::Pipe`].
+    pub fn take_stderr(&mut self) -> Option<OwnedFd> {
+        self.stderr_pipe.take()
+    }
+
+    /// Whether the tree's handle has exited (reaping it if so). The tree is gone by then: with a PID
+    /// namespace the handle exits only after its init, whose end kills the rest.
+    pub fn has_exited(&mut self) -> bool {
+        if self.reaped {
+            return true;
+        }
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: waitid writes one siginfo we own; WNOWAIT leaves the leader unreaped, so its group id stays ours.
+        let exited = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            ) == 0
+                && info.si_pid() == pid
+        };
+        if exited {
+            // Anything left in the group (possible without a PID namespace) is an orphan of ours.
+            self.kill();
+        }
+        self.reaped
+    }
+
+    /// Sends `signal` to the whole tree's process group, unless it is already reaped. (With a PID namespace,
+    /// the tree's init ignores what it has no handler for; the command gets it.)
+    pub fn signal_group(&self, signal: Signal) {
+        if self.reaped {
+            return;
+        }
+        let group = Pid::from_raw(self.child.id() as libc::pid_t);
+        let _ = killpg(group, signal);
     }
 
     /// The process layers as the child set them up.
@@ -210,12 +315,8 @@ impl Piped {
     /// Sends SIGKILL to the whole tree (its process group; with a PID namespace, its init takes every other
     /// process in it along) without waiting for it; [`Piped::kill`] or dropping reaps it.
     pub fn signal_kill(&self) {
-        if self.reaped {
-            return;
-        }
         // The leader is not reaped yet, so the group id cannot have been reused.
-        let group = Pid::from_raw(self.child.id() as libc::pid_t);
-        let _ = killpg(group, Signal::SIGKILL);
+        self.signal_group(Signal::SIGKILL);
     }
 
     /// Kills the whole tree and reaps the leader. Idempotent.

@@ -168,11 +168,40 @@ pub(crate) fn plan(
         filter,
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
         gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        inherited_strings: inherited_strings(),
     }
 }
 
+/// Where this process's argument and environment strings lie (fields 48 to 51 of `/proc/self/stat`), read
+/// once; zeros when they cannot be read.
+fn inherited_strings() -> [(usize, usize); 2] {
+    static REGIONS: std::sync::OnceLock<[(usize, usize); 2]> = std::sync::OnceLock::new();
+    *REGIONS.get_or_init(|| {
+        let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+            return [(0, 0); 2];
+        };
+        // The command name (field 2) may hold spaces; the fields after it are numbered from 3.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return [(0, 0); 2];
+        };
+        let fields: Vec<usize> = rest
+            .split_whitespace()
+            .skip(48 - 3)
+            .take(4)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        match fields[..] {
+            [a, b, e, f] => [(a, b), (e, f)],
+            _ => [(0, 0); 2],
+        }
+    })
+}
+
 /// Compiles the seccomp programs when asked; records why not otherwise.
-fn prepare_filter(request: &LayerRequest, layers: &mut LayerReport) -> seccomp::Programs {
+pub(crate) fn prepare_filter(
+    request: &LayerRequest,
+    layers: &mut LayerReport,
+) -> seccomp::Programs {
     if !request.socket_filter.wanted() {
         return seccomp::Programs::default();
     }
@@ -183,7 +212,7 @@ fn prepare_filter(request: &LayerRequest, layers: &mut LayerReport) -> seccomp::
 }
 
 /// Refuses the run when a layer that the parent prepares was required and could not be prepared.
-fn check_prepared(
+pub(crate) fn check_prepared(
     layers: &LayerReport,
     request: &LayerRequest,
     prepared: [(Layer, bool); 2],

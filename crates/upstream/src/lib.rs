@@ -34,5 +34,6 @@ pub use error::{CallError, Result};
 pub use http::HttpConnector;
 pub use link::{BoxFuture, Connector, Incoming, Link, Opened, SendError};
 pub use own_meta::{is_own_meta_key, strip_own_meta, OWN_META_PREFIX};
+pub use process::Containment;
 pub use stdio::{StdioConnector, StdioLink};
 pub use supervisor::{Options, State, Status, Upstream};

@@ -55,6 +55,12 @@ pub trait Link: Send + Sync {
         Vec::new()
     }
 
+    /// How the process behind this life is contained, one `layer: state` per line, for `doctor` (nothing for
+    /// a link without a process).
+    fn containment(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Why this life of the transport ended, when the link ended it itself (an HTTP server that went away or
     /// forgot its session); the supervisor reports it instead of "the server exited".
     fn end_reason(&self) -> Option<String> {

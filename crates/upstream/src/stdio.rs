@@ -1,19 +1,20 @@
-//! The stdio transport: a child process in its own group, newline-delimited JSON-RPC on its stdin and stdout, the
-//! last lines of its stderr kept, and shutdown of the whole group (stdin EOF, grace, TERM, KILL).
+//! The stdio transport: a contained child process (`process`), newline-delimited JSON-RPC on its stdin and
+//! stdout, the last lines of its stderr kept, and shutdown of its whole tree (stdin EOF, grace, TERM, KILL).
 //!
 //! It frames and decodes; it does not know ids, eras or events (the `Connection` over it does).
 
 use crate::link::INCOMING_CAPACITY;
 use crate::link::{incoming_from_bytes, BoxFuture, Connector, Incoming, Link, Opened, SendError};
-use crate::process;
-use config::{ServerConfig, Transport};
+use crate::process::{self, Containment};
+use config::ServerConfig;
 use jsonrpc::{encode_line, Frame, FrameReader, Limits};
+use sandbox::Piped;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::process::Child;
+use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -25,9 +26,18 @@ const STDERR_LINE_CHARS: usize = 400;
 /// How much of a line is read for redaction before it is cut to `STDERR_LINE_CHARS`.
 const STDERR_REDACT_CHARS: usize = 4 * STDERR_LINE_CHARS;
 
-/// Spawns the configured command for every life.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct StdioConnector;
+/// Starts the configured command, contained, for every life.
+#[derive(Debug, Default, Clone)]
+pub struct StdioConnector {
+    containment: Arc<Containment>,
+}
+
+impl StdioConnector {
+    /// A connector whose children are kept from what `containment` protects.
+    pub fn new(containment: Arc<Containment>) -> Self {
+        Self { containment }
+    }
+}
 
 impl Connector for StdioConnector {
     fn connect<'a>(
@@ -36,33 +46,32 @@ impl Connector for StdioConnector {
         limits: Limits,
     ) -> BoxFuture<'a, Result<Opened, String>> {
         Box::pin(async move {
-            let mut child =
-                process::spawn(&config.transport).map_err(|e| spawn_error(config, &e))?;
-            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let spec = process::spec(config, &self.containment)?;
+            let mut child = process::spawn(spec)
+                .await
+                .map_err(|e| format!("cannot start {}: {e}", config.name))?;
+            let layers = process::describe(config, &child);
+            let pipes = (child.take_stdin(), child.take_stdout(), child.take_stderr());
+            let (Some(stdin), Some(stdout), stderr) = pipes else {
                 return Err("the process has no stdio pipes".to_owned());
             };
-            let stderr = child.stderr.take();
-            let pid = child.id();
-            let (link, incoming) =
+            let io = |e: std::io::Error| format!("the process's pipes: {e}");
+            let stdin = pipe::Sender::from_owned_fd(stdin).map_err(io)?;
+            let stdout = pipe::Receiver::from_owned_fd(stdout).map_err(io)?;
+            let stderr = stderr
+                .map(pipe::Receiver::from_owned_fd)
+                .transpose()
+                .map_err(io)?;
+            let pid = Some(child.id());
+            let (mut link, incoming) =
                 StdioLink::start(&config.name, stdin, stdout, stderr, limits, Some(child));
+            link.layers = layers;
             Ok(Opened {
                 link: Box::new(link),
                 incoming,
                 pid,
             })
         })
-    }
-}
-
-fn spawn_error(config: &ServerConfig, e: &std::io::Error) -> String {
-    match (&config.transport, e.kind()) {
-        (Transport::Stdio { command, .. }, std::io::ErrorKind::NotFound) => {
-            format!(
-                "cannot start {command:?}: not found on PATH (install it or give its full path)"
-            )
-        }
-        (Transport::Stdio { command, .. }, _) => format!("cannot start {command:?}: {e}"),
-        (Transport::Http { .. }, _) => e.to_string(),
     }
 }
 
@@ -73,7 +82,9 @@ pub struct StdioLink {
     /// Cancelled when writing failed or the link was shut down: the writer drops stdin and the reader stops.
     ended: CancellationToken,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
-    child: Mutex<Option<Child>>,
+    child: Mutex<Option<Piped>>,
+    /// The containment layers of the process, for `doctor`.
+    layers: Vec<String>,
 }
 
 impl StdioLink {
@@ -84,7 +95,7 @@ impl StdioLink {
         stdout: impl AsyncRead + Unpin + Send + 'static,
         stderr: Option<impl AsyncRead + Unpin + Send + 'static>,
         limits: Limits,
-        child: Option<Child>,
+        child: Option<Piped>,
     ) -> (Self, mpsc::Receiver<Incoming>) {
         let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
         let (incoming_tx, incoming) = mpsc::channel(INCOMING_CAPACITY);
@@ -102,8 +113,23 @@ impl StdioLink {
             ended,
             stderr_tail,
             child: Mutex::new(child),
+            layers: Vec::new(),
         };
         (link, incoming)
+    }
+}
+
+impl Drop for StdioLink {
+    /// A link dropped without a shutdown still ends its tree (reaped on the sandbox's keeper thread).
+    fn drop(&mut self) {
+        let child = self
+            .child
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(child) = child {
+            sandbox::dispose(child);
+        }
     }
 }
 
@@ -126,13 +152,17 @@ impl Link for StdioLink {
             .unwrap_or_default()
     }
 
+    fn containment(&self) -> Vec<String> {
+        self.layers.clone()
+    }
+
     fn shutdown(&self, grace: Duration) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             // Ending the writer drops stdin: the upstream sees EOF, which is how stdio servers are asked to exit.
             self.ended.cancel();
             let child = self.child.lock().unwrap_or_else(|p| p.into_inner()).take();
-            if let Some(mut child) = child {
-                process::terminate(&mut child, grace).await;
+            if let Some(child) = child {
+                process::terminate(child, grace).await;
             }
         })
     }

@@ -37,6 +37,8 @@ pub struct Options {
     pub grace: Duration,
     pub first_backoff: Duration,
     pub max_backoff: Duration,
+    /// What every stdio upstream is kept from (the state root, the config file) and which layers it must have.
+    pub containment: Arc<crate::process::Containment>,
 }
 
 impl Default for Options {
@@ -49,6 +51,7 @@ impl Default for Options {
             grace: Duration::from_millis(1500),
             first_backoff: Duration::from_millis(250),
             max_backoff: Duration::from_secs(30),
+            containment: Arc::default(),
         }
     }
 }
@@ -58,6 +61,8 @@ struct Inner {
     conn: Option<Arc<Connection>>,
     catalog: Arc<Catalog>,
     pid: Option<u32>,
+    /// How the current (or last) life's process is contained.
+    containment: Vec<String>,
     restarts: u32,
     last_error: Option<String>,
     /// Cleared when a `server/discover` probe killed or hung the server, so restarts go straight to `initialize`.
@@ -81,7 +86,7 @@ impl Upstream {
     /// What the server sends arrives on `sinks`.
     pub fn start(config: ServerConfig, opts: Options, sinks: Sinks) -> Arc<Self> {
         let connector: Arc<dyn Connector> = match config.transport {
-            Transport::Stdio { .. } => Arc::new(StdioConnector),
+            Transport::Stdio { .. } => Arc::new(StdioConnector::new(Arc::clone(&opts.containment))),
             Transport::Http { .. } => Arc::new(HttpConnector),
         };
         Self::supervised(config, opts, sinks, connector)
@@ -110,6 +115,7 @@ impl Upstream {
                 conn: None,
                 catalog: Arc::new(Catalog::default()),
                 pid: None,
+                containment: Vec::new(),
                 restarts: 0,
                 last_error: None,
                 probe_modern: config.protocol != Protocol::Legacy,
@@ -172,6 +178,7 @@ impl Upstream {
             state: inner.state,
             protocol_version: inner.catalog.era.as_ref().map(|e| e.version().to_owned()),
             pid: inner.pid,
+            containment: inner.containment.clone(),
             restarts: inner.restarts,
             last_error: inner.last_error.clone(),
             tools: inner.catalog.tools.len(),

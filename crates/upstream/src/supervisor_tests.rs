@@ -28,6 +28,7 @@ fn config(protocol: Protocol) -> ServerConfig {
         startup_timeout: None,
         tools: ToolFilter::default(),
         notes: Vec::new(),
+        sandbox: Default::default(),
     }
 }
 

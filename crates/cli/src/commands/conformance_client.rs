@@ -56,6 +56,7 @@ async fn client(url: String) -> anyhow::Result<ExitCode> {
         startup_timeout: Some(TIMEOUT),
         tools: ToolFilter::default(),
         notes: Vec::new(),
+        sandbox: Default::default(),
     };
     let (events, rx) = mpsc::channel(64);
     let sinks = Sinks {

@@ -74,6 +74,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for entry in sandbox::probe().entries {
         println!("  {:<16} {:?}", format!("{:?}", entry.layer), entry.state);
     }
+    for s in config.servers.iter().filter(|s| !s.sandbox.enabled) {
+        println!(
+            "  {}: NOT contained (\"sandbox\": {{\"enabled\": false}}): it runs with your rights",
+            s.name
+        );
+    }
     if args.no_start {
         println!("upstreams: not started (--no-start)");
         return Ok(exit(state_ok && audit_ok));
@@ -328,7 +334,7 @@ async fn upstreams(
     state: Option<Arc<gateway::State>>,
     builtin: Option<Arc<builtin::Builtin>>,
 ) -> bool {
-    let opts = gateway::Options::from_config(config, false);
+    let opts = crate::runtime::gateway_options(config, false);
     let gw = gateway::Gateway::start_with(config, opts, guard, state, builtin);
     with_progress(&gw, config).await;
     let statuses = gw.statuses();
@@ -358,6 +364,9 @@ async fn upstreams(
         println!("{line}");
         for (list, why) in &s.list_errors {
             println!("      {list} served empty: {}", audit::redact(why));
+        }
+        if !s.containment.is_empty() {
+            println!("      contained: {}", s.containment.join(", "));
         }
         // Servers print tokens and URLs with keys on stderr more often than they should.
         for l in s.stderr_tail.iter().rev().take(3).rev() {

@@ -50,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let rows = rt.block_on(async {
         let gw = gateway::Gateway::start(
             &config,
-            gateway::Options::from_config(&config, false),
+            crate::runtime::gateway_options(&config, false),
             Arc::clone(&guard),
             state,
         );

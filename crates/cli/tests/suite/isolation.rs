@@ -1,7 +1,7 @@
 //! An upstream that crashes, hangs, floods, or writes garbage harms only its own calls; toolgate restarts it,
 //! and when toolgate ends, every upstream process group ends with it.
 
-use crate::support::{call, fixture, gone, legacy, text, Setup};
+use crate::support::{call, contained_tree, fixture, gone, legacy, text, Setup};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use pretty_assertions::assert_eq;
@@ -127,34 +127,46 @@ async fn oversized_upstream_response_is_an_error_not_a_truncated_line() {
     );
 }
 
-async fn upstream_pids(client: &StdioClient) -> (i32, i32) {
-    let pids = call(client, "fx__pids", json!({})).await.unwrap()["structuredContent"].clone();
-    (
-        pids["pid"].as_i64().unwrap() as i32,
-        pids["grandchild"].as_i64().unwrap() as i32,
-    )
+/// The host pids of the upstream's tree: its handle, the init of its PID namespace, the server and its
+/// grandchild (the pids the fixture reports are its namespace's own).
+async fn upstream_pids(client: &StdioClient) -> Vec<i32> {
+    call(client, "fx__pids", json!({})).await.unwrap();
+    let leader = status(client, "fx").await["pid"].as_i64().unwrap() as i32;
+    let mut tree = contained_tree(leader);
+    assert!(tree.len() >= 3, "init, server and grandchild: {tree:?}");
+    tree.push(leader);
+    tree
+}
+
+async fn all_gone(pids: &[i32]) -> bool {
+    for &pid in pids {
+        if !gone(pid, 5).await {
+            return false;
+        }
+    }
+    true
 }
 
 #[tokio::test]
 async fn no_orphans_after_stdin_eof() {
     let setup = Setup::fixture(&["--grandchild"], json!({}));
     let mut client = legacy(&setup).await;
-    let (server, grandchild) = upstream_pids(&client).await;
+    let tree = upstream_pids(&client).await;
     let exit = client
         .close(Duration::from_secs(10))
         .await
         .expect("toolgate exits on EOF");
     assert!(exit.success());
     assert!(
-        gone(server, 5).await && gone(grandchild, 5).await,
-        "upstream {server} or grandchild {grandchild} survived"
+        all_gone(&tree).await,
+        "part of the upstream's tree {tree:?} survived"
     );
 }
 
 async fn no_orphans_after(signal: Signal) {
     let setup = Setup::fixture(&["--grandchild"], json!({}));
     let mut client = legacy(&setup).await;
-    let (server, grandchild) = upstream_pids(&client).await;
+    let tree = upstream_pids(&client).await;
     kill(Pid::from_raw(client.pid().unwrap() as i32), signal).unwrap();
     let exit = tokio::time::timeout(Duration::from_secs(10), client.child_mut().wait()).await;
     assert!(exit
@@ -162,8 +174,8 @@ async fn no_orphans_after(signal: Signal) {
         .unwrap()
         .success());
     assert!(
-        gone(server, 5).await && gone(grandchild, 5).await,
-        "upstream {server} or grandchild {grandchild} survived"
+        all_gone(&tree).await,
+        "part of the upstream's tree {tree:?} survived"
     );
 }
 

@@ -24,6 +24,7 @@ mod codemode_tasks;
 mod config_errors;
 mod conformance;
 mod conformance_client;
+mod containment;
 mod demo;
 mod eras;
 mod flood;

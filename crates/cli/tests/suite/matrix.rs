@@ -20,6 +20,9 @@ struct Upstream {
     arguments: Value,
     /// Text the call's result must contain.
     expect: String,
+    /// A call that writes where the server keeps its data, and text its result must contain: it must work
+    /// contained.
+    write: Option<(&'static str, Value, &'static str)>,
 }
 
 fn npm(package: &str) -> PathBuf {
@@ -83,6 +86,7 @@ fn upstream(name: &str, ws: &Path) -> Upstream {
         tool,
         arguments,
         expect: expect.to_owned(),
+        write: None,
     };
     match name {
         "everything" => {
@@ -91,12 +95,18 @@ fn upstream(name: &str, ws: &Path) -> Upstream {
         }
         "filesystem" => {
             let (c, a) = node(npm("server-filesystem"), &[&string(ws)]);
-            plain(c, a, "list_allowed_directories", json!({}), &string(ws))
+            let mut up = plain(c, a, "list_allowed_directories", json!({}), &string(ws));
+            let file = json!({"path": ws.join("written.txt"), "content": "contained"});
+            up.write = Some(("write_file", file, "Successfully wrote"));
+            up
         }
         "memory" => {
             let (c, a) = node(npm("server-memory"), &[]);
             let mut up = plain(c, a, "read_graph", json!({}), "entities");
             up.env = vec![("MEMORY_FILE_PATH".into(), string(&ws.join("memory.jsonl")))];
+            let entity =
+                json!({"entities": [{"name": "matrix", "entityType": "test", "observations": []}]});
+            up.write = Some(("create_entities", entity, "matrix"));
             up
         }
         "thinking" => {
@@ -147,13 +157,16 @@ fn upstream(name: &str, ws: &Path) -> Upstream {
         }
         "sqlite" => {
             let args = vec!["--db-path".to_owned(), string(&ws.join("matrix.db"))];
-            plain(
+            let mut up = plain(
                 venv(".venv-servers-v1", "mcp-server-sqlite"),
                 args,
                 "list_tables",
                 json!({}),
                 "[]",
-            )
+            );
+            let table = json!({"query": "CREATE TABLE contained (x INTEGER)"});
+            up.write = Some(("create_table", table, "Table created"));
+            up
         }
         "fastmcp" => {
             let args = vec![string(&peers().join("fastmcp_server.py"))];
@@ -285,6 +298,44 @@ async fn check_started_after(name: &str, delay: Option<u32>) {
         "{name}: {:?} not in {result}",
         up.expect
     );
+    if let Some((tool, arguments, expect)) = &up.write {
+        let call = json!({"name": format!("{prefix}{tool}"), "arguments": arguments});
+        let result = tokio::time::timeout(WAIT, client.request("tools/call", call))
+            .await
+            .expect("the write answers in time")
+            .unwrap_or_else(|e| panic!("{name}: {tool} failed: {e}"));
+        assert_ne!(result["isError"], true, "{name}: {result}");
+        assert!(
+            result.to_string().contains(expect),
+            "{name}: {expect:?} not in {result}"
+        );
+    }
+    // Served contained: every layer this machine offers is in force.
+    let status = client
+        .request(
+            "tools/call",
+            json!({"name": "toolgate_status", "arguments": {}}),
+        )
+        .await
+        .expect("status");
+    let server = status["structuredContent"]["servers"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["server"] == name))
+        .cloned()
+        .unwrap_or_default();
+    for layer in [
+        "pid_namespace: active",
+        "own_proc: active",
+        "landlock: active",
+        "socket_filter: active",
+    ] {
+        assert!(
+            server["sandbox"]
+                .as_array()
+                .is_some_and(|l| l.iter().any(|s| s == layer)),
+            "{name}: {layer:?} not in {server}"
+        );
+    }
     let mut client = client;
     client.close(Duration::from_secs(10)).await;
 }

@@ -229,4 +229,25 @@ pub fn run_on_terminal(mut cmd: std::process::Command, prompt: &str, typed: &[u8
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         terminal,
     }
+
+/// The host pids of every process in the PID namespace of a contained upstream whose tree handle (the `pid`
+/// its status shows) is `leader`: the namespace's init, the server, and whatever they started, `setsid` or not.
+pub fn contained_tree(leader: i32) -> Vec<i32> {
+    let children = std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children"))
+        .unwrap_or_default();
+    let Some(init) = children.split_whitespace().next() else {
+        return Vec::new();
+    };
+    let Ok(ns) = std::fs::read_link(format!("/proc/{init}/ns/pid")) else {
+        return Vec::new();
+    };
+    let mut tree: Vec<i32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|l| l == ns))
+        .collect();
+    tree.sort_unstable();
+    tree
 }

@@ -83,6 +83,9 @@ fn spec(command: &WorkerCommand, limits: &RunLimits) -> sandbox::PipedSpec {
     sandbox::PipedSpec {
         program: command.program.clone(),
         args: command.args.clone(),
+        env: Default::default(),
+        cwd: "/".into(),
+        stderr: sandbox::PipedStderr::Tail,
         layers: sandbox::LayerRequest {
             pid_namespace: mode(limits, Layer::PidNamespace),
             no_network: mode(limits, Layer::NoNetwork),

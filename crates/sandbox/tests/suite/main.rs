@@ -7,6 +7,7 @@
 mod capture;
 mod containment;
 mod layers;
+mod piped;
 mod protected;
 mod sockets;
 mod stdin;

@@ -22,6 +22,7 @@ impl Upstream {
             opened = self.connector.connect(&self.config, self.opts.limits) => opened?,
             () = self.shutdown.cancelled() => return Err("shutting down".to_owned()),
         };
+        self.lock().containment = opened.link.containment();
         let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
         let conn = Connection::start(
             &self.config.name,

@@ -30,6 +30,8 @@ pub struct Status {
     pub state: State,
     pub protocol_version: Option<String>,
     pub pid: Option<u32>,
+    /// How its process is contained, one `layer: state` per line (empty for HTTP).
+    pub containment: Vec<String>,
     pub restarts: u32,
     pub last_error: Option<String>,
     pub tools: usize,
@@ -47,6 +49,7 @@ impl Status {
             "server": self.server, "state": self.state.as_str(), "protocolVersion": self.protocol_version,
             "pid": self.pid, "restarts": self.restarts, "lastError": self.last_error, "tools": self.tools,
             "resources": self.resources, "prompts": self.prompts, "ignoredStdoutLines": self.garbage_lines,
+            "sandbox": self.containment,
             "listErrors": self.list_errors.iter().map(|(list, why)| json!({"list": list, "error": why})).collect::<Vec<_>>(),
         })
     }

@@ -31,6 +31,7 @@ fn entry(url: &str, sse: bool, headers: &[(&str, &str)]) -> ServerConfig {
         startup_timeout: Some(Duration::from_secs(5)),
         tools: ToolFilter::default(),
         notes: Vec::new(),
+        sandbox: Default::default(),
     }
 }
 
