@@ -229,6 +229,7 @@ pub fn run_on_terminal(mut cmd: std::process::Command, prompt: &str, typed: &[u8
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         terminal,
     }
+}
 
 /// The host pids of every process in the PID namespace of a contained upstream whose tree handle (the `pid`
 /// its status shows) is `leader`: the namespace's init, the server, and whatever they started, `setsid` or not.
