@@ -90,10 +90,13 @@ async fn upstream_cannot_approve_its_own_request_through_the_admin_cli() {
             out.join("attack.sh").display(),
             toolgate().display()
         );
+        // Uncontained, as on a kernel without the sandbox's layers: what the admin CLI itself refuses (a
+        // contained upstream cannot even read the config, see `containment`).
         json!({
             "workspace": ws,
             "mcpServers": {"fx": {
                 "command": "sh", "args": ["-c", upstream],
+                "sandbox": {"enabled": false},
                 "env": {
                     "OUT": out, "TOOLGATE": toolgate(), "CONFIG": dir.join("toolgate.json"),
                     "TOOLGATE_STATE_DIR": state,
@@ -361,7 +364,10 @@ fn without_capabilities(mut cmd: std::process::Command) -> std::process::Command
 
 #[tokio::test]
 async fn toolgate_environ_is_not_readable_by_same_uid_process() {
-    let setup = Setup::fixture(&[], json!({}));
+    // Uncontained, so that the upstream is toolgate's own child and its environment is the one toolgate gave.
+    let mut fx = crate::support::fixture(&[]);
+    fx["sandbox"] = json!({"enabled": false});
+    let setup = Setup::fixture(&[], json!({"mcpServers": {"fx": fx}}));
     let client = setup.serve();
     client.initialize("2025-11-25", json!({})).await.unwrap();
     let pid = client.pid().unwrap();
@@ -390,8 +396,13 @@ async fn toolgate_environ_is_not_readable_by_same_uid_process() {
     assert_eq!(name.trim_end(), "toolgate-gw");
 
     // The upstream it started sees no trace of the state root in its own environment.
-    let children =
-        std::fs::read_to_string(proc.join("task").join(pid.to_string()).join("children")).unwrap();
+    // Upstreams are started from a thread of their own, so their parent task need not be the main thread.
+    let children: String = std::fs::read_dir(proc.join("task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .collect::<Vec<_>>()
+        .join(" ");
     let upstream = children
         .split_whitespace()
         .next()
@@ -420,7 +431,9 @@ fn upstream_gets_no_controlling_terminal_to_push_input_into() {
     );
     let config = json!({
         "workspace": root.join("ws"),
-        "mcpServers": {"fx": {"command": "sh", "args": ["-c", upstream]}},
+        // Uncontained (a contained upstream has a session of its own anyway): the gateway itself gives up the
+        // terminal.
+        "mcpServers": {"fx": {"command": "sh", "args": ["-c", upstream], "sandbox": {"enabled": false}}},
         "permissions": {"default": "allow"},
     });
     std::fs::write(root.join("toolgate.json"), config.to_string()).unwrap();
