@@ -3,6 +3,10 @@
 //! turn (round robin), not to whoever asked first over everything. So one identity that asks for a thousand
 //! slots waits behind itself, and a quiet identity's one request is admitted within one slot's release.
 //!
+//! Within one identity the same holds between its parties (the client sessions or runs it asks for): every
+//! caller without an identity of its own is one identity, so its stdio clients and unauthenticated sessions
+//! share one share, and they are served in turn among themselves, not first come first served.
+//!
 //! A slot is a [`Permit`], given back when it is dropped. The number of requests one identity may have waiting
 //! is bounded too: past it, `acquire` refuses at once (what is waiting holds memory, and a caller should learn
 //! that it is over its share rather than wait without end). It decides nothing about what runs in a slot.
@@ -36,7 +40,52 @@ struct State {
 #[derive(Debug, Default)]
 struct Slots {
     running: usize,
-    waiting: VecDeque<oneshot::Sender<Permit>>,
+    /// Parties of this identity with someone waiting, in the order they are served next.
+    waiting: VecDeque<Party>,
+}
+
+/// The requests one party of an identity has waiting, oldest first.
+#[derive(Debug)]
+struct Party {
+    name: String,
+    queue: VecDeque<oneshot::Sender<Permit>>,
+}
+
+impl Slots {
+    fn forget_closed(&mut self) {
+        for party in &mut self.waiting {
+            party.queue.retain(|w| !w.is_closed());
+        }
+        self.waiting.retain(|p| !p.queue.is_empty());
+    }
+
+    fn waiting_count(&self) -> usize {
+        self.waiting.iter().map(|p| p.queue.len()).sum()
+    }
+
+    fn queue(&mut self, party: &str, waiter: oneshot::Sender<Permit>) {
+        match self.waiting.iter_mut().find(|p| p.name == party) {
+            Some(p) => p.queue.push_back(waiter),
+            None => self.waiting.push_back(Party {
+                name: party.to_owned(),
+                queue: VecDeque::from([waiter]),
+            }),
+        }
+    }
+
+    /// The oldest request of the party whose turn it is; that party goes to the back of the turn.
+    fn next_waiter(&mut self) -> Option<oneshot::Sender<Permit>> {
+        loop {
+            let mut party = self.waiting.pop_front()?;
+            let waiter = party.queue.pop_front();
+            if !party.queue.is_empty() {
+                self.waiting.push_back(party);
+            }
+            if waiter.is_some() {
+                return waiter;
+            }
+        }
+    }
 }
 
 /// Why a request was not even queued.
@@ -83,23 +132,29 @@ impl FairGate {
     /// A slot for `identity`: at once when one is free and the identity is under its share, else when its turn
     /// comes. Cancel-safe: a request dropped while it waits takes no slot.
     pub async fn acquire(&self, identity: &str) -> Result<Permit, TooManyWaiting> {
+        self.acquire_for(identity, "").await
+    }
+
+    /// A slot for `identity` asked for by `party` (a session or run of it): as [`FairGate::acquire`], and among
+    /// the identity's waiting parties in turn.
+    pub async fn acquire_for(&self, identity: &str, party: &str) -> Result<Permit, TooManyWaiting> {
         let rx = {
             let mut st = self.inner.lock();
             let free = st.in_use < self.inner.capacity;
             let slots = st.by_identity.entry(identity.to_owned()).or_default();
-            slots.waiting.retain(|w| !w.is_closed());
+            slots.forget_closed();
             if free && slots.running < self.inner.share && slots.waiting.is_empty() {
                 slots.running += 1;
                 st.in_use += 1;
                 return Ok(self.inner.permit(identity));
             }
-            if slots.waiting.len() >= self.inner.max_waiting {
+            if slots.waiting_count() >= self.inner.max_waiting {
                 let limit = self.inner.max_waiting;
                 st.tidy(identity);
                 return Err(TooManyWaiting { limit });
             }
             let (tx, rx) = oneshot::channel();
-            slots.waiting.push_back(tx);
+            slots.queue(party, tx);
             if !st.turn.iter().any(|i| i == identity) {
                 st.turn.push_back(identity.to_owned());
             }
@@ -123,9 +178,13 @@ impl FairGate {
     /// Requests of `identity` waiting now.
     pub fn waiting(&self, identity: &str) -> usize {
         let st = self.inner.lock();
-        st.by_identity
-            .get(identity)
-            .map_or(0, |s| s.waiting.iter().filter(|w| !w.is_closed()).count())
+        st.by_identity.get(identity).map_or(0, |s| {
+            s.waiting
+                .iter()
+                .flat_map(|p| &p.queue)
+                .filter(|w| !w.is_closed())
+                .count()
+        })
     }
 }
 
@@ -157,7 +216,7 @@ impl Inner {
                 continue;
             }
             let mut admitted = false;
-            while let Some(waiter) = slots.waiting.pop_front() {
+            while let Some(waiter) = slots.next_waiter() {
                 match waiter.send(self.permit(&identity)) {
                     Ok(()) => {
                         admitted = true;

@@ -94,3 +94,42 @@ async fn a_request_dropped_while_it_waits_takes_no_slot() {
     assert!(admitted_now(&gate, "key:c").await.is_some());
     assert_eq!(gate.in_use(), 0);
 }
+
+#[tokio::test]
+async fn one_local_client_flooding_does_not_queue_another_local_client_behind_it() {
+    // Every stdio client is the one local identity: within it, its clients are served in turn.
+    let gate = FairGate::new(1, 1, 100);
+    let first = gate.acquire_for("local", "stdio-1").await.unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut waiting = Vec::new();
+    for n in 0..5 {
+        let (gate, order) = (gate.clone(), Arc::clone(&order));
+        waiting.push(tokio::spawn(async move {
+            let p = gate.acquire_for("local", "stdio-1").await.unwrap();
+            order.lock().unwrap().push(format!("flood{n}"));
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            drop(p);
+        }));
+        tokio::task::yield_now().await;
+    }
+    {
+        let (gate, order) = (gate.clone(), Arc::clone(&order));
+        waiting.push(tokio::spawn(async move {
+            let p = gate.acquire_for("local", "stdio-2").await.unwrap();
+            order.lock().unwrap().push("quiet".to_owned());
+            drop(p);
+        }));
+    }
+    while gate.waiting("local") < 6 {
+        tokio::task::yield_now().await;
+    }
+    drop(first);
+    for w in waiting {
+        w.await.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    // The flooding client's oldest request went first, then the other client's turn came.
+    assert_eq!(order[..2], ["flood0".to_owned(), "quiet".to_owned()]);
+    assert_eq!(order.len(), 6);
+    assert_eq!(gate.in_use(), 0);
+}

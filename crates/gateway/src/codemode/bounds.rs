@@ -38,6 +38,14 @@ pub(crate) fn identity(ctx: &CallContext) -> String {
     ctx.principal.clone().unwrap_or_else(|| LOCAL.to_owned())
 }
 
+/// Who within an identity waits for a slot: the client session a request came on, else the run itself, so
+/// the sessions (and stdio clients) of one identity are served in turn among themselves.
+pub(crate) fn party(ctx: &CallContext) -> String {
+    ctx.grants
+        .session()
+        .map_or_else(|| ctx.trace_id.clone(), str::to_owned)
+}
+
 /// The shares and ceilings of one gateway, shared by every session and run.
 #[derive(Debug)]
 pub(crate) struct Bounds {

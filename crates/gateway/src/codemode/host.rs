@@ -27,8 +27,10 @@ pub(crate) struct Host {
     /// The run's profile and identity: its calls are decided and recorded as the client's that started it.
     pub guard: Arc<crate::guard::Guard>,
     pub principal: Option<String>,
-    /// Whose shares of calls in flight its calls take (`bounds::identity`).
+    /// Whose shares of calls in flight its calls take (`bounds::identity`), and in whose turn within that
+    /// identity they wait (`bounds::party`).
     pub identity: String,
+    pub party: String,
 }
 
 impl ToolHost for Host {
@@ -36,7 +38,7 @@ impl ToolHost for Host {
         Box::pin(async move {
             let calls = &self.gw.code_sessions.bounds.calls;
             // A slot in flight in its identity's turn, so a program's fan-out waits behind itself.
-            let slot = match calls.acquire(&self.identity).await {
+            let slot = match calls.acquire_for(&self.identity, &self.party).await {
                 Ok(slot) => slot,
                 Err(full) => {
                     let refused = super::bounds::calls_waiting(&self.identity, full, calls);

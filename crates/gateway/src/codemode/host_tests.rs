@@ -32,6 +32,7 @@ fn host(h: &Harness, approved: Option<&[&str]>) -> Host {
         guard: Arc::clone(&h.gateway.guard),
         principal: None,
         identity: super::bounds::LOCAL.to_owned(),
+        party: RUN.to_owned(),
     }
 }
 

@@ -196,10 +196,12 @@ async fn run(
     approval: Option<Arc<RunApproval>>,
 ) -> CallOutcome {
     let identity = bounds::identity(ctx);
+    let party = bounds::party(ctx);
     let workers = &gw.code_sessions.bounds.workers;
-    // A worker slot in its identity's turn: one identity's runs wait behind each other, not another's.
+    // A worker slot in its identity's turn, and its session's turn within the identity: one identity's runs
+    // wait behind each other, not another's; one local client's behind its own, not another local client's.
     let _worker = tokio::select! {
-        slot = workers.acquire(&identity) => match slot {
+        slot = workers.acquire_for(&identity, &party) => match slot {
             Ok(slot) => slot,
             Err(full) => {
                 let refused = bounds::runs_waiting(&identity, full, workers);
@@ -218,6 +220,7 @@ async fn run(
         guard: Arc::clone(&ctx.guard),
         principal: ctx.principal.clone(),
         identity,
+        party,
     };
     // The run ends here whatever way it ends: calls still in flight are cancelled, later ones refused.
     let _ended = host.cancel.clone().drop_guard();
