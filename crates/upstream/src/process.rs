@@ -10,7 +10,8 @@
 //! but connected pairs, no netlink, no io_uring, unless `"unixSockets"`), an empty network namespace when
 //! `"network": false`, no core dumps, no new privileges, and only its configured environment plus a short
 //! allowlist (`config::upstream_env`). A layer the entry or the top-level `"sandbox"` requires that cannot be
-//! had stops the start, with the reason. This module builds the spec and ends the tree; it does not frame
+//! had stops the start, with the reason, and so does an entry that switches off what the top-level list requires
+//! (its opt-out, its network, its unix sockets): that list is never met by silently leaving a layer out. This module builds the spec and ends the tree; it does not frame
 //! messages (`stdio` does).
 
 use config::{upstream_env, ServerConfig, ServerSandbox, Transport};
@@ -55,6 +56,9 @@ pub(crate) fn spec(config: &ServerConfig, containment: &Containment) -> Result<P
                 "cannot start {command:?}: not found on PATH (install it or give its full path)"
             )
         })?;
+    if let Some(why) = unmet_top_level(&config.sandbox, containment) {
+        return Err(why);
+    }
     let layers = if config.sandbox.enabled {
         contained(config, &env, &cwd, containment)
     } else {
@@ -68,6 +72,35 @@ pub(crate) fn spec(config: &ServerConfig, containment: &Containment) -> Result<P
         stderr: PipedStderr::Pipe,
         layers,
     })
+}
+
+/// Why an entry cannot meet the layers the top-level `"sandbox": {"require": …}` asks of every contained
+/// process, when its own settings switch one of them off.
+fn unmet_top_level(sandbox: &ServerSandbox, containment: &Containment) -> Option<String> {
+    let required = |layer: &str| containment.require.iter().any(|r| r == layer);
+    if !sandbox.enabled && !containment.require.is_empty() {
+        return Some(format!(
+            "not started: the top-level \"sandbox\" requires {} of every contained process, and this server's \
+             entry says \"sandbox\": {{\"enabled\": false}} (remove the opt-out, or the top-level requirement)",
+            containment.require.join(", ")
+        ));
+    }
+    if sandbox.enabled && sandbox.network && required("no_network") {
+        return Some(
+            "not started: the top-level \"sandbox\" requires no_network, and this server has the network (an \
+             upstream has it unless its entry says \"sandbox\": {\"network\": false}); give it \"network\": \
+             false, or require no_network in the entries that need it instead"
+                .to_owned(),
+        );
+    }
+    if sandbox.enabled && sandbox.unix_sockets && required("socket_filter") {
+        return Some(
+            "not started: the top-level \"sandbox\" requires socket_filter, and this server's entry says \
+             \"unixSockets\": true (remove one of the two)"
+                .to_owned(),
+        );
+    }
+    None
 }
 
 /// `"enabled": false`: only what every child gets (its own session and group, death with toolgate).

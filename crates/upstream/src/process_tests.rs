@@ -121,10 +121,48 @@ fn an_entry_that_opts_out_gets_no_layers() {
     };
     let containment = Containment {
         protected_paths: vec![PathBuf::from("/state")],
-        require: vec!["landlock".into()],
+        require: Vec::new(),
     };
     let layers = spec(&server(&[], &[], off), &containment).unwrap().layers;
     assert_eq!(layers, uncontained());
+}
+
+#[test]
+fn an_entry_that_switches_off_a_top_level_requirement_does_not_start() {
+    let require = |layers: &[&str]| Containment {
+        protected_paths: vec![PathBuf::from("/state")],
+        require: layers.iter().map(|l| (*l).to_owned()).collect(),
+    };
+    let off = ServerSandbox {
+        enabled: false,
+        ..ServerSandbox::default()
+    };
+    let e = spec(&server(&[], &[], off), &require(&["landlock"])).unwrap_err();
+    assert!(
+        e.contains("requires landlock") && e.contains("\"enabled\": false"),
+        "{e}"
+    );
+    // The network is an upstream's unless its entry takes it away: a top-level no_network is not met by it.
+    let e = spec(
+        &server(&[], &[], ServerSandbox::default()),
+        &require(&["no_network"]),
+    )
+    .unwrap_err();
+    assert!(e.contains("requires no_network"), "{e}");
+    let offline = ServerSandbox {
+        network: false,
+        ..ServerSandbox::default()
+    };
+    let layers = spec(&server(&[], &[], offline), &require(&["no_network"]))
+        .unwrap()
+        .layers;
+    assert_eq!(layers.no_network, LayerMode::Required);
+    let sockets = ServerSandbox {
+        unix_sockets: true,
+        ..ServerSandbox::default()
+    };
+    let e = spec(&server(&[], &[], sockets), &require(&["socket_filter"])).unwrap_err();
+    assert!(e.contains("requires socket_filter"), "{e}");
 }
 
 #[test]
