@@ -102,6 +102,18 @@ pub enum LayerState {
     Failed(String),
 }
 
+/// `active`, `off`, `unavailable (why)` or `failed (why)`: how `doctor` and the logs show a layer's state.
+impl fmt::Display for LayerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LayerState::Active => f.write_str("active"),
+            LayerState::NotRequested => f.write_str("off"),
+            LayerState::Unavailable(why) => write!(f, "unavailable ({why})"),
+            LayerState::Failed(why) => write!(f, "failed ({why})"),
+        }
+    }
+}
+
 /// One line of a [`LayerReport`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LayerEntry {

@@ -15,7 +15,7 @@
 //! messages (`stdio` does).
 
 use config::{upstream_env, ServerConfig, ServerSandbox, Transport};
-use sandbox::{LayerMode, LayerRequest, LayerState, Piped, PipedSpec, PipedStderr, Rlimits};
+use sandbox::{LayerMode, LayerRequest, Piped, PipedSpec, PipedStderr, Rlimits};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -257,15 +257,7 @@ pub(crate) fn describe(config: &ServerConfig, child: &Piped) -> Vec<String> {
         .layers()
         .entries
         .iter()
-        .map(|e| {
-            let state = match &e.state {
-                LayerState::Active => "active".to_owned(),
-                LayerState::NotRequested => "off".to_owned(),
-                LayerState::Unavailable(why) => format!("unavailable ({why})"),
-                LayerState::Failed(why) => format!("failed ({why})"),
-            };
-            format!("{}: {state}", e.layer)
-        })
+        .map(|e| format!("{}: {}", e.layer, e.state))
         .collect()
 }
 

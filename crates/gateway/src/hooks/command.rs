@@ -224,15 +224,7 @@ fn summary(layers: &LayerReport) -> String {
     layers
         .entries
         .iter()
-        .map(|e| {
-            let state = match &e.state {
-                LayerState::Active => "active".to_owned(),
-                LayerState::NotRequested => "off".to_owned(),
-                LayerState::Unavailable(why) => format!("unavailable ({why})"),
-                LayerState::Failed(why) => format!("failed ({why})"),
-            };
-            format!("{}={state}", e.layer)
-        })
+        .map(|e| format!("{}={}", e.layer, e.state))
         .collect::<Vec<_>>()
         .join(" ")
 }
