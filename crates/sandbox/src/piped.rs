@@ -14,20 +14,18 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-use crate::child;
 use crate::error::{Error, Result};
 use crate::filesystem;
-use crate::layers::{decode, Layer, LayerReport};
-use crate::run::{check_prepared, merge, pipe, plan, prepare_filter};
+use crate::layers::{decode, LayerReport};
+use crate::run::{merge, prelude, Prelude};
 use crate::spec::LayerRequest;
 use crate::watch::wait_readable;
 
@@ -173,39 +171,14 @@ fn drain_stderr(stderr: OwnedFd, tail: Arc<Mutex<Vec<u8>>>) {
 pub fn spawn_piped(spec: &PipedSpec) -> Result<Piped> {
     validate(spec)?;
     let request = &filesystem::effective(&spec.layers);
-    let mut layers = LayerReport::initial(request);
-    let prepared = filesystem::prepare(request, &spec.cwd, &mut layers)?;
-    let filter = prepare_filter(request, &mut layers);
-    check_prepared(
-        &layers,
-        request,
-        [
-            (Layer::Landlock, prepared.landlock_fd.is_some()),
-            (Layer::SocketFilter, !filter.is_empty()),
-        ],
-    )?;
-    let mut env = spec.env.clone();
-    prepared.apply_env(&mut env);
-    let (report_read, report_write) = pipe()?;
-    let child_plan = plan(
-        request,
-        report_write.as_raw_fd(),
-        prepared.landlock_fd.as_ref(),
-        filter,
-    );
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .env_clear()
-        .envs(&env)
-        .current_dir(&spec.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: `child::setup` only performs async-signal-safe syscalls on data prepared in `child_plan`.
-    unsafe {
-        cmd.pre_exec(move || child::setup(&child_plan));
-    }
-    let spawned = cmd.spawn();
+    let Prelude {
+        mut layers,
+        prepared,
+        report_read,
+        report_write,
+        mut command,
+    } = prelude(request, &spec.program, &spec.args, &spec.env, &spec.cwd)?;
+    let spawned = command.stdin(Stdio::piped()).spawn();
     drop(report_write);
     // The child has its copy of the ruleset; the private directory lives as long as the `Piped`.
     let private_tmp = prepared.into_private_tmp();

@@ -6,6 +6,7 @@
 //! Standard input, when given, is written by its own thread (`stdin`) that stops once the tree is gone. This
 //! module does not build the child-side setup (see `child`) or parse output.
 
+use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -273,15 +274,30 @@ pub(crate) fn merge(layers: &mut LayerReport, report: &crate::layers::ChildRepor
     }
 }
 
-/// Runs the command to completion or deadline. `Err` means it was refused before running; a command that
-/// could not start is `Ok` with [`Outcome::Failed`], so the layer report still reaches the audit log.
-pub fn run(spec: &CommandSpec) -> Result<RunResult> {
-    validate(spec)?;
-    let start = Instant::now();
-    let request = &filesystem::effective(&spec.layers);
+/// What every contained start prepares before it forks, in one place for commands run to completion and piped
+/// children alike: the layer report so far, the filesystem layers (the Landlock ruleset, the private
+/// directory), the pipe the child reports its layers on, and the command that sets them up before it execs.
+pub(crate) struct Prelude {
+    pub layers: LayerReport,
+    pub prepared: filesystem::Prepared,
+    pub report_read: OwnedFd,
+    pub report_write: OwnedFd,
+    /// `program` with `args` in `cwd`, with `env` alone (plus the private directory's variables), stdout and
+    /// stderr piped; the caller chooses stdin.
+    pub command: Command,
+}
+
+/// Prepares the layers `request` asks for, refusing when a required one cannot be set up, and the command
+/// that runs `program` under them.
+pub(crate) fn prelude(
+    request: &LayerRequest,
+    program: &Path,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+) -> Result<Prelude> {
     let mut layers = LayerReport::initial(request);
-    // The private directory it may create lives until the end of this function, after the command's tree is gone.
-    let prepared = filesystem::prepare(request, &spec.cwd, &mut layers)?;
+    let prepared = filesystem::prepare(request, cwd, &mut layers)?;
     let filter = prepare_filter(request, &mut layers);
     check_prepared(
         &layers,
@@ -291,9 +307,8 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
             (Layer::SocketFilter, !filter.is_empty()),
         ],
     )?;
-    let mut env = spec.env.clone();
+    let mut env = env.clone();
     prepared.apply_env(&mut env);
-
     let (report_read, report_write) = pipe()?;
     let child_plan = plan(
         request,
@@ -301,22 +316,46 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
         prepared.landlock_fd.as_ref(),
         filter,
     );
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
+    let mut command = Command::new(program);
+    command
+        .args(args)
         .env_clear()
         .envs(&env)
-        .current_dir(&spec.cwd)
-        .stdin(match spec.stdin {
-            Stdin::Null => Stdio::null(),
-            Stdin::Bytes(_) => Stdio::piped(),
-        })
+        .current_dir(cwd)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: `child::setup` only performs async-signal-safe syscalls on data prepared in `child_plan`.
     unsafe {
-        cmd.pre_exec(move || child::setup(&child_plan));
+        command.pre_exec(move || child::setup(&child_plan));
     }
-    let spawned = cmd.spawn();
+    Ok(Prelude {
+        layers,
+        prepared,
+        report_read,
+        report_write,
+        command,
+    })
+}
+
+/// Runs the command to completion or deadline. `Err` means it was refused before running; a command that
+/// could not start is `Ok` with [`Outcome::Failed`], so the layer report still reaches the audit log.
+pub fn run(spec: &CommandSpec) -> Result<RunResult> {
+    validate(spec)?;
+    let start = Instant::now();
+    let request = &filesystem::effective(&spec.layers);
+    // The private directory it may create lives until the end of this function, after the command's tree is gone.
+    let Prelude {
+        mut layers,
+        prepared,
+        report_read,
+        report_write,
+        mut command,
+    } = prelude(request, &spec.program, &spec.args, &spec.env, &spec.cwd)?;
+    command.stdin(match spec.stdin {
+        Stdin::Null => Stdio::null(),
+        Stdin::Bytes(_) => Stdio::piped(),
+    });
+    let spawned = command.spawn();
     drop(report_write);
     // The child has its copy of the ruleset; the private directory stays until the end of the run.
     let _private_tmp = prepared.into_private_tmp();
