@@ -14,11 +14,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod common;
+use common::Front;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,46 +25,6 @@ use std::time::{Duration, Instant};
 const FLOOD_KEY: &str = "flood-key-0123456789abcdef";
 const QUIET_KEY: &str = "quiet-key-0123456789abcdef";
 const VERSION: &str = "2026-07-28";
-
-/// `toolgate serve --http --mode code` on a free loopback port; killed when dropped.
-struct Front {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Front {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Front {
-    fn start(config: &str) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let child = Command::new(common::toolgate())
-            .args(["serve", "--config", config, "--mode", "code"])
-            .args(["--http", &addr.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "toolgate did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self {
-            child,
-            url: format!("http://{addr}/mcp"),
-        }
-    }
-}
 
 /// One 2026-07-28 `run_code` request with `key`: the program's returned value, or why there is none.
 async fn run(
@@ -153,7 +112,7 @@ fn main() {
             "workspace": ws,
         });
         std::fs::write(&config, body.to_string()).unwrap();
-        let front = Front::start(config.to_str().unwrap());
+        let front = Front::start(config.to_str().unwrap(), &["--mode", "code"]);
         let http = client();
         let quiet = "return (await call(\"fx__add\", {a: 1, b: 2})).sum;";
         let flood_program = format!(

@@ -12,10 +12,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod common;
+use common::Front;
 
 use serde_json::{json, Value};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -121,56 +120,6 @@ fn client() -> reqwest::Client {
         .unwrap()
 }
 
-/// `toolgate serve --http` on a free loopback port; killed when dropped.
-struct Front {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Front {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Front {
-    fn start(config: &str) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let child = Command::new(common::toolgate())
-            .args(["serve", "--config", config, "--http", &addr.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "toolgate did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self {
-            child,
-            url: format!("http://{addr}/mcp"),
-        }
-    }
-
-    /// A field of `/proc/<pid>/status` in kB (`VmHWM`, `VmRSS`).
-    fn memory_kb(&self, field: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
-    }
-}
-
 fn row(name: &str, us: &mut [f64]) {
     us.sort_by(f64::total_cmp);
     println!(
@@ -184,7 +133,7 @@ fn row(name: &str, us: &mut [f64]) {
 }
 
 async fn latency(config: &str, calls: usize) {
-    let front = Front::start(config);
+    let front = Front::start(config, &[]);
     let http = Session::open(client(), front.url.clone()).await.unwrap();
     let mut stdio = common::serve(config, &[]).await;
     let stdio_echo = || async {
@@ -223,7 +172,7 @@ async fn latency(config: &str, calls: usize) {
 }
 
 async fn load(config: &str, sessions: usize, per_session: usize, seconds: u64) {
-    let front = Arc::new(Front::start(config));
+    let front = Arc::new(Front::start(config, &[]));
     let rss_idle = front.memory_kb("VmRSS");
     let client = client();
     let deadline = Instant::now() + Duration::from_secs(seconds);

@@ -1,5 +1,5 @@
-//! What the bench binaries share: their command-line options, the runtime they drive toolgate from, and the
-//! percentile they report. Each bench uses a subset.
+//! What the bench binaries share: their command-line options, the runtime they drive toolgate from, the
+//! percentile they report, and a toolgate serving HTTP. Each bench uses a subset.
 
 #![allow(dead_code)]
 
@@ -45,4 +45,57 @@ pub async fn serve(config: &str, extra: &[&str]) -> test_support::StdioClient {
         .await
         .unwrap();
     client
+}
+
+/// `toolgate serve --config <config> --http <free loopback port> <extra…>`; killed when dropped.
+pub struct Front {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Front {
+    pub fn start(config: &str, extra: &[&str]) -> Self {
+        use std::time::{Duration, Instant};
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+        let child = std::process::Command::new(toolgate())
+            .args(["serve", "--config", config])
+            .args(extra)
+            .args(["--http", &addr.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(addr).is_err() {
+            assert!(Instant::now() < deadline, "toolgate did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            child,
+            url: format!("http://{addr}/mcp"),
+        }
+    }
+
+    /// A field of `/proc/<pid>/status` in kB (`VmHWM`, `VmRSS`).
+    pub fn memory_kb(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
 }
