@@ -3,7 +3,9 @@
 //! its own request; a process with neither a terminal nor the key is refused; toolgate's environment and memory
 //! are closed to same-user processes; and what the gateway started does not outlive it.
 
-use crate::support::{call, operator_key, run_on_terminal, toolgate, Setup};
+use crate::support::{
+    call, on_terminal, open_terminal, operator_key, run_on_terminal, toolgate, Setup,
+};
 use serde_json::json;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -445,46 +447,20 @@ fn upstream_gets_no_controlling_terminal_to_push_input_into() {
         toolgate().display(),
         root.join("toolgate.json").display()
     );
-    let (master, slave) = {
-        let (mut m, mut s) = (-1, -1);
-        // SAFETY: openpty writes two descriptors into the given integers; the other arguments may be null.
-        let rc = unsafe {
-            libc::openpty(
-                &mut m,
-                &mut s,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        assert_eq!(rc, 0);
-        (m, s)
-    };
+    let (master, slave) = open_terminal();
     let mut cmd = std::process::Command::new("sh");
     cmd.args(["-c", &shell])
         .env("TOOLGATE_STATE_DIR", root.join("state"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    // SAFETY: setsid and ioctl are async-signal-safe; the shell makes the inherited slave its terminal.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() < 0 || libc::ioctl(slave, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    on_terminal(&mut cmd, &slave);
     let mut child = cmd.spawn().unwrap();
     let shell_stat = wait_for_file(&root.join("shell.stat"));
     let upstream_stat = wait_for_file(&root.join("upstream.stat"));
     drop(child.stdin.take());
     let _ = child.wait();
-    // SAFETY: both descriptors are ours and no longer used.
-    unsafe {
-        libc::close(master);
-        libc::close(slave);
-    }
+    drop((master, slave));
     assert_ne!(
         tty_of(&shell_stat),
         0,

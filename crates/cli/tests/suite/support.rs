@@ -159,34 +159,8 @@ pub struct TerminalRun {
 /// first). Stdin is empty, so an answer can only come from the terminal.
 pub fn run_on_terminal(mut cmd: std::process::Command, prompt: &str, typed: &[u8]) -> TerminalRun {
     use std::io::{Read, Write};
-    use std::os::fd::FromRawFd;
-    use std::os::unix::process::CommandExt;
-    let (mut master, slave) = {
-        let (mut m, mut s) = (-1, -1);
-        // SAFETY: openpty writes two descriptors into the given integers; the other arguments may be null.
-        let rc = unsafe {
-            libc::openpty(
-                &mut m,
-                &mut s,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-        // SAFETY: both descriptors were just opened and are owned here alone.
-        unsafe { (std::fs::File::from_raw_fd(m), std::fs::File::from_raw_fd(s)) }
-    };
-    let slave_fd = std::os::fd::AsRawFd::as_raw_fd(&slave);
-    // SAFETY: setsid and ioctl are async-signal-safe; the child makes the inherited slave its terminal.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() < 0 || libc::ioctl(slave_fd, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let (mut master, slave) = open_terminal();
+    on_terminal(&mut cmd, &slave);
     let mut child = cmd
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -228,6 +202,41 @@ pub fn run_on_terminal(mut cmd: std::process::Command, prompt: &str, typed: &[u8
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         terminal,
+    }
+}
+
+/// A fresh pseudo-terminal: its master and slave ends.
+pub fn open_terminal() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    let (mut m, mut s) = (-1, -1);
+    // SAFETY: openpty writes two descriptors into the given integers; the other arguments may be null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut m,
+            &mut s,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    unsafe { (std::fs::File::from_raw_fd(m), std::fs::File::from_raw_fd(s)) }
+}
+
+/// Makes `cmd` start in a session of its own whose controlling terminal is `slave` (kept open by the caller
+/// until the command has started).
+pub fn on_terminal(cmd: &mut std::process::Command, slave: &std::fs::File) {
+    use std::os::unix::process::CommandExt;
+    let slave_fd = std::os::fd::AsRawFd::as_raw_fd(slave);
+    // SAFETY: setsid and ioctl are async-signal-safe; the child makes the inherited slave its terminal.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 || libc::ioctl(slave_fd, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 
