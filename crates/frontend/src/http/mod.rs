@@ -91,8 +91,9 @@ pub(crate) struct App {
     pub sessions: Arc<Table>,
     /// Requests in flight (`maxConcurrentRequests`, `maxConcurrentRequestsPerIdentity`).
     pub requests: Arc<Shares>,
-    /// Request bodies arriving, per identity as many as it may have requests in flight (no ceiling: a body
-    /// holds memory only as its bytes arrive, for at most `bodyTimeout`).
+    /// Request bodies arriving: per identity as many as it may have requests in flight, and overall twice the
+    /// requests in flight (every request in flight followed by its next body). Each holds up to `maxBodyBytes`
+    /// of memory as its bytes arrive, for at most `bodyTimeout`, so this bounds that memory for all callers.
     pub bodies: Arc<Shares>,
     /// The limits messages are decoded under: the gateway's, as every session has them.
     pub decode_limits: jsonrpc::Limits,
@@ -150,7 +151,10 @@ impl HttpServer {
                 limits.max_concurrent_requests,
                 limits.max_concurrent_requests_per_identity,
             ),
-            bodies: Shares::new(usize::MAX, limits.max_concurrent_requests_per_identity),
+            bodies: Shares::new(
+                limits.max_concurrent_requests.saturating_mul(2),
+                limits.max_concurrent_requests_per_identity,
+            ),
             decode_limits,
             gateway,
         });

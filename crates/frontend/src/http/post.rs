@@ -65,7 +65,7 @@ async fn handle(
     let arriving = app
         .bodies
         .take(&principal.identity)
-        .map_err(|_| bodies_refusal(app))?;
+        .map_err(|over| bodies_refusal(app, over))?;
     // Past the wait a body is cut off rather than waited on.
     let bytes = tokio::time::timeout(
         app.limits.body_timeout,
@@ -250,18 +250,26 @@ fn requests_refusal(app: &App, over: Over) -> Refusal {
     }
 }
 
-/// The refusal for a body beyond the caller's share of bodies arriving at once.
-fn bodies_refusal(app: &App) -> Refusal {
-    Refusal::Limit {
-        share: true,
-        message: format!(
+/// The refusal for a body beyond the caller's share of bodies arriving at once, or beyond all callers'.
+fn bodies_refusal(app: &App, over: Over) -> Refusal {
+    let wait = app.limits.body_timeout.as_secs();
+    let message = match over {
+        Over::Share => format!(
             "this caller has {} request bodies arriving at once (as many as \
-             http.limits.maxConcurrentRequestsPerIdentity): one arriving in full, or cut off after {} s, frees \
+             http.limits.maxConcurrentRequestsPerIdentity): one arriving in full, or cut off after {wait} s, frees \
              a slot",
             app.bodies.share(),
-            app.limits.body_timeout.as_secs()
         ),
-        retry_after_secs: app.limits.body_timeout.as_secs().max(1),
+        Over::Ceiling => format!(
+            "{} request bodies are arriving at once across all callers (twice \
+             http.limits.maxConcurrentRequests): one arriving in full, or cut off after {wait} s, frees a slot",
+            app.bodies.ceiling(),
+        ),
+    };
+    Refusal::Limit {
+        share: over == Over::Share,
+        message,
+        retry_after_secs: wait.max(1),
     }
 }
 

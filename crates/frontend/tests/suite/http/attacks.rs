@@ -373,6 +373,53 @@ async fn posts_that_never_send_their_body_do_not_take_every_slot() {
     );
 }
 
+/// Many identities each stalling bodies within their share do not hold memory without bound: bodies arriving
+/// have a ceiling across all callers (twice the requests in flight), answered 503 naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_bodies_of_many_keys_stop_at_a_ceiling_for_all_callers() {
+    let s = Served::with(|c| {
+        keys(c, &["a", "b", "c"]);
+        c.http.limits.max_concurrent_requests = 2;
+        c.http.limits.max_concurrent_requests_per_identity = 2;
+        c.http.limits.body_timeout = Duration::from_millis(700);
+    })
+    .await;
+    let mut stalled = Vec::new();
+    for key in ["a", "b"] {
+        for _ in 0..2 {
+            let mut conn = Conn::open(s.addr).await;
+            conn.send(&s.post_head(&[&bearer(key)], 1_000), b"{").await;
+            stalled.push(conn);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut beyond = Conn::open(s.addr).await;
+    beyond
+        .send(&s.post_head(&[&bearer("c")], 1_000), b"{")
+        .await;
+    let over = beyond.answer().await;
+    assert_eq!(
+        over.status,
+        503,
+        "a fifth body is over the ceiling: {}",
+        over.text()
+    );
+    assert!(
+        over.text().contains("maxConcurrentRequests"),
+        "{}",
+        over.text()
+    );
+    assert!(over.header("retry-after").is_some());
+    for mut conn in stalled {
+        assert_eq!(conn.answer().await.status, 408);
+    }
+    assert_eq!(
+        s.initialize_as(&[&bearer("c")]).await.status,
+        200,
+        "the ceiling frees as the stalled bodies are cut off"
+    );
+}
+
 /// A GET stream held open with no request does not keep its session past the idle limit: the session ends and
 /// the stream is closed; a POST whose body never arrives does not count as a request either.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
