@@ -2,16 +2,20 @@
 // calls in order. A step `{"resume": true}` resumes the previous call's Contract V1 handle: it prints
 // {"held": REQUEST_ID} as one line, waits for one line on stdin (sent once a human approved the request), then
 // calls toolgate_resume. At the end it prints {"tools": [...], "results": [...]} as one JSON line on stdout.
-// Usage: node ts_codemode.mjs TOOLGATE CONFIG STEPS_JSON   (STEPS_JSON: [{"name": ..., "arguments": {...}} | {"resume": true}, ...])
+// Usage: node ts_codemode.mjs TOOLGATE CONFIG STEPS_JSON [TOOLGATE_ARGS='["--config", ...]' in the environment]   (STEPS_JSON: [{"name": ..., "arguments": {...}} | {"resume": true}, ...])
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { createInterface } from "node:readline";
 
 const [, , toolgate, config, stepsJson] = process.argv;
+// TOOLGATE_ARGS (a JSON list) replaces the arguments, for toolgate started under another product's name.
+const args = process.env.TOOLGATE_ARGS ? JSON.parse(process.env.TOOLGATE_ARGS) : ["serve", "--config", config, "--mode", "code"];
 const transport = new StdioClientTransport({
   command: toolgate,
-  args: ["serve", "--config", config, "--mode", "code"],
+  args,
   stderr: "inherit",
+  // Only then the whole environment (TOOLSCRIPT_CONFIG, the state directory); otherwise the SDK's default.
+  env: process.env.TOOLGATE_ARGS ? { ...process.env } : undefined,
 });
 const client = new Client({ name: "interop-ts-codemode", version: "1.0.0" });
 await client.connect(transport);

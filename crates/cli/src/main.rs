@@ -8,6 +8,7 @@
 
 mod commands;
 mod harden;
+mod products;
 mod runtime;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -34,6 +35,8 @@ enum Command {
     Policy(commands::policy::Args),
     Preview(commands::preview::Args),
     Completions(commands::completions::Args),
+    #[command(name = "install-links")]
+    InstallLinks(products::links::Args),
     #[command(name = "fixture-server", hide = true)]
     FixtureServer(commands::fixture::Args),
     #[command(name = "codemode-worker", hide = true)]
@@ -48,6 +51,10 @@ fn main() -> ExitCode {
     // before logging is set up.
     if commands::codemode_worker::invoked() {
         return codemode::worker::worker_main();
+    }
+    // Started under a product's name (a link made by `install-links`), the binary speaks that product.
+    if let Some(code) = products::dispatch() {
+        return code;
     }
     runtime::quiet_broken_pipe();
     let cli = Cli::parse();
@@ -68,6 +75,7 @@ fn main() -> ExitCode {
         Command::Policy(args) => commands::policy::run(args),
         Command::Preview(args) => commands::preview::run(args),
         Command::Completions(args) => commands::completions::run(args, &mut Cli::command()),
+        Command::InstallLinks(args) => products::links::run(args),
         Command::FixtureServer(args) => commands::fixture::run(args),
         Command::ConformanceClient(args) => commands::conformance_client::run(args),
         Command::CodemodeWorker(args) => Ok(commands::codemode_worker::run(args)),

@@ -350,15 +350,21 @@ fn a_section_under_a_name_no_slip_explains_is_refused_by_its_keys() {
 }
 
 #[test]
-fn toolfence_policy_given_as_the_config_is_refused_saying_what_it_is() {
+fn toolfence_policy_given_as_the_config_is_read_as_toolfence_reads_it() {
     let policy = json!({
         "version": 1,
         "default": "ask",
         "rules": [{"id": "deny-dotenv", "effect": "deny", "operations": ["fs.read"], "resources": ["**/.env"]}]
     });
-    let message = refusal(&policy);
+    let config = parse(&policy).unwrap();
+    let structured = config.policy.policy.unwrap();
+    assert_eq!(structured["precedence"], "first_match");
+    assert_eq!(structured["rules"][0]["paths"], json!(["**/.env"]));
+    assert!(config.servers.is_empty());
+    // Beside a toolgate config's own keys, a policy's keys are a slip, refused with the fix.
+    let message = refusal(&json!({"version": 1, "rules": [], "mcpServers": {}}));
     assert!(
-        message.contains("ToolFence policy") && message.contains("\"policy\" section"),
+        message.contains("A ToolFence policy") && message.contains("\"policy\" section"),
         "{message}"
     );
     for key in ["allow", "deny", "ask"] {
@@ -370,17 +376,30 @@ fn toolfence_policy_given_as_the_config_is_refused_saying_what_it_is() {
     }
     let dir = tempfile::tempdir().unwrap();
     let yaml = "version: 1\ndefault: ask\n\nrules:\n  - id: deny-dotenv\n    effect: deny\n";
-    for name in ["toolfence.yaml", "policy.yml", "policy.json"] {
+    for name in ["toolfence.yaml", "policy.yml"] {
         let path = dir.path().join(name);
         std::fs::write(&path, yaml).unwrap();
-        let message = load(&path, &env, &Overrides::default())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            message.contains("is not a toolgate config") && message.contains("ToolFence policy"),
-            "{name}: {message}"
-        );
+        let config = load(&path, &env, &Overrides::default()).unwrap();
+        assert_eq!(config.policy.policy.unwrap()["default"], "ask", "{name}");
     }
+    // YAML under a JSON name is neither JSON nor TOML: refused, saying what it looks like.
+    let path = dir.path().join("policy.json");
+    std::fs::write(&path, yaml).unwrap();
+    let message = load(&path, &env, &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("reads as YAML"), "{message}");
+    // A ToolFence file ToolFence itself would refuse is refused, naming the key.
+    let path = dir.path().join("bad.yaml");
+    std::fs::write(
+        &path,
+        "version: 1\ndefault: ask\nrules:\n  - id: x\n    effect: allow\n    tools: [a]\n",
+    )
+    .unwrap();
+    let message = load(&path, &env, &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("unknown key `tools`"), "{message}");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! toolgate's configuration: a raw file (TOML, or JSON in the `mcpServers` shape that Claude Desktop, Claude
+//! toolgate's configuration: a raw file (TOML, YAML, or JSON (comments and trailing commas allowed) in the `mcpServers` shape that Claude Desktop, Claude
 //! Code, Cursor and Codex use, or VS Code's `servers`) is parsed, `${VAR}`s are expanded, and the result is
 //! validated into a `Config` whose settings remember where they came from (file, flag, default), so `toolgate doctor` can explain them.
 //!
@@ -18,6 +18,7 @@ mod load;
 mod model;
 mod raw;
 mod server;
+mod syntax;
 
 pub use env::{upstream_env, UPSTREAM_ENV_ALLOWLIST};
 pub use error::{ConfigError, Result};
@@ -29,3 +30,4 @@ pub use model::{
     ServerSandbox, Setting, ToolFilter, Transport, DEFAULT_HOOK_TIMEOUT, DEFAULT_SEPARATOR,
     FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };
+pub use syntax::{parse_json, parse_toml, parse_yaml};

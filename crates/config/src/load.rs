@@ -22,8 +22,11 @@ use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// JSON as clients write it: comments and trailing commas allowed (VS Code's `mcp.json`).
     Json,
     Toml,
+    /// A toolgate config in YAML, or a ToolFence policy (`version`, `default`, `rules`).
+    Yaml,
 }
 
 /// Values given on the command line; they win over the file.
@@ -54,9 +57,7 @@ pub fn load(
     })?;
     let format = match path.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case("toml") => Format::Toml,
-        Some(e) if e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml") => {
-            return Err(not_a_config(path, &text));
-        }
+        Some(e) if e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml") => Format::Yaml,
         _ => Format::Json,
     };
     parse_str(&text, format, path, env, overrides)
@@ -70,22 +71,31 @@ pub fn parse_str(
     env: &dyn Fn(&str) -> Option<String>,
     overrides: &Overrides,
 ) -> Result<Config> {
+    let name = origin.display().to_string();
     let parsed: Result<Value> = match format {
-        Format::Json => serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
-            path: origin.display().to_string(),
-            format: "JSON",
-            message: e.to_string(),
-        }),
-        Format::Toml => toml::from_str(text).map_err(|e| ConfigError::Syntax {
-            path: origin.display().to_string(),
-            format: "TOML",
-            message: e.message().to_owned(),
-        }),
+        Format::Json => crate::syntax::parse_json(text, &name),
+        Format::Toml => crate::syntax::parse_toml(text, &name),
+        Format::Yaml => crate::syntax::parse_yaml(text, &name),
     };
     let tree: Value = match parsed {
         Ok(tree) => tree,
-        Err(_) if looks_like_yaml_policy(text) => return Err(not_a_config(origin, text)),
+        Err(_) if format != Format::Yaml && looks_like_yaml_policy(text) => {
+            return Err(not_a_config(origin))
+        }
         Err(e) => return Err(e),
+    };
+    // A ToolFence policy given as the config is what ToolFence would read it as: its rules, with its precedence,
+    // and no servers.
+    let tree = if policy::is_toolfence_policy(&tree) {
+        let structured = policy::translate_toolfence(&tree).map_err(|e| match e {
+            policy::Error::Parse { key, message } => {
+                ConfigError::invalid(format!("{name} (ToolFence policy) {key}"), message)
+            }
+            other => ConfigError::invalid(format!("{name} (ToolFence policy)"), other.to_string()),
+        })?;
+        serde_json::json!({ "policy": structured })
+    } else {
+        tree
     };
     let Value::Object(top) = tree else {
         return Err(ConfigError::invalid(
@@ -247,6 +257,13 @@ impl Validator<'_> {
             self.servers(&key, value)?;
         }
         self.toolscript_policy()?;
+        if self.config.policy.toolscript.is_some() && self.config.mode.from == Provenance::Default {
+            // toolscript-mcp's file, unchanged: what it serves is code mode.
+            self.config.mode = Setting {
+                value: crate::model::Mode::Code,
+                from: self.provenance("policy"),
+            };
+        }
         if let Some(mode) = self.overrides.mode {
             self.config.mode = crate::code::flag_mode(mode);
         }
@@ -601,18 +618,12 @@ fn looks_like_yaml_policy(text: &str) -> bool {
     })
 }
 
-/// A YAML file: toolgate's configs are JSON or TOML, and a YAML one with a policy's keys is a ToolFence policy.
-fn not_a_config(path: &Path, text: &str) -> ConfigError {
-    let why = if looks_like_yaml_policy(text) {
-        "it is a ToolFence policy (YAML with version, default and rules), which is not a toolgate config. \
-         Write a toolgate config (JSON or TOML) with these rules inside its \"policy\" section, which takes \
-         the same rules, and the servers under \"mcpServers\""
-    } else {
-        "toolgate's config is JSON or TOML, not YAML"
-    };
+/// Text that is neither valid JSON nor TOML but reads as a YAML policy: a YAML file under another extension.
+fn not_a_config(path: &Path) -> ConfigError {
     ConfigError::NotAConfig {
         path: path.to_owned(),
-        why,
+        why: "it reads as YAML (a ToolFence policy?) under a JSON or TOML name; name it .yaml and it is read as \
+              YAML (a ToolFence policy, with version, default and rules only, is accepted as one)",
     }
 }
 
@@ -623,10 +634,9 @@ fn out_of_place(key: &str) -> Option<String> {
     let is = |list: &[&str]| list.iter().any(|k| squash(k) == squash(key));
     if is(POLICY_FILE) {
         return Some(format!(
-            ": {key:?} belongs to a policy, not at the top level of a toolgate config. This looks like a ToolFence \
-             policy (version, default, rules), which is not a toolgate config: put its keys inside the \
-             \"policy\" section of a toolgate config, which takes the same rules, and list the servers under \
-             \"mcpServers\" (JSON or TOML)"
+            ": {key:?} belongs to a policy, not at the top level of a toolgate config. A ToolFence policy has \
+             only version, default and rules at its top level (then it is read as one); in a toolgate config, put \
+             these keys inside its \"policy\" section, which takes the same rules, beside \"mcpServers\""
         ));
     }
     if is(PERMISSION_LISTS) {

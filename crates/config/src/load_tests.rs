@@ -266,6 +266,48 @@ fn toolgate_as_its_own_upstream_is_refused() {
 }
 
 #[test]
+fn toolscript_config_that_starts_toolscript_itself_is_refused() {
+    for entry in [
+        r#"{"command":"node","args":["/opt/toolscript-mcp/dist/host/main.js","--config","/c.json"]}"#,
+        r#"{"command":"npx","args":["-y","toolscript-mcp@0.1.0"]}"#,
+        r#"{"command":"npx","args":["-y","@yeeyon/toolscript-mcp"]}"#,
+        r#"{"command":"/usr/local/bin/toolscript-mcp"}"#,
+        r#"{"command":"toolfence","args":["wrap","--","x"]}"#,
+    ] {
+        let text = format!(r#"{{"mcpServers":{{"toolscript":{entry}}},"policy":[]}}"#);
+        let e = json(&text).unwrap_err().to_string();
+        assert!(e.contains("each copy would start the next"), "{entry}: {e}");
+    }
+    // Its servers' own scripts, and a config file beside toolscript-mcp's, are not toolscript-mcp.
+    assert!(json(
+        r#"{"mcpServers":{"files":{"command":"node","args":["/srv/fs/dist/index.js","/home/u/.config/toolscript-mcp/notes"]}}}"#
+    )
+    .is_ok());
+}
+
+#[test]
+fn a_toolscript_file_without_a_mode_is_code_mode() {
+    let cfg =
+        json(r#"{"mcpServers":{"t":{"command":"t"}},"policy":[{"match":"*","action":"allow"}]}"#)
+            .unwrap();
+    assert_eq!(cfg.mode.value, crate::model::Mode::Code);
+    let cfg = json(r#"{"mode":"direct","policy":[{"match":"*","action":"allow"}]}"#).unwrap();
+    assert_eq!(cfg.mode.value, crate::model::Mode::Direct);
+    // toolgate's own policy section says nothing about the mode.
+    let cfg = json(r#"{"policy":{"default":"ask","rules":[]}}"#).unwrap();
+    assert_eq!(cfg.mode.value, crate::model::Mode::Direct);
+}
+
+#[test]
+fn vscode_mcp_json_with_comments_loads() {
+    let cfg = json(
+        "{\n  // VS Code writes these\n  \"servers\": {\n    \"git\": {\"command\": \"uvx\", \"args\": [\"mcp-server-git\",],},\n  },\n}",
+    )
+    .unwrap();
+    assert_eq!(cfg.servers[0].name, "git");
+}
+
+#[test]
 fn toolgate_under_another_name_is_refused_by_identity() {
     let dir = tempfile::tempdir().unwrap();
     let me = dir.path().join("gw");

@@ -441,14 +441,53 @@ impl Validator<'_> {
             (Some(me), Some(it)) => std::fs::canonicalize(it).is_ok_and(|it| &it == me),
             _ => false,
         };
-        if base == "toolgate" || same_binary {
+        if SELF_NAMES.contains(&base) || same_binary {
             return Err(ConfigError::invalid(
                 format!("{at}.command"),
                 "this upstream is toolgate itself; refusing to start it (each copy would start the next)",
             ));
         }
+        // toolscript-mcp's own config names toolscript-mcp under a runner (`node …/toolscript-mcp/dist/host/
+        // main.js`, `npx -y toolscript-mcp`); read by toolgate, that entry would start another code-mode server
+        // from the same file, which would start the next.
+        if let Some(arg) = args.iter().take(4).find(|a| runs_toolscript(a)) {
+            return Err(ConfigError::invalid(
+                format!("{at}.args"),
+                format!(
+                    "{arg:?} starts toolscript-mcp, which this file configures; refusing to start it from its \
+                     own config (each copy would start the next)"
+                ),
+            ));
+        }
         Ok(())
     }
+}
+
+/// The names toolgate answers to: its own and the products' it speaks as when installed or linked under theirs.
+const SELF_NAMES: &[&str] = &[
+    "toolgate",
+    "toolfence",
+    "mcp-toolhub",
+    "mcp-toolhub-admin",
+    "mcp-unified-gateway",
+    "toolscript-mcp",
+];
+
+/// Whether a runner's argument is toolscript-mcp: its package (`toolscript-mcp`, `toolscript-mcp@0.1`) or a script
+/// inside a checkout or install of it (`…/toolscript-mcp/dist/host/main.js`).
+fn runs_toolscript(arg: &str) -> bool {
+    let unversioned = match arg.strip_prefix('@') {
+        Some(scoped) => scoped.split('@').next(),
+        None => arg.split('@').next(),
+    };
+    if unversioned.and_then(|p| p.rsplit('/').next()) == Some("toolscript-mcp") {
+        return true;
+    }
+    let path = Path::new(arg);
+    let script = path
+        .extension()
+        .is_some_and(|e| e == "js" || e == "mjs" || e == "cjs");
+    script && path.components().any(|c| c.as_os_str() == "toolscript-mcp")
 }
 
 /// A timeout in (possibly fractional) seconds, within 1 ms..=`max_secs`.

@@ -27,7 +27,9 @@
 //! resource does.
 //!
 //! Strictest-wins (rather than first-match) makes the outcome independent of rule order; only the reported rule id
-//! depends on order. Nothing here touches I/O or time.
+//! depends on order. A policy file may say otherwise (`precedence: first_match`, what a ToolFence policy means):
+//! then steps 5 and 6 become one, the first matching allow or ask rule in file order decides; every other step
+//! stays. Nothing here touches I/O or time.
 
 use std::borrow::Cow;
 
@@ -38,7 +40,7 @@ use crate::adapter::adapt_with;
 use crate::beneath::{reach, Reach};
 use crate::glob::PathCase;
 use crate::load::Policy;
-use crate::operation::{Effect, Operation};
+use crate::operation::{Effect, Operation, Precedence};
 use crate::path::Canonicalise;
 use crate::profile::Visibility;
 use crate::rule::{Mismatch, Miss, PathMode, Prepared, Rule};
@@ -147,6 +149,9 @@ pub struct Explanation {
     pub decision: Decision,
     pub action: Action,
     pub default: Effect,
+    /// How matching rules ranked; shown only when the file chose other than toolgate's own.
+    #[serde(skip_serializing_if = "Precedence::is_strictest")]
+    pub precedence: Precedence,
     pub profile: Option<String>,
     pub hidden: bool,
     pub rules: Vec<RuleTrace>,
@@ -185,6 +190,7 @@ impl Policy {
             decision,
             action: action.clone(),
             default: self.default,
+            precedence: self.precedence,
             profile: self.active.as_ref().map(|(n, _)| n.clone()),
             hidden: self.is_hidden(&action.tool),
             rules: trace,
@@ -284,6 +290,8 @@ impl Policy {
         let folded = prepare_paths(action, self.case);
         let prepared = Prepared::new(action, &folded);
         let (mut deny, mut ask, mut ask_partial, mut allow) = (None, None, None, None);
+        // The first matching allow or ask rule in rule order, for first-match precedence.
+        let mut first: Option<(&str, Effect)> = None;
         // `explain` walks every rule so its trace is complete; `decide` walks only the index's candidates.
         let candidates: Vec<&Rule> = match trace {
             Some(_) => self.rules.iter().collect(),
@@ -324,6 +332,9 @@ impl Policy {
                 Effect::Allow => &mut allow,
             };
             slot.get_or_insert(rule.id.as_str());
+            if rule.effect != Effect::Deny {
+                first.get_or_insert((rule.id.as_str(), rule.effect));
+            }
             if deny.is_some() && trace.is_none() {
                 break;
             }
@@ -349,6 +360,14 @@ impl Policy {
                     ReasonCode::ShellOperators,
                     None,
                 ),
+            };
+        }
+        if self.precedence == Precedence::FirstMatch {
+            // The first matching rule decides between allow and ask.
+            (ask, allow) = match first {
+                Some((id, Effect::Ask)) => (Some(id), None),
+                Some((id, _)) => (None, Some(id)),
+                None => (None, None),
             };
         }
         if let Some(id) = ask {

@@ -48,6 +48,7 @@ mod profile;
 mod rule;
 mod shell;
 mod starter;
+mod toolfence;
 mod toolscript;
 mod unknown_arguments;
 mod wrapper;
@@ -71,7 +72,7 @@ pub use jsonrpc::canonical_json;
 pub use lint::{check_policy, LintFinding, Severity};
 pub use load::{Policy, PolicySources};
 pub use lookalike::lookalike_flags;
-pub use operation::{Effect, Operation};
+pub use operation::{Effect, Operation, Precedence};
 pub use path::{file_uri_path, lexical_normalise, Canonicalise, Context, Lexical};
 pub use poison::{inspect_definition, PoisonCode, PoisonFlag};
 pub use profile::{
@@ -79,4 +80,8 @@ pub use profile::{
 };
 pub use rule::{Example, Mismatch, RuleSpec};
 pub use starter::STARTER_POLICY;
+pub use toolfence::{
+    is_toolfence_policy, parse_action, parse_fence_cases, translate_toolfence, FenceAction,
+    FenceCase, TOOLFENCE_KEYS,
+};
 pub use toolscript::{toolscript_findings, translate_toolscript};

@@ -15,7 +15,7 @@ use crate::claude::translate_permission;
 use crate::error::{Error, Result};
 use crate::glob::PathCase;
 use crate::index::RuleIndex;
-use crate::operation::Effect;
+use crate::operation::{Effect, Precedence};
 use crate::path::{lexical_normalise, Context, Lexical};
 use crate::profile::{Profile, ProfileMode, ToolVisibility};
 use crate::rule::{Example, Rule, RuleSpec};
@@ -40,6 +40,10 @@ struct PolicyFile {
     default: Option<Effect>,
     #[serde(default)]
     path_case: PathCase,
+    /// How matching allow and ask rules rank: toolgate's strictest-wins unless the file says otherwise (a
+    /// ToolFence policy says `first_match`).
+    #[serde(default)]
+    precedence: Precedence,
     #[serde(default)]
     rules: Vec<Value>,
     #[serde(default)]
@@ -81,6 +85,7 @@ struct ProfileFile {
 #[derive(Debug, Clone)]
 pub struct Policy {
     pub(crate) default: Effect,
+    pub(crate) precedence: Precedence,
     pub(crate) case: PathCase,
     pub(crate) ctx: Context,
     pub(crate) rules: Vec<Rule>,
@@ -120,6 +125,11 @@ impl Policy {
     /// The decision when no rule matches.
     pub fn default_effect(&self) -> Effect {
         self.default
+    }
+
+    /// How matching allow and ask rules rank, as the policy file says.
+    pub fn precedence(&self) -> Precedence {
+        self.precedence
     }
 
     /// The context patterns were compiled against (needed to normalise calls for this policy).
@@ -200,6 +210,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
         ));
     }
     let case = file.as_ref().map(|f| f.path_case).unwrap_or_default();
+    let precedence = file.as_ref().map(|f| f.precedence).unwrap_or_default();
     let default = match (
         file.as_ref().and_then(|f| f.default),
         perms.as_ref().and_then(|p| p.default),
@@ -291,6 +302,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
     let index = RuleIndex::build(&rules);
     let policy = Policy {
         default,
+        precedence,
         case,
         ctx: ctx.clone(),
         rules,

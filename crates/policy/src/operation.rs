@@ -104,6 +104,45 @@ impl std::fmt::Display for Effect {
     }
 }
 
+/// How rules that all match one call are ranked; a property of the policy file, never of the caller.
+///
+/// In both, every matching deny overrides the rest, and toolgate's fail-closed caps (unknown operations, shell
+/// strings, a partial ask, a deny beneath) apply the same way; they differ only between allow and ask rules.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precedence {
+    /// toolgate's own: ask beats allow wherever the rules stand, so the outcome does not depend on order.
+    #[default]
+    Strictest,
+    /// ToolFence's: of the matching allow and ask rules, the first in file order decides.
+    FirstMatch,
+}
+
+impl Precedence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precedence::Strictest => "strictest",
+            Precedence::FirstMatch => "first_match",
+        }
+    }
+
+    /// One sentence for `explain`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Precedence::Strictest => {
+                "any matching deny wins, then any matching ask, then any matching allow, whatever their order"
+            }
+            Precedence::FirstMatch => {
+                "any matching deny wins; otherwise the first matching rule in file order decides (ToolFence's order)"
+            }
+        }
+    }
+
+    pub fn is_strictest(&self) -> bool {
+        *self == Precedence::Strictest
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

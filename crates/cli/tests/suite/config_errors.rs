@@ -119,7 +119,7 @@ fn misspelt_permissions_key_does_not_drop_the_deny() {
 }
 
 #[test]
-fn toolfence_policy_passed_as_config_is_refused_by_every_command() {
+fn toolfence_policy_passed_as_config_is_read_as_toolfence_reads_it() {
     let setup = Setup::new(json!({}));
     let yaml = setup.dir.path().join("toolfence.yaml");
     std::fs::write(
@@ -135,14 +135,22 @@ fn toolfence_policy_passed_as_config_is_refused_by_every_command() {
     )
     .unwrap();
     for file in [&yaml, &json_twin] {
-        for command in CONFIG_COMMANDS {
-            let (code, err) = run_with_config(&setup, command, file);
-            assert_eq!(code, 2, "{command:?} {}: {err}", file.display());
-            assert!(
-                err.contains("ToolFence policy") && err.contains("\"policy\" section"),
-                "{command:?} {}: {err}",
-                file.display()
-            );
-        }
+        let (code, err) = run_with_config(&setup, &["policy", "check"], file);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+    }
+    // A policy's keys beside a config's own are still a slip, refused by every command with the fix.
+    let mixed = setup.dir.path().join("mixed.json");
+    std::fs::write(
+        &mixed,
+        json!({"version": 1, "default": "ask", "rules": [], "mcpServers": {}}).to_string(),
+    )
+    .unwrap();
+    for command in CONFIG_COMMANDS {
+        let (code, err) = run_with_config(&setup, command, &mixed);
+        assert_eq!(code, 2, "{command:?}: {err}");
+        assert!(
+            err.contains("A ToolFence policy") && err.contains("\"policy\" section"),
+            "{command:?}: {err}"
+        );
     }
 }

@@ -44,5 +44,8 @@ mod pins;
 mod policy;
 mod policy_cli;
 mod support;
+mod switch_links;
 mod tool_spellings;
+mod toolfence;
+mod toolscript_mcp;
 mod workspace_tools;

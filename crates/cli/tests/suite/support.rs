@@ -261,3 +261,22 @@ pub fn contained_tree(leader: i32) -> Vec<i32> {
     tree.sort_unstable();
     tree
 }
+
+/// The products' command names linked to the binary under test in `dir/bin` (`toolgate install-links`), so tests
+/// start toolgate as a switching user's client entries do. Returns the directory of the links.
+pub fn product_links(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    let out = std::process::Command::new(toolgate())
+        .arg("install-links")
+        .arg(&bin)
+        .output()
+        .expect("run install-links");
+    assert!(
+        out.status.success(),
+        "install-links: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bin
+}
