@@ -403,3 +403,89 @@ fn broker_and_status_report_the_store_and_its_permissions() {
         stdout(&out)
     );
 }
+
+/// Waits until the terminal has shown `text` (at most 60 s).
+fn wait_for(seen: &std::sync::Mutex<Vec<u8>>, text: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !String::from_utf8_lossy(&seen.lock().unwrap()).contains(text) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the terminal never showed {text:?}: {}",
+            String::from_utf8_lossy(&seen.lock().unwrap())
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn approval_tty_asks_on_the_terminal_and_the_approved_call_runs() {
+    use std::io::{BufRead, Read, Write};
+    let fence = Fence::new();
+    let server = peers().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let (master, slave) = crate::support::open_terminal();
+    let mut cmd = Command::new(fence.bin.join("toolfence"));
+    cmd.args([
+        "wrap",
+        "--policy",
+        &s(&fence.policy()),
+        "--server",
+        "filesystem",
+        "--workspace",
+        &s(&fence.ws),
+    ])
+    .args([
+        "--approval",
+        "tty",
+        "--",
+        "node",
+        &s(&server),
+        &s(&fence.ws),
+    ])
+    .envs(fence.env())
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped());
+    crate::support::on_terminal(&mut cmd, &slave);
+    let mut child = cmd.spawn().unwrap();
+    drop(slave);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let (sink, mut reader) = (std::sync::Arc::clone(&seen), master.try_clone().unwrap());
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let target = fence.ws.join("notes.txt");
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "write_file", "arguments": {"path": target, "content": "approved on the terminal"}}}),
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    let mut master = master;
+    wait_for(&seen, "[a]pprove, [r]eject");
+    master.write_all(b"a\n").unwrap();
+    wait_for(&seen, "Type APPROVE");
+    master.write_all(b"APPROVE\n").unwrap();
+    let answer = lines
+        .by_ref()
+        .map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap())
+        .find(|v| v["id"] == 2)
+        .expect("the call's answer");
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "approved on the terminal"
+    );
+    // Nothing of the terminal reached the client's stream, and the client's end closes everything.
+    drop(stdin);
+    let _ = child.wait();
+}
