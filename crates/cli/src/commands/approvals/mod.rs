@@ -155,6 +155,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The approval terminal on a state opened by the caller (`toolfence approvals`, which finds the state as its
+/// `wrap` does rather than through a config file).
+pub(crate) fn watch_state(state: &gateway::State) -> anyhow::Result<ExitCode> {
+    watch::run(state, None)
+}
+
 fn state(config: &ConfigArgs) -> anyhow::Result<gateway::State> {
     crate::runtime::state(&config.load()?)
 }

@@ -75,21 +75,15 @@ fn workspace(args: &StateArgs) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("the workspace {} does not exist", dir.display()))
 }
 
-/// `toolgate approvals watch` for the workspace.
+/// `toolgate approvals watch` for the workspace, on the state `wrap` uses: the workspace's namespace in the state
+/// root (`TOOLGATE_STATE_DIR`, else the default), whatever a toolgate config elsewhere says.
 fn approvals(args: &StateArgs) -> anyhow::Result<ExitCode> {
-    #[derive(Parser)]
-    struct Shim {
-        #[command(flatten)]
-        inner: crate::commands::approvals::Args,
-    }
-    let ws = workspace(args)?;
-    let shim = Shim::try_parse_from([
-        "toolfence approvals".as_ref(),
-        "watch".as_ref(),
-        "--workspace".as_ref(),
-        ws.as_os_str(),
-    ])?;
-    crate::commands::approvals::run(shim.inner)
+    let mut config = config::Config::empty();
+    config.workspace = Some(config::Setting {
+        value: workspace(args)?,
+        from: config::Provenance::Flag("--workspace"),
+    });
+    crate::commands::approvals::watch_state(&crate::runtime::state(&config)?)
 }
 
 /// The state root and the workspace's namespace, their permissions, and what reaches a human.
