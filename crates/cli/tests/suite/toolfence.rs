@@ -489,3 +489,34 @@ fn approval_tty_asks_on_the_terminal_and_the_approved_call_runs() {
     drop(stdin);
     let _ = child.wait();
 }
+
+#[test]
+fn toolgate_reads_the_toolfence_policy_as_its_config_with_the_files_precedence() {
+    let fence = Fence::new();
+    let call = fence.root.join("call.json");
+    std::fs::write(
+        &call,
+        json!({"server": "toolgate", "tool": "read_file", "arguments": {"path": "src/index.ts"}})
+            .to_string(),
+    )
+    .unwrap();
+    let out = fence.toolgate(&[
+        "policy",
+        "explain",
+        "--config",
+        &s(&fence.policy()),
+        "--call",
+        &s(&call),
+    ]);
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("order     any matching deny wins; otherwise the first matching rule"),
+        "{text}"
+    );
+    assert!(text.contains("allow-workspace-read"), "{text}");
+}

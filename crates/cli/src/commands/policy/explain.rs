@@ -101,6 +101,9 @@ fn render(e: &Explanation) -> String {
     };
     line(format!("{:<10}{profile}", "profile"));
     line(format!("{:<10}{}", "default", e.default));
+    if !e.precedence.is_strictest() {
+        line(format!("{:<10}{}", "order", e.precedence.describe()));
+    }
     line("rules (in evaluation order):".to_owned());
     let width = e.rules.iter().map(|r| r.id.len()).max().unwrap_or(0);
     for r in &e.rules {
