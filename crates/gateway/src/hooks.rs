@@ -9,6 +9,7 @@
 //! decide policy, hold approvals or write records; the pipeline does that with what it returns.
 
 mod command;
+mod input;
 
 pub use command::{command_hooks, CommandHook};
 
@@ -17,7 +18,7 @@ use crate::guard::{Verdict, INTRINSICS, OWN_SERVER};
 use crate::outcome::{Refusal, RefusalCode};
 use crate::record::RecordDecision;
 use policy::{Decision, Effect, ReasonCode};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -58,21 +59,13 @@ pub struct HookCall {
 impl HookCall {
     /// The call as one JSON object, as command hooks read it on stdin.
     pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "trace_id": self.trace_id, "server": self.server, "tool": self.tool, "exposed": self.exposed,
-            "operation": self.operation, "profile": self.profile,
-            "policy": {"effect": self.effect.as_str(), "rule_id": self.rule_id, "reason": self.reason},
-            "arguments_bytes": self.arguments_bytes, "arguments_sha256": self.arguments_sha256,
-        });
-        if let Some(a) = &self.arguments {
-            v["arguments"] = a.clone();
-        }
-        v
+        // Strings, numbers and JSON values only: serialising cannot fail.
+        serde_json::to_value(input::Input::of(self)).unwrap_or_default()
     }
 }
 
 /// What a post-hook is told about how a call ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct HookOutcome {
     /// The contract's outcome name (`SUCCEEDED`, `FAILED`, `APPROVAL_REQUIRED`, `CANCELLED`, …).
     pub outcome: String,
@@ -84,8 +77,7 @@ pub struct HookOutcome {
 
 impl HookOutcome {
     pub fn to_json(&self) -> Value {
-        json!({"outcome": self.outcome, "duration_ms": self.duration_ms,
-               "result_bytes": self.result_bytes, "result_sha256": self.result_sha256})
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 

@@ -3,6 +3,7 @@
 use super::*;
 use config::{HookCommand, HookStage, Provenance};
 use pretty_assertions::assert_eq;
+use serde_json::json;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -121,6 +122,42 @@ fn the_json_a_command_reads_has_no_arguments_unless_given() {
         v["policy"],
         json!({"effect": "allow", "rule_id": null, "reason": "DEFAULT_ALLOW"})
     );
+}
+
+/// The bytes a command hook has always been given, before and after a call.
+#[test]
+fn the_json_a_command_reads_keeps_its_bytes() {
+    let mut seen = call();
+    seen.rule_id = Some("r\u{e9}".into());
+    seen.arguments = Some(json!({"path": "a.txt", "n": 1.5}));
+    let pre = serde_json::to_string(&input::Input::at(&seen, input::Event::Pre, None)).unwrap();
+    assert_eq!(
+        pre,
+        "{\"trace_id\":\"t-1\",\"server\":\"fx\",\"tool\":\"echo\",\"exposed\":\"fx__echo\",\
+         \"operation\":\"mcp.call\",\"profile\":\"default\",\"policy\":{\"effect\":\"allow\",\
+         \"rule_id\":\"r\u{e9}\",\"reason\":\"DEFAULT_ALLOW\"},\"arguments_bytes\":2,\"arguments_sha256\":\"00\",\
+         \"arguments\":{\"path\":\"a.txt\",\"n\":1.5},\"event\":\"pre\"}"
+    );
+    let outcome = HookOutcome {
+        outcome: "SUCCEEDED".into(),
+        duration_ms: 7,
+        result_bytes: None,
+        result_sha256: Some("ff".into()),
+    };
+    let post = serde_json::to_string(&input::Input::at(
+        &call(),
+        input::Event::Post,
+        Some(&outcome),
+    ));
+    assert_eq!(
+        post.unwrap(),
+        "{\"trace_id\":\"t-1\",\"server\":\"fx\",\"tool\":\"echo\",\"exposed\":\"fx__echo\",\
+         \"operation\":\"mcp.call\",\"profile\":\"default\",\"policy\":{\"effect\":\"allow\",\
+         \"rule_id\":null,\"reason\":\"DEFAULT_ALLOW\"},\"arguments_bytes\":2,\"arguments_sha256\":\"00\",\
+         \"event\":\"post\",\"outcome\":{\"outcome\":\"SUCCEEDED\",\"duration_ms\":7,\"result_bytes\":null,\
+         \"result_sha256\":\"ff\"}}"
+    );
+    assert_eq!(outcome.to_json()["duration_ms"], 7);
 }
 
 fn script(dir: &Path, name: &str, body: &str) -> String {
