@@ -20,6 +20,7 @@ use crate::contract;
 use crate::elicit;
 use crate::gateway::Gateway;
 use crate::outcome::{ApprovalState, CallOutcome, HeldCall, Refusal, RefusalCode};
+use crate::own::OwnTool;
 use crate::pipeline::{CallContext, HoldPolicy};
 use crate::snapshot::Kind;
 pub(crate) use crate::snapshot::Snapshot;
@@ -438,7 +439,7 @@ pub(crate) async fn execute(
                 )
                 .await
             }
-            None => intrinsic(gw, ctx, target, &snapshot.arguments).await,
+            None => intrinsic(gw, ctx, &OwnTool::named(target), &snapshot.arguments).await,
         };
     }
     let params = json!({"name": target, "arguments": snapshot.arguments});

@@ -16,9 +16,9 @@ use serde_json::{json, Value};
 use store::ApprovalHandle;
 
 pub const CONTRACT_VERSION: &str = "1";
-pub const RESUME_TOOL: &str = "toolgate_resume";
-pub const STATUS_TOOL: &str = "toolgate_request_status";
-pub const CAPABILITIES_TOOL: &str = "toolgate_capabilities";
+pub const RESUME_TOOL: &str = crate::own::RESUME;
+pub const STATUS_TOOL: &str = crate::own::REQUEST_STATUS;
+pub const CAPABILITIES_TOOL: &str = crate::own::CAPABILITIES;
 /// The `_meta` key that carries the V1 fields on every result toolgate writes itself.
 pub const META_KEY: &str = "toolgate/contract";
 

@@ -10,6 +10,7 @@
 use crate::canon::{canonicalise, canonicaliser};
 use crate::error::Error;
 use crate::outcome::{Refusal, RefusalCode};
+use crate::own::OwnTool;
 use config::{Config, ServerKind};
 use jsonschema::{PatternOptions, Validator};
 use policy::{
@@ -20,20 +21,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// The server name toolgate's own tools have in rules (`toolgate__toolgate_status`). Config refuses an upstream
-/// of this name.
-pub const OWN_SERVER: &str = "toolgate";
-
-/// toolgate's own read-only tools.
-pub const INTRINSICS: &[&str] = &[
-    crate::status::TOOL_NAME,
-    crate::contract::STATUS_TOOL,
-    crate::contract::RESUME_TOOL,
-    crate::contract::CAPABILITIES_TOOL,
-    crate::intrinsics::PING_TOOL,
-    crate::intrinsics::AUDIT_RECENT_TOOL,
-    crate::codemode::SEARCH_TOOL,
-];
+pub use crate::own::OWN_SERVER;
 
 /// Schemas larger than this are not compiled: a hostile upstream must not make every call expensive.
 const MAX_SCHEMA_BYTES: usize = 256 * 1024;
@@ -183,7 +171,7 @@ impl Guard {
             ReasonCode::DefaultAsk | ReasonCode::DefaultDeny
         );
         // Nor to `run_code`: every call its program makes is decided on its own, before it starts and as it runs.
-        let own_default_free = INTRINSICS.contains(&tool) || tool == crate::codemode::RUN_TOOL;
+        let own_default_free = !matches!(OwnTool::named(tool), OwnTool::Builtin(_));
         if server == OWN_SERVER && own_default_free && default {
             decision.effect = Effect::Allow;
             decision.reason = ReasonCode::DefaultAllow;
@@ -406,7 +394,7 @@ impl Guard {
 /// The adapter of toolgate's own tools: the workspace tools' own, from their definitions; the intrinsics read
 /// nothing and are `mcp.call`, decided by name.
 fn own_tools(tool: &str, name: String, arguments: &Value) -> policy::RawAction {
-    if INTRINSICS.contains(&tool) || tool == crate::codemode::RUN_TOOL {
+    if !matches!(OwnTool::named(tool), OwnTool::Builtin(_)) {
         return policy::RawAction::new(policy::Operation::McpCall, name);
     }
     builtin::adapt(tool, name, arguments)

@@ -2,8 +2,8 @@
 //! metadata-only reporting event. Arguments and results enter only as size and SHA-256; resources only as the
 //! audit crate redacts them. Writing never fails a call.
 
-use crate::approval::Snapshot;
 use crate::outcome::RefusalCode;
+use crate::snapshot::Snapshot;
 use crate::state::State;
 use audit::{AuditEvent, EventKind};
 use policy::{Decision, Effect};

@@ -7,7 +7,7 @@ use crate::aggregate::Held;
 use serde_json::{json, Value};
 use upstream::Status;
 
-pub const TOOL_NAME: &str = "toolgate_status";
+pub const TOOL_NAME: &str = crate::own::STATUS;
 
 pub fn definition() -> Value {
     json!({
