@@ -53,6 +53,10 @@ mod route;
 mod session;
 #[cfg(test)]
 mod session_flow_tests;
+#[cfg(test)]
+mod shape;
+#[cfg(test)]
+mod shape_tests;
 mod snapshot;
 mod spellings;
 mod state;

@@ -123,7 +123,7 @@ mod tests {
     fn no_builtin_workspace_tool_shares_a_name_with_a_named_own_tool() {
         for t in builtin::tools() {
             assert!(
-                matches!(OwnTool::named(&t.name), OwnTool::Builtin(_)),
+                matches!(OwnTool::named(t.name), OwnTool::Builtin(_)),
                 "{} is both a built-in tool and a named own tool",
                 t.name
             );

@@ -24,7 +24,6 @@ pub(crate) use reads::govern_read;
 
 use crate::approval::{self, Snapshot};
 use crate::calls;
-use crate::contract;
 use crate::errors::to_client;
 use crate::gateway::Gateway;
 use crate::guard::{Verdict, OWN_SERVER};
