@@ -72,12 +72,7 @@ pub(crate) const MAX_PREFIX_ARGS: usize = 32;
 impl Snapshot {
     /// The stored form, sealed with the request; `principal` is the only identity that may read or resume it.
     pub(crate) fn to_json(&self, decision: &Decision, principal: Option<&str>) -> Value {
-        let decision = StoredDecision {
-            effect: decision.effect,
-            reason: decision.reason.as_str().to_owned(),
-            rule_id: decision.rule_id.clone(),
-            operation: decision.operation.to_string(),
-        };
+        let decision = DecisionFields::of(decision);
         let note = self.note.clone();
         let body = match self.kind {
             Kind::ToolCall => Body::ToolCall {
@@ -269,10 +264,10 @@ enum Body {
         command: Option<Value>,
         #[serde(default)]
         note: Option<String>,
-        decision: StoredDecision,
+        decision: DecisionFields,
     },
     Other {
-        decision: StoredDecision,
+        decision: DecisionFields,
         #[serde(default)]
         note: Option<String>,
         /// Code runs only: the tool names the program writes as literals, and whether it builds others.
@@ -297,19 +292,31 @@ enum Target {
     Uri(String),
 }
 
-/// The decision stored with a snapshot, for the records of its resumed run.
+/// A decision as toolgate writes it down: stored with a snapshot (for the records of its resumed run) and in a
+/// refusal's Contract V1 fields.
 #[derive(Serialize, Deserialize)]
-pub(crate) struct StoredDecision {
+pub(crate) struct DecisionFields {
     pub effect: policy::Effect,
     pub reason: String,
     pub rule_id: Option<String>,
     pub operation: String,
 }
 
+impl DecisionFields {
+    pub(crate) fn of(d: &Decision) -> Self {
+        Self {
+            effect: d.effect,
+            reason: d.reason.as_str().to_owned(),
+            rule_id: d.rule_id.clone(),
+            operation: d.operation.to_string(),
+        }
+    }
+}
+
 /// The decision of a stored snapshot, read without the rest of it.
 #[derive(Deserialize)]
 struct Decided {
-    decision: StoredDecision,
+    decision: DecisionFields,
 }
 
 /// The identity of a stored snapshot, read without the rest of it.
@@ -320,7 +327,7 @@ struct Owned {
 }
 
 /// The decision stored with a snapshot, if it has a readable one.
-pub(crate) fn stored_decision(v: &Value) -> Option<StoredDecision> {
+pub(crate) fn stored_decision(v: &Value) -> Option<DecisionFields> {
     Decided::deserialize(v).ok().map(|d| d.decision)
 }
 
