@@ -89,7 +89,7 @@ fn braces_in_literals_and_comments_neither_end_nor_extend_a_function() {
 #[test]
 fn functions_in_cfg_test_items_are_not_production_code() {
     let text = format!(
-        "#[cfg(test)]\n#[path = \"x}}.rs\"]\nmod tests {{\n{}}}\n#[cfg(test)]\nfn helper();\n{}",
+        "#[cfg(test)]\n#[path = \"x}}.rs\"]\nmod tests {{\n{}}}\n#[cfg(test)]\nfn setup();\n{}",
         function("test_only", 150, ""),
         function("production", 130, "")
     );
@@ -140,7 +140,7 @@ fn use_groups_and_nested_paths_name_their_files_and_text_names_none() {
         src("b.rs", "pub(crate) fn x() {}\n"),
         src(
             "c/mod.rs",
-            "fn k() { crate::testkit::helper(); }\n#[cfg(test)]\nuse crate::e::Z;\n",
+            "fn k() { crate::testkit::setup(); }\n#[cfg(test)]\nuse crate::e::Z;\n",
         ),
         src("c/d.rs", ""),
         src("e.rs", ""),
