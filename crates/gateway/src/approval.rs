@@ -20,6 +20,7 @@ use crate::contract;
 use crate::elicit;
 use crate::gateway::Gateway;
 use crate::outcome::{ApprovalState, CallOutcome, HeldCall, Refusal, RefusalCode};
+use crate::own::OwnTool;
 use crate::pipeline::{CallContext, HoldPolicy};
 use crate::snapshot::Kind;
 pub(crate) use crate::snapshot::Snapshot;
@@ -107,11 +108,8 @@ pub(crate) async fn hold(
     if let Some(Ok(true)) = granted {
         return Held::Ran(execute(gw, ctx, &snapshot).await);
     }
-    let mut stored = snapshot.to_json(&decision);
     // Sealed with the snapshot: only this identity may read or resume the request (`owned_by`).
-    if let Some(principal) = &ctx.principal {
-        stored["principal"] = json!(principal);
-    }
+    let stored = snapshot.to_json(&decision, ctx.principal.as_deref());
     let repeated = matches!(snapshot.kind, Kind::Prompt | Kind::Resource);
     if let (Some(session), true) = (session, repeated) {
         // A prompt or resource read its session repeats after its request was approved runs now, once.
@@ -441,7 +439,7 @@ pub(crate) async fn execute(
                 )
                 .await
             }
-            None => intrinsic(gw, ctx, target, &snapshot.arguments).await,
+            None => intrinsic(gw, ctx, &OwnTool::named(target), &snapshot.arguments).await,
         };
     }
     let params = json!({"name": target, "arguments": snapshot.arguments});
@@ -476,7 +474,7 @@ fn pending_answer(snapshot: &Snapshot, current: &Approval, trace_id: &str) -> Ca
 /// for a request an HTTP caller caused, and the other way round) is told it does not exist, and learns nothing
 /// of it. A request made before identities were recorded has none, which only an unauthenticated caller matches.
 fn owned_by(a: &Approval, principal: Option<&str>) -> bool {
-    a.snapshot.get("principal").and_then(Value::as_str) == principal
+    crate::snapshot::owner(&a.snapshot).as_deref() == principal
 }
 
 fn tampered(request_id: &str) -> CallOutcome {

@@ -5,11 +5,11 @@
 
 use crate::approval;
 use crate::bridge;
-use crate::contract;
 use crate::gateway::Gateway;
 use crate::guard::{Verdict, OWN_SERVER};
 use crate::outbox::Stream;
 use crate::outcome::{CallError, CallOutcome, Completion, Refusal, RefusalCode};
+use crate::own::OwnTool;
 use crate::pipeline::{request_id, CallContext};
 use crate::session::ClientEra;
 use crate::status;
@@ -25,18 +25,16 @@ const OWN_RECORDS_SCAN: usize = 1000;
 pub(crate) async fn intrinsic(
     gw: &Gateway,
     ctx: &CallContext,
-    tool: &str,
+    tool: &OwnTool,
     arguments: &Value,
 ) -> CallOutcome {
     let result = match tool {
-        status::TOOL_NAME => {
-            status::result(&gw.statuses(), &gw.aggregate().held, &gw.audit_health())
-        }
-        contract::STATUS_TOOL => {
+        OwnTool::Status => status::result(&gw.statuses(), &gw.aggregate().held, &gw.audit_health()),
+        OwnTool::RequestStatus => {
             let principal = ctx.principal.as_deref();
             return approval::request_status(gw, principal, &request_id(arguments));
         }
-        contract::CAPABILITIES_TOOL => {
+        OwnTool::Capabilities => {
             let a = &gw.opts.approvals;
             crate::intrinsics::capabilities(
                 approval_gated(gw, &ctx.guard),
@@ -45,9 +43,9 @@ pub(crate) async fn intrinsic(
                 gw.opts.limits.max_message_bytes,
             )
         }
-        crate::intrinsics::PING_TOOL => json!({"content": [{"type": "text", "text": "pong"}]}),
-        crate::codemode::SEARCH_TOOL => return crate::codemode::search(gw, &ctx.guard, arguments),
-        crate::intrinsics::AUDIT_RECENT_TOOL => {
+        OwnTool::Ping => json!({"content": [{"type": "text", "text": "pong"}]}),
+        OwnTool::SearchTools => return crate::codemode::search(gw, &ctx.guard, arguments),
+        OwnTool::AuditRecent => {
             let limit = arguments
                 .get("limit")
                 .and_then(Value::as_u64)
@@ -70,7 +68,12 @@ pub(crate) async fn intrinsic(
             };
             crate::intrinsics::audit_recent(records)
         }
-        other => return run_builtin(gw, other, arguments.clone(), None).await,
+        OwnTool::Builtin(name) => return run_builtin(gw, name, arguments.clone(), None).await,
+        // The pipeline's own: resume re-enters it, and a program runs in the call's context.
+        OwnTool::Resume | OwnTool::RunCode => {
+            let why = format!("{} is not run as an intrinsic", tool.name());
+            return refused(RefusalCode::Failed, why);
+        }
     };
     CallOutcome::Complete(result, Completion::Succeeded)
 }

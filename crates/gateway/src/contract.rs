@@ -12,13 +12,15 @@
 //! `isError: true` (an error result needs none in any client); its text still names the request id and reason.
 
 use crate::outcome::{HeldCall, Refusal};
+use crate::snapshot::DecisionFields;
+use serde::Serialize;
 use serde_json::{json, Value};
 use store::ApprovalHandle;
 
 pub const CONTRACT_VERSION: &str = "1";
-pub const RESUME_TOOL: &str = "toolgate_resume";
-pub const STATUS_TOOL: &str = "toolgate_request_status";
-pub const CAPABILITIES_TOOL: &str = "toolgate_capabilities";
+pub const RESUME_TOOL: &str = crate::own::RESUME;
+pub const STATUS_TOOL: &str = crate::own::REQUEST_STATUS;
+pub const CAPABILITIES_TOOL: &str = crate::own::CAPABILITIES;
 /// The `_meta` key that carries the V1 fields on every result toolgate writes itself.
 pub const META_KEY: &str = "toolgate/contract";
 
@@ -39,13 +41,60 @@ pub const OUTCOMES: &[&str] = &[
 ];
 
 /// The agent-safe view of an approval request: no snapshot, no approver.
-pub fn approval(handle: &ApprovalHandle) -> Value {
-    json!({
-        "request_id": handle.request_id,
-        "status": handle.status.as_str(),
-        "expires_at": handle.expires_at.to_rfc3339(),
-        "resume_tool": RESUME_TOOL,
-    })
+#[derive(Serialize)]
+struct Approval<'a> {
+    request_id: &'a str,
+    status: &'static str,
+    expires_at: String,
+    resume_tool: &'static str,
+}
+
+impl<'a> Approval<'a> {
+    fn of(handle: &'a ApprovalHandle) -> Self {
+        Self {
+            request_id: &handle.request_id,
+            status: handle.status.as_str(),
+            expires_at: handle.expires_at.to_rfc3339(),
+            resume_tool: RESUME_TOOL,
+        }
+    }
+}
+
+/// `error` of the V1 fields: why the call did not run, and whether asking again later can succeed.
+#[derive(Serialize)]
+struct V1Error<'a> {
+    code: &'a str,
+    message: &'a str,
+    retryable: bool,
+}
+
+/// The V1 fields of an answer about an approval request, in the order they have always been written.
+#[derive(Serialize)]
+struct ApprovalFields<'a> {
+    outcome: &'a str,
+    trace_id: &'a str,
+    approval: Approval<'a>,
+    /// For outcomes that did not run the call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<V1Error<'a>>,
+}
+
+/// The V1 fields of a refusal, in the order they have always been written.
+#[derive(Serialize)]
+struct RefusalFields<'a> {
+    outcome: &'static str,
+    error: V1Error<'a>,
+    /// When the policy (or a hook) made the decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<DecisionFields>,
+    /// When the refusal is about a traced request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<&'a str>,
+}
+
+/// Fields of strings, numbers and booleans always serialise; were they not to, the result would carry null.
+fn to_value(fields: impl Serialize) -> Value {
+    serde_json::to_value(fields).unwrap_or_default()
 }
 
 /// An outcome about an approval request. `error` is set for outcomes that did not run the call.
@@ -56,12 +105,16 @@ fn approval_outcome(
     message: String,
     error: bool,
 ) -> Value {
-    let mut structured =
-        json!({"outcome": outcome, "trace_id": trace_id, "approval": approval(handle)});
-    if error {
-        structured["error"] =
-            json!({"code": outcome, "message": message, "retryable": retryable(outcome)});
-    }
+    let structured = to_value(ApprovalFields {
+        outcome,
+        trace_id,
+        approval: Approval::of(handle),
+        error: error.then(|| V1Error {
+            code: outcome,
+            message: &message,
+            retryable: retryable(outcome),
+        }),
+    });
     let is_error = !matches!(
         outcome,
         "APPROVAL_REQUIRED" | "APPROVAL_PENDING" | "APPROVAL_APPROVED"
@@ -119,18 +172,16 @@ fn retryable(outcome: &str) -> bool {
 /// `error {code, message, retryable: false}`, the decision when one was made, and the trace id when the refusal
 /// is about a traced request.
 pub fn refusal(r: &Refusal) -> Value {
-    let mut structured = json!({
-        "outcome": "REFUSED",
-        "error": {"code": r.code.as_str(), "message": r.message, "retryable": false},
+    let structured = to_value(RefusalFields {
+        outcome: "REFUSED",
+        error: V1Error {
+            code: r.code.as_str(),
+            message: &r.message,
+            retryable: false,
+        },
+        decision: r.decision.as_ref().map(DecisionFields::of),
+        trace_id: r.trace_id.as_deref(),
     });
-    if let Some(d) = &r.decision {
-        structured["decision"] = json!({
-            "effect": d.effect, "reason": d.reason.as_str(), "rule_id": d.rule_id, "operation": d.operation,
-        });
-    }
-    if let Some(t) = &r.trace_id {
-        structured["trace_id"] = json!(t);
-    }
     own_result(r.message.clone(), true, structured)
 }
 

@@ -208,3 +208,75 @@ fn meta_copy_follows_fields_added_after_the_result_was_built() {
     assert_eq!(meta(&fitted)["decision"]["rule_id"], "hook:0");
     assert_eq!(meta(&fitted)["trace_id"], "trace-3");
 }
+
+/// How the V1 fields were written before they were types, kept verbatim as the oracle of their bytes.
+fn approval_fields_before(h: &HeldCall) -> Value {
+    let outcome = h.state.as_str();
+    let mut structured = json!({"outcome": outcome, "trace_id": h.trace_id, "approval": {
+        "request_id": h.handle.request_id,
+        "status": h.handle.status.as_str(),
+        "expires_at": h.handle.expires_at.to_rfc3339(),
+        "resume_tool": RESUME_TOOL,
+    }});
+    if h.state.is_final_refusal() {
+        structured["error"] =
+            json!({"code": outcome, "message": h.message, "retryable": retryable(outcome)});
+    }
+    structured
+}
+
+fn refusal_fields_before(r: &Refusal) -> Value {
+    let mut structured = json!({
+        "outcome": "REFUSED",
+        "error": {"code": r.code.as_str(), "message": r.message, "retryable": false},
+    });
+    if let Some(d) = &r.decision {
+        structured["decision"] = json!({
+            "effect": d.effect, "reason": d.reason.as_str(), "rule_id": d.rule_id, "operation": d.operation,
+        });
+    }
+    if let Some(t) = &r.trace_id {
+        structured["trace_id"] = json!(t);
+    }
+    structured
+}
+
+#[test]
+fn v1_fields_keep_the_bytes_they_were_written_with() {
+    use crate::outcome::ApprovalState;
+    let states = [
+        ApprovalState::Required,
+        ApprovalState::Pending,
+        ApprovalState::Approved,
+        ApprovalState::Rejected,
+        ApprovalState::Expired,
+        ApprovalState::Consumed,
+    ];
+    for state in states {
+        let h = HeldCall {
+            state,
+            trace_id: "trace-1".to_owned(),
+            handle: handle(ApprovalStatus::Pending),
+            message: "waiting \u{202e}".to_owned(),
+        };
+        let result = held(&h);
+        let want = approval_fields_before(&h).to_string();
+        assert_eq!(result["structuredContent"].to_string(), want, "{state:?}");
+        assert_eq!(result["_meta"][META_KEY].to_string(), want, "{state:?}");
+    }
+    let decided = deny();
+    let bare = Refusal::new(RefusalCode::UnknownTarget, "unknown tool: x");
+    let refusals = [
+        bare.clone(),
+        bare.clone().with_trace("t-9"),
+        bare.clone().with_decision(decided.clone()),
+        bare.with_decision(decided).with_trace("t-9"),
+    ];
+    for r in refusals {
+        let result = refusal(&r);
+        assert_eq!(
+            result["structuredContent"].to_string(),
+            refusal_fields_before(&r).to_string()
+        );
+    }
+}

@@ -10,8 +10,9 @@
 use crate::canon::{canonicalise, canonicaliser};
 use crate::error::Error;
 use crate::outcome::{Refusal, RefusalCode};
+use crate::own::OwnTool;
 use config::{Config, ServerKind};
-use jsonschema::{PatternOptions, Validator};
+use jsonschema::Validator;
 use policy::{
     Decision, Effect, Policy, PolicySources, ReasonCode, ToolCall, ToolListing, Visibility,
 };
@@ -20,25 +21,12 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// The server name toolgate's own tools have in rules (`toolgate__toolgate_status`). Config refuses an upstream
-/// of this name.
-pub const OWN_SERVER: &str = "toolgate";
+pub use crate::own::OWN_SERVER;
+use rules::{context, sources};
+pub(crate) use schema::compile;
 
-/// toolgate's own read-only tools.
-pub const INTRINSICS: &[&str] = &[
-    crate::status::TOOL_NAME,
-    crate::contract::STATUS_TOOL,
-    crate::contract::RESUME_TOOL,
-    crate::contract::CAPABILITIES_TOOL,
-    crate::intrinsics::PING_TOOL,
-    crate::intrinsics::AUDIT_RECENT_TOOL,
-    crate::codemode::SEARCH_TOOL,
-];
-
-/// Schemas larger than this are not compiled: a hostile upstream must not make every call expensive.
-const MAX_SCHEMA_BYTES: usize = 256 * 1024;
-/// Bounds the work of one regex `pattern` in a schema (backtracking steps).
-const REGEX_BACKTRACK_LIMIT: usize = 100_000;
+mod rules;
+mod schema;
 
 /// What the gateway does with a call.
 #[derive(Debug)]
@@ -183,7 +171,7 @@ impl Guard {
             ReasonCode::DefaultAsk | ReasonCode::DefaultDeny
         );
         // Nor to `run_code`: every call its program makes is decided on its own, before it starts and as it runs.
-        let own_default_free = INTRINSICS.contains(&tool) || tool == crate::codemode::RUN_TOOL;
+        let own_default_free = !matches!(OwnTool::named(tool), OwnTool::Builtin(_));
         if server == OWN_SERVER && own_default_free && default {
             decision.effect = Effect::Allow;
             decision.reason = ReasonCode::DefaultAllow;
@@ -373,119 +361,15 @@ impl Guard {
                 .collect(),
         }
     }
-
-    fn validate(
-        &self,
-        server: &str,
-        tool: &str,
-        schema: &Value,
-        arguments: &Value,
-    ) -> Result<(), String> {
-        let key = format!("{server}__{tool}");
-        let validator = {
-            let mut cache = self.schemas.lock().unwrap_or_else(|p| p.into_inner());
-            match cache.get(&key) {
-                Some((cached, v)) if cached == schema => Arc::clone(v),
-                _ => {
-                    let v = Arc::new(compile(schema)?);
-                    cache.insert(key, (schema.clone(), Arc::clone(&v)));
-                    v
-                }
-            }
-        };
-        let first = validator.iter_errors(arguments).next().map(|e| {
-            format!(
-                "arguments do not match the tool's inputSchema at {:?}: {e}",
-                e.instance_path().to_string()
-            )
-        });
-        first.map_or(Ok(()), Err)
-    }
 }
 
 /// The adapter of toolgate's own tools: the workspace tools' own, from their definitions; the intrinsics read
 /// nothing and are `mcp.call`, decided by name.
 fn own_tools(tool: &str, name: String, arguments: &Value) -> policy::RawAction {
-    if INTRINSICS.contains(&tool) || tool == crate::codemode::RUN_TOOL {
+    if !matches!(OwnTool::named(tool), OwnTool::Builtin(_)) {
         return policy::RawAction::new(policy::Operation::McpCall, name);
     }
     builtin::adapt(tool, name, arguments)
-}
-
-/// The context rules are compiled in: the canonical workspace, and HOME when it resolves.
-fn context(workspace: &Path) -> policy::Context {
-    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
-    policy::Context {
-        workspace: workspace.to_string_lossy().into_owned(),
-        home: home.map(|h| h.to_string_lossy().into_owned()),
-    }
-}
-
-/// The structured policy and the permissions that are compiled: with no policy section at all, every call
-/// asks (toolgate is deny-by-default, and a human may still say yes).
-fn sources(config: &Config) -> (Value, Option<Value>) {
-    let permissions = match (&config.policy.permissions, &config.policy.policy) {
-        (None, None) => Some(json!({"default": "ask"})),
-        (p, _) => p.clone(),
-    };
-    (with_builtin_rules(config), permissions)
-}
-
-/// The user's structured policy with toolgate's own rules in front. Always: writes and deletes are denied in
-/// `.git/` (hooks and config there run code); every operation, reads included, is denied in the state root
-/// (approvals, pins and the audit trail live there: reading them shows what was approved and what runs) and on
-/// the config file (the policy must not rewrite itself, and upstream credentials may sit in it), for every tool,
-/// proxied ones included. With no policy of the user's at all, toolgate's
-/// own tools also behave as a workspace server should by default: reading, listing and git inspection inside
-/// the workspace are allowed, and everything else asks.
-fn with_builtin_rules(config: &Config) -> Value {
-    let mut structured = config.policy.policy.clone().unwrap_or_else(|| json!({}));
-    let writes = json!(["fs.write", "fs.delete"]);
-    let mut rules = vec![
-        json!({"id": "builtin.protect-git", "effect": "deny", "operations": writes,
-                                "paths": ["${workspace}/.git/**"]}),
-    ];
-    let state_root = config
-        .state_dir
-        .as_ref()
-        .map(|s| s.value.clone())
-        .or_else(|| crate::state::state_root().ok());
-    if let Some(root) = state_root.and_then(|r| std::fs::canonicalize(&r).ok().or(Some(r))) {
-        rules.push(json!({"id": "builtin.protect-state", "effect": "deny",
-                          "paths": [format!("{}/**", escape_glob(&root.to_string_lossy()))]}));
-    }
-    if let Some(file) = config
-        .source
-        .as_ref()
-        .and_then(|f| std::fs::canonicalize(f).ok())
-    {
-        rules.push(json!({"id": "builtin.protect-config", "effect": "deny",
-                          "paths": [escape_glob(&file.to_string_lossy())]}));
-    }
-    if config.policy.is_empty() {
-        rules.push(json!({"id": "builtin.workspace-read", "effect": "allow", "operations": ["fs.read", "git.read"],
-                          "tools": [format!("{OWN_SERVER}__*")], "paths": ["${workspace}/**"]}));
-    }
-    let user: Vec<Value> = structured
-        .get("rules")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    rules.extend(user);
-    if let Value::Object(m) = &mut structured {
-        m.insert("rules".into(), Value::Array(rules));
-    }
-    structured
-}
-
-fn escape_glob(path: &str) -> String {
-    path.chars().fold(String::new(), |mut out, c| {
-        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-        out
-    })
 }
 
 fn resources(action: policy::Action) -> Vec<String> {
@@ -505,19 +389,4 @@ fn resources(action: policy::Action) -> Vec<String> {
         out.push(format!("{}://{}:{}", net.scheme, net.host, net.port));
     }
     out
-}
-
-pub(crate) fn compile(schema: &Value) -> Result<Validator, String> {
-    let size = serde_json::to_vec(schema)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX);
-    if size > MAX_SCHEMA_BYTES {
-        return Err(format!(
-            "the tool's inputSchema is {size} bytes, over the limit of {MAX_SCHEMA_BYTES}"
-        ));
-    }
-    jsonschema::options()
-        .with_pattern_options(PatternOptions::fancy_regex().backtrack_limit(REGEX_BACKTRACK_LIMIT))
-        .build(schema)
-        .map_err(|e| format!("the tool's inputSchema is not a valid JSON Schema: {e}"))
 }

@@ -9,15 +9,17 @@
 //! decide policy, hold approvals or write records; the pipeline does that with what it returns.
 
 mod command;
+mod input;
+mod on_gateway;
 
 pub use command::{command_hooks, CommandHook};
 
-use crate::gateway::Gateway;
-use crate::guard::{Verdict, INTRINSICS, OWN_SERVER};
+use crate::guard::Verdict;
 use crate::outcome::{Refusal, RefusalCode};
+use crate::own::OwnTool;
 use crate::record::RecordDecision;
 use policy::{Decision, Effect, ReasonCode};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -58,21 +60,13 @@ pub struct HookCall {
 impl HookCall {
     /// The call as one JSON object, as command hooks read it on stdin.
     pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "trace_id": self.trace_id, "server": self.server, "tool": self.tool, "exposed": self.exposed,
-            "operation": self.operation, "profile": self.profile,
-            "policy": {"effect": self.effect.as_str(), "rule_id": self.rule_id, "reason": self.reason},
-            "arguments_bytes": self.arguments_bytes, "arguments_sha256": self.arguments_sha256,
-        });
-        if let Some(a) = &self.arguments {
-            v["arguments"] = a.clone();
-        }
-        v
+        // Strings, numbers and JSON values only: serialising cannot fail.
+        serde_json::to_value(input::Input::of(self)).unwrap_or_default()
     }
 }
 
 /// What a post-hook is told about how a call ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct HookOutcome {
     /// The contract's outcome name (`SUCCEEDED`, `FAILED`, `APPROVAL_REQUIRED`, `CANCELLED`, …).
     pub outcome: String,
@@ -84,8 +78,7 @@ pub struct HookOutcome {
 
 impl HookOutcome {
     pub fn to_json(&self) -> Value {
-        json!({"outcome": self.outcome, "duration_ms": self.duration_ms,
-               "result_bytes": self.result_bytes, "result_sha256": self.result_sha256})
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 
@@ -122,20 +115,19 @@ pub(crate) struct Registry {
     failures: AtomicU64,
 }
 
-impl Gateway {
-    /// Registers the call hooks, in order, replacing any registered before. Meant for start-up, before
-    /// serving: a call already under way keeps the list it started with.
-    pub fn set_hooks(&self, hooks: Vec<Arc<dyn CallHook>>) {
-        *self.hooks.hooks.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(hooks);
+impl Registry {
+    /// Replaces the hooks; a call already under way keeps the list it started with.
+    pub(crate) fn set(&self, hooks: Vec<Arc<dyn CallHook>>) {
+        *self.hooks.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(hooks);
     }
 
-    /// Post-hook runs that failed (error, timeout, panic) since start; none of them changed a result.
-    pub fn hook_failures(&self) -> u64 {
-        self.hooks.failures.load(Ordering::Relaxed)
+    /// Post-hook runs that failed (error, timeout, panic) since start.
+    pub(crate) fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
     }
 
-    fn hook_list(&self) -> HookList {
-        Arc::clone(&self.hooks.hooks.read().unwrap_or_else(|p| p.into_inner()))
+    fn list(&self) -> HookList {
+        Arc::clone(&self.hooks.read().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
@@ -166,25 +158,38 @@ fn clean_reason(reason: &str) -> String {
 /// The metadata a hook sees and the hooks to run, fixed when the call is first decided.
 pub(crate) type Hooked = (HookCall, HookList);
 
-impl Gateway {
+/// Which call hooks are told about: where it goes and who asked.
+pub(crate) struct Called<'a> {
+    pub trace_id: &'a str,
+    pub profile: &'a str,
+    pub exposed: &'a str,
+    pub server: &'a str,
+    pub tool: &'a str,
+}
+
+impl Registry {
     /// The metadata hooks see for a call decided `d`, or `None` when no hook runs for it: no hooks registered,
     /// or it is one of toolgate's read-only tools. Callers do not ask for refused calls: hooks cannot loosen them.
-    pub(crate) fn hook_call(
+    pub(crate) fn call(
         &self,
-        ctx: &crate::pipeline::CallContext,
-        exposed: &str,
-        server: &str,
-        tool: &str,
+        c: Called<'_>,
         d: &RecordDecision,
         arguments: &Value,
     ) -> Option<Hooked> {
-        let hooks = self.hook_list();
-        if hooks.is_empty() || (server == OWN_SERVER && INTRINSICS.contains(&tool)) {
+        let Called {
+            trace_id,
+            profile,
+            exposed,
+            server,
+            tool,
+        } = c;
+        let hooks = self.list();
+        if hooks.is_empty() || OwnTool::parse(server, tool).is_some_and(|t| t.is_intrinsic()) {
             return None;
         }
         let digest = audit::Digest::of_json(arguments);
         let call = HookCall {
-            trace_id: ctx.trace_id.clone(),
+            trace_id: trace_id.to_owned(),
             server: server.to_owned(),
             tool: tool.to_owned(),
             exposed: exposed.to_owned(),
@@ -192,7 +197,7 @@ impl Gateway {
             effect: d.effect,
             rule_id: d.rule_id.clone(),
             reason: d.reason.clone(),
-            profile: ctx.guard.profile().unwrap_or("default").to_owned(),
+            profile: profile.to_owned(),
             arguments_bytes: digest.bytes,
             arguments_sha256: digest.sha256,
             arguments: None,
@@ -201,14 +206,14 @@ impl Gateway {
     }
 
     /// Runs the pre-hooks in order on a call the policy allowed or asked for; the first deny or ask stops them.
-    pub(crate) async fn pre_hooks(
+    pub(crate) async fn pre(
         &self,
         (call, hooks): &Hooked,
         verdict: Verdict,
         arguments: &Value,
     ) -> Tightened {
-        let policy = match &verdict {
-            Verdict::Allow(d) | Verdict::Ask(d) => d.clone(),
+        let operation = match &verdict {
+            Verdict::Allow(d) | Verdict::Ask(d) => d.operation,
             Verdict::Refuse(..) => {
                 return Tightened {
                     verdict,
@@ -233,52 +238,9 @@ impl Gateway {
                     reason: format!("the hooks could not run: {e}"),
                 })
             });
-        let Some(Objection {
-            index,
-            name,
-            effect,
-            reason: text,
-        }) = answer
-        else {
-            return Tightened {
-                verdict,
-                note: None,
-            };
-        };
-        let reason = match effect {
-            Effect::Ask => ReasonCode::HookAsk,
-            Effect::Allow | Effect::Deny => ReasonCode::HookDeny,
-        };
-        let text = clean_reason(&text);
-        let d = Decision {
-            effect,
-            reason,
-            rule_id: Some(format!("hook:{index}")),
-            operation: policy.operation,
-            unknown: None,
-        };
-        match (effect, &verdict) {
-            (Effect::Deny, _) => {
-                tracing::info!(hook = %name, index, "a hook denied a call: {text}");
-                let message =
-                    format!("toolgate denied this call: hook {index} ({name}) said: {text}");
-                let refused = Refusal::new(RefusalCode::Policy(reason), message)
-                    .with_trace(&trace_id)
-                    .with_decision(d.clone());
-                Tightened {
-                    verdict: Verdict::Refuse(refused),
-                    note: None,
-                }
-            }
-            // A policy ask stays the policy's: its rule is what the approver should see.
-            (Effect::Ask, Verdict::Allow(_)) => {
-                tracing::info!(hook = %name, index, "a hook asked for approval: {text}");
-                Tightened {
-                    verdict: Verdict::Ask(d.clone()),
-                    note: Some(format!("hook {index} ({name}) asked: {text}")),
-                }
-            }
-            _ => Tightened {
+        match answer {
+            Some(objection) => tighten(verdict, operation, objection, &trace_id),
+            None => Tightened {
                 verdict,
                 note: None,
             },
@@ -286,7 +248,7 @@ impl Gateway {
     }
 
     /// Runs the post-hooks in order. Each failure is logged and counted; none changes the outcome.
-    pub(crate) async fn post_hooks(
+    pub(crate) async fn post(
         &self,
         (call, hooks): &Hooked,
         outcome: &str,
@@ -317,7 +279,59 @@ impl Gateway {
         })
         .await
         .unwrap_or(1);
-        self.hooks.failures.fetch_add(failed, Ordering::Relaxed);
+        self.failures.fetch_add(failed, Ordering::Relaxed);
+    }
+}
+
+/// The verdict after a hook's objection: a deny refuses; an ask holds a call the policy allowed (a policy ask
+/// stays the policy's, since its rule is what the approver should see).
+fn tighten(
+    verdict: Verdict,
+    operation: policy::Operation,
+    objection: Objection,
+    trace_id: &str,
+) -> Tightened {
+    let Objection {
+        index,
+        name,
+        effect,
+        reason: text,
+    } = objection;
+    let reason = match effect {
+        Effect::Ask => ReasonCode::HookAsk,
+        Effect::Allow | Effect::Deny => ReasonCode::HookDeny,
+    };
+    let text = clean_reason(&text);
+    let d = Decision {
+        effect,
+        reason,
+        rule_id: Some(format!("hook:{index}")),
+        operation,
+        unknown: None,
+    };
+    match (effect, &verdict) {
+        (Effect::Deny, _) => {
+            tracing::info!(hook = %name, index, "a hook denied a call: {text}");
+            let message = format!("toolgate denied this call: hook {index} ({name}) said: {text}");
+            let refused = Refusal::new(RefusalCode::Policy(reason), message)
+                .with_trace(trace_id)
+                .with_decision(d);
+            Tightened {
+                verdict: Verdict::Refuse(refused),
+                note: None,
+            }
+        }
+        (Effect::Ask, Verdict::Allow(_)) => {
+            tracing::info!(hook = %name, index, "a hook asked for approval: {text}");
+            Tightened {
+                verdict: Verdict::Ask(d),
+                note: Some(format!("hook {index} ({name}) asked: {text}")),
+            }
+        }
+        _ => Tightened {
+            verdict,
+            note: None,
+        },
     }
 }
 

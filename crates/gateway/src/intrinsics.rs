@@ -91,8 +91,8 @@ pub fn capabilities(
     json!({"content": [{"type": "text", "text": text}], "structuredContent": structured})
 }
 
-pub const PING_TOOL: &str = "toolgate_ping";
-pub const AUDIT_RECENT_TOOL: &str = "toolgate_audit_recent";
+pub const PING_TOOL: &str = crate::own::PING;
+pub const AUDIT_RECENT_TOOL: &str = crate::own::AUDIT_RECENT;
 
 /// Tools that come with the workspace tools: a liveness check and the recent audit trail.
 pub fn workspace_definitions() -> Vec<Value> {

@@ -37,6 +37,7 @@ mod names;
 mod outbox;
 mod outcome;
 mod outside_witness;
+mod own;
 mod pins;
 mod pipeline;
 #[cfg(test)]
@@ -52,6 +53,10 @@ mod route;
 mod session;
 #[cfg(test)]
 mod session_flow_tests;
+#[cfg(test)]
+mod shape;
+#[cfg(test)]
+mod shape_tests;
 mod snapshot;
 mod spellings;
 mod state;
@@ -71,12 +76,13 @@ pub use codemode::{CodeOptions, RUN_TOOL, SEARCH_TOOL};
 pub use error::Error;
 pub use front::{FramingError, RequestMeta};
 pub use gateway::{Gateway, Options};
-pub use guard::{Guard, Verdict, OWN_SERVER};
+pub use guard::{Guard, Verdict};
 pub use hooks::{command_hooks, CallHook, CommandHook, HookCall, HookDecision, HookOutcome};
 pub use jsonrpc::{Id, Message};
 pub use names::{expose, is_portable};
 pub use outbox::{Drain, Outgoing, Stream};
 pub use outside_witness::OutsideWitness;
+pub use own::OWN_SERVER;
 pub use pins::{Item as PinItem, PinStatus, PinView};
 pub use session::{Session, MAX_IN_FLIGHT, SUPPORTED_VERSIONS};
 pub use state::{state_root, State};

@@ -2,8 +2,8 @@
 //! metadata-only reporting event. Arguments and results enter only as size and SHA-256; resources only as the
 //! audit crate redacts them. Writing never fails a call.
 
-use crate::approval::Snapshot;
 use crate::outcome::RefusalCode;
+use crate::snapshot::Snapshot;
 use crate::state::State;
 use audit::{AuditEvent, EventKind};
 use policy::{Decision, Effect};
@@ -56,12 +56,12 @@ impl RecordDecision {
 
     /// The decision stored with a held request's snapshot, for the records of its resumed run.
     pub fn from_snapshot(stored: &Value) -> Option<Self> {
-        let d = stored.get("decision")?;
+        let d = crate::snapshot::stored_decision(stored)?;
         Some(Self {
-            effect: serde_json::from_value(d.get("effect")?.clone()).ok()?,
-            reason: d.get("reason")?.as_str()?.to_owned(),
-            rule_id: d.get("rule_id").and_then(Value::as_str).map(str::to_owned),
-            operation: d.get("operation")?.as_str()?.to_owned(),
+            effect: d.effect,
+            reason: d.reason,
+            rule_id: d.rule_id,
+            operation: d.operation,
         })
     }
 }

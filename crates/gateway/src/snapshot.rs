@@ -7,15 +7,20 @@
 //! data; holding, deciding and running are in `approval`, `elicit` and `codemode`.
 
 use policy::Decision;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// What kind of request a snapshot holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What kind of request a snapshot holds; stored as the method that runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Kind {
+    #[serde(rename = "tools/call")]
     ToolCall,
+    #[serde(rename = "prompts/get")]
     Prompt,
+    #[serde(rename = "resources/read")]
     Resource,
     /// A `run_code` program, held before it started.
+    #[serde(rename = "code_run")]
     CodeRun,
 }
 
@@ -30,19 +35,13 @@ impl Kind {
         }
     }
 
-    /// The snapshot key that names the target.
-    const fn target_key(self) -> &'static str {
+    fn target(self, name: &str) -> Target {
+        let name = name.to_owned();
         match self {
-            Kind::ToolCall | Kind::CodeRun => "tool",
-            Kind::Prompt => "prompt",
-            Kind::Resource => "uri",
+            Kind::ToolCall | Kind::CodeRun => Target::Tool(name),
+            Kind::Prompt => Target::Prompt(name),
+            Kind::Resource => Target::Uri(name),
         }
-    }
-
-    fn from_method(m: &str) -> Option<Self> {
-        [Kind::ToolCall, Kind::Prompt, Kind::Resource, Kind::CodeRun]
-            .into_iter()
-            .find(|k| k.method() == m)
     }
 }
 
@@ -71,33 +70,47 @@ const MAX_SUMMARY_CHARS: usize = 1500;
 pub(crate) const MAX_PREFIX_ARGS: usize = 32;
 
 impl Snapshot {
-    pub(crate) fn to_json(&self, decision: &Decision) -> Value {
-        let mut v = json!({
-            "kind": self.kind.method(),
-            "server": self.server,
-            self.kind.target_key(): self.tool,
-            "exposed": self.exposed,
-            "arguments": self.arguments,
-            "definition_sha256": self.definition_sha256,
-            "command": self.command,
-            "note": self.note,
-            "decision": {"effect": decision.effect, "reason": decision.reason.as_str(),
-                         "rule_id": decision.rule_id, "operation": decision.operation},
-        });
-        if self.kind != Kind::ToolCall {
-            if let Value::Object(map) = &mut v {
-                map.remove("definition_sha256");
-                map.remove("command");
+    /// The stored form, sealed with the request; `principal` is the only identity that may read or resume it.
+    pub(crate) fn to_json(&self, decision: &Decision, principal: Option<&str>) -> Value {
+        let decision = DecisionFields::of(decision);
+        let note = self.note.clone();
+        let body = match self.kind {
+            Kind::ToolCall => Body::ToolCall {
+                definition_sha256: self.definition_sha256.clone(),
+                command: self.command.clone(),
+                note,
+                decision,
+            },
+            Kind::Prompt | Kind::Resource => Body::Other {
+                decision,
+                note,
+                names: None,
+                dynamic: None,
+            },
+            // Shown to the human beside the program; the run itself scans the program again. Names it builds
+            // at run time are not approved with it: they run only under allow rules.
+            Kind::CodeRun => {
+                let scan = self.code_scan();
+                Body::Other {
+                    decision,
+                    note,
+                    names: Some(scan.literal_names.into_iter().collect()),
+                    dynamic: Some(scan.dynamic),
+                }
             }
-        }
-        if self.kind == Kind::CodeRun {
-            // Shown to the human beside the program; the run itself scans the program again.
-            let scan = self.code_scan();
-            v["names"] = json!(scan.literal_names);
-            // Names it builds at run time are not approved with it: they run only under allow rules.
-            v["dynamic"] = json!(scan.dynamic);
-        }
-        v
+        };
+        let stored = Stored {
+            kind: self.kind,
+            server: self.server.clone(),
+            target: self.kind.target(&self.tool),
+            exposed: self.exposed.clone(),
+            arguments: self.arguments.clone(),
+            body,
+            principal: principal.map(str::to_owned),
+        };
+        // A struct of strings and JSON values always serialises; were it not to, the null stored would be a
+        // request toolgate refuses to run.
+        serde_json::to_value(&stored).unwrap_or_default()
     }
 
     /// For a code run: what the program says about the tools it calls.
@@ -120,21 +133,41 @@ impl Snapshot {
             .unwrap_or_default()
     }
 
+    /// A stored snapshot, as this or any earlier toolgate wrote it; `None` for anything else (a kind not held,
+    /// a field of the wrong type, a tool call without the definition it was pinned to).
     pub(crate) fn from_json(v: &Value) -> Option<Snapshot> {
-        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        let kind = Kind::from_method(&s("kind")?)?;
+        let stored = Stored::deserialize(v).ok()?;
+        let (definition_sha256, command, note) = match (stored.kind, stored.body) {
+            (
+                Kind::ToolCall,
+                Body::ToolCall {
+                    definition_sha256,
+                    command,
+                    note,
+                    ..
+                },
+            ) => (definition_sha256, command, note),
+            (Kind::ToolCall, Body::Other { .. }) => return None,
+            (
+                Kind::Prompt | Kind::Resource | Kind::CodeRun,
+                Body::Other { note, .. } | Body::ToolCall { note, .. },
+            ) => (String::new(), None, note),
+        };
+        let tool = match (stored.kind, stored.target) {
+            (Kind::ToolCall | Kind::CodeRun, Target::Tool(t))
+            | (Kind::Prompt, Target::Prompt(t))
+            | (Kind::Resource, Target::Uri(t)) => t,
+            _ => return None,
+        };
         Some(Snapshot {
-            kind,
-            server: s("server")?,
-            tool: s(kind.target_key())?,
-            exposed: s("exposed")?,
-            arguments: v.get("arguments").cloned().unwrap_or_else(|| json!({})),
-            definition_sha256: match kind {
-                Kind::ToolCall => s("definition_sha256")?,
-                Kind::Prompt | Kind::Resource | Kind::CodeRun => String::new(),
-            },
-            command: v.get("command").filter(|c| !c.is_null()).cloned(),
-            note: v.get("note").and_then(Value::as_str).map(str::to_owned),
+            kind: stored.kind,
+            server: stored.server,
+            tool,
+            exposed: stored.exposed,
+            arguments: stored.arguments,
+            definition_sha256,
+            command,
+            note,
         })
     }
 
@@ -199,6 +232,108 @@ impl Snapshot {
         let cut: String = text.chars().take(MAX_SUMMARY_CHARS).collect();
         format!("{cut}… (cut; see the full request)")
     }
+}
+
+/// A snapshot as the approval store keeps it. The fields are in the order they have always been written (a
+/// repeated prompt or resource read is found by the hash of these bytes, so the order is part of the format),
+/// which differs by kind: see `Body`.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    kind: Kind,
+    server: String,
+    #[serde(flatten)]
+    target: Target,
+    exposed: String,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+    #[serde(flatten)]
+    body: Body,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    principal: Option<String>,
+}
+
+/// What follows the arguments. A tool call is pinned to its definition and has its decision last; every other
+/// kind has always had the decision before the note.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Body {
+    ToolCall {
+        definition_sha256: String,
+        /// For a command: the resolved command that runs. Written as `null` when there is none.
+        #[serde(default)]
+        command: Option<Value>,
+        #[serde(default)]
+        note: Option<String>,
+        decision: DecisionFields,
+    },
+    Other {
+        decision: DecisionFields,
+        #[serde(default)]
+        note: Option<String>,
+        /// Code runs only: the tool names the program writes as literals, and whether it builds others.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        names: Option<Vec<String>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+    },
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// The key that names what a snapshot runs.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Target {
+    /// A tool's upstream name (for a run, `run_code`'s).
+    Tool(String),
+    Prompt(String),
+    Uri(String),
+}
+
+/// A decision as toolgate writes it down: stored with a snapshot (for the records of its resumed run) and in a
+/// refusal's Contract V1 fields.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct DecisionFields {
+    pub effect: policy::Effect,
+    pub reason: String,
+    pub rule_id: Option<String>,
+    pub operation: String,
+}
+
+impl DecisionFields {
+    pub(crate) fn of(d: &Decision) -> Self {
+        Self {
+            effect: d.effect,
+            reason: d.reason.as_str().to_owned(),
+            rule_id: d.rule_id.clone(),
+            operation: d.operation.to_string(),
+        }
+    }
+}
+
+/// The decision of a stored snapshot, read without the rest of it.
+#[derive(Deserialize)]
+struct Decided {
+    decision: DecisionFields,
+}
+
+/// The identity of a stored snapshot, read without the rest of it.
+#[derive(Deserialize)]
+struct Owned {
+    #[serde(default)]
+    principal: Option<String>,
+}
+
+/// The decision stored with a snapshot, if it has a readable one.
+pub(crate) fn stored_decision(v: &Value) -> Option<DecisionFields> {
+    Decided::deserialize(v).ok().map(|d| d.decision)
+}
+
+/// The identity a stored snapshot is sealed to, if any.
+pub(crate) fn owner(v: &Value) -> Option<String> {
+    Owned::deserialize(v).ok()?.principal
 }
 
 /// JSON text in printable ASCII: non-ASCII and control characters become `\uXXXX` escapes.
@@ -287,7 +422,7 @@ mod tests {
         for kind in [Kind::ToolCall, Kind::Prompt, Kind::Resource, Kind::CodeRun] {
             let mut s = snap(json!({"a": 1}));
             s.kind = kind;
-            let back = Snapshot::from_json(&s.to_json(&d)).unwrap();
+            let back = Snapshot::from_json(&s.to_json(&d, None)).unwrap();
             assert_eq!(
                 (back.kind, back.tool, back.arguments),
                 (kind, s.tool, s.arguments)
@@ -295,3 +430,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "snapshot_tests.rs"]
+mod stored_tests;

@@ -7,7 +7,7 @@ use crate::aggregate::Held;
 use serde_json::{json, Value};
 use upstream::Status;
 
-pub const TOOL_NAME: &str = "toolgate_status";
+pub const TOOL_NAME: &str = crate::own::STATUS;
 
 pub fn definition() -> Value {
     json!({
@@ -41,12 +41,23 @@ impl AuditHealth {
     }
 
     fn to_json(&self) -> Value {
-        match self {
-            Self::Off => json!({"state": "off"}),
-            Self::Ok => json!({"state": "ok"}),
-            Self::Failing(p) => json!({"state": "failing", "problem": p}),
-        }
+        let shown = match self {
+            Self::Off => Shown::Off,
+            Self::Ok => Shown::Ok,
+            Self::Failing(problem) => Shown::Failing { problem },
+        };
+        // A tag and a string always serialise.
+        serde_json::to_value(shown).unwrap_or_default()
     }
+}
+
+/// The audit log's health as `structuredContent` carries it: `{"state": "failing", "problem": …}`.
+#[derive(serde::Serialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+enum Shown<'a> {
+    Off,
+    Ok,
+    Failing { problem: &'a str },
 }
 
 pub fn result(statuses: &[Status], held: &[Held], audit: &AuditHealth) -> Value {
@@ -87,4 +98,20 @@ pub fn result(statuses: &[Status], held: &[Held], audit: &AuditHealth) -> Value 
             "held": held.iter().map(Held::to_json).collect::<Vec<_>>(),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audit_health_keeps_its_shape() {
+        let shown = |h: AuditHealth| h.to_json().to_string();
+        assert_eq!(shown(AuditHealth::Off), r#"{"state":"off"}"#);
+        assert_eq!(shown(AuditHealth::Ok), r#"{"state":"ok"}"#);
+        assert_eq!(
+            shown(AuditHealth::Failing("disk full".into())),
+            r#"{"state":"failing","problem":"disk full"}"#
+        );
+    }
 }

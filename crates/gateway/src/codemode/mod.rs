@@ -30,8 +30,8 @@ use config::{Config, Mode};
 use policy::Visibility;
 use serde_json::{json, Value};
 
-pub const SEARCH_TOOL: &str = "search_tools";
-pub const RUN_TOOL: &str = "run_code";
+pub const SEARCH_TOOL: &str = crate::own::SEARCH_TOOLS;
+pub const RUN_TOOL: &str = crate::own::RUN_CODE;
 
 /// The largest program `run_code` accepts: a program is a short script that calls tools, not a payload.
 pub(crate) const MAX_PROGRAM_BYTES: usize = 100 * 1024;

@@ -13,11 +13,13 @@
 //! is refused where that cannot be enforced. This module does not decide what a hook's answer does to the call;
 //! `hooks.rs` does.
 
+use super::input::{Answer, Event, Input};
 use super::{CallHook, HookCall, HookDecision, HookOutcome};
 use config::{HookCommand, HookStage};
 use sandbox::{
     Capture, CommandSpec, Layer, LayerMode, LayerReport, LayerRequest, LayerState, Outcome,
 };
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -77,13 +79,8 @@ impl CommandHook {
             && (self.config.tools.is_empty() || self.config.tools.iter().any(|g| glob(g, &name)))
     }
 
-    fn input(&self, stage: &str, call: &HookCall, outcome: Option<&HookOutcome>) -> Vec<u8> {
-        let mut v = call.to_json();
-        v["event"] = Value::String(stage.to_owned());
-        if let Some(o) = outcome {
-            v["outcome"] = o.to_json();
-        }
-        v.to_string().into_bytes()
+    fn input(&self, event: Event, call: &HookCall, outcome: Option<&HookOutcome>) -> Vec<u8> {
+        serde_json::to_vec(&Input::at(call, event, outcome)).unwrap_or_default()
     }
 
     /// The containment of every run of this hook.
@@ -186,7 +183,7 @@ impl CallHook for CommandHook {
         if !self.applies(HookStage::Pre, call) {
             return HookDecision::Allow;
         }
-        match self.run(self.input("pre", call, None)) {
+        match self.run(self.input(Event::Pre, call, None)) {
             Ok(stdout) => read_answer(&stdout),
             Err(why) => HookDecision::Deny {
                 reason: format!("the hook failed ({why}), so the call is refused"),
@@ -198,7 +195,7 @@ impl CallHook for CommandHook {
         if !self.applies(HookStage::Post, call) {
             return Ok(());
         }
-        self.run(self.input("post", call, Some(outcome)))
+        self.run(self.input(Event::Post, call, Some(outcome)))
             .map(|_| ())
     }
 }
@@ -270,15 +267,14 @@ fn answer(text: &str) -> HookDecision {
     if text.trim().is_empty() {
         return HookDecision::Allow;
     }
-    let Ok(Value::Object(answer)) = serde_json::from_str::<Value>(text) else {
+    let Ok(answer @ Value::Object(_)) = serde_json::from_str::<Value>(text) else {
         return deny("is not a JSON object");
     };
-    let reason = answer
-        .get("reason")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    match answer.get("decision").and_then(Value::as_str) {
+    let Ok(Answer { decision, reason }) = Answer::deserialize(answer) else {
+        return deny("has a \"decision\" or \"reason\" that is not text");
+    };
+    let reason = reason.unwrap_or_default();
+    match decision.as_deref() {
         Some("allow") => HookDecision::Allow,
         Some("deny") => HookDecision::Deny { reason },
         Some("ask") => HookDecision::Ask { reason },
@@ -351,6 +347,9 @@ pub(super) mod tests {
         assert!(reason(r#"{"decision": "maybe"}"#).contains("unknown decision \"maybe\""));
         assert!(reason(r#"{"reason": "x"}"#).contains("no \"decision\""));
         assert!(reason(r#"["allow"]"#).contains("not a JSON object"));
+        // An answer toolgate cannot read as text is not a clear allow.
+        assert!(reason(r#"{"decision": "allow", "reason": 5}"#).contains("not text"));
+        assert!(reason(r#"{"decision": true}"#).contains("not text"));
     }
 
     #[test]

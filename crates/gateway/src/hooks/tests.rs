@@ -3,6 +3,7 @@
 use super::*;
 use config::{HookCommand, HookStage, Provenance};
 use pretty_assertions::assert_eq;
+use serde_json::json;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -121,6 +122,91 @@ fn the_json_a_command_reads_has_no_arguments_unless_given() {
         v["policy"],
         json!({"effect": "allow", "rule_id": null, "reason": "DEFAULT_ALLOW"})
     );
+}
+
+/// The bytes a command hook has always been given, before and after a call.
+#[test]
+fn the_json_a_command_reads_keeps_its_bytes() {
+    let mut seen = call();
+    seen.rule_id = Some("r\u{e9}".into());
+    seen.arguments = Some(json!({"path": "a.txt", "n": 1.5}));
+    let pre = serde_json::to_string(&input::Input::at(&seen, input::Event::Pre, None)).unwrap();
+    assert_eq!(
+        pre,
+        "{\"trace_id\":\"t-1\",\"server\":\"fx\",\"tool\":\"echo\",\"exposed\":\"fx__echo\",\
+         \"operation\":\"mcp.call\",\"profile\":\"default\",\"policy\":{\"effect\":\"allow\",\
+         \"rule_id\":\"r\u{e9}\",\"reason\":\"DEFAULT_ALLOW\"},\"arguments_bytes\":2,\"arguments_sha256\":\"00\",\
+         \"arguments\":{\"path\":\"a.txt\",\"n\":1.5},\"event\":\"pre\"}"
+    );
+    let outcome = HookOutcome {
+        outcome: "SUCCEEDED".into(),
+        duration_ms: 7,
+        result_bytes: None,
+        result_sha256: Some("ff".into()),
+    };
+    let post = serde_json::to_string(&input::Input::at(
+        &call(),
+        input::Event::Post,
+        Some(&outcome),
+    ));
+    assert_eq!(
+        post.unwrap(),
+        "{\"trace_id\":\"t-1\",\"server\":\"fx\",\"tool\":\"echo\",\"exposed\":\"fx__echo\",\
+         \"operation\":\"mcp.call\",\"profile\":\"default\",\"policy\":{\"effect\":\"allow\",\
+         \"rule_id\":null,\"reason\":\"DEFAULT_ALLOW\"},\"arguments_bytes\":2,\"arguments_sha256\":\"00\",\
+         \"event\":\"post\",\"outcome\":{\"outcome\":\"SUCCEEDED\",\"duration_ms\":7,\"result_bytes\":null,\
+         \"result_sha256\":\"ff\"}}"
+    );
+    assert_eq!(outcome.to_json()["duration_ms"], 7);
+}
+
+/// How a command hook's input was written before it was a type, kept verbatim as the oracle of its bytes.
+fn input_before(call: &HookCall, stage: &str, outcome: Option<&HookOutcome>) -> String {
+    let mut v = json!({
+        "trace_id": call.trace_id, "server": call.server, "tool": call.tool, "exposed": call.exposed,
+        "operation": call.operation, "profile": call.profile,
+        "policy": {"effect": call.effect.as_str(), "rule_id": call.rule_id, "reason": call.reason},
+        "arguments_bytes": call.arguments_bytes, "arguments_sha256": call.arguments_sha256,
+    });
+    if let Some(a) = &call.arguments {
+        v["arguments"] = a.clone();
+    }
+    v["event"] = Value::String(stage.to_owned());
+    if let Some(o) = outcome {
+        v["outcome"] = json!({"outcome": o.outcome, "duration_ms": o.duration_ms,
+                              "result_bytes": o.result_bytes, "result_sha256": o.result_sha256});
+    }
+    v.to_string()
+}
+
+#[test]
+fn the_json_a_command_reads_is_what_it_was_written_as_before() {
+    let outcomes = [
+        None,
+        Some(HookOutcome {
+            outcome: "FAILED".into(),
+            duration_ms: 0,
+            result_bytes: Some(3),
+            result_sha256: None,
+        }),
+    ];
+    for arguments in [None, Some(json!({"b": [1, "\u{1b}"], "a": null}))] {
+        for rule_id in [None, Some("hook:1".to_owned())] {
+            for outcome in &outcomes {
+                let seen = HookCall {
+                    arguments: arguments.clone(),
+                    rule_id: rule_id.clone(),
+                    effect: Effect::Ask,
+                    ..call()
+                };
+                for (event, stage) in [(input::Event::Pre, "pre"), (input::Event::Post, "post")] {
+                    let now =
+                        serde_json::to_string(&input::Input::at(&seen, event, outcome.as_ref()));
+                    assert_eq!(now.unwrap(), input_before(&seen, stage, outcome.as_ref()));
+                }
+            }
+        }
+    }
 }
 
 fn script(dir: &Path, name: &str, body: &str) -> String {

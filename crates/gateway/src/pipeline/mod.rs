@@ -24,14 +24,13 @@ pub(crate) use reads::govern_read;
 
 use crate::approval::{self, Snapshot};
 use crate::calls;
-use crate::contract;
 use crate::errors::to_client;
 use crate::gateway::Gateway;
 use crate::guard::{Verdict, OWN_SERVER};
 use crate::outcome::{CallError, CallOutcome, Refusal, RefusalCode};
+use crate::own::OwnTool;
 use crate::record::{CallRecord, RecordDecision};
 use crate::snapshot::Kind;
-use crate::status;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -132,12 +131,13 @@ async fn tool_stages(
     };
     drop(agg);
     finish.routed(&server, &tool);
+    let own = OwnTool::parse(&server, &tool);
     // Code mode: a client calls only what it lists; a program calls no control tool, and nothing after its run.
     if let Some(refused) = crate::codemode::route_refusal(gw, ctx, &server, &tool, &name) {
         return CallOutcome::Refused(refused);
     }
     // Audit gate.
-    if !(server == OWN_SERVER && tool == status::TOOL_NAME) {
+    if !own.as_ref().is_some_and(OwnTool::is_audit_exempt) {
         if let Some(refused) = audit_refusal(gw, &name) {
             return CallOutcome::Refused(refused);
         }
@@ -183,14 +183,12 @@ async fn tool_stages(
     if !matches!(verdict, Verdict::Refuse(_)) {
         finish.post_hooks(hooked);
     }
-    if let (Verdict::Allow(_), OWN_SERVER, contract::RESUME_TOOL) =
-        (&verdict, server.as_str(), tool.as_str())
-    {
+    if let (Verdict::Allow(_), Some(OwnTool::Resume)) = (&verdict, &own) {
         return resume_stage(gw, ctx, finish, &arguments).await;
     }
     finish.commit();
     // Writing the decision may have found the audit writer stalled (bounded wait): then nothing runs.
-    let exempt = server == OWN_SERVER && tool == status::TOOL_NAME;
+    let exempt = own.as_ref().is_some_and(OwnTool::is_audit_exempt);
     if !exempt && !matches!(verdict, Verdict::Refuse(_)) {
         if let Some(refused) = audit_refusal(gw, &name) {
             return CallOutcome::Refused(refused);
@@ -198,11 +196,15 @@ async fn tool_stages(
     }
     match verdict {
         Verdict::Refuse(refused) => CallOutcome::Refused(refused),
-        Verdict::Allow(_) => execute(gw, ctx, &server, &tool, params, &arguments).await,
+        Verdict::Allow(_) => {
+            execute(gw, ctx, own.as_ref(), (&server, &tool), params, &arguments).await
+        }
         // A program's call is never held: an ask runs under the run's approval, or is refused.
         Verdict::Ask(d) if matches!(ctx.origin, Origin::CodeRun { .. }) => {
             match crate::codemode::program_ask(ctx, (&name, &arguments), &server, &tool, &d) {
-                Ok(()) => execute(gw, ctx, &server, &tool, params, &arguments).await,
+                Ok(()) => {
+                    execute(gw, ctx, own.as_ref(), (&server, &tool), params, &arguments).await
+                }
                 Err(refused) => CallOutcome::Refused(refused),
             }
         }
@@ -234,17 +236,15 @@ async fn tool_stages(
 async fn execute(
     gw: &Arc<Gateway>,
     ctx: &CallContext,
-    server: &str,
-    tool: &str,
+    own: Option<&OwnTool>,
+    (server, tool): (&str, &str),
     mut params: Value,
     arguments: &Value,
 ) -> CallOutcome {
-    match (server, tool) {
-        (OWN_SERVER, crate::codemode::RUN_TOOL) => {
-            crate::codemode::run_code(gw, ctx, arguments).await
-        }
-        (OWN_SERVER, _) => calls::intrinsic(gw, ctx, tool, arguments).await,
-        _ => {
+    match own {
+        Some(OwnTool::RunCode) => crate::codemode::run_code(gw, ctx, arguments).await,
+        Some(own) => calls::intrinsic(gw, ctx, own, arguments).await,
+        None => {
             params["name"] = Value::String(tool.to_owned());
             calls::forward(gw, ctx, server, "tools/call", params).await
         }

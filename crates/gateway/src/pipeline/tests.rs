@@ -4,6 +4,7 @@
 //! has no upstream; the calls go to toolgate's own intrinsics, with a policy that asks for one and denies another.
 
 use super::*;
+use crate::contract;
 use crate::gateway::Options;
 use crate::guard::Guard;
 use crate::outcome::ApprovalState;

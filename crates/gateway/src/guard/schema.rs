@@ -1,0 +1,60 @@
+//! Arguments checked against a tool's `inputSchema`: each schema compiled once per tool (and again only when
+//! it changes), bounded in size and in regex work so a hostile upstream cannot make every call expensive. It
+//! checks the shape of arguments; what they mean to the policy is `guard.rs`'s.
+
+use super::Guard;
+use jsonschema::{PatternOptions, Validator};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Schemas larger than this are not compiled: a hostile upstream must not make every call expensive.
+const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+/// Bounds the work of one regex `pattern` in a schema (backtracking steps).
+const REGEX_BACKTRACK_LIMIT: usize = 100_000;
+
+impl Guard {
+    /// The first way `arguments` fail `schema`, as the agent is told it.
+    pub(super) fn validate(
+        &self,
+        server: &str,
+        tool: &str,
+        schema: &Value,
+        arguments: &Value,
+    ) -> Result<(), String> {
+        let key = format!("{server}__{tool}");
+        let validator = {
+            let mut cache = self.schemas.lock().unwrap_or_else(|p| p.into_inner());
+            match cache.get(&key) {
+                Some((cached, v)) if cached == schema => Arc::clone(v),
+                _ => {
+                    let v = Arc::new(compile(schema)?);
+                    cache.insert(key, (schema.clone(), Arc::clone(&v)));
+                    v
+                }
+            }
+        };
+        let first = validator.iter_errors(arguments).next().map(|e| {
+            format!(
+                "arguments do not match the tool's inputSchema at {:?}: {e}",
+                e.instance_path().to_string()
+            )
+        });
+        first.map_or(Ok(()), Err)
+    }
+}
+
+/// A tool's `inputSchema` as a validator, or why it cannot be one.
+pub(crate) fn compile(schema: &Value) -> Result<Validator, String> {
+    let size = serde_json::to_vec(schema)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
+    if size > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "the tool's inputSchema is {size} bytes, over the limit of {MAX_SCHEMA_BYTES}"
+        ));
+    }
+    jsonschema::options()
+        .with_pattern_options(PatternOptions::fancy_regex().backtrack_limit(REGEX_BACKTRACK_LIMIT))
+        .build(schema)
+        .map_err(|e| format!("the tool's inputSchema is not a valid JSON Schema: {e}"))
+}
