@@ -29,6 +29,7 @@ mod report_render;
 mod seal;
 mod sqlite;
 mod time;
+mod token;
 
 pub use approvals::{
     Approval, ApprovalHandle, ApprovalStatus, NewRequest, PruneMode, PrunedApproval,
@@ -55,3 +56,4 @@ pub use report::{percentile_nearest_rank, GroupBy, ReasonCount, Report, ReportRo
 pub use report_render::ReportFormat;
 pub use sqlite::SqliteStore;
 pub use time::Timestamp;
+pub use token::{TokenKey, MAX_TOKEN_PAYLOAD};
