@@ -91,7 +91,7 @@ impl State {
         root: &Path,
         workspace: &Path,
         witness: Option<&Path>,
-        open: &OpenStore,
+        open: &OpenStore<'_>,
     ) -> Result<Self, Error> {
         Self::open_any(
             root,
@@ -119,7 +119,7 @@ impl State {
         capacity: usize,
         wait: Duration,
         witness: Option<&Path>,
-        open: &OpenStore,
+        open: &OpenStore<'_>,
     ) -> Result<Self, Error> {
         let namespace = Namespace::open(root, workspace).map_err(|why| Error::Namespace {
             workspace: workspace.display().to_string(),
@@ -464,7 +464,8 @@ fn open_outside(
 }
 
 /// Opens a namespace's store: one handle of a backend (`State::open_on`).
-pub type OpenStore = dyn Fn(&Namespace) -> Result<Arc<dyn StateStore>, store::Error> + Sync;
+pub type OpenStore<'a> =
+    dyn Fn(&Namespace) -> Result<Arc<dyn StateStore>, store::Error> + Sync + 'a;
 
 /// The default backend: the namespace's SQLite database.
 fn open_sqlite(namespace: &Namespace) -> Result<Arc<dyn StateStore>, store::Error> {

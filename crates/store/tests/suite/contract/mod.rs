@@ -42,7 +42,8 @@ pub fn at(ms: i64) -> Timestamp {
 
 /// The default backend: a namespace in a temporary state root; each handle is a connection of its own.
 pub struct Sqlite {
-    env: crate::support::Env,
+    /// Holds the temporary directories for as long as the case runs.
+    _env: crate::support::Env,
     namespace: Namespace,
     limits: Limits,
 }
@@ -52,14 +53,13 @@ impl Backend for Sqlite {
         let env = crate::support::Env::new();
         let namespace = env.namespace();
         Self {
-            env,
+            _env: env,
             namespace,
             limits,
         }
     }
 
     fn handle(&self) -> Arc<dyn StateStore> {
-        let _ = &self.env;
         Arc::new(SqliteStore::open_with_limits(&self.namespace, self.limits).unwrap())
     }
 }
