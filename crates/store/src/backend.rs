@@ -236,7 +236,8 @@ pub trait WitnessStore {
 /// A backend with notifications (LISTEN/NOTIFY, a pub/sub channel) answers `wait_for_change` from them; one
 /// without polls something cheap.
 pub trait ChangeFeed {
-    /// Where the store stands now. Take it before reading what you will wait on.
+    /// Where the store stands now. Take it before reading what you will wait on. A mark means something only to
+    /// the handle that made it: compare it on that handle.
     fn change_mark(&self) -> Result<ChangeMark>;
 
     /// Blocks until the store may have changed since `since`, or until `deadline`; moves `since` to what it saw.
