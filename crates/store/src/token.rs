@@ -4,40 +4,45 @@
 //!
 //! A token is encrypted (the client learns nothing of what it names) and authenticated (the client cannot make
 //! or change one), bound to a purpose (a task id never opens as anything else) and to an expiry it cannot move.
-//! Construction: a fresh 128-bit nonce; the payload XORed with an HMAC-SHA256 keystream (HMAC(k_enc, nonce ‖
-//! counter) blocks); an HMAC-SHA256 tag with another key over purpose, nonce, expiry and ciphertext, checked in
-//! constant time before anything is decrypted. Both keys are derived from the approval key, per purpose. What the
-//! payload means, and who may present it, is the caller's (the gateway binds a task token to its owner).
+//! Construction: ChaCha20-Poly1305 (RFC 8439, `ring`'s AEAD), under a 256-bit key derived per purpose from the
+//! state root's key (HMAC-SHA256 of a label naming the purpose), with the purpose and the expiry as associated
+//! data; a token is nonce ‖ expiry ‖ ciphertext ‖ tag, in hex. Nothing is decrypted before the tag verifies, and
+//! every refusal looks the same. What the payload means, and who may present it, is the caller's (the gateway
+//! binds a task token to its owner).
+//!
+//! The nonce is 96 random bits, fresh per token. A repeated nonce under one key would show the XOR of two payloads
+//! and let tags be forged, so the bound that matters is the number of tokens one key seals: the chance of any
+//! repeat among n tokens is about n² / 2⁹⁷, under 2⁻³² up to 2³² tokens (NIST SP 800-38D's limit for random
+//! nonces). A state root mints a task id per task an upstream creates; at a thousand a second for a hundred years
+//! it would mint about 2⁴², a chance near 2⁻¹³ of one repeat in that century. A key is per purpose, so tokens of
+//! other purposes do not count against it.
 
 use std::path::Path;
 
-use hmac::{Hmac, KeyInit, Mac};
-use rand::TryRng;
-use sha2::Sha256;
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
+use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::error::{Error, Result};
 use crate::seal::SealKey;
 use crate::time::Timestamp;
 
-type HmacSha256 = Hmac<Sha256>;
-
-const NONCE_BYTES: usize = 16;
+const NONCE_BYTES: usize = NONCE_LEN;
 const EXPIRY_BYTES: usize = 8;
-/// Tag length kept: 128 bits is beyond forging by guessing.
+/// Poly1305's tag: 128 bits is beyond forging by guessing.
 const TAG_BYTES: usize = 16;
+const KEY_BYTES: usize = 32;
 /// Longest payload sealed or opened, so a token stays a short string and a presented one is cheap to refuse.
 pub const MAX_TOKEN_PAYLOAD: usize = 2048;
 
-/// The keys of one purpose's tokens.
+/// The key of one purpose's tokens.
 #[derive(Clone)]
 pub struct TokenKey {
     purpose: String,
-    enc: [u8; 32],
-    mac: [u8; 32],
+    key: LessSafeKey,
 }
 
 impl std::fmt::Debug for TokenKey {
-    /// Never prints the keys.
+    /// Never prints the key.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "TokenKey({:?})", self.purpose)
     }
@@ -48,26 +53,29 @@ impl TokenKey {
     /// state root seals and opens the same tokens.
     pub fn for_state_root(state_root: &Path, purpose: &str) -> Result<Self> {
         let key = SealKey::load_or_create(state_root)?;
-        Ok(Self {
-            purpose: purpose.to_owned(),
-            enc: key.derive(&format!("toolgate token encryption v1: {purpose}")),
-            mac: key.derive(&format!("toolgate token tag v1: {purpose}")),
-        })
+        // A label of its own (v2): no key of the earlier construction is ever this one.
+        let bytes = key.derive(&format!(
+            "toolgate token key v2 chacha20-poly1305: {purpose}"
+        ));
+        Self::new(purpose, &bytes)
     }
 
     /// A key of this process alone (no state root): its tokens open nowhere else, and not after a restart.
     pub fn ephemeral(purpose: &str) -> Result<Self> {
-        let mut keys = [0u8; 64];
-        rand::rngs::SysRng
-            .try_fill_bytes(&mut keys)
+        let mut bytes = [0u8; KEY_BYTES];
+        SystemRandom::new()
+            .fill(&mut bytes)
             .map_err(|_| Error::Rng)?;
-        let (mut enc, mut mac) = ([0u8; 32], [0u8; 32]);
-        enc.copy_from_slice(&keys[..32]);
-        mac.copy_from_slice(&keys[32..]);
+        Self::new(purpose, &bytes)
+    }
+
+    fn new(purpose: &str, bytes: &[u8; KEY_BYTES]) -> Result<Self> {
+        // Fails only for a key of the wrong length, which the type rules out.
+        let key = UnboundKey::new(&CHACHA20_POLY1305, bytes)
+            .map_err(|_| Error::Corrupt("token key".to_owned()))?;
         Ok(Self {
             purpose: purpose.to_owned(),
-            enc,
-            mac,
+            key: LessSafeKey::new(key),
         })
     }
 
@@ -80,18 +88,23 @@ impl TokenKey {
             )));
         }
         let mut nonce = [0u8; NONCE_BYTES];
-        rand::rngs::SysRng
-            .try_fill_bytes(&mut nonce)
+        SystemRandom::new()
+            .fill(&mut nonce)
             .map_err(|_| Error::Rng)?;
         let expiry = expires_at.as_millis().to_be_bytes();
-        let mut body = payload.to_vec();
-        self.keystream(&nonce, &mut body);
-        let tag = self.tag(&nonce, &expiry, &body);
-        let mut out = Vec::with_capacity(NONCE_BYTES + EXPIRY_BYTES + body.len() + TAG_BYTES);
+        let mut out = Vec::with_capacity(NONCE_BYTES + EXPIRY_BYTES + payload.len() + TAG_BYTES);
         out.extend_from_slice(&nonce);
         out.extend_from_slice(&expiry);
+        let mut body = payload.to_vec();
+        self.key
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(self.associated_data(&expiry)),
+                &mut body,
+            )
+            // Fails only for a payload beyond ChaCha20's 256 GiB, which the ceiling above rules out.
+            .map_err(|_| Error::Corrupt("token payload".to_owned()))?;
         out.extend_from_slice(&body);
-        out.extend_from_slice(&tag[..TAG_BYTES]);
         Ok(hex::encode(out))
     }
 
@@ -106,56 +119,34 @@ impl TokenKey {
         if bytes.len() < NONCE_BYTES + EXPIRY_BYTES + TAG_BYTES {
             return None;
         }
-        let (head, tag) = bytes.split_at(bytes.len() - TAG_BYTES);
-        let (nonce, rest) = head.split_at(NONCE_BYTES);
-        let (expiry, body) = rest.split_at(EXPIRY_BYTES);
-        self.mac_over(nonce, expiry, body)
-            .verify_truncated_left(tag)
+        let (nonce, rest) = bytes.split_at(NONCE_BYTES);
+        let (expiry, sealed) = rest.split_at(EXPIRY_BYTES);
+        let expiry: [u8; EXPIRY_BYTES] = expiry.try_into().ok()?;
+        let mut sealed = sealed.to_vec();
+        let payload = self
+            .key
+            .open_in_place(
+                Nonce::try_assume_unique_for_key(nonce).ok()?,
+                Aad::from(self.associated_data(&expiry)),
+                &mut sealed,
+            )
             .ok()?;
-        let expires = i64::from_be_bytes(expiry.try_into().ok()?);
-        if now.as_millis() >= expires {
+        // The expiry is authenticated by now: a moved one failed the tag above.
+        if now.as_millis() >= i64::from_be_bytes(expiry) {
             return None;
         }
-        let mut payload = body.to_vec();
-        self.keystream(nonce, &mut payload);
-        Some(payload)
+        Some(payload.to_vec())
     }
 
-    fn keystream(&self, nonce: &[u8], data: &mut [u8]) {
-        for (counter, chunk) in data.chunks_mut(32).enumerate() {
-            let mut block = hmac(&self.enc);
-            block.update(nonce);
-            block.update(&(counter as u32).to_be_bytes());
-            let pad = block.finalize().into_bytes();
-            for (b, p) in chunk.iter_mut().zip(pad.iter()) {
-                *b ^= p;
-            }
-        }
+    /// What the tag covers besides the ciphertext: the purpose, length-prefixed so no purpose and expiry can pass
+    /// for another pair, and the expiry.
+    fn associated_data(&self, expiry: &[u8; EXPIRY_BYTES]) -> Vec<u8> {
+        let mut aad = Vec::with_capacity(8 + self.purpose.len() + EXPIRY_BYTES);
+        aad.extend_from_slice(&(self.purpose.len() as u64).to_be_bytes());
+        aad.extend_from_slice(self.purpose.as_bytes());
+        aad.extend_from_slice(expiry);
+        aad
     }
-
-    fn mac_over(&self, nonce: &[u8], expiry: &[u8], body: &[u8]) -> HmacSha256 {
-        let mut mac = hmac(&self.mac);
-        mac.update(&(self.purpose.len() as u64).to_be_bytes());
-        mac.update(self.purpose.as_bytes());
-        mac.update(nonce);
-        mac.update(expiry);
-        mac.update(body);
-        mac
-    }
-
-    fn tag(&self, nonce: &[u8], expiry: &[u8], body: &[u8]) -> [u8; 32] {
-        self.mac_over(nonce, expiry, body)
-            .finalize()
-            .into_bytes()
-            .into()
-    }
-}
-
-fn hmac(key: &[u8; 32]) -> HmacSha256 {
-    // A 32-byte key is zero-padded to the block as HMAC does; the constructor for a full block cannot fail.
-    let mut block = [0u8; 64];
-    block[..32].copy_from_slice(key);
-    <HmacSha256 as KeyInit>::new(&block.into())
 }
 
 #[cfg(test)]
