@@ -1,5 +1,8 @@
 //! toolgate's durable state as the gateway uses it: the workspace's namespace under the trusted state root, its
-//! SQLite store (pins, approvals, session grants, reporting) and its audit log.
+//! store (pins, approvals, session grants, reporting, the audit witness, the change feed) and its audit log.
+//!
+//! The store is a `store::StateStore` (`Arc<dyn …>`): SQLite in the namespace by default (`open*`), any other
+//! backend through `open_on`. Nothing here knows which one it holds.
 //!
 //! Approvals and pins are written synchronously: they decide what runs. Audit events and reporting events are
 //! written behind the calls by one writer thread (`write_behind`), in order, in batches. A call waits for them
@@ -17,9 +20,9 @@ use audit::{AuditEvent, AuditLog, Head, PruneMode, PrunePlan, Recovery, VerifyRe
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use store::{Namespace, ReportEvent, StateRootInputs, Store, Timestamp};
+use store::{Namespace, ReportEvent, SqliteStore, StateRootInputs, StateStore, Timestamp};
 
 /// Records waiting for the writer. Bounded: under a flood a caller waits for room (backpressure) rather than
 /// memory growing or a record being lost.
@@ -31,7 +34,7 @@ const WRITE_BEHIND_WAIT: Duration = Duration::from_secs(5);
 
 pub struct State {
     namespace: Namespace,
-    store: Mutex<Store>,
+    store: Arc<dyn StateStore>,
     audit: Arc<AuditLog>,
     /// The witness file outside the state root, when the config names one.
     outside: Option<Arc<OutsideWitness>>,
@@ -81,6 +84,25 @@ impl State {
         Self::open_full(root, workspace, capacity, wait, None)
     }
 
+    /// Like `open_in` (with a witness file when `witness` names one), on the backend `open` opens for the
+    /// namespace. It is called twice: once for the calls' handle and once for the audit writer's, so the writer's
+    /// batches never wait behind a call's read.
+    pub fn open_on(
+        root: &Path,
+        workspace: &Path,
+        witness: Option<&Path>,
+        open: &OpenStore<'_>,
+    ) -> Result<Self, Error> {
+        Self::open_any(
+            root,
+            workspace,
+            WRITE_BEHIND_CAPACITY,
+            WRITE_BEHIND_WAIT,
+            witness,
+            open,
+        )
+    }
+
     fn open_full(
         root: &Path,
         workspace: &Path,
@@ -88,12 +110,23 @@ impl State {
         wait: Duration,
         witness: Option<&Path>,
     ) -> Result<Self, Error> {
+        Self::open_any(root, workspace, capacity, wait, witness, &open_sqlite)
+    }
+
+    fn open_any(
+        root: &Path,
+        workspace: &Path,
+        capacity: usize,
+        wait: Duration,
+        witness: Option<&Path>,
+        open: &OpenStore<'_>,
+    ) -> Result<Self, Error> {
         let namespace = Namespace::open(root, workspace).map_err(|why| Error::Namespace {
             workspace: workspace.display().to_string(),
             why,
         })?;
-        let open = || Store::open(&namespace).map_err(Error::Database);
-        let mut store = open()?;
+        let open = || open(&namespace).map_err(Error::Database);
+        let store = open()?;
         // Reporting keeps metadata only, and not forever: 30 days and 100,000 events, whichever is less.
         let retention = store::Retention {
             max_age_days: Some(30),
@@ -108,11 +141,11 @@ impl State {
                 seq: h.seq,
                 hash: h.hash,
             }),
-            None => adopt(&audit, &mut store),
+            None => adopt(&audit, &*store),
         };
         let outside = match witness {
             Some(path) => {
-                let (outside, head) = open_outside(path, &namespace, &store, expected.clone())?;
+                let (outside, head) = open_outside(path, &namespace, &*store, expected.clone())?;
                 expected = head;
                 Some(Arc::new(outside))
             }
@@ -151,7 +184,7 @@ impl State {
             .map_err(Error::Writer)?;
         Ok(Self {
             namespace,
-            store: Mutex::new(store),
+            store,
             audit,
             outside,
             writer,
@@ -175,18 +208,21 @@ impl State {
         &self.namespace
     }
 
-    /// Runs `f` with the store. Keep `f` short: it holds the lock. Anything `f` wrote (an elicitation answer, a
-    /// cancellation) wakes the held calls at once rather than at the watcher's next look.
-    pub fn store<T>(&self, f: impl FnOnce(&mut Store) -> T) -> T {
-        let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
-        let before = store.rows_written();
-        let out = f(&mut store);
-        let wrote = store.rows_written() != before;
-        drop(store);
-        if wrote {
+    /// Runs `f` with the store. Anything `f` wrote (an elicitation answer, a cancellation) wakes the held calls at
+    /// once rather than at the watcher's next look. Each store call is one atomic step of its own: `f` is not a
+    /// transaction.
+    pub fn store<T>(&self, f: impl FnOnce(&dyn StateStore) -> T) -> T {
+        let before = self.store.own_writes();
+        let out = f(&*self.store);
+        if self.store.own_writes() != before {
             self.wakeups.wake();
         }
         out
+    }
+
+    /// The store itself, for a caller that keeps a handle (a thread of its own).
+    pub fn store_handle(&self) -> Arc<dyn StateStore> {
+        Arc::clone(&self.store)
     }
 
     /// The wake-up signal of held calls.
@@ -347,7 +383,7 @@ impl Drop for State {
 /// The first time a state database meets a log (one written before the witness existed), the log is witnessed as
 /// it is if its chain verifies: its anchor and its end become the witness. One full read, once. A log that does
 /// not verify is left unwitnessed; the start check and `audit verify` report it.
-fn adopt(audit: &AuditLog, store: &mut Store) -> Option<Head> {
+fn adopt(audit: &AuditLog, store: &dyn StateStore) -> Option<Head> {
     let report = audit.verify().ok().filter(VerifyReport::is_ok)?;
     let head = report.head?;
     let now = Timestamp::now();
@@ -372,7 +408,7 @@ fn adopt(audit: &AuditLog, store: &mut Store) -> Option<Head> {
     }
 }
 
-fn database_witness(s: &mut Store) -> Result<Witness, store::Error> {
+fn database_witness(s: &dyn StateStore) -> Result<Witness, store::Error> {
     let head = s.audit_head()?.map(|h| Head {
         seq: h.seq,
         hash: h.hash,
@@ -386,7 +422,7 @@ fn database_witness(s: &mut Store) -> Result<Witness, store::Error> {
 fn open_outside(
     path: &Path,
     namespace: &Namespace,
-    store: &Store,
+    store: &dyn StateStore,
     database_head: Option<Head>,
 ) -> Result<(OutsideWitness, Option<Head>), Error> {
     let failed = |why| Error::OutsideWitness {
@@ -425,6 +461,15 @@ fn open_outside(
     )
     .head;
     Ok((outside, head))
+}
+
+/// Opens a namespace's store: one handle of a backend (`State::open_on`).
+pub type OpenStore<'a> =
+    dyn Fn(&Namespace) -> Result<Arc<dyn StateStore>, store::Error> + Sync + 'a;
+
+/// The default backend: the namespace's SQLite database.
+fn open_sqlite(namespace: &Namespace) -> Result<Arc<dyn StateStore>, store::Error> {
+    Ok(Arc::new(SqliteStore::open(namespace)?))
 }
 
 /// The state root for this process's environment.

@@ -215,3 +215,40 @@ async fn audit_flood_waits_on_a_multi_threaded_runtime() {
 async fn audit_flood_waits_on_a_current_thread_runtime() {
     flood_from_a_task().await;
 }
+
+#[test]
+fn a_state_opened_on_another_backend_keeps_all_its_state_there() {
+    use store::{ApprovalStore, WitnessStore};
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    // The backend: a database in a namespace of its own, so whatever lands in the state's namespace is a leak.
+    let elsewhere = Namespace::open(&dir.path().join("backend"), &ws).unwrap();
+    let opened = std::sync::atomic::AtomicUsize::new(0);
+    let open = |_: &Namespace| -> Result<Arc<dyn StateStore>, store::Error> {
+        opened.fetch_add(1, Ordering::SeqCst);
+        Ok(Arc::new(SqliteStore::open(&elsewhere)?))
+    };
+    let state = State::open_on(&dir.path().join("state"), &ws, None, &open).unwrap();
+    assert_eq!(
+        opened.load(Ordering::SeqCst),
+        2,
+        "one handle for calls, one for the writer"
+    );
+    let now = Timestamp::now();
+    let id = state
+        .store(|s| s.create_request("t", &serde_json::json!({}), now, now.plus_millis(60_000)))
+        .unwrap()
+        .id;
+    state.audit(&event(1));
+    state.flush();
+    let backend = SqliteStore::open(&elsewhere).unwrap();
+    assert!(backend.get_request(&id, now).is_ok());
+    assert!(
+        backend.audit_head().unwrap().is_some(),
+        "the witness is kept there too"
+    );
+    let own = SqliteStore::open(state.namespace()).unwrap();
+    assert!(own.list_requests(None, now).unwrap().is_empty());
+    assert_eq!(own.audit_head().unwrap(), None);
+}

@@ -4,11 +4,14 @@
 //! `tasks/get`, `tasks/update`, `tasks/cancel`, `notifications/tasks`).
 //!
 //! A client never sees an upstream's task id: each task an upstream creates for a client's call gets a
-//! toolgate-minted id (random, so not guessable from another's), mapped to (server, upstream id) and bound to its
-//! owner — the session that created it for a legacy client, the identity for a modern one, whose requests may come
-//! on any session. Another owner's id is unknown, in every method; `tasks/list` merges the owner's tasks across
-//! servers and shows nothing else. Entries are bounded (per owner and overall) and expire with the task's ttl
-//! (capped). A method the upstream's era lacks (`tasks/result` and `tasks/list` on a 2026-07-28 upstream,
+//! toolgate id that is a sealed token (`store::TokenKey`, under the state root's key: encrypted, authenticated,
+//! expiring with the task's ttl, capped) naming the server, the upstream id and the owner — the session that
+//! created it for a legacy client, the identity for a modern one, whose requests may come on any session. So any
+//! toolgate process of the same state root resolves it, with no table to share; one that cannot open it, or
+//! whose caller is not its owner, answers as for an unknown id, in every method. What stays in this process is
+//! what only it can do: deliver an upstream's status notification to the live session that owns the task, and
+//! list the owner's tasks it created (`tasks/list` merges them across servers and shows nothing else). That local
+//! index is bounded (per owner and overall) and expires with the tokens. A method the upstream's era lacks (`tasks/result` and `tasks/list` on a 2026-07-28 upstream,
 //! `tasks/update` on a legacy one) is refused with the reason.
 //!
 //! Creating a task is a `tools/call`, governed by the pipeline like any call; the task methods only read or
@@ -16,17 +19,21 @@
 
 use crate::gateway::Gateway;
 use crate::session::{ClientEra, Session};
+use crate::state::State;
 use jsonrpc::error_object;
-use rand::TryRng;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
+use store::{Timestamp, TokenKey};
 use tokio_util::sync::CancellationToken;
 use upstream::Era;
 
 /// Prefix of toolgate's task ids.
 const ID_PREFIX: &str = "tgtask-";
+
+/// The purpose task tokens are sealed for: no other token opens as a task id.
+const TOKEN_PURPOSE: &str = "task id";
 
 /// Tasks one owner keeps at once; past it a new task is cancelled upstream and the call fails.
 const MAX_PER_OWNER: usize = 64;
@@ -58,19 +65,92 @@ struct Entry {
     expires: Instant,
 }
 
-/// toolgate task id → the upstream's task.
+/// The tasks this process created, by toolgate task id: where their notifications go, and what `tasks/list`
+/// shows. Resolving an id needs none of it (`resolve`).
 #[derive(Default)]
 pub(crate) struct Tasks {
     entries: Mutex<HashMap<String, Entry>>,
+    /// The sealing key, derived once from the state root's key (or this process's own without state).
+    key: OnceLock<TokenKey>,
 }
 
 impl Tasks {
+    fn key(&self, state: Option<&State>) -> Option<&TokenKey> {
+        if let Some(key) = self.key.get() {
+            return Some(key);
+        }
+        let made = match state {
+            Some(state) => TokenKey::for_state_root(state.namespace().state_root(), TOKEN_PURPOSE),
+            None => TokenKey::ephemeral(TOKEN_PURPOSE),
+        };
+        match made {
+            Ok(key) => Some(self.key.get_or_init(|| key)),
+            Err(e) => {
+                tracing::warn!("cannot make task ids: {e}");
+                None
+            }
+        }
+    }
+
+    /// A toolgate id for `owner`'s task `upstream_id` on `server`, valid for `ttl`.
+    fn mint(
+        &self,
+        state: Option<&State>,
+        server: &str,
+        upstream_id: &str,
+        owner: &Owner,
+        ttl: Duration,
+    ) -> Option<String> {
+        let expires = Timestamp::now().plus_millis(i64::try_from(ttl.as_millis()).ok()?);
+        seal_id(self.key(state)?, server, upstream_id, owner, expires)
+    }
+
+    /// The (server, upstream id) a toolgate id names, if it is unexpired, genuine and `owner`'s.
+    fn resolve(
+        &self,
+        state: Option<&State>,
+        ours: &str,
+        owner: &Owner,
+    ) -> Option<(String, String)> {
+        open_id(self.key(state)?, ours, owner, Timestamp::now())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         entries.retain(|_, e| e.expires > now);
         entries
     }
+}
+
+/// A toolgate task id: the sealed (server, upstream id, owner), until `expires`.
+fn seal_id(
+    key: &TokenKey,
+    server: &str,
+    upstream_id: &str,
+    owner: &Owner,
+    expires: Timestamp,
+) -> Option<String> {
+    let payload = json!({
+        "s": server,
+        "u": upstream_id,
+        "i": owner.identity,
+        "p": owner.session,
+    });
+    let token = key.seal(payload.to_string().as_bytes(), expires).ok()?;
+    Some(format!("{ID_PREFIX}{token}"))
+}
+
+/// What `seal_id` sealed, if `ours` opens under `key` at `now` and names `owner`.
+fn open_id(key: &TokenKey, ours: &str, owner: &Owner, now: Timestamp) -> Option<(String, String)> {
+    let payload = key.open(ours.strip_prefix(ID_PREFIX)?, now)?;
+    let v: Value = serde_json::from_slice(&payload).ok()?;
+    let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let named = Owner {
+        identity: text("i"),
+        session: text("p"),
+    };
+    (named == *owner).then_some((text("s")?, text("u")?))
 }
 
 fn owner_of(session: &Session) -> Owner {
@@ -143,13 +223,18 @@ impl Gateway {
         let Some((upstream_id, ttl)) = created(&result) else {
             return Ok(result);
         };
-        let ours = match (session, mint()) {
-            (Some(session), Some(ours)) => {
-                let owner = owner_of(session);
+        let ttl = ttl.map_or(DEFAULT_TTL, Duration::from_millis).min(MAX_TTL);
+        let state = self.state.as_deref();
+        let minted = session.and_then(|session| {
+            let owner = owner_of(session);
+            let ours = self.tasks.mint(state, server, &upstream_id, &owner, ttl)?;
+            Some((session, owner, ours))
+        });
+        let ours = match minted {
+            Some((session, owner, ours)) => {
                 let mut entries = self.tasks.lock();
                 let mine = entries.values().filter(|e| e.owner == owner).count();
                 if entries.len() < MAX_OVERALL && mine < MAX_PER_OWNER {
-                    let ttl = ttl.map_or(DEFAULT_TTL, Duration::from_millis).min(MAX_TTL);
                     entries.insert(
                         ours.clone(),
                         Entry {
@@ -165,7 +250,7 @@ impl Gateway {
                     None
                 }
             }
-            _ => None,
+            None => None,
         };
         let Some(ours) = ours else {
             self.cancel_upstream_task(server, upstream_id);
@@ -231,12 +316,6 @@ impl Gateway {
     }
 }
 
-fn mint() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    rand::rngs::SysRng.try_fill_bytes(&mut bytes).ok()?;
-    Some(format!("{ID_PREFIX}{}", hex::encode(bytes)))
-}
-
 impl Session {
     /// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/update`: the caller's own task, forwarded to its
     /// upstream under the upstream's id, the answer under toolgate's.
@@ -252,12 +331,9 @@ impl Session {
             .unwrap_or_default()
             .to_owned();
         let owner = owner_of(self);
-        let (server, upstream_id) = {
-            let entries = self.gateway.tasks.lock();
-            match entries.get(&ours).filter(|e| e.owner == owner) {
-                Some(e) => (e.server.clone(), e.upstream_id.clone()),
-                None => return Err(unknown(&ours)),
-            }
+        let state = self.gateway.state.as_deref();
+        let Some((server, upstream_id)) = self.gateway.tasks.resolve(state, &ours, &owner) else {
+            return Err(unknown(&ours));
         };
         let up = self
             .gateway
@@ -353,29 +429,5 @@ impl Session {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_place_a_task_id_sits_is_rewritten() {
-        let mut create = json!({"task": {"taskId": "up-1", "status": "working"}});
-        rewrite(&mut create, "ours");
-        assert_eq!(create["task"]["taskId"], "ours");
-        let mut result = json!({"content": [], "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "up-1"}}});
-        rewrite(&mut result, "ours");
-        assert_eq!(
-            result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
-            "ours"
-        );
-        let mut modern = json!({"resultType": "task", "taskId": "up-1", "ttlMs": 5});
-        assert_eq!(created(&modern), Some(("up-1".to_owned(), Some(5))));
-        rewrite(&mut modern, "ours");
-        assert_eq!(modern["taskId"], "ours");
-    }
-
-    #[test]
-    fn an_ordinary_result_is_no_task() {
-        assert_eq!(created(&json!({"content": [], "task": "a string"})), None);
-        assert_eq!(created(&json!({"content": []})), None);
-    }
-}
+#[path = "tasks_tests.rs"]
+mod tests;

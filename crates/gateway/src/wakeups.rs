@@ -2,20 +2,20 @@
 //! changed, so each re-reads its approval row only then instead of polling it.
 //!
 //! The watcher runs only while at least one call is held. Every `TICK` it asks the store whether anything was
-//! committed since it last looked (`Store::approvals_changed_since`: one pragma, no row read), which sees the admin
-//! CLI and the watch terminal in other processes and the write-behind thread's connection in this one. Writes made
-//! through this process's own store handle (an elicitation answer, a cancellation) wake the held calls at once
-//! (`State::store` calls `wake`). A wake-up may be false — any commit counts, the audit writer's too — and then
-//! costs each held call one row read, at most one per `TICK`; a change is never missed, because a held call
-//! subscribes before it first reads its row and the watcher's mark is always older than the subscription. Expiry
-//! is not a write and wakes nobody: a held call times its own look at it. This module never looks inside approval
-//! rows or decides what a held call does with them (that is `approval`).
+//! committed since it last looked (`ChangeFeed::changed_since`: for SQLite one pragma, no row read), which sees
+//! the admin CLI and the watch terminal in other processes and the write-behind thread's connection in this one.
+//! Writes made through this process's own store handle (an elicitation answer, a cancellation) wake the held
+//! calls at once (`State::store` calls `wake`). A wake-up may be false — any commit counts, the audit writer's
+//! too — and then costs each held call one row read, at most one per `TICK`; a change is never missed, because a
+//! held call subscribes before it first reads its row and the watcher's mark is always older than the
+//! subscription. Expiry is not a write and wakes nobody: a held call times its own look at it. This module never
+//! looks inside approval rows or decides what a held call does with them (that is `approval`).
 
 use crate::state::State;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use store::{ChangeMark, Store};
+use store::{ChangeMark, StateStore};
 use tokio::sync::watch;
 
 /// How often the watcher looks while calls are held: a pragma is cheaper than a row read, and 50 ms is well under
@@ -109,7 +109,7 @@ impl Waiter {
     }
 
     /// Reads through the store on behalf of the held call, counted.
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Store) -> T) -> T {
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&dyn StateStore) -> T) -> T {
         self.state.wakeups().reads.fetch_add(1, Ordering::Relaxed);
         self.state.store(f)
     }
@@ -154,7 +154,7 @@ async fn watch_store(state: Arc<State>, mark: Option<ChangeMark>) {
                 mark = s.change_mark().ok();
                 return Ok(true);
             };
-            s.approvals_changed_since(m)
+            s.changed_since(m)
         });
         match changed {
             Ok(false) => {}

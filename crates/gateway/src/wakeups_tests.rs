@@ -9,7 +9,7 @@ use crate::snapshot::{Kind, Snapshot};
 use policy::{Decision, Effect, Operation, ReasonCode};
 use serde_json::json;
 use std::time::Instant;
-use store::{ApprovalStatus, Namespace, Timestamp};
+use store::{ApprovalStatus, Namespace, Store, Timestamp};
 use tokio_util::sync::CancellationToken;
 
 /// What the held call looked like before wake-ups: one row read per 200 ms for as long as it waited.

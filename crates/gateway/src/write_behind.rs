@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-use store::{AuditHead, ReportEvent, Store, Timestamp};
+use store::{AuditHead, ReportEvent, Timestamp};
 
 /// Records written per batch at most.
 const BATCH: usize = 512;
@@ -163,7 +163,7 @@ impl Room {
 
 pub(crate) struct Writer {
     pub log: Arc<AuditLog>,
-    pub store: Store,
+    pub store: std::sync::Arc<dyn store::StateStore>,
     /// Reporting events that could not be committed.
     pub dropped: Arc<AtomicU64>,
     pub health: Arc<Health>,

@@ -11,13 +11,22 @@
 use crate::error::Result;
 use crate::handle::Store;
 
-/// Where a handle last looked: compare with `Store::approvals_changed_since`.
+/// Where a handle last looked: compare with `Store::approvals_changed_since` (or `ChangeFeed::changed_since`).
+/// Opaque to callers; what its two parts count is the backend's own (`from_parts`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChangeMark {
     /// `PRAGMA data_version` of this connection: moves on commits by any other connection.
     others: i64,
     /// Rows this connection has inserted, updated or deleted since it opened.
     own: u64,
+}
+
+impl ChangeMark {
+    /// A mark from a backend's own counters: two marks of one handle are equal only when nothing changed in
+    /// between as that handle can tell (for SQLite: commits by others, rows written by itself).
+    pub const fn from_parts(others: i64, own: u64) -> Self {
+        Self { others, own }
+    }
 }
 
 impl Store {
@@ -27,10 +36,7 @@ impl Store {
         let others: i64 = self
             .conn
             .query_row("PRAGMA data_version", [], |r| r.get(0))?;
-        Ok(ChangeMark {
-            others,
-            own: self.rows_written(),
-        })
+        Ok(ChangeMark::from_parts(others, self.rows_written()))
     }
 
     /// Rows this handle has inserted, updated or deleted since it opened: compare before and after a piece of

@@ -1,6 +1,7 @@
-//! SQLite state under the trusted state root: approvals, session grants, pins, reporting events, and the audit
-//! chain's witness. Approval and grant rows are sealed (HMAC-SHA256 with a key in the state root), so a row changed
-//! by anything but toolgate is refused.
+//! Durable gateway state behind one trait, `StateStore` (`backend`), with SQLite under the trusted state root as
+//! its default implementation (`SqliteStore`): approvals, session grants, pins, reporting events, the audit
+//! chain's witness and the change feed held calls wait on. Approval and grant rows are sealed (HMAC-SHA256 with a
+//! key in the state root), so a row changed by anything but toolgate is refused.
 //!
 //! The crate resolves the state root, binds one namespace per canonical workspace, and keeps
 //! every piece of durable gateway state in that namespace's database. It never prints, never
@@ -13,6 +14,7 @@ mod approval_rows;
 mod approval_space;
 mod approvals;
 mod audit_chain;
+mod backend;
 mod changes;
 mod db;
 mod error;
@@ -25,12 +27,17 @@ mod pins;
 mod report;
 mod report_render;
 mod seal;
+mod sqlite;
 mod time;
+mod token;
 
 pub use approvals::{
     Approval, ApprovalHandle, ApprovalStatus, NewRequest, PruneMode, PrunedApproval,
 };
 pub use audit_chain::{AuditAnchor, AuditHead};
+pub use backend::{
+    ApprovalStore, ChangeFeed, GrantStore, PinStore, ReportStore, StateStore, WitnessStore,
+};
 pub use changes::ChangeMark;
 pub use error::{Error, Result};
 pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};
@@ -47,4 +54,6 @@ pub use pins::{
 };
 pub use report::{percentile_nearest_rank, GroupBy, ReasonCount, Report, ReportRow};
 pub use report_render::ReportFormat;
+pub use sqlite::SqliteStore;
 pub use time::Timestamp;
+pub use token::{TokenKey, MAX_TOKEN_PAYLOAD};

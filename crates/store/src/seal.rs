@@ -67,6 +67,11 @@ impl SealKey {
         }
     }
 
+    /// A key of its own for `label`, derived from this one (a purpose's key never verifies another's).
+    pub(crate) fn derive(&self, label: &str) -> [u8; KEY_BYTES] {
+        self.mac(label, &[]).finalize().into_bytes().into()
+    }
+
     fn mac(&self, domain: &str, fields: &[Field<'_>]) -> HmacSha256 {
         // HMAC pads a key shorter than the hash's block with zeros; padding it here gives the same MAC through
         // the constructor that cannot fail.

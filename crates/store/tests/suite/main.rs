@@ -10,6 +10,7 @@
 mod approvals;
 mod capacity;
 mod concurrency;
+mod contract;
 mod crash;
 mod grants_pins;
 mod model;

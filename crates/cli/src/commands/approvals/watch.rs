@@ -73,7 +73,7 @@ pub fn run(state: &gateway::State, key: Option<&Path>) -> anyhow::Result<ExitCod
     loop {
         if let Some(mark) = idle_since.as_mut() {
             let changed = state
-                .store(|s| s.approvals_changed_since(mark))
+                .store(|s| s.changed_since(mark))
                 .context("cannot read the approval store")?;
             if !changed {
                 if let Next::Quit = idle(&input) {

@@ -1,0 +1,272 @@
+//! Grants, pins, reports and the audit witness as every backend keeps them.
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use store::{
+    definition_hash, AuditHead, Decision, Error, FirstUse, GroupBy, Limits, PinCheck,
+    PinObservation, PinState, PinsSince, ReportEvent, Retention,
+};
+
+use super::{at, Backend, T0};
+
+pub fn grants_cover_exactly_their_session_tool_definition_and_scope<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let s = b.handle();
+    let def = "ab".repeat(32);
+    s.grant_session("s1", "fx/write", &def, r#"{"path":"a"}"#, T0)
+        .unwrap();
+    assert!(s
+        .session_grant_valid("s1", "fx/write", &def, r#"{"path":"a"}"#)
+        .unwrap());
+    // Other arguments, another definition, tool or session: no grant.
+    assert!(!s
+        .session_grant_valid("s1", "fx/write", &def, r#"{"path":"b"}"#)
+        .unwrap());
+    assert!(!s
+        .session_grant_valid("s1", "fx/write", &def, r#"{"path":"a" }"#)
+        .unwrap());
+    assert!(!s
+        .session_grant_valid("s1", "fx/write", &"cd".repeat(32), r#"{"path":"a"}"#)
+        .unwrap());
+    assert!(!s
+        .session_grant_valid("s1", "fx/read", &def, r#"{"path":"a"}"#)
+        .unwrap());
+    assert!(!s
+        .session_grant_valid("s2", "fx/write", &def, r#"{"path":"a"}"#)
+        .unwrap());
+    // Renewing is not a second grant; another handle sees it; revoking ends it.
+    s.grant_session("s1", "fx/write", &def, r#"{"path":"a"}"#, at(1))
+        .unwrap();
+    assert!(b
+        .handle()
+        .session_grant_valid("s1", "fx/write", &def, r#"{"path":"a"}"#)
+        .unwrap());
+    assert_eq!(s.revoke_session("s1").unwrap(), 1);
+    assert!(!s
+        .session_grant_valid("s1", "fx/write", &def, r#"{"path":"a"}"#)
+        .unwrap());
+}
+
+pub fn pins_quarantine_on_change_and_accept_only_the_named_definition<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let s = b.handle();
+    let (v1, v2, v3) = (json!({"d": 1}), json!({"d": 2}), json!({"d": 3}));
+    let observe = |v| s.observe_tool("fx/t", v, FirstUse::Accept, T0).unwrap();
+    assert_eq!(observe(&v1), PinCheck::New(PinState::Accepted));
+    assert_eq!(observe(&v1), PinCheck::Unchanged);
+    assert_eq!(
+        observe(&v2),
+        PinCheck::Changed {
+            accepted_sha256: definition_hash(&v1),
+            observed_sha256: definition_hash(&v2),
+        }
+    );
+    assert_eq!(observe(&v3), PinCheck::Quarantined);
+    let pin = s.get_pin("fx/t").unwrap().unwrap();
+    assert_eq!(pin.state, PinState::Quarantined);
+    assert_eq!(pin.definition_sha256, definition_hash(&v1));
+    assert_eq!(
+        pin.candidate_sha256,
+        Some(definition_hash(&v3)),
+        "the newest candidate is kept"
+    );
+    assert!(matches!(
+        s.accept_pin("fx/t", &definition_hash(&v2), at(1)),
+        Err(Error::PinMismatch)
+    ));
+    let accepted = s.accept_pin("fx/t", &definition_hash(&v3), at(1)).unwrap();
+    assert_eq!(
+        (accepted.state, accepted.definition_sha256),
+        (PinState::Accepted, definition_hash(&v3))
+    );
+    assert_eq!(observe(&v3), PinCheck::Unchanged);
+    assert_eq!(
+        s.observe_tool("fx/new", &v1, FirstUse::Quarantine, T0)
+            .unwrap(),
+        PinCheck::New(PinState::Quarantined)
+    );
+    let names: Vec<_> = s.list_pins().unwrap().into_iter().map(|p| p.name).collect();
+    assert_eq!(names, ["fx/new", "fx/t"]);
+}
+
+pub fn pin_generation_moves_on_every_pin_write_by_any_handle<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let (s, other) = (b.handle(), b.handle());
+    let v1 = json!({"d": 1});
+    let item = |v| PinObservation {
+        name: "fx/t",
+        definition: v,
+        sha256: None,
+        first_use: FirstUse::Accept,
+    };
+    let g0 = s.pins_generation().unwrap();
+    s.observe_pins(&[item(&v1)], T0).unwrap();
+    let g1 = s.pins_generation().unwrap();
+    assert!(g1 > g0, "a new pin moves the generation");
+    s.observe_pins(&[item(&v1)], T0).unwrap();
+    assert_eq!(
+        s.pins_generation().unwrap(),
+        g1,
+        "an unchanged pin does not"
+    );
+    // A pass with nothing changed since its generation skips the unchanged items.
+    let unchanged = [item(&v1)];
+    let pass = |generation| PinsSince {
+        generation,
+        changed: &[],
+        unchanged: &unchanged,
+    };
+    assert!(s
+        .observe_pins_since(pass(Some(g1)), T0)
+        .unwrap()
+        .unchanged
+        .is_none());
+    // Another handle's write moves it for this one, and the next pass checks everything again.
+    other
+        .observe_tool("fx/t", &json!({"d": 2}), FirstUse::Accept, T0)
+        .unwrap();
+    let g2 = s.pins_generation().unwrap();
+    assert!(g2 > g1);
+    let again = s.observe_pins_since(pass(Some(g1)), T0).unwrap();
+    let checks = again.unchanged.expect("checked again after a change");
+    assert_eq!(checks[0].as_ref().unwrap().check, PinCheck::Quarantined);
+    assert_eq!(again.generation, g2);
+}
+
+pub fn flag_overrides_name_the_accepted_definition<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let s = b.handle();
+    let (v1, v2) = (json!({"d": 1}), json!({"d": 2}));
+    s.observe_tool("fx/t", &v1, FirstUse::Accept, T0).unwrap();
+    assert!(matches!(
+        s.override_pin_flags("fx/t", &definition_hash(&v2), at(1)),
+        Err(Error::PinMismatch)
+    ));
+    let pin = s
+        .override_pin_flags("fx/t", &definition_hash(&v1), at(1))
+        .unwrap();
+    assert!(pin.flags_overridden());
+    let item = PinObservation {
+        name: "fx/t",
+        definition: &v1,
+        sha256: None,
+        first_use: FirstUse::Accept,
+    };
+    let seen = s.observe_pins(&[item], at(2)).unwrap().remove(0).unwrap();
+    assert!(seen.flags_overridden);
+    // A changed definition is quarantined, and the override does not follow it.
+    s.observe_tool("fx/t", &v2, FirstUse::Accept, at(3))
+        .unwrap();
+    s.accept_pin("fx/t", &definition_hash(&v2), at(4)).unwrap();
+    assert!(!s.get_pin("fx/t").unwrap().unwrap().flags_overridden());
+}
+
+fn event(tool: &str, ms: Option<u64>, outcome: &str, time: store::Timestamp) -> ReportEvent {
+    ReportEvent {
+        time,
+        trace_id: "t".into(),
+        profile: "dev".into(),
+        principal: None,
+        server: "fx".into(),
+        tool: tool.into(),
+        operation: "fs.read".into(),
+        decision: Decision::Allow,
+        reason_code: "RULE_ALLOW".into(),
+        outcome: outcome.into(),
+        duration_ms: ms,
+        error_class: None,
+    }
+}
+
+pub fn report_percentiles_rates_and_since<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let s = b.handle();
+    let events: Vec<_> = (1..=100)
+        .map(|ms| {
+            event(
+                "slow",
+                Some(ms),
+                if ms <= 80 { "SUCCEEDED" } else { "FAILED" },
+                at(10),
+            )
+        })
+        .collect();
+    s.record_events(&events).unwrap();
+    s.record_event(&event("old", Some(7), "SUCCEEDED", T0))
+        .unwrap();
+    assert_eq!(s.event_count().unwrap(), 101);
+    let report = s.report(GroupBy::Tool, None).unwrap();
+    let slow = &report.rows[0];
+    assert_eq!(slow.key, "fx/slow");
+    assert_eq!((slow.count, slow.succeeded), (100, 80));
+    assert!((slow.success_rate - 0.8).abs() < 1e-9);
+    assert_eq!(
+        (slow.p50_ms, slow.p95_ms, slow.p99_ms),
+        (Some(50), Some(95), Some(99))
+    );
+    assert_eq!(slow.top_reasons[0].reason_code, "RULE_ALLOW");
+    let since = s.report(GroupBy::Tool, Some(at(1))).unwrap();
+    assert_eq!(
+        since
+            .rows
+            .iter()
+            .map(|r| r.key.as_str())
+            .collect::<Vec<_>>(),
+        ["fx/slow"]
+    );
+    // No duration: no percentile.
+    s.record_event(&event("quick", None, "SUCCEEDED", at(20)))
+        .unwrap();
+    let quick = s.report(GroupBy::Tool, Some(at(20))).unwrap();
+    assert_eq!(quick.rows[0].p50_ms, None);
+}
+
+pub fn retention_keeps_the_newest_events<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let s = b.handle();
+    let events: Vec<_> = (0..10)
+        .map(|i| event("t", Some(i), "SUCCEEDED", at(i as i64)))
+        .collect();
+    s.record_events(&events).unwrap();
+    let keep = Retention {
+        max_age_days: None,
+        max_events: Some(4),
+    };
+    assert_eq!(s.apply_retention(&keep, at(100)).unwrap(), 6);
+    assert_eq!(s.event_count().unwrap(), 4);
+    let report = s.report(GroupBy::Tool, None).unwrap();
+    assert_eq!(
+        report.rows[0].p50_ms,
+        Some(7),
+        "the newest four (6..=9) are kept"
+    );
+}
+
+pub fn audit_head_only_moves_forward_and_anchors_are_kept_once<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let (s, other) = (b.handle(), b.handle());
+    let head = |seq, hash: &str| AuditHead {
+        seq,
+        hash: hash.into(),
+    };
+    assert_eq!(s.audit_head().unwrap(), None);
+    s.advance_audit_head(&head(5, "e"), at(1)).unwrap();
+    other.advance_audit_head(&head(3, "c"), at(2)).unwrap();
+    assert_eq!(
+        s.audit_head().unwrap(),
+        Some(head(5, "e")),
+        "never moved back, whoever writes"
+    );
+    other.advance_audit_head(&head(6, "f"), at(3)).unwrap();
+    assert_eq!(s.audit_head().unwrap(), Some(head(6, "f")));
+    for _ in 0..2 {
+        s.record_audit_anchor("a1", 4, "p", at(1)).unwrap();
+    }
+    other.record_audit_anchor("a2", 9, "q", at(2)).unwrap();
+    let anchors = s.audit_anchors().unwrap();
+    let got: Vec<_> = anchors
+        .iter()
+        .map(|a| (a.hash.as_str(), a.next_seq, a.prev.as_str()))
+        .collect();
+    assert_eq!(got, [("a1", 4, "p"), ("a2", 9, "q")]);
+}
