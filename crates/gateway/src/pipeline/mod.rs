@@ -10,6 +10,7 @@
 //! comes in the context, so a client's request and a code-mode program's call take the same path.
 
 mod context;
+mod execute;
 mod finish;
 mod reads;
 #[cfg(test)]
@@ -19,10 +20,11 @@ pub(crate) use context::{
     AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
     Requester, RunApproval,
 };
+pub(crate) use execute::{execute, Exec};
 pub(crate) use finish::Finish;
 pub(crate) use reads::govern_read;
 
-use crate::approval::{self, Snapshot};
+use crate::approval::{self, Held, Snapshot};
 use crate::calls;
 use crate::contract;
 use crate::errors::to_client;
@@ -198,11 +200,13 @@ async fn tool_stages(
     }
     match verdict {
         Verdict::Refuse(refused) => CallOutcome::Refused(refused),
-        Verdict::Allow(_) => execute(gw, ctx, &server, &tool, params, &arguments).await,
+        Verdict::Allow(_) => {
+            execute(gw, ctx, execute::tool(&server, &tool, params, &arguments)).await
+        }
         // A program's call is never held: an ask runs under the run's approval, or is refused.
         Verdict::Ask(d) if matches!(ctx.origin, Origin::CodeRun { .. }) => {
             match crate::codemode::program_ask(ctx, (&name, &arguments), &server, &tool, &d) {
-                Ok(()) => execute(gw, ctx, &server, &tool, params, &arguments).await,
+                Ok(()) => execute(gw, ctx, execute::tool(&server, &tool, params, &arguments)).await,
                 Err(refused) => CallOutcome::Refused(refused),
             }
         }
@@ -225,30 +229,37 @@ async fn tool_stages(
                 command,
                 note,
             };
-            approval::hold(gw, ctx, snapshot, d).await.into_outcome()
+            approval_stage(gw, ctx, snapshot, d).await
         }
     }
 }
 
-/// Runs a call that may run now: toolgate's own tool (`run_code` in this call's context), or the upstream's.
-async fn execute(
+/// The approval stage and what follows it: an `ask` is held until a human decides (or a grant covers it);
+/// approved, it passes the audit gate again and runs.
+pub(crate) async fn approval_stage(
     gw: &Arc<Gateway>,
     ctx: &CallContext,
-    server: &str,
-    tool: &str,
-    mut params: Value,
-    arguments: &Value,
+    snapshot: Snapshot,
+    decision: policy::Decision,
 ) -> CallOutcome {
-    match (server, tool) {
-        (OWN_SERVER, crate::codemode::RUN_TOOL) => {
-            crate::codemode::run_code(gw, ctx, arguments).await
-        }
-        (OWN_SERVER, _) => calls::intrinsic(gw, ctx, tool, arguments).await,
-        _ => {
-            params["name"] = Value::String(tool.to_owned());
-            calls::forward(gw, ctx, server, "tools/call", params).await
-        }
+    match approval::hold(gw, ctx, snapshot, decision).await {
+        Held::Approved(snapshot) => after_approval(gw, ctx, &snapshot).await,
+        Held::Answer(outcome) => outcome,
+        Held::Cancelled => CallOutcome::Cancelled,
     }
+}
+
+/// An approved snapshot (approved while held, covered by a grant, or claimed by `toolgate_resume`) re-enters
+/// here: the audit gate again, since the log may have become unwritable during the wait, then the execute stage.
+pub(crate) async fn after_approval(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    snapshot: &Snapshot,
+) -> CallOutcome {
+    if let Some(refused) = audit_refusal(gw, &snapshot.exposed) {
+        return CallOutcome::Refused(refused);
+    }
+    execute::approved(gw, ctx, snapshot).await
 }
 
 /// Quarantined and flagged definitions: `Ok(true)` when a quarantined tool's calls must ask instead.
@@ -317,7 +328,7 @@ async fn resume_stage(
         },
     );
     finish.post_hooks(hooked);
-    match approval::execute(gw, &ctx, s).await {
+    match after_approval(gw, &ctx, s).await {
         // The resume itself succeeded; what failed is the call it ran, which the agent reads as a result.
         CallOutcome::Failed(CallError::Upstream(e)) => match to_client(e) {
             Some(error) => CallOutcome::Refused(Refusal::new(
@@ -329,3 +340,6 @@ async fn resume_stage(
         other => other,
     }
 }
+
+#[cfg(test)]
+mod order_tests;

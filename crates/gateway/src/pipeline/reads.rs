@@ -10,9 +10,7 @@
 //! about each, and their values can reveal what a read would. Unsubscribing is not decided: it only stops
 //! notifications.
 
-use super::{audit_refusal, CallContext, Finish};
-use crate::approval;
-use crate::calls::forward;
+use super::{audit_refusal, execute, CallContext, Exec, Finish};
 use crate::gateway::Gateway;
 use crate::guard::Verdict;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
@@ -58,7 +56,12 @@ pub(crate) async fn govern_read(
                 if session.is_some_and(|s| !s.unsubscribe(&server, uri)) {
                     return CallOutcome::complete(json!({}));
                 }
-                forward(gw, ctx, &server, method, params).await
+                let exec = Exec::Upstream {
+                    server: &server,
+                    method,
+                    params,
+                };
+                execute(gw, ctx, exec).await
             }
             None => no_resource(uri),
         };
@@ -185,7 +188,8 @@ async fn read_stages(
     match (verdict, then) {
             (Verdict::Refuse(refused), _) => CallOutcome::Refused(refused),
             (Verdict::Allow(_), _) | (Verdict::Ask(_), Then::Proceed) => {
-                let outcome = forward(gw, ctx, &server, method, params).await;
+                let exec = Exec::Upstream { server: &server, method, params };
+                let outcome = execute(gw, ctx, exec).await;
                 // Updates of a resource reach only the sessions whose subscription the upstream accepted.
                 if let (Target::Resource { uri }, CallOutcome::Complete(..), "resources/subscribe") =
                     (&target, &outcome, method)
@@ -226,7 +230,7 @@ async fn read_stages(
                     command: None,
                     note: None,
                 };
-                approval::hold(gw, ctx, snapshot, d).await.into_outcome()
+                super::approval_stage(gw, ctx, snapshot, d).await
             }
         }
 }
