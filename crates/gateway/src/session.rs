@@ -97,6 +97,8 @@ pub(crate) struct Relayed {
     pub upstream_id: Value,
     /// The client request whose call caused it, when one did: the stream the request belongs to.
     pub cause: Option<Id>,
+    /// Its records, closed with the client's answer (dropped unanswered: recorded as cancelled).
+    pub finish: Option<crate::pipeline::Finish>,
 }
 
 /// What a closed session leaves upstream for `Gateway::session_closed` to settle.
@@ -328,8 +330,13 @@ impl Session {
                 };
                 if let Some(waiter) = asked {
                     let _ = waiter.send(outcome);
-                } else if let Some(r) = relayed {
+                } else if let Some(mut r) = relayed {
                     tracing::debug!(server = r.server, cause = ?r.cause, "relayed request answered");
+                    if let Some(finish) = r.finish.take() {
+                        finish
+                            .close(&crate::pipeline::relay_outcome(&outcome))
+                            .await;
+                    }
                     self.gateway
                         .correlation
                         .relay_ended(&r.server, &r.upstream_id);
@@ -421,6 +428,7 @@ impl Session {
         method: String,
         params: Option<Value>,
         cause: Option<Id>,
+        finish: crate::pipeline::Finish,
     ) {
         let id = Id::Str(format!(
             "tg-relay-{}",
@@ -433,6 +441,7 @@ impl Session {
             server: server.to_owned(),
             upstream_id,
             cause,
+            finish: Some(finish),
         };
         self.lock().relayed.insert(id.clone(), relayed);
         if !self.post_on(stream, jsonrpc::request(&id, &method, params)) {
@@ -496,11 +505,10 @@ impl Session {
                 .iter()
                 .find(|(_, r)| r.server == server && &r.upstream_id == upstream_id)
                 .map(|(k, _)| k.clone());
-            key.inspect(|k| {
-                st.relayed.remove(k);
-            })
+            key.and_then(|k| st.relayed.remove(&k).map(|r| (k, r)))
         };
-        if let Some(id) = found {
+        // Its records are closed (as cancelled) outside the session's lock.
+        if let Some((id, _withdrawn)) = found {
             self.notify(
                 "notifications/cancelled",
                 Some(json!({"requestId": id.to_value()})),

@@ -196,7 +196,7 @@ pub(crate) fn route_refusal(
                 ),
             ))
         }
-        Origin::Client { .. } | Origin::Resume => None,
+        Origin::Client { .. } | Origin::Resume | Origin::Upstream { .. } => None,
     }
 }
 

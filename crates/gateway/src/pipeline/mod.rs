@@ -9,13 +9,17 @@
 //! behind them. What only the requester has (progress, a human to ask, its grants, whether a held call waits)
 //! comes in the context, so a client's request and a code-mode program's call take the same path.
 
+mod asks;
 mod context;
+mod decide;
 mod execute;
 mod finish;
 mod reads;
+mod task_methods;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use asks::{govern_upstream_request, relay_outcome};
 pub(crate) use context::{
     AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
     Requester, RunApproval,
@@ -23,6 +27,7 @@ pub(crate) use context::{
 pub(crate) use execute::{execute, Exec};
 pub(crate) use finish::Finish;
 pub(crate) use reads::govern_read;
+pub(crate) use task_methods::govern_task;
 
 use crate::approval::{self, Held, Snapshot};
 use crate::calls;
@@ -183,7 +188,7 @@ async fn tool_stages(
     finish.decide(record_decision(&verdict));
     // Post-hooks see calls that went ahead (ran or were held), not ones refused before running.
     if !matches!(verdict, Verdict::Refuse(_)) {
-        finish.post_hooks(hooked);
+        finish.post_hooks(gw, hooked);
     }
     if let (Verdict::Allow(_), OWN_SERVER, contract::RESUME_TOOL) =
         (&verdict, server.as_str(), tool.as_str())
@@ -327,7 +332,7 @@ async fn resume_stage(
             parent_trace_id: None,
         },
     );
-    finish.post_hooks(hooked);
+    finish.post_hooks(gw, hooked);
     match after_approval(gw, &ctx, s).await {
         // The resume itself succeeded; what failed is the call it ran, which the agent reads as a result.
         CallOutcome::Failed(CallError::Upstream(e)) => match to_client(e) {

@@ -7,8 +7,8 @@
 //! (`check_resource`); a subscription as a read of its resource, except that an ask does not hold it (it
 //! delivers only "this URI changed"; the read that follows asks); a completion as its reference (the prompt, or
 //! the resource), except that an ask refuses it: completions come while a person types, no one should be asked
-//! about each, and their values can reveal what a read would. Unsubscribing is not decided: it only stops
-//! notifications.
+//! about each, and their values can reveal what a read would. Unsubscribing stops this session's notifications
+//! at once; it is decided as its resource (a deny keeps the upstream from being told) and recorded.
 
 use super::{audit_refusal, execute, CallContext, Exec, Finish};
 use crate::gateway::Gateway;
@@ -43,28 +43,10 @@ pub(crate) async fn govern_read(
     params: Value,
 ) -> CallOutcome {
     if method == "resources/unsubscribe" {
-        let uri = params
-            .get("uri")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let owner = gw.aggregate().route_resource(uri).map(str::to_owned);
-        return match owner {
-            Some(server) => {
-                // This session stops hearing of `uri` at once; the upstream's subscription is shared, so it is
-                // told only when no other session is still subscribed there.
-                let session = ctx.requester.as_ref().and_then(|r| r.session.upgrade());
-                if session.is_some_and(|s| !s.unsubscribe(&server, uri)) {
-                    return CallOutcome::complete(json!({}));
-                }
-                let exec = Exec::Upstream {
-                    server: &server,
-                    method,
-                    params,
-                };
-                execute(gw, ctx, exec).await
-            }
-            None => no_resource(uri),
-        };
+        let mut finish = Finish::new(gw, ctx, method, json!({}));
+        let outcome = unsubscribe(gw, ctx, &mut finish, params).await;
+        finish.close(&outcome).await;
+        return outcome;
     }
     let arguments = params
         .get("arguments")
@@ -233,6 +215,48 @@ async fn read_stages(
                 super::approval_stage(gw, ctx, snapshot, d).await
             }
         }
+}
+
+/// `resources/unsubscribe`: this session stops hearing of the URI at once (stopping notifications reveals and
+/// runs nothing); the upstream's subscription is shared, so it is told only when no other session is still
+/// subscribed there, and only when the policy does not refuse the resource. Recorded like every request.
+async fn unsubscribe(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    finish: &mut Finish,
+    params: Value,
+) -> CallOutcome {
+    let uri = params
+        .get("uri")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let Some(server) = gw.aggregate().route_resource(&uri).map(str::to_owned) else {
+        return no_resource(&uri);
+    };
+    finish.routed(&server, "resources/unsubscribe");
+    finish.touches(vec![uri.clone()]);
+    let session = ctx.requester.as_ref().and_then(|r| r.session.upgrade());
+    let last = session.is_none_or(|s| s.unsubscribe(&server, &uri));
+    if let Some(refused) = audit_refusal(gw, &format!("unsubscribing from {uri}")) {
+        return CallOutcome::Refused(refused);
+    }
+    let verdict = ctx.guard.check_resource(&server, &uri);
+    finish.decide(super::record_decision(&verdict));
+    finish.commit();
+    match verdict {
+        Verdict::Refuse(refused) => CallOutcome::Refused(refused),
+        _ if !last => CallOutcome::complete(json!({})),
+        _ => {
+            let method = "resources/unsubscribe";
+            let exec = Exec::Upstream {
+                server: &server,
+                method,
+                params,
+            };
+            execute(gw, ctx, exec).await
+        }
+    }
 }
 
 fn no_resource(uri: &str) -> CallOutcome {
