@@ -67,3 +67,64 @@ fn default_free(guard: &Guard, raw: RawAction) -> Verdict {
         Effect::Deny => Verdict::Refuse(Refusal::denied(&decision)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn guard(policy: serde_json::Value) -> Guard {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config::parse_str(
+            &json!({ "policy": policy }).to_string(),
+            config::Format::Json,
+            std::path::Path::new("toolgate.json"),
+            &|_| None,
+            &config::Overrides::default(),
+        )
+        .unwrap();
+        Guard::load(&config, dir.path()).unwrap()
+    }
+
+    fn effect(v: &Verdict) -> &'static str {
+        match v {
+            Verdict::Allow(_) => "allow",
+            Verdict::Ask(_) => "ask",
+            Verdict::Refuse(_) => "deny",
+        }
+    }
+
+    #[test]
+    fn task_result_of_a_tool_a_deny_rule_names_is_refused_and_the_default_never_refuses() {
+        let strict = guard(json!({"default": "deny"}));
+        assert_eq!(effect(&task(&strict, "fx", "task_work")), "allow");
+        assert_eq!(effect(&task_list(&strict)), "allow");
+        let denied = guard(json!({"default": "allow", "rules": [
+            {"id": "no-work", "effect": "deny", "tools": ["fx__task_work"]}]}));
+        assert_eq!(effect(&task(&denied, "fx", "task_work")), "deny");
+        assert_eq!(effect(&task(&denied, "fx", "other")), "allow");
+    }
+
+    #[test]
+    fn upstream_requests_are_their_own_operations_free_of_the_default_and_deniable() {
+        let strict = guard(json!({"default": "deny"}));
+        for method in ["sampling/createMessage", "elicitation/create", "roots/list"] {
+            assert_eq!(
+                effect(&upstream_request(&strict, "fx", method)),
+                "allow",
+                "{method}"
+            );
+        }
+        assert_eq!(effect(&upstream_request(&strict, "fx", "ping")), "deny");
+        let no_roots = guard(json!({"default": "allow", "rules": [
+            {"id": "no-roots", "effect": "deny", "operations": ["mcp.roots"]}]}));
+        assert_eq!(
+            effect(&upstream_request(&no_roots, "fx", "roots/list")),
+            "deny"
+        );
+        assert_eq!(
+            effect(&upstream_request(&no_roots, "fx", "sampling/createMessage")),
+            "allow"
+        );
+    }
+}

@@ -347,4 +347,6 @@ async fn resume_stage(
 }
 
 #[cfg(test)]
+mod governed_tests;
+#[cfg(test)]
 mod order_tests;
