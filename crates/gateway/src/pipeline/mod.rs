@@ -350,3 +350,5 @@ async fn resume_stage(
 mod governed_tests;
 #[cfg(test)]
 mod order_tests;
+#[cfg(test)]
+mod table_tests;
