@@ -92,7 +92,7 @@ pub(crate) enum Prepared<'a> {
     Run(&'a str),
     /// A literal call asks: the run is held as this snapshot, under this decision, waiting or not as `hold`.
     Ask {
-        snapshot: Snapshot,
+        snapshot: Box<Snapshot>,
         decision: policy::Decision,
         hold: HoldPolicy,
     },
@@ -134,7 +134,7 @@ pub(crate) fn prepare<'a>(gw: &Gateway, ctx: &CallContext, arguments: &'a Value)
         HoldPolicy::HandleNow
     };
     Prepared::Ask {
-        snapshot,
+        snapshot: Box::new(snapshot),
         decision,
         hold,
     }

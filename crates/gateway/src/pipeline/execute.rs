@@ -71,7 +71,7 @@ pub(crate) fn execute<'a>(
                 } => {
                     let mut held = ctx.clone();
                     held.hold = hold;
-                    approval_stage(gw, &held, snapshot, decision).await
+                    approval_stage(gw, &held, *snapshot, decision).await
                 }
             },
             Exec::ApprovedCode { snapshot } => codemode::run_approved(gw, ctx, snapshot).await,

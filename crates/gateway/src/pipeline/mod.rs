@@ -18,6 +18,7 @@ mod reads;
 mod task_methods;
 #[cfg(test)]
 mod tests;
+mod tool;
 
 pub(crate) use asks::{govern_upstream_request, relay_outcome};
 pub(crate) use context::{
@@ -30,15 +31,11 @@ pub(crate) use reads::govern_read;
 pub(crate) use task_methods::govern_task;
 
 use crate::approval::{self, Held, Snapshot};
-use crate::calls;
-use crate::contract;
 use crate::errors::to_client;
 use crate::gateway::Gateway;
-use crate::guard::{Verdict, OWN_SERVER};
+use crate::guard::Verdict;
 use crate::outcome::{CallError, CallOutcome, Refusal, RefusalCode};
 use crate::record::{CallRecord, RecordDecision};
-use crate::snapshot::Kind;
-use crate::status;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -95,7 +92,7 @@ pub(crate) async fn govern_tool(
     if let Origin::CodeRun { run_trace_id } = &ctx.origin {
         finish.parent(run_trace_id);
     }
-    let outcome = tool_stages(gw, ctx, &mut finish, name, params, arguments).await;
+    let outcome = tool::stages(gw, ctx, &mut finish, name, params, arguments).await;
     tracing::debug!(trace = %ctx.trace_id, origin = ?ctx.origin, outcome = outcome.name(), "tool call");
     match &outcome {
         // The call goes on upstream: its records are written once, when it ends (`bridge`).
@@ -103,140 +100,6 @@ pub(crate) async fn govern_tool(
         _ => finish.close(&outcome).await,
     }
     outcome
-}
-
-async fn tool_stages(
-    gw: &Arc<Gateway>,
-    ctx: &CallContext,
-    finish: &mut Finish,
-    name: String,
-    params: Value,
-    arguments: Value,
-) -> CallOutcome {
-    // Route.
-    if params.get("name").and_then(Value::as_str).is_none() {
-        let why = "tools/call needs a string \"name\"";
-        return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
-    }
-    let agg = gw.aggregate();
-    // Any spelling of a tool names it (`spellings`); one that could mean two tools names none.
-    let name = match agg.spelled(&name) {
-        crate::aggregate::Spelled::Tool(exposed) => exposed.to_owned(),
-        crate::aggregate::Spelled::Collision(why) => {
-            let why = format!("toolgate did not call {name:?}: {why}");
-            return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
-        }
-        crate::aggregate::Spelled::Unknown => name,
-    };
-    let definition = agg.tool_definition(&name).cloned();
-    let (server, tool) = match agg.route_tool(&name) {
-        Some(route) => (route.server.clone(), route.name.clone()),
-        None if definition.is_some() => (OWN_SERVER.to_owned(), name.clone()),
-        None => {
-            let why = format!("unknown tool: {name}");
-            return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
-        }
-    };
-    drop(agg);
-    finish.routed(&server, &tool);
-    // Code mode: a client calls only what it lists; a program calls no control tool, and nothing after its run.
-    if let Some(refused) = crate::codemode::route_refusal(gw, ctx, &server, &tool, &name) {
-        return CallOutcome::Refused(refused);
-    }
-    // Audit gate.
-    if !(server == OWN_SERVER && tool == status::TOOL_NAME) {
-        if let Some(refused) = audit_refusal(gw, &name) {
-            return CallOutcome::Refused(refused);
-        }
-    }
-    // Pins, then the guard: argument schema and policy.
-    let quarantined = match pin_stage(gw, &server, &tool, &name) {
-        Ok(q) => q,
-        Err(refused) => return CallOutcome::Refused(refused),
-    };
-    let (mut verdict, resources) = ctx
-        .guard
-        .check(&server, &tool, definition.as_ref(), &arguments);
-    finish.touches(resources);
-    if let (true, Verdict::Allow(d)) = (quarantined, &verdict) {
-        // `"pins": {"onChange": "ask"}`: a changed definition is shown, and each call asks a human.
-        let mut d = d.clone();
-        d.effect = policy::Effect::Ask;
-        d.reason = policy::ReasonCode::AskRule;
-        d.rule_id = Some(crate::pins::QUARANTINE_RULE.to_owned());
-        verdict = Verdict::Ask(d);
-    }
-    // Pre-hooks may only make the call stricter; a hook's decision replaces the policy's in the records.
-    let hooked = match &verdict {
-        Verdict::Refuse(_) => None,
-        Verdict::Allow(d) | Verdict::Ask(d) => gw.hook_call(
-            ctx,
-            &name,
-            &server,
-            &tool,
-            &RecordDecision::of(d),
-            &arguments,
-        ),
-    };
-    let (verdict, note) = match &hooked {
-        Some(h) => {
-            let t = gw.pre_hooks(h, verdict, &arguments).await;
-            (t.verdict, t.note)
-        }
-        None => (verdict, None),
-    };
-    finish.decide(record_decision(&verdict));
-    // Post-hooks see calls that went ahead (ran or were held), not ones refused before running.
-    if !matches!(verdict, Verdict::Refuse(_)) {
-        finish.post_hooks(gw, hooked);
-    }
-    if let (Verdict::Allow(_), OWN_SERVER, contract::RESUME_TOOL) =
-        (&verdict, server.as_str(), tool.as_str())
-    {
-        return resume_stage(gw, ctx, finish, &arguments).await;
-    }
-    finish.commit();
-    // Writing the decision may have found the audit writer stalled (bounded wait): then nothing runs.
-    let exempt = server == OWN_SERVER && tool == status::TOOL_NAME;
-    if !exempt && !matches!(verdict, Verdict::Refuse(_)) {
-        if let Some(refused) = audit_refusal(gw, &name) {
-            return CallOutcome::Refused(refused);
-        }
-    }
-    match verdict {
-        Verdict::Refuse(refused) => CallOutcome::Refused(refused),
-        Verdict::Allow(_) => {
-            execute(gw, ctx, execute::tool(&server, &tool, params, &arguments)).await
-        }
-        // A program's call is never held: an ask runs under the run's approval, or is refused.
-        Verdict::Ask(d) if matches!(ctx.origin, Origin::CodeRun { .. }) => {
-            match crate::codemode::program_ask(ctx, (&name, &arguments), &server, &tool, &d) {
-                Ok(()) => execute(gw, ctx, execute::tool(&server, &tool, params, &arguments)).await,
-                Err(refused) => CallOutcome::Refused(refused),
-            }
-        }
-        Verdict::Ask(d) => {
-            // Approval: for `shell_run` the command is resolved first, so the approval binds it.
-            let command = match calls::prepare_command(gw, &server, &tool, &arguments) {
-                Ok(c) => c,
-                Err(refused) => return refused,
-            };
-            let snapshot = Snapshot {
-                kind: Kind::ToolCall,
-                server: server.clone(),
-                tool: tool.clone(),
-                exposed: name.clone(),
-                arguments: arguments.clone(),
-                definition_sha256: definition
-                    .as_ref()
-                    .map(store::definition_hash)
-                    .unwrap_or_default(),
-                command,
-                note,
-            };
-            approval_stage(gw, ctx, snapshot, d).await
-        }
-    }
 }
 
 /// The approval stage and what follows it: an `ask` is held until a human decides (or a grant covers it);
@@ -268,7 +131,12 @@ pub(crate) async fn after_approval(
 }
 
 /// Quarantined and flagged definitions: `Ok(true)` when a quarantined tool's calls must ask instead.
-fn pin_stage(gw: &Gateway, server: &str, tool: &str, name: &str) -> Result<bool, Refusal> {
+pub(super) fn pin_stage(
+    gw: &Gateway,
+    server: &str,
+    tool: &str,
+    name: &str,
+) -> Result<bool, Refusal> {
     let pins = gw.pins();
     let Some(pin) = pins.get(&format!("{server}__{tool}")) else {
         return Ok(false);
@@ -290,7 +158,7 @@ fn pin_stage(gw: &Gateway, server: &str, tool: &str, name: &str) -> Result<bool,
 /// `toolgate_resume` the policy allowed: the approved call is claimed and re-enters after the approval
 /// stage, recorded under the held call's trace id and tool name, with its post-hooks. A request that cannot
 /// be claimed is answered, and recorded as the `toolgate_resume` call it was.
-async fn resume_stage(
+pub(super) async fn resume_stage(
     gw: &Arc<Gateway>,
     ctx: &CallContext,
     finish: &mut Finish,

@@ -65,78 +65,13 @@ async fn read_stages(
     method: &str,
     mut params: Value,
 ) -> CallOutcome {
-    let str_at = |p: &Value, at: &str| {
-        p.pointer(at)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
+    let (target, then, name_at) = match what(method, &params) {
+        Ok(w) => w,
+        Err(refused) => return refused,
     };
-    // Route: which prompt or resource, owned by which upstream; a completion names its reference.
-    let (target, then, name_at) = match method {
-        "prompts/get" => (
-            Target::Prompt {
-                name: str_at(&params, "/name"),
-            },
-            Then::Hold,
-            "/name",
-        ),
-        "resources/read" => (
-            Target::Resource {
-                uri: str_at(&params, "/uri"),
-            },
-            Then::Hold,
-            "",
-        ),
-        "resources/subscribe" => (
-            Target::Resource {
-                uri: str_at(&params, "/uri"),
-            },
-            Then::Proceed,
-            "",
-        ),
-        _ => match params.pointer("/ref/type").and_then(Value::as_str) {
-            Some("ref/prompt") => (
-                Target::Prompt {
-                    name: str_at(&params, "/ref/name"),
-                },
-                Then::Refuse,
-                "/ref/name",
-            ),
-            Some("ref/resource") => (
-                Target::Resource {
-                    uri: str_at(&params, "/ref/uri"),
-                },
-                Then::Refuse,
-                "",
-            ),
-            _ => {
-                let why = "completion/complete needs ref.type ref/prompt or ref/resource";
-                return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
-            }
-        },
-    };
-    let agg = gw.aggregate();
-    let routed = match &target {
-        Target::Prompt { name } => agg
-            .route_prompt(name)
-            .map(|r| (r.server.clone(), r.name.clone())),
-        Target::Resource { uri } => agg.route_resource(uri).map(|s| (s.to_owned(), uri.clone())),
-    };
-    drop(agg);
-    let Some((server, upstream_name)) = routed else {
-        return match &target {
-            Target::Prompt { name } if method == "prompts/get" => {
-                CallOutcome::Refused(Refusal::new(
-                    RefusalCode::UnknownTarget,
-                    format!("unknown prompt: {name}"),
-                ))
-            }
-            Target::Prompt { .. } => CallOutcome::Refused(Refusal::new(
-                RefusalCode::UnknownTarget,
-                "no upstream owns the completion reference",
-            )),
-            Target::Resource { uri } => no_resource(uri),
-        };
+    let (server, upstream_name) = match route(gw, method, &target) {
+        Ok(r) => r,
+        Err(refused) => return refused,
     };
     // The record names a prompt by its upstream name; a resource only among what the call touches (the audit
     // log redacts those), since a URI can carry secrets.
@@ -167,17 +102,113 @@ async fn read_stages(
             *slot = Value::String(upstream_name.clone());
         }
     }
+    let routed = (server.as_str(), upstream_name.as_str());
+    then_stages(gw, ctx, method, params, (target, then), routed, verdict).await
+}
+
+/// What the request names, how an ask is treated, and where its name sits in the params.
+fn what(method: &str, params: &Value) -> Result<(Target, Then, &'static str), CallOutcome> {
+    let str_at = |p: &Value, at: &str| {
+        p.pointer(at)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // Route: which prompt or resource, owned by which upstream; a completion names its reference.
+    let (target, then, name_at) = match method {
+        "prompts/get" => (
+            Target::Prompt {
+                name: str_at(params, "/name"),
+            },
+            Then::Hold,
+            "/name",
+        ),
+        "resources/read" => (
+            Target::Resource {
+                uri: str_at(params, "/uri"),
+            },
+            Then::Hold,
+            "",
+        ),
+        "resources/subscribe" => (
+            Target::Resource {
+                uri: str_at(params, "/uri"),
+            },
+            Then::Proceed,
+            "",
+        ),
+        _ => match params.pointer("/ref/type").and_then(Value::as_str) {
+            Some("ref/prompt") => (
+                Target::Prompt {
+                    name: str_at(params, "/ref/name"),
+                },
+                Then::Refuse,
+                "/ref/name",
+            ),
+            Some("ref/resource") => (
+                Target::Resource {
+                    uri: str_at(params, "/ref/uri"),
+                },
+                Then::Refuse,
+                "",
+            ),
+            _ => {
+                let why = "completion/complete needs ref.type ref/prompt or ref/resource";
+                return Err(CallOutcome::Refused(Refusal::new(
+                    RefusalCode::UnknownTarget,
+                    why,
+                )));
+            }
+        },
+    };
+    Ok((target, then, name_at))
+}
+
+/// Route: the upstream that owns the prompt or resource, and its own name there.
+fn route(gw: &Gateway, method: &str, target: &Target) -> Result<(String, String), CallOutcome> {
+    let agg = gw.aggregate();
+    let routed = match &target {
+        Target::Prompt { name } => agg
+            .route_prompt(name)
+            .map(|r| (r.server.clone(), r.name.clone())),
+        Target::Resource { uri } => agg.route_resource(uri).map(|s| (s.to_owned(), uri.clone())),
+    };
+    drop(agg);
+    routed.ok_or_else(|| match target {
+        Target::Prompt { name } if method == "prompts/get" => CallOutcome::Refused(Refusal::new(
+            RefusalCode::UnknownTarget,
+            format!("unknown prompt: {name}"),
+        )),
+        Target::Prompt { .. } => CallOutcome::Refused(Refusal::new(
+            RefusalCode::UnknownTarget,
+            "no upstream owns the completion reference",
+        )),
+        Target::Resource { uri } => no_resource(uri),
+    })
+}
+
+/// After the decision: refused, forwarded (an ask of a subscription proceeds), refused on an ask (a completion),
+/// or held for a human (the approval stage).
+async fn then_stages(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    method: &str,
+    params: Value,
+    (target, then): (Target, Then),
+    (server, upstream_name): (&str, &str),
+    verdict: Verdict,
+) -> CallOutcome {
     match (verdict, then) {
             (Verdict::Refuse(refused), _) => CallOutcome::Refused(refused),
             (Verdict::Allow(_), _) | (Verdict::Ask(_), Then::Proceed) => {
-                let exec = Exec::Upstream { server: &server, method, params };
+                let exec = Exec::Upstream { server, method, params };
                 let outcome = execute(gw, ctx, exec).await;
                 // Updates of a resource reach only the sessions whose subscription the upstream accepted.
                 if let (Target::Resource { uri }, CallOutcome::Complete(..), "resources/subscribe") =
                     (&target, &outcome, method)
                 {
                     if let Some(session) = ctx.requester.as_ref().and_then(|r| r.session.upgrade()) {
-                        session.subscribed(&server, uri);
+                        session.subscribed(server, uri);
                     }
                 }
                 outcome
@@ -195,7 +226,7 @@ async fn read_stages(
             ),
             (Verdict::Ask(d), Then::Hold) => {
                 let (kind, target, exposed) = match &target {
-                    Target::Prompt { name } => (Kind::Prompt, upstream_name.clone(), name.clone()),
+                    Target::Prompt { name } => (Kind::Prompt, upstream_name.to_owned(), name.clone()),
                     Target::Resource { uri } => (Kind::Resource, uri.clone(), uri.clone()),
                 };
                 let arguments = match kind {
@@ -204,7 +235,7 @@ async fn read_stages(
                 };
                 let snapshot = Snapshot {
                     kind,
-                    server: server.clone(),
+                    server: server.to_owned(),
                     tool: target,
                     exposed,
                     arguments,

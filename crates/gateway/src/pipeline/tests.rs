@@ -4,9 +4,12 @@
 //! has no upstream; the calls go to toolgate's own intrinsics, with a policy that asks for one and denies another.
 
 use super::*;
+use crate::contract;
 use crate::gateway::Options;
 use crate::guard::Guard;
+use crate::guard::OWN_SERVER;
 use crate::outcome::ApprovalState;
+use crate::snapshot::Kind;
 use crate::state::State;
 use crate::wire::{self, Reply, Shape};
 use serde_json::json;
