@@ -4,7 +4,8 @@
 //! roots change reach upstreams on that client's behalf only.
 //!
 //! Every upstream request is labelled with its server before it is routed (`elicit::label_relayed`), so an
-//! elicitation can never pass for toolgate's own approval question.
+//! elicitation can never pass for toolgate's own approval question, and is decided and recorded by the pipeline
+//! (`pipeline::asks`) before it is relayed; here is only where it would go.
 //!
 //! The rule for an upstream's request: attributed by the calls in flight on that upstream (`correlate`). Calls of
 //! one session only: that session, which must be able to answer (else refused, never handed to another client).

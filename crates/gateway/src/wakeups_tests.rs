@@ -140,7 +140,7 @@ async fn held_call_is_released_by_an_approval_from_another_process_without_polli
     let latency = approved.elapsed();
     assert!(
         matches!(released, Held::Approved(_)),
-        "the approved call ran"
+        "the approved call is handed back to run"
     );
     let row = f.admin().get_request(&id, Timestamp::now()).unwrap();
     assert_eq!(row.status, ApprovalStatus::Consumed);

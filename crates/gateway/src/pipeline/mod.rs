@@ -1,9 +1,12 @@
 //! The governed-call pipeline: one path for every request toolgate decides. A tool call — proxied, built-in,
-//! intrinsic, or a resume — passes route → audit gate → pins → guard (schema, policy) → pre-hooks → decision
-//! record → approval → execute, and leaves through the finishing guard (`finish`), which writes exactly one
-//! decision record, at most one finished record, and runs the post-hooks. Prompt gets, resource reads and
-//! subscriptions, and completions take the same path without hooks (`reads`). Each stage returns typed values;
-//! the wire form is made once, in `wire`.
+//! intrinsic, a program's, or a resume — passes route → audit gate → pins → guard (schema, policy) → pre-hooks →
+//! decision record → approval → audit gate again → execute, in the one order `tool::stages` writes, and leaves
+//! through the finishing guard (`finish`), which writes exactly one decision record, at most one finished record,
+//! and runs the post-hooks. Prompt gets, resource reads, subscribe and unsubscribe, and completions take the same
+//! path without hooks (`reads`); so do the task methods (`task_methods`) and the requests an upstream sends toward
+//! a client (`asks`), decided by `decide`. Approval decides and returns (`approval_stage`); an approved snapshot
+//! re-enters at `after_approval`; only the execute stage (`execute`) runs anything. Each stage returns typed
+//! values; the wire form is made once, in `wire`.
 //!
 //! The stages are functions of the `Gateway`, the request and its `CallContext`: no client session stands
 //! behind them. What only the requester has (progress, a human to ask, its grants, whether a held call waits)
