@@ -11,16 +11,18 @@
 //! operator must not approve a call that will never read the answer. Every row read here must be authentic
 //! (sealed by toolgate); a tampered one is refused. No MCP tool can approve anything.
 //!
+//! The stage decides and returns: `hold` answers approved (with the snapshot to run), held or refused, and
+//! nothing here runs a call. What runs an approved snapshot is the pipeline's execute stage, after the audit
+//! gate is passed again (`pipeline::after_approval`).
+//!
 //! Everything here is a function of the `Gateway` and the call's `CallContext`: whose grants apply, where the
 //! "still waiting" progress goes, who else may be asked, and whether the call waits at all (`HoldPolicy`: a
 //! caller that resumes on its own schedule gets its handle at once).
 
-use crate::calls::{forward, intrinsic, run_builtin};
 use crate::contract;
 use crate::elicit;
 use crate::gateway::Gateway;
 use crate::outcome::{ApprovalState, CallOutcome, HeldCall, Refusal, RefusalCode};
-use crate::own::OwnTool;
 use crate::pipeline::{CallContext, HoldPolicy};
 use crate::snapshot::Kind;
 pub(crate) use crate::snapshot::Snapshot;
@@ -37,23 +39,15 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Recorded as the decider of a request whose call went away.
 const CANCELLED_BY: &str = "cancelled: the call was cancelled or its session ended";
 
-/// What became of a held request.
+/// What the approval stage decided about a request that asked.
 pub(crate) enum Held {
-    /// It ran (approved in time, or covered by a session grant): the tool's, prompt's or resource's own answer.
-    Ran(CallOutcome),
-    /// It did not run: an approval handle or a refusal explaining why.
+    /// It may run now (a human approved it in time, or earlier for a repeated read, or a session grant covers
+    /// it): this snapshot, already consumed when it was a stored request. Nothing has run.
+    Approved(Snapshot),
+    /// It does not run now: an approval handle or a refusal explaining why.
     Answer(CallOutcome),
     /// The client cancelled the call or its session ended: nothing is sent.
     Cancelled,
-}
-
-impl Held {
-    pub(crate) fn into_outcome(self) -> CallOutcome {
-        match self {
-            Held::Ran(o) | Held::Answer(o) => o,
-            Held::Cancelled => CallOutcome::Cancelled,
-        }
-    }
 }
 
 /// A toolgate refusal as an outcome.
@@ -82,7 +76,7 @@ pub(crate) async fn hold(
     snapshot: Snapshot,
     decision: Decision,
 ) -> Held {
-    let (trace_id, cancel) = (&ctx.trace_id, &ctx.cancel);
+    let trace_id = &ctx.trace_id;
     let session = ctx.grants.session();
     let Some(state) = gw.state.clone() else {
         return Held::Answer(CallOutcome::Refused(Refusal::no_approval_channel(
@@ -106,7 +100,7 @@ pub(crate) async fn hold(
         })
     });
     if let Some(Ok(true)) = granted {
-        return Held::Ran(execute(gw, ctx, &snapshot).await);
+        return Held::Approved(snapshot);
     }
     // Sealed with the snapshot: only this identity may read or resume the request (`owned_by`).
     let stored = snapshot.to_json(&decision, ctx.principal.as_deref());
@@ -117,7 +111,7 @@ pub(crate) async fn hold(
             .map(|t| jsonrpc::sha256_hex(t.as_bytes()))
             .unwrap_or_default();
         if let Ok(Some(id)) = state.store(|s| s.find_approved(session, &hash, now())) {
-            return Held::Ran(resume_approved(gw, ctx, &state, &id).await);
+            return approved(&state, &id);
         }
     }
     let trace_id = trace_id.to_owned();
@@ -169,12 +163,26 @@ pub(crate) async fn hold(
     if ctx.hold == HoldPolicy::HandleNow {
         return Held::Answer(pending_answer(&snapshot, &approval, &trace_id));
     }
+    wait(gw, ctx, &state, &approval, &snapshot, &decision).await
+}
+
+/// Waits, bounded by `approvals.wait`, for a human's decision on `approval`; the row is read again only when the
+/// store may have changed, at its expiry, or at the deadline.
+async fn wait(
+    gw: &Gateway,
+    ctx: &CallContext,
+    state: &Arc<State>,
+    approval: &Approval,
+    snapshot: &Snapshot,
+    decision: &Decision,
+) -> Held {
+    let (trace_id, cancel, opts) = (&ctx.trace_id, &ctx.cancel, &gw.opts.approvals);
     let deadline = Instant::now() + opts.wait.value;
     let mut next_progress = Instant::now();
     // A request that expires while its call is still held changes without any write: look once then.
     let mut expiry = Some(Instant::now() + opts.expire.value).filter(|e| *e < deadline);
     // Subscribed before the first read, so a decision made after that read wakes this call.
-    let mut woken = Waiter::subscribe(&state);
+    let mut woken = Waiter::subscribe(state);
     let mut look = true;
     loop {
         if look {
@@ -190,13 +198,11 @@ pub(crate) async fn hold(
             };
             match current.status {
                 ApprovalStatus::Pending => {}
-                ApprovalStatus::Approved => {
-                    return Held::Ran(resume_approved(gw, ctx, &state, &current.id).await)
-                }
+                ApprovalStatus::Approved => return approved(state, &current.id),
                 _ => return Held::Answer(status_outcome(&current)),
             }
             if Instant::now() >= deadline {
-                return Held::Answer(pending_answer(&snapshot, &current, &trace_id));
+                return Held::Answer(pending_answer(snapshot, &current, trace_id));
             }
         }
         if let (Some(progress), true) = (&ctx.progress, Instant::now() >= next_progress) {
@@ -229,7 +235,7 @@ pub(crate) async fn hold(
                 // Nobody will read the answer: the request must not wait for (or get) a decision.
                 match state.store(|s| s.cancel(&approval.id, CANCELLED_BY, now())) {
                     Ok(_) => state.audit(&crate::record::approval_event(
-                        &trace_id, &approval.id, "CANCELLED", &snapshot, &decision,
+                        trace_id, &approval.id, "CANCELLED", snapshot, decision,
                     )),
                     Err(e) => tracing::info!(request = %approval.id, "not marked cancelled: {e}"),
                 }
@@ -325,16 +331,11 @@ fn consume(state: &Arc<State>, id: &str) -> Result<(Approval, Snapshot), CallOut
     Ok((consumed, snapshot))
 }
 
-/// Consumes the approval and runs its snapshot.
-async fn resume_approved(
-    gw: &Arc<Gateway>,
-    ctx: &CallContext,
-    state: &Arc<State>,
-    id: &str,
-) -> CallOutcome {
+/// Consumes the approval: the snapshot that may run, or what the request is now.
+fn approved(state: &Arc<State>, id: &str) -> Held {
     match consume(state, id) {
-        Ok((_, snapshot)) => execute(gw, ctx, &snapshot).await,
-        Err(answer) => answer,
+        Ok((_, snapshot)) => Held::Approved(snapshot),
+        Err(answer) => Held::Answer(answer),
     }
 }
 
@@ -380,70 +381,6 @@ fn status_outcome(a: &Approval) -> CallOutcome {
         handle,
         message,
     })
-}
-
-/// Runs a snapshot if the policy does not now refuse it and, for a tool, the tool still has the definition
-/// that was approved.
-pub(crate) async fn execute(
-    gw: &Arc<Gateway>,
-    ctx: &CallContext,
-    snapshot: &Snapshot,
-) -> CallOutcome {
-    let guard = &ctx.guard;
-    let (server, target) = (&snapshot.server, &snapshot.tool);
-    match snapshot.kind {
-        Kind::ToolCall => {}
-        Kind::CodeRun => return crate::codemode::run_approved(gw, ctx, snapshot).await,
-        Kind::Prompt | Kind::Resource => {
-            let verdict = match snapshot.kind {
-                Kind::Prompt => guard.check_prompt(server, target),
-                _ => guard.check_resource(server, target),
-            };
-            if let crate::guard::Verdict::Refuse(refused) = verdict {
-                return CallOutcome::Refused(refused);
-            }
-            let params = match snapshot.kind {
-                Kind::Prompt => json!({"name": target, "arguments": snapshot.arguments}),
-                _ => json!({"uri": target}),
-            };
-            return forward(gw, ctx, server, snapshot.kind.method(), params).await;
-        }
-    }
-    let definition = gw.aggregate().tool_definition(&snapshot.exposed).cloned();
-    let current = definition.as_ref().map(store::definition_hash);
-    if current.as_deref() != Some(snapshot.definition_sha256.as_str()) {
-        let msg = format!(
-                "the definition of {} changed (or the tool is gone) since this call was approved; it was not run",
-                snapshot.exposed
-            );
-        return refused(RefusalCode::Conflict, msg);
-    }
-    let verdict = guard.check_tool(server, target, definition.as_ref(), &snapshot.arguments);
-    if let crate::guard::Verdict::Refuse(refused) = verdict {
-        return CallOutcome::Refused(refused);
-    }
-    if snapshot.server == crate::guard::OWN_SERVER && target == crate::codemode::RUN_TOOL {
-        // `run_code` that a rule asked for: the program is checked and run now, in this call's context.
-        return crate::codemode::run_code(gw, ctx, &snapshot.arguments).await;
-    }
-    if snapshot.server == crate::guard::OWN_SERVER {
-        // An approved command runs exactly as it was resolved; any other own tool runs as it does when the
-        // policy allows it (an intrinsic a rule asked for included, which the workspace tools do not know).
-        return match &snapshot.command {
-            Some(command) => {
-                run_builtin(
-                    gw,
-                    target,
-                    snapshot.arguments.clone(),
-                    Some(command.clone()),
-                )
-                .await
-            }
-            None => intrinsic(gw, ctx, &OwnTool::named(target), &snapshot.arguments).await,
-        };
-    }
-    let params = json!({"name": target, "arguments": snapshot.arguments});
-    forward(gw, ctx, server, "tools/call", params).await
 }
 
 /// The answer when the wait ran out before a decision.

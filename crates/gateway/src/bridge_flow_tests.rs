@@ -138,12 +138,21 @@ async fn modern_client_retry_delivers_the_answer_to_the_legacy_upstream() {
     .await;
     assert_eq!(done["result"]["resultType"], "complete", "{done}");
     assert_eq!(done["result"]["structuredContent"], accept(), "{done}");
-    let (_, records) = h.one_trace_since(before).await;
+    let (_, records) = h.one_trace_of(before, Some("elicit")).await;
     assert_eq!(
         records,
         (
             vec!["DEFAULT_ALLOW".to_owned()],
             vec!["SUCCEEDED".to_owned()]
+        )
+    );
+    // What the upstream asked during the call is a governed message of its own: decided and recorded once.
+    let (_, asked) = h.one_trace_of(before, Some("elicitation/create")).await;
+    assert_eq!(
+        asked,
+        (
+            vec!["DEFAULT_ALLOW".to_owned()],
+            vec!["INPUT_REQUIRED".to_owned()]
         )
     );
     h.stop(&[&first, &second]).await;

@@ -210,12 +210,17 @@ pub(crate) async fn forward(
         )
         .await;
     // A task the call created is the requester's, under toolgate's id (`tasks`).
+    let tool = params
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let answer = match (answer, method) {
-        (Ok(v), "tools/call") => match gw.adopt_task(server, requester.as_ref().map(|(s, _)| s), v)
-        {
-            Ok(v) => Ok(v),
-            Err(why) => return refused(RefusalCode::Failed, why),
-        },
+        (Ok(v), "tools/call") => {
+            match gw.adopt_task((server, tool), requester.as_ref().map(|(s, _)| s), v) {
+                Ok(v) => Ok(v),
+                Err(why) => return refused(RefusalCode::Failed, why),
+            }
+        }
         (answer, _) => answer,
     };
     // A modern upstream's input_required for a legacy client: toolgate asks the client and retries (`bridge`).

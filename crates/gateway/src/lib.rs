@@ -48,6 +48,7 @@ mod rebuild;
 mod record;
 #[cfg(test)]
 mod relay_flow_tests;
+mod relayed;
 mod requester;
 mod route;
 mod session;

@@ -68,9 +68,9 @@ impl Session {
             | "completion/complete" => self.govern_read(id, method, params, cancel).await,
             // Tasks, under toolgate's ids and only the caller's own (`tasks`).
             "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update" => {
-                Reply::from_result(self.task_request(method, params, cancel).await)
+                self.govern_task(id, method, params, cancel).await
             }
-            "tasks/list" if !modern => Reply::from_result(self.list_tasks(cancel).await),
+            "tasks/list" if !modern => self.govern_task(id, "tasks/list", params, cancel).await,
             "logging/setLevel" if !modern => Reply::from_result(self.set_level(params).await),
             _ => Reply::Error(error_object(
                 jsonrpc::METHOD_NOT_FOUND,

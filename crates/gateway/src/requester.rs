@@ -105,6 +105,18 @@ impl Session {
         let outcome = pipeline::govern_read(&self.gateway, &ctx, method, params).await;
         wire::reply(outcome, Shape::RpcError, None)
     }
+
+    /// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/update` and `tasks/list` from this session's client.
+    pub(crate) async fn govern_task(
+        self: &Arc<Self>,
+        request: &Id,
+        method: &str,
+        params: Value,
+        cancel: &CancellationToken,
+    ) -> Reply {
+        let ctx = self.call_context(request, &params, cancel);
+        pipeline::govern_task(&self.gateway, &ctx, self, method, params).await
+    }
 }
 
 /// One client request as the pipeline reaches back to it: its progress and the approval questions about it go

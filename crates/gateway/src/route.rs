@@ -4,7 +4,8 @@
 //! roots change reach upstreams on that client's behalf only.
 //!
 //! Every upstream request is labelled with its server before it is routed (`elicit::label_relayed`), so an
-//! elicitation can never pass for toolgate's own approval question.
+//! elicitation can never pass for toolgate's own approval question, and is decided and recorded by the pipeline
+//! (`pipeline::asks`) before it is relayed; here is only where it would go.
 //!
 //! The rule for an upstream's request: attributed by the calls in flight on that upstream (`correlate`). Calls of
 //! one session only: that session, which must be able to answer (else refused, never handed to another client).
@@ -23,7 +24,7 @@
 //! hears log messages only on the stream of a request that asked for them (`_meta` log level) while that
 //! request's call is the only one in flight on the upstream; it has no session stream for anything else.
 
-use crate::bridge::{AskSink, Asked};
+use crate::bridge::AskSink;
 use crate::correlate::Cause;
 use crate::errors::invalid_params;
 use crate::gateway::Gateway;
@@ -31,7 +32,7 @@ use crate::outbox::Stream;
 use crate::session::{Left, Session};
 use jsonrpc::{error_object, Id};
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
 use upstream::Upstream;
 
@@ -82,8 +83,8 @@ impl LogLevel {
 pub(crate) enum Target {
     /// Relayed to this session, on the stream of the client request that caused it (when one did).
     Session(Arc<Session>, Option<Id>),
-    /// Caught for a call bridged for a modern client.
-    Bridge(AskSink),
+    /// Caught for a call bridged for a modern client (of this session, whose guard decides it).
+    Bridge(AskSink, Weak<Session>),
 }
 
 /// The client capability an upstream request needs; `None` for requests toolgate never relays.
@@ -114,8 +115,10 @@ impl Gateway {
         }
         match self.correlation.cause(server) {
             Cause::Call {
-                bridge: Some(sink), ..
-            } => Ok(Target::Bridge(sink)),
+                bridge: Some(sink),
+                session,
+                ..
+            } => Ok(Target::Bridge(sink, session)),
             Cause::Call {
                 session, request, ..
             } => {
@@ -160,7 +163,8 @@ impl Gateway {
         }
     }
 
-    /// An upstream's request: relayed to the session it is attributed to, or refused.
+    /// An upstream's request: governed, then relayed to the session it is attributed to, or refused
+    /// (`pipeline::govern_upstream_request`).
     pub(crate) async fn on_upstream_request(
         &self,
         server: &str,
@@ -168,33 +172,7 @@ impl Gateway {
         method: String,
         params: Option<Value>,
     ) {
-        let params = crate::elicit::label_relayed(server, &method, params);
-        match self.route_request(server, &method) {
-            Ok(Target::Session(session, cause)) => {
-                session.relay(server, id, method, params, cause).await
-            }
-            Ok(Target::Bridge(sink)) => {
-                let asked = Asked {
-                    upstream_id: id,
-                    method,
-                    params,
-                };
-                if let Err(refused) = sink.try_send(asked) {
-                    let asked = refused.into_inner();
-                    let err = error_object(
-                        jsonrpc::INTERNAL_ERROR,
-                        "toolgate cannot take more requests for this call now",
-                        None,
-                    );
-                    self.answer_upstream(server, asked.upstream_id, Err(err))
-                        .await;
-                }
-            }
-            Err(err) => {
-                tracing::info!(server, method, error = %err, "upstream request refused");
-                self.answer_upstream(server, id, Err(err)).await;
-            }
-        }
+        crate::pipeline::govern_upstream_request(self, server, id, method, params).await;
     }
 
     /// An upstream's notification other than what its reader delivered itself (routed progress).

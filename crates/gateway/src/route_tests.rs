@@ -115,7 +115,7 @@ fn refusal(gw: &Gateway, server: &str, method: &str) -> Value {
         Ok(Target::Session(session, _)) => {
             panic!("{method} of {server} was routed to session {}", session.id)
         }
-        Ok(Target::Bridge(_)) => panic!("{method} of {server} was routed to a bridged call"),
+        Ok(Target::Bridge(..)) => panic!("{method} of {server} was routed to a bridged call"),
         Err(e) => e,
     }
 }
@@ -124,7 +124,7 @@ fn refusal(gw: &Gateway, server: &str, method: &str) -> Value {
 fn routed(gw: &Gateway, server: &str, method: &str) -> (Arc<Session>, Option<Id>) {
     match gw.route_request(server, method) {
         Ok(Target::Session(session, cause)) => (session, cause),
-        Ok(Target::Bridge(_)) => panic!("{method} of {server} was routed to a bridged call"),
+        Ok(Target::Bridge(..)) => panic!("{method} of {server} was routed to a bridged call"),
         Err(e) => panic!("{method} of {server} was refused: {e}"),
     }
 }

@@ -97,6 +97,8 @@ pub(crate) struct Relayed {
     pub upstream_id: Value,
     /// The client request whose call caused it, when one did: the stream the request belongs to.
     pub cause: Option<Id>,
+    /// Its records, closed with the client's answer (dropped unanswered: recorded as cancelled).
+    pub finish: Option<crate::pipeline::Finish>,
 }
 
 /// What a closed session leaves upstream for `Gateway::session_closed` to settle.
@@ -118,7 +120,7 @@ pub struct Session {
     pub(crate) guard: Arc<crate::guard::Guard>,
     out: Outbox,
     pub(crate) state: Mutex<State>,
-    next_relay: AtomicU64,
+    pub(crate) next_relay: AtomicU64,
     /// One permit per request in flight (`MAX_IN_FLIGHT`).
     slots: Arc<Semaphore>,
 }
@@ -328,8 +330,13 @@ impl Session {
                 };
                 if let Some(waiter) = asked {
                     let _ = waiter.send(outcome);
-                } else if let Some(r) = relayed {
+                } else if let Some(mut r) = relayed {
                     tracing::debug!(server = r.server, cause = ?r.cause, "relayed request answered");
+                    if let Some(finish) = r.finish.take() {
+                        finish
+                            .close(&crate::pipeline::relay_outcome(&outcome))
+                            .await;
+                    }
                     self.gateway
                         .correlation
                         .relay_ended(&r.server, &r.upstream_id);
@@ -412,45 +419,6 @@ impl Session {
         }
     }
 
-    /// Relays an upstream's request to this client (`route` decided it is this client's); `cause` is the client
-    /// request whose call caused it, when one did.
-    pub(crate) async fn relay(
-        self: &Arc<Self>,
-        server: &str,
-        upstream_id: Value,
-        method: String,
-        params: Option<Value>,
-        cause: Option<Id>,
-    ) {
-        let id = Id::Str(format!(
-            "tg-relay-{}",
-            self.next_relay.fetch_add(1, Ordering::Relaxed)
-        ));
-        self.gateway.correlation.relayed(server, &upstream_id, self);
-        // It belongs on the stream of the request whose call caused it.
-        let stream = cause.clone().map_or(Stream::Session, Stream::Request);
-        let relayed = Relayed {
-            server: server.to_owned(),
-            upstream_id,
-            cause,
-        };
-        self.lock().relayed.insert(id.clone(), relayed);
-        if !self.post_on(stream, jsonrpc::request(&id, &method, params)) {
-            let Some(r) = self.lock().relayed.remove(&id) else {
-                return;
-            };
-            self.gateway.correlation.relay_ended(server, &r.upstream_id);
-            let err = error_object(
-                jsonrpc::INTERNAL_ERROR,
-                "the request could not be queued for the client (its session is closed, or it is over the message limit)",
-                None,
-            );
-            self.gateway
-                .answer_upstream(server, r.upstream_id, Err(err))
-                .await;
-        }
-    }
-
     /// Sends toolgate's own request to the client and waits for the answer (bounded: a client that never answers
     /// must not keep a waiter forever).
     /// `stream` is the stream of the call the question is about.
@@ -484,28 +452,6 @@ impl Session {
                     None,
                 ))
             }
-        }
-    }
-
-    /// The upstream withdrew a request relayed to this client: pass the cancellation on with the client's id.
-    pub(crate) async fn relay_cancelled(&self, server: &str, upstream_id: &Value) {
-        let found = {
-            let mut st = self.lock();
-            let key = st
-                .relayed
-                .iter()
-                .find(|(_, r)| r.server == server && &r.upstream_id == upstream_id)
-                .map(|(k, _)| k.clone());
-            key.inspect(|k| {
-                st.relayed.remove(k);
-            })
-        };
-        if let Some(id) = found {
-            self.notify(
-                "notifications/cancelled",
-                Some(json!({"requestId": id.to_value()})),
-            )
-            .await;
         }
     }
 

@@ -155,7 +155,7 @@ fn use_groups_and_nested_paths_name_their_files_and_text_names_none() {
 
 /// Files of the core over the limit today, each to be split where it lives. The list only shrinks: a file on it
 /// that is within the limit fails this test until it is taken off, and a file not on it may not grow past it.
-const FILES_OVER_TODAY: &[&str] = &["aggregate.rs", "gateway.rs", "session.rs"];
+const FILES_OVER_TODAY: &[&str] = &["aggregate.rs", "gateway.rs"];
 
 #[test]
 fn no_core_file_is_over_500_lines() {
@@ -165,13 +165,7 @@ fn no_core_file_is_over_500_lines() {
 
 /// Production functions over the limit today (`file::name`), to be shortened where they live; shrinks only, as
 /// `FILES_OVER_TODAY` does.
-const FUNCTIONS_OVER_TODAY: &[&str] = &[
-    "aggregate.rs::build_after",
-    "aggregate.rs::claims",
-    "approval.rs::hold",
-    "pipeline/mod.rs::tool_stages",
-    "pipeline/reads.rs::read_stages",
-];
+const FUNCTIONS_OVER_TODAY: &[&str] = &["aggregate.rs::build_after", "aggregate.rs::claims"];
 
 #[test]
 fn no_production_function_is_over_100_lines() {

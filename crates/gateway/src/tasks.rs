@@ -58,6 +58,8 @@ struct Owner {
 
 struct Entry {
     server: String,
+    /// The tool whose call created it, by its upstream name: task methods are decided as that tool.
+    tool: String,
     upstream_id: String,
     owner: Owner,
     /// Where its status notifications go (a legacy session).
@@ -161,7 +163,7 @@ fn owner_of(session: &Session) -> Owner {
     }
 }
 
-fn unknown(id: &str) -> Value {
+pub(crate) fn unknown(id: &str) -> Value {
     error_object(
         jsonrpc::INVALID_PARAMS,
         format!("unknown task {id:?}"),
@@ -216,7 +218,7 @@ impl Gateway {
     /// and the call fails.
     pub(crate) fn adopt_task(
         &self,
-        server: &str,
+        (server, tool): (&str, &str),
         session: Option<&Arc<Session>>,
         mut result: Value,
     ) -> Result<Value, String> {
@@ -239,6 +241,7 @@ impl Gateway {
                         ours.clone(),
                         Entry {
                             server: server.to_owned(),
+                            tool: tool.to_owned(),
                             upstream_id: upstream_id.clone(),
                             owner,
                             notify: Arc::downgrade(session),
@@ -317,6 +320,14 @@ impl Gateway {
 }
 
 impl Session {
+    /// The server and tool of the caller's own task `ours`, for the pipeline to decide a task method by.
+    pub(crate) fn task_target(&self, ours: &str) -> Option<(String, String)> {
+        let owner = owner_of(self);
+        let entries = self.gateway.tasks.lock();
+        let e = entries.get(ours).filter(|e| e.owner == owner)?;
+        Some((e.server.clone(), e.tool.clone()))
+    }
+
     /// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/update`: the caller's own task, forwarded to its
     /// upstream under the upstream's id, the answer under toolgate's.
     pub(crate) async fn task_request(

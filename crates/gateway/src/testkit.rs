@@ -394,9 +394,14 @@ impl Harness {
 
     /// Waits until the records after the first `skip` form exactly one trace with a finished record; returns it.
     pub(crate) async fn one_trace_since(&self, skip: usize) -> (String, Records) {
+        self.one_trace_of(skip, None).await
+    }
+
+    /// As `one_trace_since`, counting only the records of `tool` (its upstream name, or a method's).
+    pub(crate) async fn one_trace_of(&self, skip: usize, tool: Option<&str>) -> (String, Records) {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let traces = self.by_trace(skip, None);
+            let traces = self.by_trace(skip, tool);
             if traces.len() == 1 && traces.values().all(|r| !r.1.is_empty()) {
                 return traces.into_iter().next().unwrap();
             }

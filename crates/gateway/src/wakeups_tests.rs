@@ -138,7 +138,10 @@ async fn held_call_is_released_by_an_approval_from_another_process_without_polli
         .expect("released soon after the approval")
         .unwrap();
     let latency = approved.elapsed();
-    assert!(matches!(released, Held::Ran(_)), "the approved call ran");
+    assert!(
+        matches!(released, Held::Approved(_)),
+        "the approved call is handed back to run"
+    );
     let row = f.admin().get_request(&id, Timestamp::now()).unwrap();
     assert_eq!(row.status, ApprovalStatus::Consumed);
     // The first read, the one after the approval, and at most a few after the audit writer's own commits.

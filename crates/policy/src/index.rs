@@ -21,7 +21,7 @@ pub(crate) struct RuleIndex {
     by_path_suffix: HashMap<String, Vec<u32>>,
     by_program: HashMap<String, Vec<u32>>,
     /// Rules with no usable key, per operation bit (rules for any operation appear in every list).
-    by_op: [Vec<u32>; 10],
+    by_op: [Vec<u32>; Operation::ALL.len()],
     tool_key_len: usize,
     suffix_key_len: usize,
 }

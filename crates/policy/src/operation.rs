@@ -25,13 +25,22 @@ pub enum Operation {
     NetRequest,
     #[serde(rename = "mcp.call")]
     McpCall,
+    /// An upstream's `sampling/createMessage` toward the client whose call caused it.
+    #[serde(rename = "mcp.sample")]
+    McpSample,
+    /// An upstream's `elicitation/create` toward the client whose call caused it.
+    #[serde(rename = "mcp.elicit")]
+    McpElicit,
+    /// An upstream's `roots/list` toward the client whose call caused it.
+    #[serde(rename = "mcp.roots")]
+    McpRoots,
     #[serde(rename = "unknown")]
     Unknown,
 }
 
 impl Operation {
     /// Every operation, in file-format order.
-    pub const ALL: [Operation; 10] = [
+    pub const ALL: [Operation; 13] = [
         Operation::FsRead,
         Operation::FsWrite,
         Operation::FsDelete,
@@ -41,6 +50,9 @@ impl Operation {
         Operation::GitRemote,
         Operation::NetRequest,
         Operation::McpCall,
+        Operation::McpSample,
+        Operation::McpElicit,
+        Operation::McpRoots,
         Operation::Unknown,
     ];
 
@@ -56,6 +68,9 @@ impl Operation {
             Operation::GitRemote => "git.remote",
             Operation::NetRequest => "net.request",
             Operation::McpCall => "mcp.call",
+            Operation::McpSample => "mcp.sample",
+            Operation::McpElicit => "mcp.elicit",
+            Operation::McpRoots => "mcp.roots",
             Operation::Unknown => "unknown",
         }
     }

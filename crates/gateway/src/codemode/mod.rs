@@ -16,7 +16,7 @@ mod tools;
 
 pub(crate) use sessions::Sessions;
 
-pub(crate) use tools::{offer, run_approved, run_code, search};
+pub(crate) use tools::{offer, prepare, run_approved, run_unapproved, search, Prepared};
 
 use crate::aggregate::Aggregate;
 use crate::contract::{CAPABILITIES_TOOL, RESUME_TOOL, STATUS_TOOL};
@@ -196,7 +196,7 @@ pub(crate) fn route_refusal(
                 ),
             ))
         }
-        Origin::Client { .. } | Origin::Resume => None,
+        Origin::Client { .. } | Origin::Resume | Origin::Upstream { .. } => None,
     }
 }
 

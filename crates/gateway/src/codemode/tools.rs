@@ -1,8 +1,9 @@
 //! What `search_tools` and `run_code` do once the pipeline let them through.
 //!
-//! `run_code` checks the program first (`prerun`): a refused name stops it before it starts; a call that asks
-//! holds the whole run for a human once — through the client's elicitation when it can ask and each call that
-//! asks could be approved there (the call waits), else out of band at once: the program is stored as a held `code_run` snapshot, the client gets a Contract V1
+//! `run_code` checks the program first (`prepare`, over `prerun`): a refused name stops it before it starts; a
+//! call that asks makes the whole run ask a human once, which the pipeline's approval stage holds — through the
+//! client's elicitation when it can ask and each call that asks could be approved there (the call waits), else
+//! out of band at once: the program is stored as a held `code_run` snapshot, the client gets a Contract V1
 //! handle, and `toolgate_resume` runs exactly that program (`run_approved`) with the approval in hand. The run
 //! itself goes to the `codemode` runner with the gateway's `ToolHost`, once its identity's turn for a worker
 //! came (`bounds`).
@@ -11,17 +12,15 @@ use super::bounds;
 use super::host::Host;
 use super::prerun::{self, PreRun};
 use super::{DEFAULT_HITS, MAX_HITS, MAX_PROGRAM_BYTES, RUN_TOOL};
-use crate::approval::{self, Snapshot};
 use crate::elicit;
 use crate::gateway::Gateway;
 use crate::guard::OWN_SERVER;
 use crate::outcome::{CallOutcome, Completion, Refusal};
 use crate::pipeline::{CallContext, HoldPolicy, RunApproval};
 use crate::snapshot::Kind;
+use crate::snapshot::Snapshot;
 use serde_json::{json, Value};
 use std::fmt::Write;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use upstream::State as UpstreamState;
 
@@ -85,30 +84,32 @@ pub(crate) fn search(
     CallOutcome::Complete(result, Completion::Succeeded)
 }
 
-/// `run_code` the policy allowed: the pre-run check, the approval of the run when a literal call asks, then
-/// the run.
-///
-/// Boxed: holding the run may run it (`approval::execute`), which is where a held `run_code` comes back.
-pub(crate) fn run_code<'a>(
-    gw: &'a Arc<Gateway>,
-    ctx: &'a CallContext,
-    arguments: &'a Value,
-) -> Pin<Box<dyn Future<Output = CallOutcome> + Send + 'a>> {
-    Box::pin(run_code_unboxed(gw, ctx, arguments))
+/// What `run_code` the policy allowed is to do, after the pre-run check: stop, run, or first have its run
+/// approved (the pipeline's approval stage holds it; this module never does).
+pub(crate) enum Prepared<'a> {
+    Stop(Refusal),
+    /// Nothing asked: the run starts with no approval, so any call that asks at run time is refused.
+    Run(&'a str),
+    /// A literal call asks: the run is held as this snapshot, under this decision, waiting or not as `hold`.
+    Ask {
+        snapshot: Box<Snapshot>,
+        decision: policy::Decision,
+        hold: HoldPolicy,
+    },
 }
 
-async fn run_code_unboxed(gw: &Arc<Gateway>, ctx: &CallContext, arguments: &Value) -> CallOutcome {
+/// The pre-run check of `run_code` the policy allowed.
+pub(crate) fn prepare<'a>(gw: &Gateway, ctx: &CallContext, arguments: &'a Value) -> Prepared<'a> {
     let program = match program(arguments) {
         Ok(p) => p,
-        Err(refused) => return CallOutcome::Refused(refused),
+        Err(refused) => return Prepared::Stop(refused),
     };
     let plan = match prerun::check(gw, &ctx.guard, &codemode::scan(program)) {
-        PreRun::Stop(refused) => return CallOutcome::Refused(refused.with_trace(&ctx.trace_id)),
+        PreRun::Stop(refused) => return Prepared::Stop(refused.with_trace(&ctx.trace_id)),
         PreRun::Start(plan) => plan,
     };
     let Some(decision) = plan.ask.clone() else {
-        // Nothing asked: the run starts with no approval, so any call that asks at run time is refused.
-        return run(gw, ctx, program, None).await;
+        return Prepared::Run(program);
     };
     let snapshot = Snapshot {
         kind: Kind::CodeRun,
@@ -123,17 +124,29 @@ async fn run_code_unboxed(gw: &Arc<Gateway>, ctx: &CallContext, arguments: &Valu
     // A human the client can reach is asked while the call waits, when each call could be approved there;
     // otherwise the handle goes back at once, and the run waits for `toolgate approvals approve` and
     // `toolgate_resume`.
-    let mut held = ctx.clone();
     let can_elicit = ctx
         .asker
         .as_ref()
         .is_some_and(|a| elicit::may_elicit(gw, a.as_ref(), plan.in_band));
-    if !can_elicit {
-        held.hold = HoldPolicy::HandleNow;
+    let hold = if can_elicit {
+        ctx.hold
+    } else {
+        HoldPolicy::HandleNow
+    };
+    Prepared::Ask {
+        snapshot: Box::new(snapshot),
+        decision,
+        hold,
     }
-    approval::hold(gw, &held, snapshot, decision)
-        .await
-        .into_outcome()
+}
+
+/// Runs a program that asked nothing.
+pub(crate) async fn run_unapproved(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    program: &str,
+) -> CallOutcome {
+    run(gw, ctx, program, None).await
 }
 
 /// A held run a human approved (through elicitation, the admin CLI or a session grant): exactly the stored

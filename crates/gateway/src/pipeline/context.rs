@@ -25,6 +25,8 @@ pub(crate) enum Origin {
     /// `toolgate_resume` of an approved call, which re-enters after the approval stage under the trace id and
     /// tool name of the call that was held.
     Resume,
+    /// A request this upstream sent toward a client (sampling, elicitation, roots).
+    Upstream { server: String },
 }
 
 /// Which session grants apply to the request, and where a grant a human gives while it is held goes.

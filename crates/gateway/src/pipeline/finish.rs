@@ -9,6 +9,7 @@ use crate::gateway::Gateway;
 use crate::hooks::Hooked;
 use crate::outcome::{CallOutcome, RefusalCode};
 use crate::record::{CallRecord, RecordDecision};
+use crate::state::State;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,17 +28,19 @@ enum Decided {
 /// The records and post-hooks of one governed request. Create it when the request is first seen; `close` it
 /// with the outcome.
 pub(crate) struct Finish {
-    gateway: Arc<Gateway>,
+    /// Where the records go (none: a gateway without state).
+    state: Option<Arc<State>>,
     record: CallRecord,
     decided: Decided,
-    hooks: Option<Hooked>,
+    /// The post-hooks, and the gateway that runs them.
+    hooks: Option<(Hooked, Arc<Gateway>)>,
     started: Instant,
     closed: bool,
 }
 
 impl Finish {
     pub(crate) fn new(
-        gateway: &Arc<Gateway>,
+        gateway: &Gateway,
         ctx: &super::CallContext,
         tool: &str,
         arguments: Value,
@@ -45,7 +48,7 @@ impl Finish {
         let trace_id = &ctx.trace_id;
         let profile = ctx.guard.profile().unwrap_or("default").to_owned();
         Self {
-            gateway: Arc::clone(gateway),
+            state: gateway.state.clone(),
             record: CallRecord {
                 trace_id: trace_id.to_owned(),
                 profile,
@@ -92,15 +95,15 @@ impl Finish {
         self.decided = Decided::Pending;
     }
 
-    /// Post-hooks to run on leaving: only calls that went ahead (ran or were held) get them.
-    pub(crate) fn post_hooks(&mut self, hooks: Option<Hooked>) {
-        self.hooks = hooks;
+    /// Post-hooks to run on leaving, by `gateway`: only calls that went ahead (ran or were held) get them.
+    pub(crate) fn post_hooks(&mut self, gateway: &Arc<Gateway>, hooks: Option<Hooked>) {
+        self.hooks = hooks.map(|h| (h, Arc::clone(gateway)));
     }
 
     /// Writes the decision record now: before anything runs or anyone is asked.
     pub(crate) fn commit(&mut self) {
         if self.decided == Decided::Pending {
-            if let Some(state) = &self.gateway.state {
+            if let Some(state) = &self.state {
                 self.record.decided(state);
             }
             self.decided = Decided::Written;
@@ -121,8 +124,8 @@ impl Finish {
     pub(crate) async fn close(mut self, outcome: &CallOutcome) {
         self.closed = true;
         self.write(outcome);
-        if let Some(h) = self.hooks.take() {
-            self.gateway
+        if let Some((h, gateway)) = self.hooks.take() {
+            gateway
                 .post_hooks(&h, outcome.name(), outcome.result(), self.started.elapsed())
                 .await;
         }
@@ -141,7 +144,7 @@ impl Finish {
             self.decide(decision);
         }
         self.commit();
-        if let Some(state) = &self.gateway.state {
+        if let Some(state) = &self.state {
             let took = self.started.elapsed();
             self.record
                 .finished(state, outcome.name(), outcome.result(), took);
@@ -158,11 +161,11 @@ impl Drop for Finish {
         }
         self.closed = true;
         self.write(&CallOutcome::Cancelled);
-        let (Some(h), Ok(runtime)) = (self.hooks.take(), tokio::runtime::Handle::try_current())
+        let (Some((h, gateway)), Ok(runtime)) =
+            (self.hooks.take(), tokio::runtime::Handle::try_current())
         else {
             return;
         };
-        let gateway = Arc::clone(&self.gateway);
         let took = self.started.elapsed();
         runtime.spawn(async move {
             gateway

@@ -1,36 +1,44 @@
 //! The governed-call pipeline: one path for every request toolgate decides. A tool call — proxied, built-in,
-//! intrinsic, or a resume — passes route → audit gate → pins → guard (schema, policy) → pre-hooks → decision
-//! record → approval → execute, and leaves through the finishing guard (`finish`), which writes exactly one
-//! decision record, at most one finished record, and runs the post-hooks. Prompt gets, resource reads and
-//! subscriptions, and completions take the same path without hooks (`reads`). Each stage returns typed values;
-//! the wire form is made once, in `wire`.
+//! intrinsic, a program's, or a resume — passes route → audit gate → pins → guard (schema, policy) → pre-hooks →
+//! decision record → approval → audit gate again → execute, in the one order `tool::stages` writes, and leaves
+//! through the finishing guard (`finish`), which writes exactly one decision record, at most one finished record,
+//! and runs the post-hooks. Prompt gets, resource reads, subscribe and unsubscribe, and completions take the same
+//! path without hooks (`reads`); so do the task methods (`task_methods`) and the requests an upstream sends toward
+//! a client (`asks`), decided by `decide`. Approval decides and returns (`approval_stage`); an approved snapshot
+//! re-enters at `after_approval`; only the execute stage (`execute`) runs anything. Each stage returns typed
+//! values; the wire form is made once, in `wire`.
 //!
 //! The stages are functions of the `Gateway`, the request and its `CallContext`: no client session stands
 //! behind them. What only the requester has (progress, a human to ask, its grants, whether a held call waits)
 //! comes in the context, so a client's request and a code-mode program's call take the same path.
 
+mod asks;
 mod context;
+mod decide;
+mod execute;
 mod finish;
 mod reads;
+mod task_methods;
 #[cfg(test)]
 mod tests;
+mod tool;
 
+pub(crate) use asks::{govern_upstream_request, relay_outcome};
 pub(crate) use context::{
     AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
     Requester, RunApproval,
 };
+pub(crate) use execute::{execute, Exec};
 pub(crate) use finish::Finish;
 pub(crate) use reads::govern_read;
+pub(crate) use task_methods::govern_task;
 
-use crate::approval::{self, Snapshot};
-use crate::calls;
+use crate::approval::{self, Held, Snapshot};
 use crate::errors::to_client;
 use crate::gateway::Gateway;
-use crate::guard::{Verdict, OWN_SERVER};
+use crate::guard::Verdict;
 use crate::outcome::{CallError, CallOutcome, Refusal, RefusalCode};
-use crate::own::OwnTool;
 use crate::record::{CallRecord, RecordDecision};
-use crate::snapshot::Kind;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -87,7 +95,7 @@ pub(crate) async fn govern_tool(
     if let Origin::CodeRun { run_trace_id } = &ctx.origin {
         finish.parent(run_trace_id);
     }
-    let outcome = tool_stages(gw, ctx, &mut finish, name, params, arguments).await;
+    let outcome = tool::stages(gw, ctx, &mut finish, name, params, arguments).await;
     tracing::debug!(trace = %ctx.trace_id, origin = ?ctx.origin, outcome = outcome.name(), "tool call");
     match &outcome {
         // The call goes on upstream: its records are written once, when it ends (`bridge`).
@@ -97,162 +105,41 @@ pub(crate) async fn govern_tool(
     outcome
 }
 
-async fn tool_stages(
+/// The approval stage and what follows it: an `ask` is held until a human decides (or a grant covers it);
+/// approved, it passes the audit gate again and runs.
+pub(crate) async fn approval_stage(
     gw: &Arc<Gateway>,
     ctx: &CallContext,
-    finish: &mut Finish,
-    name: String,
-    params: Value,
-    arguments: Value,
+    snapshot: Snapshot,
+    decision: policy::Decision,
 ) -> CallOutcome {
-    // Route.
-    if params.get("name").and_then(Value::as_str).is_none() {
-        let why = "tools/call needs a string \"name\"";
-        return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
-    }
-    let agg = gw.aggregate();
-    // Any spelling of a tool names it (`spellings`); one that could mean two tools names none.
-    let name = match agg.spelled(&name) {
-        crate::aggregate::Spelled::Tool(exposed) => exposed.to_owned(),
-        crate::aggregate::Spelled::Collision(why) => {
-            let why = format!("toolgate did not call {name:?}: {why}");
-            return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
-        }
-        crate::aggregate::Spelled::Unknown => name,
-    };
-    let definition = agg.tool_definition(&name).cloned();
-    let (server, tool) = match agg.route_tool(&name) {
-        Some(route) => (route.server.clone(), route.name.clone()),
-        None if definition.is_some() => (OWN_SERVER.to_owned(), name.clone()),
-        None => {
-            let why = format!("unknown tool: {name}");
-            return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
-        }
-    };
-    drop(agg);
-    finish.routed(&server, &tool);
-    let own = OwnTool::parse(&server, &tool);
-    // Code mode: a client calls only what it lists; a program calls no control tool, and nothing after its run.
-    if let Some(refused) = crate::codemode::route_refusal(gw, ctx, &server, &tool, &name) {
-        return CallOutcome::Refused(refused);
-    }
-    // Audit gate.
-    if !own.as_ref().is_some_and(OwnTool::is_audit_exempt) {
-        if let Some(refused) = audit_refusal(gw, &name) {
-            return CallOutcome::Refused(refused);
-        }
-    }
-    // Pins, then the guard: argument schema and policy.
-    let quarantined = match pin_stage(gw, &server, &tool, &name) {
-        Ok(q) => q,
-        Err(refused) => return CallOutcome::Refused(refused),
-    };
-    let (mut verdict, resources) = ctx
-        .guard
-        .check(&server, &tool, definition.as_ref(), &arguments);
-    finish.touches(resources);
-    if let (true, Verdict::Allow(d)) = (quarantined, &verdict) {
-        // `"pins": {"onChange": "ask"}`: a changed definition is shown, and each call asks a human.
-        let mut d = d.clone();
-        d.effect = policy::Effect::Ask;
-        d.reason = policy::ReasonCode::AskRule;
-        d.rule_id = Some(crate::pins::QUARANTINE_RULE.to_owned());
-        verdict = Verdict::Ask(d);
-    }
-    // Pre-hooks may only make the call stricter; a hook's decision replaces the policy's in the records.
-    let hooked = match &verdict {
-        Verdict::Refuse(_) => None,
-        Verdict::Allow(d) | Verdict::Ask(d) => gw.hook_call(
-            ctx,
-            &name,
-            &server,
-            &tool,
-            &RecordDecision::of(d),
-            &arguments,
-        ),
-    };
-    let (verdict, note) = match &hooked {
-        Some(h) => {
-            let t = gw.pre_hooks(h, verdict, &arguments).await;
-            (t.verdict, t.note)
-        }
-        None => (verdict, None),
-    };
-    finish.decide(record_decision(&verdict));
-    // Post-hooks see calls that went ahead (ran or were held), not ones refused before running.
-    if !matches!(verdict, Verdict::Refuse(_)) {
-        finish.post_hooks(hooked);
-    }
-    if let (Verdict::Allow(_), Some(OwnTool::Resume)) = (&verdict, &own) {
-        return resume_stage(gw, ctx, finish, &arguments).await;
-    }
-    finish.commit();
-    // Writing the decision may have found the audit writer stalled (bounded wait): then nothing runs.
-    let exempt = own.as_ref().is_some_and(OwnTool::is_audit_exempt);
-    if !exempt && !matches!(verdict, Verdict::Refuse(_)) {
-        if let Some(refused) = audit_refusal(gw, &name) {
-            return CallOutcome::Refused(refused);
-        }
-    }
-    match verdict {
-        Verdict::Refuse(refused) => CallOutcome::Refused(refused),
-        Verdict::Allow(_) => {
-            execute(gw, ctx, own.as_ref(), (&server, &tool), params, &arguments).await
-        }
-        // A program's call is never held: an ask runs under the run's approval, or is refused.
-        Verdict::Ask(d) if matches!(ctx.origin, Origin::CodeRun { .. }) => {
-            match crate::codemode::program_ask(ctx, (&name, &arguments), &server, &tool, &d) {
-                Ok(()) => {
-                    execute(gw, ctx, own.as_ref(), (&server, &tool), params, &arguments).await
-                }
-                Err(refused) => CallOutcome::Refused(refused),
-            }
-        }
-        Verdict::Ask(d) => {
-            // Approval: for `shell_run` the command is resolved first, so the approval binds it.
-            let command = match calls::prepare_command(gw, &server, &tool, &arguments) {
-                Ok(c) => c,
-                Err(refused) => return refused,
-            };
-            let snapshot = Snapshot {
-                kind: Kind::ToolCall,
-                server: server.clone(),
-                tool: tool.clone(),
-                exposed: name.clone(),
-                arguments: arguments.clone(),
-                definition_sha256: definition
-                    .as_ref()
-                    .map(store::definition_hash)
-                    .unwrap_or_default(),
-                command,
-                note,
-            };
-            approval::hold(gw, ctx, snapshot, d).await.into_outcome()
-        }
+    match approval::hold(gw, ctx, snapshot, decision).await {
+        Held::Approved(snapshot) => after_approval(gw, ctx, &snapshot).await,
+        Held::Answer(outcome) => outcome,
+        Held::Cancelled => CallOutcome::Cancelled,
     }
 }
 
-/// Runs a call that may run now: toolgate's own tool (`run_code` in this call's context), or the upstream's.
-async fn execute(
+/// An approved snapshot (approved while held, covered by a grant, or claimed by `toolgate_resume`) re-enters
+/// here: the audit gate again, since the log may have become unwritable during the wait, then the execute stage.
+pub(crate) async fn after_approval(
     gw: &Arc<Gateway>,
     ctx: &CallContext,
-    own: Option<&OwnTool>,
-    (server, tool): (&str, &str),
-    mut params: Value,
-    arguments: &Value,
+    snapshot: &Snapshot,
 ) -> CallOutcome {
-    match own {
-        Some(OwnTool::RunCode) => crate::codemode::run_code(gw, ctx, arguments).await,
-        Some(own) => calls::intrinsic(gw, ctx, own, arguments).await,
-        None => {
-            params["name"] = Value::String(tool.to_owned());
-            calls::forward(gw, ctx, server, "tools/call", params).await
-        }
+    if let Some(refused) = audit_refusal(gw, &snapshot.exposed) {
+        return CallOutcome::Refused(refused);
     }
+    execute::approved(gw, ctx, snapshot).await
 }
 
 /// Quarantined and flagged definitions: `Ok(true)` when a quarantined tool's calls must ask instead.
-fn pin_stage(gw: &Gateway, server: &str, tool: &str, name: &str) -> Result<bool, Refusal> {
+pub(super) fn pin_stage(
+    gw: &Gateway,
+    server: &str,
+    tool: &str,
+    name: &str,
+) -> Result<bool, Refusal> {
     let pins = gw.pins();
     let Some(pin) = pins.get(&format!("{server}__{tool}")) else {
         return Ok(false);
@@ -274,7 +161,7 @@ fn pin_stage(gw: &Gateway, server: &str, tool: &str, name: &str) -> Result<bool,
 /// `toolgate_resume` the policy allowed: the approved call is claimed and re-enters after the approval
 /// stage, recorded under the held call's trace id and tool name, with its post-hooks. A request that cannot
 /// be claimed is answered, and recorded as the `toolgate_resume` call it was.
-async fn resume_stage(
+pub(super) async fn resume_stage(
     gw: &Arc<Gateway>,
     ctx: &CallContext,
     finish: &mut Finish,
@@ -316,8 +203,8 @@ async fn resume_stage(
             parent_trace_id: None,
         },
     );
-    finish.post_hooks(hooked);
-    match approval::execute(gw, &ctx, s).await {
+    finish.post_hooks(gw, hooked);
+    match after_approval(gw, &ctx, s).await {
         // The resume itself succeeded; what failed is the call it ran, which the agent reads as a result.
         CallOutcome::Failed(CallError::Upstream(e)) => match to_client(e) {
             Some(error) => CallOutcome::Refused(Refusal::new(
@@ -329,3 +216,10 @@ async fn resume_stage(
         other => other,
     }
 }
+
+#[cfg(test)]
+mod governed_tests;
+#[cfg(test)]
+mod order_tests;
+#[cfg(test)]
+mod table_tests;

@@ -7,12 +7,10 @@
 //! (`check_resource`); a subscription as a read of its resource, except that an ask does not hold it (it
 //! delivers only "this URI changed"; the read that follows asks); a completion as its reference (the prompt, or
 //! the resource), except that an ask refuses it: completions come while a person types, no one should be asked
-//! about each, and their values can reveal what a read would. Unsubscribing is not decided: it only stops
-//! notifications.
+//! about each, and their values can reveal what a read would. Unsubscribing stops this session's notifications
+//! at once; it is decided as its resource (a deny keeps the upstream from being told) and recorded.
 
-use super::{audit_refusal, CallContext, Finish};
-use crate::approval;
-use crate::calls::forward;
+use super::{audit_refusal, execute, CallContext, Exec, Finish};
 use crate::gateway::Gateway;
 use crate::guard::Verdict;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
@@ -45,23 +43,10 @@ pub(crate) async fn govern_read(
     params: Value,
 ) -> CallOutcome {
     if method == "resources/unsubscribe" {
-        let uri = params
-            .get("uri")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let owner = gw.aggregate().route_resource(uri).map(str::to_owned);
-        return match owner {
-            Some(server) => {
-                // This session stops hearing of `uri` at once; the upstream's subscription is shared, so it is
-                // told only when no other session is still subscribed there.
-                let session = ctx.requester.as_ref().and_then(|r| r.session.upgrade());
-                if session.is_some_and(|s| !s.unsubscribe(&server, uri)) {
-                    return CallOutcome::complete(json!({}));
-                }
-                forward(gw, ctx, &server, method, params).await
-            }
-            None => no_resource(uri),
-        };
+        let mut finish = Finish::new(gw, ctx, method, json!({}));
+        let outcome = unsubscribe(gw, ctx, &mut finish, params).await;
+        finish.close(&outcome).await;
+        return outcome;
     }
     let arguments = params
         .get("arguments")
@@ -80,78 +65,13 @@ async fn read_stages(
     method: &str,
     mut params: Value,
 ) -> CallOutcome {
-    let str_at = |p: &Value, at: &str| {
-        p.pointer(at)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
+    let (target, then, name_at) = match what(method, &params) {
+        Ok(w) => w,
+        Err(refused) => return refused,
     };
-    // Route: which prompt or resource, owned by which upstream; a completion names its reference.
-    let (target, then, name_at) = match method {
-        "prompts/get" => (
-            Target::Prompt {
-                name: str_at(&params, "/name"),
-            },
-            Then::Hold,
-            "/name",
-        ),
-        "resources/read" => (
-            Target::Resource {
-                uri: str_at(&params, "/uri"),
-            },
-            Then::Hold,
-            "",
-        ),
-        "resources/subscribe" => (
-            Target::Resource {
-                uri: str_at(&params, "/uri"),
-            },
-            Then::Proceed,
-            "",
-        ),
-        _ => match params.pointer("/ref/type").and_then(Value::as_str) {
-            Some("ref/prompt") => (
-                Target::Prompt {
-                    name: str_at(&params, "/ref/name"),
-                },
-                Then::Refuse,
-                "/ref/name",
-            ),
-            Some("ref/resource") => (
-                Target::Resource {
-                    uri: str_at(&params, "/ref/uri"),
-                },
-                Then::Refuse,
-                "",
-            ),
-            _ => {
-                let why = "completion/complete needs ref.type ref/prompt or ref/resource";
-                return CallOutcome::Refused(Refusal::new(RefusalCode::UnknownTarget, why));
-            }
-        },
-    };
-    let agg = gw.aggregate();
-    let routed = match &target {
-        Target::Prompt { name } => agg
-            .route_prompt(name)
-            .map(|r| (r.server.clone(), r.name.clone())),
-        Target::Resource { uri } => agg.route_resource(uri).map(|s| (s.to_owned(), uri.clone())),
-    };
-    drop(agg);
-    let Some((server, upstream_name)) = routed else {
-        return match &target {
-            Target::Prompt { name } if method == "prompts/get" => {
-                CallOutcome::Refused(Refusal::new(
-                    RefusalCode::UnknownTarget,
-                    format!("unknown prompt: {name}"),
-                ))
-            }
-            Target::Prompt { .. } => CallOutcome::Refused(Refusal::new(
-                RefusalCode::UnknownTarget,
-                "no upstream owns the completion reference",
-            )),
-            Target::Resource { uri } => no_resource(uri),
-        };
+    let (server, upstream_name) = match route(gw, method, &target) {
+        Ok(r) => r,
+        Err(refused) => return refused,
     };
     // The record names a prompt by its upstream name; a resource only among what the call touches (the audit
     // log redacts those), since a URI can carry secrets.
@@ -182,16 +102,113 @@ async fn read_stages(
             *slot = Value::String(upstream_name.clone());
         }
     }
+    let routed = (server.as_str(), upstream_name.as_str());
+    then_stages(gw, ctx, method, params, (target, then), routed, verdict).await
+}
+
+/// What the request names, how an ask is treated, and where its name sits in the params.
+fn what(method: &str, params: &Value) -> Result<(Target, Then, &'static str), CallOutcome> {
+    let str_at = |p: &Value, at: &str| {
+        p.pointer(at)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // Route: which prompt or resource, owned by which upstream; a completion names its reference.
+    let (target, then, name_at) = match method {
+        "prompts/get" => (
+            Target::Prompt {
+                name: str_at(params, "/name"),
+            },
+            Then::Hold,
+            "/name",
+        ),
+        "resources/read" => (
+            Target::Resource {
+                uri: str_at(params, "/uri"),
+            },
+            Then::Hold,
+            "",
+        ),
+        "resources/subscribe" => (
+            Target::Resource {
+                uri: str_at(params, "/uri"),
+            },
+            Then::Proceed,
+            "",
+        ),
+        _ => match params.pointer("/ref/type").and_then(Value::as_str) {
+            Some("ref/prompt") => (
+                Target::Prompt {
+                    name: str_at(params, "/ref/name"),
+                },
+                Then::Refuse,
+                "/ref/name",
+            ),
+            Some("ref/resource") => (
+                Target::Resource {
+                    uri: str_at(params, "/ref/uri"),
+                },
+                Then::Refuse,
+                "",
+            ),
+            _ => {
+                let why = "completion/complete needs ref.type ref/prompt or ref/resource";
+                return Err(CallOutcome::Refused(Refusal::new(
+                    RefusalCode::UnknownTarget,
+                    why,
+                )));
+            }
+        },
+    };
+    Ok((target, then, name_at))
+}
+
+/// Route: the upstream that owns the prompt or resource, and its own name there.
+fn route(gw: &Gateway, method: &str, target: &Target) -> Result<(String, String), CallOutcome> {
+    let agg = gw.aggregate();
+    let routed = match &target {
+        Target::Prompt { name } => agg
+            .route_prompt(name)
+            .map(|r| (r.server.clone(), r.name.clone())),
+        Target::Resource { uri } => agg.route_resource(uri).map(|s| (s.to_owned(), uri.clone())),
+    };
+    drop(agg);
+    routed.ok_or_else(|| match target {
+        Target::Prompt { name } if method == "prompts/get" => CallOutcome::Refused(Refusal::new(
+            RefusalCode::UnknownTarget,
+            format!("unknown prompt: {name}"),
+        )),
+        Target::Prompt { .. } => CallOutcome::Refused(Refusal::new(
+            RefusalCode::UnknownTarget,
+            "no upstream owns the completion reference",
+        )),
+        Target::Resource { uri } => no_resource(uri),
+    })
+}
+
+/// After the decision: refused, forwarded (an ask of a subscription proceeds), refused on an ask (a completion),
+/// or held for a human (the approval stage).
+async fn then_stages(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    method: &str,
+    params: Value,
+    (target, then): (Target, Then),
+    (server, upstream_name): (&str, &str),
+    verdict: Verdict,
+) -> CallOutcome {
     match (verdict, then) {
             (Verdict::Refuse(refused), _) => CallOutcome::Refused(refused),
             (Verdict::Allow(_), _) | (Verdict::Ask(_), Then::Proceed) => {
-                let outcome = forward(gw, ctx, &server, method, params).await;
+                let exec = Exec::Upstream { server, method, params };
+                let outcome = execute(gw, ctx, exec).await;
                 // Updates of a resource reach only the sessions whose subscription the upstream accepted.
                 if let (Target::Resource { uri }, CallOutcome::Complete(..), "resources/subscribe") =
                     (&target, &outcome, method)
                 {
                     if let Some(session) = ctx.requester.as_ref().and_then(|r| r.session.upgrade()) {
-                        session.subscribed(&server, uri);
+                        session.subscribed(server, uri);
                     }
                 }
                 outcome
@@ -209,7 +226,7 @@ async fn read_stages(
             ),
             (Verdict::Ask(d), Then::Hold) => {
                 let (kind, target, exposed) = match &target {
-                    Target::Prompt { name } => (Kind::Prompt, upstream_name.clone(), name.clone()),
+                    Target::Prompt { name } => (Kind::Prompt, upstream_name.to_owned(), name.clone()),
                     Target::Resource { uri } => (Kind::Resource, uri.clone(), uri.clone()),
                 };
                 let arguments = match kind {
@@ -218,7 +235,7 @@ async fn read_stages(
                 };
                 let snapshot = Snapshot {
                     kind,
-                    server: server.clone(),
+                    server: server.to_owned(),
                     tool: target,
                     exposed,
                     arguments,
@@ -226,9 +243,51 @@ async fn read_stages(
                     command: None,
                     note: None,
                 };
-                approval::hold(gw, ctx, snapshot, d).await.into_outcome()
+                super::approval_stage(gw, ctx, snapshot, d).await
             }
         }
+}
+
+/// `resources/unsubscribe`: this session stops hearing of the URI at once (stopping notifications reveals and
+/// runs nothing); the upstream's subscription is shared, so it is told only when no other session is still
+/// subscribed there, and only when the policy does not refuse the resource. Recorded like every request.
+async fn unsubscribe(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    finish: &mut Finish,
+    params: Value,
+) -> CallOutcome {
+    let uri = params
+        .get("uri")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let Some(server) = gw.aggregate().route_resource(&uri).map(str::to_owned) else {
+        return no_resource(&uri);
+    };
+    finish.routed(&server, "resources/unsubscribe");
+    finish.touches(vec![uri.clone()]);
+    let session = ctx.requester.as_ref().and_then(|r| r.session.upgrade());
+    let last = session.is_none_or(|s| s.unsubscribe(&server, &uri));
+    if let Some(refused) = audit_refusal(gw, &format!("unsubscribing from {uri}")) {
+        return CallOutcome::Refused(refused);
+    }
+    let verdict = ctx.guard.check_resource(&server, &uri);
+    finish.decide(super::record_decision(&verdict));
+    finish.commit();
+    match verdict {
+        Verdict::Refuse(refused) => CallOutcome::Refused(refused),
+        _ if !last => CallOutcome::complete(json!({})),
+        _ => {
+            let method = "resources/unsubscribe";
+            let exec = Exec::Upstream {
+                server: &server,
+                method,
+                params,
+            };
+            execute(gw, ctx, exec).await
+        }
+    }
 }
 
 fn no_resource(uri: &str) -> CallOutcome {

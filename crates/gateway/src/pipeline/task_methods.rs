@@ -1,0 +1,91 @@
+//! The task methods as governed requests: `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/update` and
+//! `tasks/list` pass route → audit gate → decision (`decide::task`) → decision record → execute → finish, like
+//! every other request. `tasks/result` delivers a tool's result, so it is decided as reading that tool's result
+//! for its owner; a task of someone else is unknown, and that refusal is recorded too.
+//!
+//! The tasks table itself (ids, owners, forwarding under the upstream's id) is `tasks`'.
+
+use super::{audit_refusal, decide, record_decision, CallContext, Finish};
+use crate::gateway::Gateway;
+use crate::guard::{Verdict, OWN_SERVER};
+use crate::outcome::{CallError, CallOutcome, Refusal, RefusalCode};
+use crate::session::Session;
+use crate::wire::{self, Reply, Shape};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// One task method of `session`'s client.
+pub(crate) async fn govern_task(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    session: &Arc<Session>,
+    method: &str,
+    params: Value,
+) -> Reply {
+    let mut finish = Finish::new(gw, ctx, method, params.clone());
+    let (answer, outcome) = task_stages(gw, ctx, session, &mut finish, method, params).await;
+    finish.close(&outcome).await;
+    answer
+}
+
+/// The stages; the reply, and the outcome the records carry.
+async fn task_stages(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    session: &Arc<Session>,
+    finish: &mut Finish,
+    method: &str,
+    params: Value,
+) -> (Reply, CallOutcome) {
+    // Route: toolgate's own list, or the caller's own task.
+    let listing = method == "tasks/list";
+    let routed = if listing {
+        Some((OWN_SERVER.to_owned(), method.to_owned()))
+    } else {
+        let ours = params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        session.task_target(ours)
+    };
+    let Some((server, tool)) = routed else {
+        let ours = params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let refused = Refusal::new(RefusalCode::UnknownTarget, format!("unknown task {ours:?}"));
+        return (
+            Reply::Error(crate::tasks::unknown(ours)),
+            CallOutcome::Refused(refused),
+        );
+    };
+    finish.routed(&server, &tool);
+    // Audit gate, then the decision, recorded before anything is forwarded.
+    if let Some(refused) = audit_refusal(gw, method) {
+        return refusal(refused);
+    }
+    let verdict = match listing {
+        true => decide::task_list(&ctx.guard),
+        false => decide::task(&ctx.guard, &server, &tool),
+    };
+    finish.decide(record_decision(&verdict));
+    finish.commit();
+    if let Verdict::Refuse(refused) = verdict {
+        return refusal(refused);
+    }
+    // Execute: the tasks table forwards under the upstream's id.
+    let answer = match listing {
+        true => session.list_tasks(&ctx.cancel).await,
+        false => session.task_request(method, params, &ctx.cancel).await,
+    };
+    let outcome = match &answer {
+        Ok(v) => CallOutcome::complete(v.clone()),
+        Err(e) => CallOutcome::Failed(CallError::BadRequest(e.to_string())),
+    };
+    (Reply::from_result(answer), outcome)
+}
+
+fn refusal(refused: Refusal) -> (Reply, CallOutcome) {
+    let reply = wire::reply(CallOutcome::Refused(refused.clone()), Shape::RpcError, None);
+    (reply, CallOutcome::Refused(refused))
+}

@@ -1,0 +1,184 @@
+//! The stages of one tool call, in their order: route → audit gate → pins → guard → pre-hooks → decision record
+//! (→ `toolgate_resume` re-entering after the approval stage) → audit gate again → approval → execute. Each stage
+//! is a function here or in the module named; `stages` is the one place their order is written for tool calls.
+
+use super::{
+    approval_stage, audit_refusal, execute, record_decision, resume_stage, CallContext, Finish,
+    Origin,
+};
+use crate::calls;
+use crate::gateway::Gateway;
+use crate::guard::{Verdict, OWN_SERVER};
+use crate::hooks::Hooked;
+use crate::outcome::{CallOutcome, Refusal, RefusalCode};
+use crate::own::OwnTool;
+use crate::record::RecordDecision;
+use crate::snapshot::{Kind, Snapshot};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// A tool call once routed.
+struct Routed {
+    /// The exposed name (any spelling resolved).
+    name: String,
+    server: String,
+    tool: String,
+    definition: Option<Value>,
+}
+
+impl Routed {
+    /// `toolgate_status` answers even while the audit log cannot be written, so an agent can see why.
+    fn audit_exempt(&self) -> bool {
+        OwnTool::parse(&self.server, &self.tool).is_some_and(|t| t.is_audit_exempt())
+    }
+}
+
+pub(super) async fn stages(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    finish: &mut Finish,
+    name: String,
+    params: Value,
+    arguments: Value,
+) -> CallOutcome {
+    let r = match route(gw, &name, &params) {
+        Ok(r) => r,
+        Err(refused) => return CallOutcome::Refused(refused),
+    };
+    finish.routed(&r.server, &r.tool);
+    if let Some(refused) = crate::codemode::route_refusal(gw, ctx, &r.server, &r.tool, &r.name) {
+        return CallOutcome::Refused(refused);
+    }
+    if let Some(refused) = audit_refusal(gw, &r.name).filter(|_| !r.audit_exempt()) {
+        return CallOutcome::Refused(refused);
+    }
+    let (verdict, note, hooked) = match decide(gw, ctx, finish, &r, &arguments).await {
+        Ok(decided) => decided,
+        Err(refused) => return CallOutcome::Refused(refused),
+    };
+    finish.decide(record_decision(&verdict));
+    // Post-hooks see calls that went ahead (ran or were held), not ones refused before running.
+    if !matches!(verdict, Verdict::Refuse(_)) {
+        finish.post_hooks(gw, hooked);
+    }
+    if let (Verdict::Allow(_), Some(OwnTool::Resume)) =
+        (&verdict, OwnTool::parse(&r.server, &r.tool))
+    {
+        return resume_stage(gw, ctx, finish, &arguments).await;
+    }
+    finish.commit();
+    // Writing the decision may have found the audit writer stalled (bounded wait): then nothing runs.
+    let refused_now = matches!(verdict, Verdict::Refuse(_)) || r.audit_exempt();
+    if let Some(refused) = audit_refusal(gw, &r.name).filter(|_| !refused_now) {
+        return CallOutcome::Refused(refused);
+    }
+    let exec = || execute::tool(&r.server, &r.tool, params.clone(), &arguments);
+    match verdict {
+        Verdict::Refuse(refused) => CallOutcome::Refused(refused),
+        Verdict::Allow(_) => execute(gw, ctx, exec()).await,
+        // A program's call is never held: an ask runs under the run's approval, or is refused.
+        Verdict::Ask(d) if matches!(ctx.origin, Origin::CodeRun { .. }) => {
+            let call = (r.name.as_str(), &arguments);
+            match crate::codemode::program_ask(ctx, call, &r.server, &r.tool, &d) {
+                Ok(()) => execute(gw, ctx, exec()).await,
+                Err(refused) => CallOutcome::Refused(refused),
+            }
+        }
+        Verdict::Ask(d) => match snapshot(gw, &r, &arguments, note) {
+            Ok(snapshot) => approval_stage(gw, ctx, snapshot, d).await,
+            Err(answer) => answer,
+        },
+    }
+}
+
+/// Route: any spelling of a tool names it (`spellings`); one that could mean two tools names none.
+fn route(gw: &Gateway, name: &str, params: &Value) -> Result<Routed, Refusal> {
+    let unknown = |why: String| Refusal::new(RefusalCode::UnknownTarget, why);
+    if params.get("name").and_then(Value::as_str).is_none() {
+        return Err(unknown("tools/call needs a string \"name\"".to_owned()));
+    }
+    let agg = gw.aggregate();
+    let name = match agg.spelled(name) {
+        crate::aggregate::Spelled::Tool(exposed) => exposed.to_owned(),
+        crate::aggregate::Spelled::Collision(why) => {
+            return Err(unknown(format!("toolgate did not call {name:?}: {why}")));
+        }
+        crate::aggregate::Spelled::Unknown => name.to_owned(),
+    };
+    let definition = agg.tool_definition(&name).cloned();
+    let (server, tool) = match agg.route_tool(&name) {
+        Some(route) => (route.server.clone(), route.name.clone()),
+        None if definition.is_some() => (OWN_SERVER.to_owned(), name.clone()),
+        None => return Err(unknown(format!("unknown tool: {name}"))),
+    };
+    Ok(Routed {
+        name,
+        server,
+        tool,
+        definition,
+    })
+}
+
+/// Pins, then the guard (argument schema and policy), then the pre-hooks, which may only make the call
+/// stricter (a hook's decision replaces the policy's in the records): the verdict, the hook's note for a held
+/// call, and the post-hooks to run.
+async fn decide(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    finish: &mut Finish,
+    r: &Routed,
+    arguments: &Value,
+) -> Result<(Verdict, Option<String>, Option<Hooked>), Refusal> {
+    let quarantined = super::pin_stage(gw, &r.server, &r.tool, &r.name)?;
+    let (mut verdict, resources) =
+        ctx.guard
+            .check(&r.server, &r.tool, r.definition.as_ref(), arguments);
+    finish.touches(resources);
+    if let (true, Verdict::Allow(d)) = (quarantined, &verdict) {
+        // `"pins": {"onChange": "ask"}`: a changed definition is shown, and each call asks a human.
+        let mut d = d.clone();
+        d.effect = policy::Effect::Ask;
+        d.reason = policy::ReasonCode::AskRule;
+        d.rule_id = Some(crate::pins::QUARANTINE_RULE.to_owned());
+        verdict = Verdict::Ask(d);
+    }
+    let hooked = match &verdict {
+        Verdict::Refuse(_) => None,
+        Verdict::Allow(d) | Verdict::Ask(d) => {
+            let decision = RecordDecision::of(d);
+            gw.hook_call(ctx, &r.name, &r.server, &r.tool, &decision, arguments)
+        }
+    };
+    Ok(match &hooked {
+        Some(h) => {
+            let t = gw.pre_hooks(h, verdict, arguments).await;
+            (t.verdict, t.note, hooked)
+        }
+        None => (verdict, None, None),
+    })
+}
+
+/// What a held tool call stores for its human: for `shell_run` the command is resolved first, so the approval
+/// binds it.
+fn snapshot(
+    gw: &Gateway,
+    r: &Routed,
+    arguments: &Value,
+    note: Option<String>,
+) -> Result<Snapshot, CallOutcome> {
+    let command = calls::prepare_command(gw, &r.server, &r.tool, arguments)?;
+    Ok(Snapshot {
+        kind: Kind::ToolCall,
+        server: r.server.clone(),
+        tool: r.tool.clone(),
+        exposed: r.name.clone(),
+        arguments: arguments.clone(),
+        definition_sha256: r
+            .definition
+            .as_ref()
+            .map(store::definition_hash)
+            .unwrap_or_default(),
+        command,
+        note,
+    })
+}
