@@ -162,6 +162,12 @@ pub(crate) async fn forward(
         Ok(c) => c,
         Err(e) => return CallOutcome::from_upstream(Err(e)),
     };
+    // The 2026-07-28 era removed both; its equivalent is a `subscriptions/listen` stream (`bridge::listen`).
+    if let (Some(Era::Modern), "resources/subscribe" | "resources/unsubscribe") =
+        (conn.era(), method)
+    {
+        return gw.listens.forward(&up, conn, method, &params).await;
+    }
     // The requester's token never reaches the upstream: with a way back it is replaced by a gateway token
     // routed to the requester for as long as the call runs; without one it is dropped.
     let progress = match (params.pointer("/_meta/progressToken"), &ctx.progress) {
@@ -191,7 +197,7 @@ pub(crate) async fn forward(
     }
     // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
     // client request that caused it); with no client behind the call it goes nowhere (`route`).
-    let _call = match &requester {
+    let call = match &requester {
         Some((session, r)) => {
             gw.correlation
                 .begin_logging(server, session, Some(r.request.clone()), r.log_level)
@@ -199,7 +205,8 @@ pub(crate) async fn forward(
         None => gw.correlation.begin_unowned(server, &ctx.trace_id),
     };
     let answer = conn
-        .request(
+        .request_for(
+            call.key(),
             method,
             Some(params.clone()),
             up.request_timeout(),

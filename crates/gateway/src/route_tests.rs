@@ -98,6 +98,7 @@ fn sampling(id: i64) -> Event {
         id: json!(id),
         method: "sampling/createMessage".into(),
         params: Some(json!({"messages": [], "maxTokens": 5})),
+        caller: None,
     }
 }
 
@@ -111,7 +112,7 @@ fn note(server: &str, method: &str, params: Value) -> Event {
 
 /// The error the upstream is answered with; failing the test when the request was routed to a client.
 fn refusal(gw: &Gateway, server: &str, method: &str) -> Value {
-    match gw.route_request(server, method) {
+    match gw.route_request(server, method, None) {
         Ok(Target::Session(session, _)) => {
             panic!("{method} of {server} was routed to session {}", session.id)
         }
@@ -122,7 +123,7 @@ fn refusal(gw: &Gateway, server: &str, method: &str) -> Value {
 
 /// The session a request was routed to and its cause; failing the test when it was refused or bridged.
 fn routed(gw: &Gateway, server: &str, method: &str) -> (Arc<Session>, Option<Id>) {
-    match gw.route_request(server, method) {
+    match gw.route_request(server, method, None) {
         Ok(Target::Session(session, cause)) => (session, cause),
         Ok(Target::Bridge(_)) => panic!("{method} of {server} was routed to a bridged call"),
         Err(e) => panic!("{method} of {server} was refused: {e}"),
