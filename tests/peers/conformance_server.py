@@ -253,6 +253,20 @@ def test_input_required_result_list_roots(ctx: Context) -> CallToolResult | Inpu
     return result(text(f"Roots: {answered(got, 'roots')}"))
 
 
+@mcp.tool()
+async def test_logging_tool(ctx: Context) -> CallToolResult:
+    """Logs once; the SDK delivers it only to a caller that asked for logs."""
+    await ctx.log("info", "logging tool ran", logger_name="conformance")
+    return result(text("Logging tool ran"))
+
+
+@mcp.tool()
+async def test_streaming_elicitation(ctx: Context) -> CallToolResult | InputRequiredResult:
+    """Asks mid-call whether to continue: a request tied to this call, or an input_required round."""
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    return await elicited(ctx, "Answer", "Continue?", schema)
+
+
 @mcp.resource("test://static-text", name="static-text", mime_type="text/plain")
 def static_text() -> str:
     """A fixed text resource."""

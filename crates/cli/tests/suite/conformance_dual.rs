@@ -15,9 +15,36 @@ use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// What the Python SDK answers for a tool it does not list, and toolgate does not.
+const UNKNOWN_TOOL: &str = "the scenario calls a tool the server does not list: the Python SDK answers with a \
+    tool-error result, which the check accepts, toolgate with the JSON-RPC error -32602 naming the unknown tool, \
+    its answer for every tool it does not serve";
+
 /// Checks that pass direct and fail through toolgate for a reason of toolgate's own, with the reason:
-/// `(revision, scenario, check id)`.
-const EXCUSED: &[(&str, &str, &str, &str)] = &[];
+/// `(revision, scenario, check id, reason)`. The tasks extension is not served through toolgate (see
+/// `tests/conformance/server-expected-failures.yml`); these are its checks that a server without it passes.
+const EXCUSED: &[(&str, &str, &str, &str)] = &[
+    ("2026-07-28", "tasks-capability-negotiation", "sep-2663-server-rejects-undeclared-client", UNKNOWN_TOOL),
+    ("2026-07-28", "tasks-dispatch-and-envelope", "sep-2663-legacy-task-param-ignored", UNKNOWN_TOOL),
+    ("2026-07-28", "tasks-dispatch-and-envelope", "tasks-immediate-result-shortcut", UNKNOWN_TOOL),
+    ("2026-07-28", "tasks-dispatch-and-envelope", "tasks-result-type-complete-on-non-task-responses", UNKNOWN_TOOL),
+    ("2026-07-28", "tasks-lifecycle", "tasks-sync-tool-call", UNKNOWN_TOOL),
+    (
+        "2026-07-28",
+        "tasks-dispatch-and-envelope",
+        "sep-2663-tasks-result-removed-method-not-found",
+        "toolgate answers tasks/result for a task id it never minted with -32602 (an unknown task), not -32601",
+    ),
+];
+
+/// The suite runs of these tests one at a time, across test processes: two suites, two servers and two
+/// toolgates at once on a small machine make the timing-sensitive scenarios (several streams at once) flaky.
+fn one_at_a_time() -> std::fs::File {
+    let lock = std::env::temp_dir().join("toolgate-conformance-dual.lock");
+    let file = std::fs::File::create(lock).expect("lock file");
+    file.lock().expect("lock");
+    file
+}
 
 /// The dual-era server on Streamable HTTP at `127.0.0.1:port/mcp`; killed when dropped.
 struct Server(Child);
@@ -62,8 +89,9 @@ fn serve_http() -> (Server, u16) {
 
 type Checks = BTreeMap<String, Vec<(String, String)>>;
 
-/// Runs the server scenarios `revision` requires (and those it reports without scoring) against `url`.
-fn suite(url: &str, revision: &str) -> Checks {
+/// Runs the server scenarios `revision` requires (and those it reports without scoring) against `url`; the
+/// results stay in the returned directory.
+fn suite(url: &str, revision: &str) -> (Checks, tempfile::TempDir) {
     let peers = peers();
     let out = tempfile::tempdir().expect("temp dir");
     let result = Command::new(peers.join("node_modules/.bin/node"))
@@ -80,18 +108,44 @@ fn suite(url: &str, revision: &str) -> Checks {
         "the suite wrote no results:\n{}",
         String::from_utf8_lossy(&result.stdout)
     );
-    checks
+    (checks, out)
 }
 
-/// The checks that pass in `direct` and do not in `through`, as `scenario:id`. A check id may repeat within a
-/// scenario; each passing instance direct needs one through.
+/// What the failed checks of `entries` (`scenario:id`) said, from the suite's result files under `out`.
+fn said(out: &std::path::Path, entries: &[String]) -> Vec<String> {
+    let mut said = Vec::new();
+    for dir in std::fs::read_dir(out.join("results"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(dir.path().join("checks.json")).unwrap_or_default();
+        let list: Vec<Value> = serde_json::from_str(&text).unwrap_or_default();
+        for c in list {
+            let id = c["id"].as_str().unwrap_or_default();
+            let name = dir.file_name().to_string_lossy().into_owned();
+            if c["status"] != "SUCCESS"
+                && entries.iter().any(|e| {
+                    e.ends_with(&format!(":{id}"))
+                        && name.contains(e.split(':').next().unwrap_or_default())
+                })
+            {
+                said.push(format!(
+                    "{id}: {}",
+                    c.to_string().chars().take(600).collect::<String>()
+                ));
+            }
+        }
+    }
+    said
+}
+
+/// The checks that pass in `direct` and fail (FAILURE or WARNING, as the suite's baseline counts them) or are
+/// missing in `through`, as `scenario:id`; an INFO through (an optional feature not used) is not a failure. A
+/// check id may repeat within a scenario; each passing instance direct needs one through.
 fn lost(direct: &Checks, through: &Checks) -> Vec<String> {
-    let passes = |list: Option<&Vec<(String, String)>>, id: &str| {
-        list.map_or(0, |l| {
-            l.iter()
-                .filter(|(i, status)| i == id && status == "SUCCESS")
-                .count()
-        })
+    let count = |list: Option<&Vec<(String, String)>>, id: &str, ok: fn(&str) -> bool| {
+        list.map_or(0, |l| l.iter().filter(|(i, st)| i == id && ok(st)).count())
     };
     let mut lost = Vec::new();
     for (scenario, list) in direct {
@@ -99,7 +153,11 @@ fn lost(direct: &Checks, through: &Checks) -> Vec<String> {
         ids.sort_unstable();
         ids.dedup();
         for id in ids {
-            if passes(Some(list), id) > passes(through.get(scenario), id) {
+            let passed = count(Some(list), id, |st| st == "SUCCESS");
+            let held = count(through.get(scenario), id, |st| {
+                st != "FAILURE" && st != "WARNING"
+            });
+            if passed > held {
                 lost.push(format!("{scenario}:{id}"));
             }
         }
@@ -110,7 +168,7 @@ fn lost(direct: &Checks, through: &Checks) -> Vec<String> {
 /// Direct, then through toolgate with `upstream` as its server; fails on any check lost on the way.
 fn judge(revision: &str, direct: &Checks, upstream: Value, how: &str) {
     let front = front_of(upstream);
-    let through = suite(&front.url, revision);
+    let (through, out) = suite(&front.url, revision);
     drop(front);
     let excused = |entry: &String| {
         EXCUSED
@@ -123,14 +181,19 @@ fn judge(revision: &str, direct: &Checks, upstream: Value, how: &str) {
         .collect();
     assert!(
         lost.is_empty(),
-        "conformance {revision}, upstream over {how}: passing direct and failing through toolgate: {lost:?}"
+        "conformance {revision}, upstream over {how}: passing direct and failing through toolgate: {lost:?}: {:?}",
+        said(out.path(), &lost)
     );
 }
 
 fn direct_and_through(revision: &str, protocol: &str) {
+    let _turn = one_at_a_time();
+    for (_, scenario, id, reason) in EXCUSED {
+        assert!(!reason.is_empty(), "{scenario}:{id} has no reason");
+    }
     let (server, port) = serve_http();
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let direct = suite(&url, revision);
+    let (direct, _out) = suite(&url, revision);
     for scenario in [
         "tools-call-sampling",
         "input-required-result-basic-sampling",
@@ -178,6 +241,8 @@ fn a_check_passing_direct_and_failing_through_is_reported() {
     ]);
     let through = checks(&[("a", "FAILURE"), ("b", "FAILURE"), ("w", "SUCCESS")]);
     assert_eq!(lost(&direct, &through), ["s:a", "s:w"]);
+    let informed = checks(&[("a", "INFO"), ("w", "SUCCESS"), ("w", "WARNING")]);
+    assert_eq!(lost(&direct, &informed), ["s:w"]);
     assert!(lost(&direct, &direct).is_empty());
     assert_eq!(lost(&direct, &Checks::new()), ["s:a", "s:w"]);
 }
