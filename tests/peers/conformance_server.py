@@ -267,6 +267,16 @@ async def test_streaming_elicitation(ctx: Context) -> CallToolResult | InputRequ
     return await elicited(ctx, "Answer", "Continue?", schema)
 
 
+@mcp.tool()
+async def test_touch_watched(ctx: Context) -> CallToolResult:
+    """Announces that test://watched-resource changed, to whoever subscribed to it in the caller's era."""
+    if ctx.protocol_version == MODERN:
+        await ctx.notify_resource_updated("test://watched-resource")
+    else:
+        await ctx.session.send_resource_updated("test://watched-resource")
+    return result(text("touched"))
+
+
 @mcp.resource("test://static-text", name="static-text", mime_type="text/plain")
 def static_text() -> str:
     """A fixed text resource."""

@@ -360,6 +360,9 @@ impl Gateway {
 
     /// Tells `server` that nobody is subscribed to `uri` any more; best effort (the upstream may be gone).
     async fn end_subscription(self: Arc<Self>, server: String, uri: String) {
+        if self.listens.close(&server, &uri) {
+            return;
+        }
         let Some(up) = self.upstream(&server).cloned() else {
             return;
         };

@@ -487,7 +487,7 @@ struct ForgetCaller<'a> {
 
 impl Drop for ForgetCaller<'_> {
     fn drop(&mut self) {
-        lock(&self.callers).remove(&self.id);
+        lock(self.callers).remove(&self.id);
     }
 }
 

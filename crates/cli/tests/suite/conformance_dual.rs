@@ -39,11 +39,18 @@ const EXCUSED: &[(&str, &str, &str, &str)] = &[
 
 /// The suite runs of these tests one at a time, across test processes: two suites, two servers and two
 /// toolgates at once on a small machine make the timing-sensitive scenarios (several streams at once) flaky.
-fn one_at_a_time() -> std::fs::File {
-    let lock = std::env::temp_dir().join("toolgate-conformance-dual.lock");
-    let file = std::fs::File::create(lock).expect("lock file");
-    file.lock().expect("lock");
-    file
+/// The turn is a socket bound to an abstract name, which only one process can hold and the kernel frees when
+/// that process ends, however it ends.
+fn one_at_a_time() -> std::os::unix::net::UnixListener {
+    use std::os::linux::net::SocketAddrExt;
+    let name = std::os::unix::net::SocketAddr::from_abstract_name(b"toolgate-conformance-dual")
+        .expect("an abstract socket name");
+    loop {
+        if let Ok(turn) = std::os::unix::net::UnixListener::bind_addr(&name) {
+            return turn;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// The dual-era server on Streamable HTTP at `127.0.0.1:port/mcp`; killed when dropped.

@@ -60,9 +60,7 @@ impl Listens {
             .to_owned();
         let key = (up.name().to_owned(), uri.clone());
         if method == "resources/unsubscribe" {
-            if let Some(listen) = self.lock().remove(&key) {
-                listen.cancel.cancel();
-            }
+            self.close(&key.0, &key.1);
             return CallOutcome::complete(json!({}));
         }
         let (acked, ack) = oneshot::channel();
@@ -120,6 +118,13 @@ impl Listens {
             open.remove(&key);
         }
         outcome
+    }
+
+    /// Closes the listen stream for `uri` on `server`, if toolgate holds one; false when it holds none (the
+    /// subscription, if any, is a legacy server's own).
+    pub(crate) fn close(&self, server: &str, uri: &str) -> bool {
+        let listen = self.lock().remove(&(server.to_owned(), uri.to_owned()));
+        listen.map(|l| l.cancel.cancel()).is_some()
     }
 
     /// `notifications/subscriptions/acknowledged` from `server`: the streams waiting for the URIs it honours
