@@ -166,7 +166,13 @@ pub(crate) async fn forward(
     if let (Some(Era::Modern), "resources/subscribe" | "resources/unsubscribe") =
         (conn.era(), method)
     {
-        return gw.listens.forward(&up, conn, method, &params).await;
+        if let Some(outcome) = gw
+            .listens
+            .forward(&up, Arc::clone(&conn), method, &params)
+            .await
+        {
+            return outcome;
+        }
     }
     // The requester's token never reaches the upstream: with a way back it is replaced by a gateway token
     // routed to the requester for as long as the call runs; without one it is dropped.

@@ -4,6 +4,10 @@
 //! (`notifications/subscriptions/acknowledged`, the subset it honours) and sends `notifications/resources/updated`
 //! for them, which `route` delivers as a legacy server's, to the sessions subscribed to that URI there.
 //!
+//! A modern server that still serves `resources/subscribe` itself keeps doing so: the subscribe is forwarded
+//! first, and only a JSON-RPC error answer (the era's "method not found", or a refusal naming the removed RPC)
+//! turns it into a listen stream.
+//!
 //! One stream per (server, URI), shared by every session subscribed, as a legacy server's one subscription is:
 //! opened by the first subscribe, which is answered once the server acknowledged that URI (an error, or a
 //! stream that ends or is not acknowledged in time, fails the subscribe); closed (its request cancelled, which
@@ -45,24 +49,46 @@ impl Listens {
     }
 
     /// `resources/subscribe` or `resources/unsubscribe` (`params` name the upstream's URI) on `conn`, a modern
-    /// upstream's connection.
+    /// upstream's connection: the outcome, or `None` when the request goes upstream as it is (an unsubscribe
+    /// of a subscription the server holds itself).
     pub(crate) async fn forward(
         &self,
         up: &Upstream,
         conn: Arc<Connection>,
         method: &str,
         params: &Value,
-    ) -> CallOutcome {
+    ) -> Option<CallOutcome> {
         let uri = params
             .get("uri")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let key = (up.name().to_owned(), uri.clone());
         if method == "resources/unsubscribe" {
-            self.close(&key.0, &key.1);
-            return CallOutcome::complete(json!({}));
+            return self
+                .close(up.name(), &uri)
+                .then(|| CallOutcome::complete(json!({})));
         }
+        let never = CancellationToken::new();
+        let timeout = up.request_timeout();
+        match conn
+            .request(method, Some(params.clone()), timeout, &never)
+            .await
+        {
+            Err(upstream::CallError::Rpc(refused)) => {
+                tracing::debug!(
+                    server = up.name(),
+                    uri,
+                    "resources/subscribe refused ({refused}); listening instead"
+                );
+            }
+            answer => return Some(CallOutcome::from_upstream(answer)),
+        }
+        Some(self.listen(up, conn, uri).await)
+    }
+
+    /// Opens (or shares) the listen stream for `uri`, answered once the server acknowledged it.
+    async fn listen(&self, up: &Upstream, conn: Arc<Connection>, uri: String) -> CallOutcome {
+        let key = (up.name().to_owned(), uri.clone());
         let (acked, ack) = oneshot::channel();
         let cancel = CancellationToken::new();
         {
