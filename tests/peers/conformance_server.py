@@ -214,6 +214,22 @@ def ask(ctx: Context, key: str, request) -> object | InputRequiredResult:
     return InputRequiredResult(input_requests={key: request})
 
 
+async def asked(ctx: Context, key: str, request) -> object | InputRequiredResult:
+    """`ask` for a 2026-07-28 caller; a legacy caller is asked the same with a request of its own, tied to this
+    call where the SDK lets it be (roots/list names no call)."""
+    if ctx.protocol_version == MODERN:
+        return ask(ctx, key, request)
+    if isinstance(request, ElicitRequest):
+        p = request.params
+        return await ctx.session.elicit_form(p.message, p.requested_schema, related_request_id=ctx.request_id)
+    if isinstance(request, CreateMessageRequest):
+        p = request.params
+        return await ctx.session.create_message(
+            messages=p.messages, max_tokens=p.max_tokens, related_request_id=ctx.request_id
+        )
+    return await ctx.session.list_roots()
+
+
 def answered(value, pointer: str) -> str:
     data = value.model_dump(mode="json", by_alias=True) if hasattr(value, "model_dump") else value
     for part in pointer.split("/"):
@@ -222,32 +238,32 @@ def answered(value, pointer: str) -> str:
 
 
 @mcp.tool()
-def test_input_required_result_elicitation(ctx: Context) -> CallToolResult | InputRequiredResult:
-    """Asks the caller's user for a name, by an input_required round."""
+async def test_input_required_result_elicitation(ctx: Context) -> CallToolResult | InputRequiredResult:
+    """Asks the caller's user for a name (an input_required round, or a request of its own in the legacy era)."""
     schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
     params = ElicitRequestFormParams(message="What is your name?", requested_schema=schema)
-    got = ask(ctx, "user_name", ElicitRequest(params=params))
+    got = await asked(ctx, "user_name", ElicitRequest(params=params))
     if isinstance(got, InputRequiredResult):
         return got
     return result(text(f"Hello, {answered(got, 'content/name')}!"))
 
 
 @mcp.tool()
-def test_input_required_result_sampling(ctx: Context) -> CallToolResult | InputRequiredResult:
-    """Asks the caller to sample, by an input_required round."""
+async def test_input_required_result_sampling(ctx: Context) -> CallToolResult | InputRequiredResult:
+    """Asks the caller to sample (an input_required round, or a request of its own in the legacy era)."""
     params = CreateMessageRequestParams(
         messages=[SamplingMessage(role="user", content=text("What is the capital of France?"))], max_tokens=100
     )
-    got = ask(ctx, "capital_question", CreateMessageRequest(params=params))
+    got = await asked(ctx, "capital_question", CreateMessageRequest(params=params))
     if isinstance(got, InputRequiredResult):
         return got
     return result(text(f"The model said: {answered(got, 'content/text')}"))
 
 
 @mcp.tool()
-def test_input_required_result_list_roots(ctx: Context) -> CallToolResult | InputRequiredResult:
-    """Asks the caller for its roots, by an input_required round."""
-    got = ask(ctx, "client_roots", ListRootsRequest())
+async def test_input_required_result_list_roots(ctx: Context) -> CallToolResult | InputRequiredResult:
+    """Asks the caller for its roots (an input_required round, or a request of its own in the legacy era)."""
+    got = await asked(ctx, "client_roots", ListRootsRequest())
     if isinstance(got, InputRequiredResult):
         return got
     return result(text(f"Roots: {answered(got, 'roots')}"))
