@@ -165,22 +165,19 @@ pub(crate) async fn forward(
         Ok(c) => c,
         Err(e) => return CallOutcome::from_upstream(Err(e)),
     };
-    // The requester's token never reaches the upstream: with a way back it is replaced by a gateway token
-    // routed to the requester for as long as the call runs; without one it is dropped.
-    let progress = match (params.pointer("/_meta/progressToken"), &ctx.progress) {
-        (None, _) => None,
-        (Some(_), Some(progress)) => {
-            let route = gw.register_progress(progress.clone());
-            params["_meta"]["progressToken"] = Value::String(route.token.clone());
-            Some(route)
+    // The 2026-07-28 era removed both; its equivalent is a `subscriptions/listen` stream (`bridge::listen`).
+    if let (Some(Era::Modern), "resources/subscribe" | "resources/unsubscribe") =
+        (conn.era(), method)
+    {
+        if let Some(outcome) = gw
+            .listens
+            .forward(&up, Arc::clone(&conn), method, &params)
+            .await
+        {
+            return outcome;
         }
-        (Some(_), None) => {
-            if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
-                meta.remove("progressToken");
-            }
-            None
-        }
-    };
+    }
+    let progress = replace_progress_token(gw, ctx, &mut params);
     let requester = ctx
         .requester
         .as_ref()
@@ -194,7 +191,7 @@ pub(crate) async fn forward(
     }
     // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
     // client request that caused it); with no client behind the call it goes nowhere (`route`).
-    let _call = match &requester {
+    let call = match &requester {
         Some((session, r)) => {
             gw.correlation
                 .begin_logging(server, session, Some(r.request.clone()), r.log_level)
@@ -202,7 +199,8 @@ pub(crate) async fn forward(
         None => gw.correlation.begin_unowned(server, &ctx.trace_id),
     };
     let answer = conn
-        .request(
+        .request_for(
+            call.key(),
             method,
             Some(params.clone()),
             up.request_timeout(),
@@ -241,6 +239,29 @@ pub(crate) async fn forward(
                 crate::elicit::label_input_requests(conn.server(), a);
             }
             CallOutcome::from_upstream(answer)
+        }
+    }
+}
+
+/// The requester's token never reaches the upstream: with a way back it is replaced by a gateway token routed to
+/// the requester for as long as the call runs; without one it is dropped.
+fn replace_progress_token(
+    gw: &Arc<Gateway>,
+    ctx: &CallContext,
+    params: &mut Value,
+) -> Option<crate::progress::ProgressGuard> {
+    match (params.pointer("/_meta/progressToken"), &ctx.progress) {
+        (None, _) => None,
+        (Some(_), Some(progress)) => {
+            let route = gw.register_progress(progress.clone());
+            params["_meta"]["progressToken"] = Value::String(route.token.clone());
+            Some(route)
+        }
+        (Some(_), None) => {
+            if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+                meta.remove("progressToken");
+            }
+            None
         }
     }
 }

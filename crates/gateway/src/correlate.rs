@@ -5,6 +5,9 @@
 //! A stdio upstream's request carries no link to the call that caused it, so the table attributes by what is in
 //! flight on that upstream: calls of one session only attribute to that session (and to its request when there
 //! is exactly one); calls of several sessions attribute to nobody, and the caller refuses rather than guesses.
+//! An HTTP upstream's request that arrived on a call's own answer stream names that call (`Event::Request`'s
+//! `caller`, the key of the call's `CallGuard` given to `Connection::request_for`): it is attributed to that
+//! call exactly, whatever else is in flight, and to nobody once that call is forgotten.
 //! Deciding what to do with an attribution is `route`'s; this file only keeps the facts.
 //!
 //! A call's answer is read ahead of the notifications the upstream sent before it: they wait in the gateway's
@@ -194,6 +197,30 @@ impl Correlation {
         }
     }
 
+    /// Who caused a request `server` sends now: the call `caller` names when the upstream said which call it
+    /// came with (a call no longer known, or another server's, is a call with no client to ask), else what the
+    /// calls in flight on `server` say.
+    pub(crate) fn cause_of(&self, server: &str, caller: Option<u64>) -> Cause {
+        let Some(key) = caller else {
+            return self.cause(server);
+        };
+        let inner = self.lock();
+        match inner.calls.get(&key).filter(|c| c.server == server) {
+            Some(call) => Cause::Call {
+                session: call.session.clone(),
+                request: call.request.clone(),
+                bridge: call.bridge.clone(),
+                log_level: call.log_level,
+            },
+            None => Cause::Call {
+                session: Weak::new(),
+                request: None,
+                bridge: None,
+                log_level: None,
+            },
+        }
+    }
+
     /// What the calls in flight on `server` say about who caused a message it sends now.
     pub(crate) fn cause(&self, server: &str) -> Cause {
         let inner = self.lock();
@@ -248,6 +275,14 @@ fn relay_key(server: &str, upstream_id: &Value) -> (String, String) {
 pub(crate) struct CallGuard {
     table: Arc<Correlation>,
     key: u64,
+}
+
+impl CallGuard {
+    /// The call's key, given to `Connection::request_for` so that what the upstream asks on the call's own
+    /// stream names it (`Correlation::cause_of`).
+    pub(crate) fn key(&self) -> u64 {
+        self.key
+    }
 }
 
 impl Drop for CallGuard {

@@ -118,6 +118,8 @@ pub struct Gateway {
     pub(crate) tasks: crate::tasks::Tasks,
     /// Set once the first list has waited (bounded) for upstreams still starting.
     first_list: OnceCell<()>,
+    /// Legacy clients' subscriptions on modern upstreams, as `subscriptions/listen` streams (`bridge::listen`).
+    pub(crate) listens: crate::bridge::Listens,
     shutdown: CancellationToken,
     /// Each client session's code-mode state (call numbers for `recall`, saved files).
     pub(crate) code_sessions: crate::codemode::Sessions,
@@ -205,6 +207,7 @@ impl Gateway {
             bridge,
             tasks: Default::default(),
             first_list: OnceCell::new(),
+            listens: Default::default(),
             shutdown: CancellationToken::new(),
             code_sessions: Default::default(),
         });
@@ -521,7 +524,11 @@ impl Gateway {
                 id,
                 method,
                 params,
-            } => self.on_upstream_request(&server, id, method, params).await,
+                caller,
+            } => {
+                self.on_upstream_request(&server, id, method, params, caller)
+                    .await
+            }
         }
     }
 }

@@ -9,7 +9,8 @@
 //!
 //! The rule for an upstream's request: attributed by the calls in flight on that upstream (`correlate`). Calls of
 //! one session only: that session, which must be able to answer (else refused, never handed to another client).
-//! Calls of several sessions: refused, because a stdio server's request names no call. No call in flight (a
+//! Calls of several sessions: refused, because a stdio server's request names no call (an HTTP upstream's
+//! request that came on a call's own answer stream names it, and goes to that call exactly: `correlate`). No call in flight (a
 //! server asking for roots after start-up, say): the only open session that can answer it, else refused. A
 //! client's `roots/list_changed` reaches an upstream only when that client is the one a `roots/list` from it
 //! would go to now, by the same rule.
@@ -100,7 +101,12 @@ pub(crate) fn needed_capability(method: &str) -> Option<&'static str> {
 impl Gateway {
     /// The session an upstream's request goes to and the client request that caused it (when one did), or the
     /// error the upstream is answered with.
-    pub(crate) fn route_request(&self, server: &str, method: &str) -> Result<Target, Value> {
+    pub(crate) fn route_request(
+        &self,
+        server: &str,
+        method: &str,
+        caller: Option<u64>,
+    ) -> Result<Target, Value> {
         let refused = |why: String| Err(error_object(jsonrpc::METHOD_NOT_FOUND, why, None));
         let unattributed = |why: String| Err(error_object(jsonrpc::INTERNAL_ERROR, why, None));
         let Some(cap) = needed_capability(method) else {
@@ -113,7 +119,7 @@ impl Gateway {
                  server was started with"
             ));
         }
-        match self.correlation.cause(server) {
+        match self.correlation.cause_of(server, caller) {
             Cause::Call {
                 bridge: Some(sink),
                 session,
@@ -171,8 +177,9 @@ impl Gateway {
         id: Value,
         method: String,
         params: Option<Value>,
+        caller: Option<u64>,
     ) {
-        crate::pipeline::govern_upstream_request(self, server, id, method, params).await;
+        crate::pipeline::govern_upstream_request(self, server, id, method, params, caller).await;
     }
 
     /// An upstream's notification other than what its reader delivered itself (routed progress).
@@ -198,6 +205,9 @@ impl Gateway {
                 if let Some(params) = params {
                     self.on_task_status(server, &method, params).await;
                 }
+            }
+            "notifications/subscriptions/acknowledged" => {
+                self.listens.acknowledged(server, params.as_ref())
             }
             "notifications/resources/updated" => {
                 let Some(uri) = params
@@ -265,7 +275,7 @@ impl Gateway {
         self.upstreams()
             .iter()
             .filter(|up| {
-                matches!(self.route_request(up.name(), "roots/list"), Ok(Target::Session(s, _)) if s.id == session.id)
+                matches!(self.route_request(up.name(), "roots/list", None), Ok(Target::Session(s, _)) if s.id == session.id)
             })
             .cloned()
             .collect()
@@ -328,6 +338,9 @@ impl Gateway {
 
     /// Tells `server` that nobody is subscribed to `uri` any more; best effort (the upstream may be gone).
     async fn end_subscription(self: Arc<Self>, server: String, uri: String) {
+        if self.listens.close(&server, &uri) {
+            return;
+        }
         let Some(up) = self.upstream(&server).cloned() else {
             return;
         };

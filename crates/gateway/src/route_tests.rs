@@ -98,6 +98,7 @@ fn sampling(id: i64) -> Event {
         id: json!(id),
         method: "sampling/createMessage".into(),
         params: Some(json!({"messages": [], "maxTokens": 5})),
+        caller: None,
     }
 }
 
@@ -111,7 +112,7 @@ fn note(server: &str, method: &str, params: Value) -> Event {
 
 /// The error the upstream is answered with; failing the test when the request was routed to a client.
 fn refusal(gw: &Gateway, server: &str, method: &str) -> Value {
-    match gw.route_request(server, method) {
+    match gw.route_request(server, method, None) {
         Ok(Target::Session(session, _)) => {
             panic!("{method} of {server} was routed to session {}", session.id)
         }
@@ -122,7 +123,7 @@ fn refusal(gw: &Gateway, server: &str, method: &str) -> Value {
 
 /// The session a request was routed to and its cause; failing the test when it was refused or bridged.
 fn routed(gw: &Gateway, server: &str, method: &str) -> (Arc<Session>, Option<Id>) {
-    match gw.route_request(server, method) {
+    match gw.route_request(server, method, None) {
         Ok(Target::Session(session, cause)) => (session, cause),
         Ok(Target::Bridge(..)) => panic!("{method} of {server} was routed to a bridged call"),
         Err(e) => panic!("{method} of {server} was refused: {e}"),
@@ -419,5 +420,50 @@ async fn log_line_taken_but_not_yet_handled_when_its_call_ends_is_still_attribut
     table.took_one();
     table.handled_one();
     assert!(matches!(table.cause("fx"), Cause::Idle));
+    gw.shutdown().await;
+}
+
+/// An HTTP upstream's request that came on a call's own answer stream names that call (`caller`): it goes to
+/// that call's client although another client's call is in flight there (which, by what is in flight alone, is
+/// ambiguous and refused); naming a call the table does not hold (one forgotten), it goes to nobody, never to
+/// the other client.
+#[tokio::test]
+async fn upstream_request_naming_its_call_reaches_that_calls_client_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), &[("fx", GENERIC)]);
+    let a = Client::open(&gw, json!({"sampling": {}})).await;
+    let b = Client::open(&gw, json!({"sampling": {}})).await;
+    let a_call = gw.correlation.begin_for("fx", &a.session, Some(Id::Int(7)));
+    let b_call = gw.correlation.begin_for("fx", &b.session, None);
+    assert!(refusal(&gw, "fx", "sampling/createMessage")["message"]
+        .as_str()
+        .unwrap()
+        .contains("calls of 2 clients are in flight"));
+    match gw.route_request("fx", "sampling/createMessage", Some(a_call.key())) {
+        Ok(Target::Session(to, cause)) => {
+            assert_eq!(
+                (to.id.as_str(), cause),
+                (a.session.id.as_str(), Some(Id::Int(7)))
+            )
+        }
+        _ => panic!("not routed to the call it names"),
+    }
+    // Named for another server's call: nobody's.
+    assert!(gw
+        .route_request("other", "sampling/createMessage", Some(a_call.key()))
+        .is_err());
+    let gone = a_call.key() + b_call.key() + 1000;
+    let err = match gw.route_request("fx", "sampling/createMessage", Some(gone)) {
+        Err(e) => e,
+        Ok(_) => panic!("a request naming a call that ended was routed"),
+    };
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("no client to ask"),
+        "{err}"
+    );
+    drop((a_call, b_call));
     gw.shutdown().await;
 }

@@ -27,12 +27,15 @@ pub enum Event {
         method: String,
         params: Option<Value>,
     },
-    /// A request to the client (sampling, elicitation, roots); answer with `Connection::respond`.
+    /// A request to the client (sampling, elicitation, roots); answer with `Connection::respond`. `caller` is
+    /// set when the link tells which request it came with (it arrived on that request's own answer stream) and
+    /// that request was sent with `Connection::request_for`: it names that call, exactly.
     Request {
         server: String,
         id: Value,
         method: String,
         params: Option<Value>,
+        caller: Option<u64>,
     },
     /// The server's catalog was (re)loaded: after a start, a restart or a `list_changed`.
     CatalogChanged { server: String },
@@ -70,6 +73,8 @@ pub struct Connection {
     server: String,
     link: Box<dyn Link>,
     pending: Mutex<HashMap<i64, Waiter>>,
+    /// The caller each pending request was sent for (`request_for`), by toolgate's id of the request.
+    callers: Mutex<HashMap<i64, u64>>,
     next_id: AtomicI64,
     era: RwLock<Option<Era>>,
     closed: CancellationToken,
@@ -89,6 +94,7 @@ impl Connection {
             server: server.to_owned(),
             link,
             pending: Mutex::new(HashMap::new()),
+            callers: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
             era: RwLock::new(None),
             closed: CancellationToken::new(),
@@ -154,6 +160,22 @@ impl Connection {
         self.request_raw(method, params, timeout, cancel).await
     }
 
+    /// `request`, sent for `caller` (a call as the gateway names it): what the upstream asks on this request's
+    /// own answer stream is delivered as `Event::Request` with `caller` set, so it reaches that call's client
+    /// and no other, however many calls are in flight.
+    pub async fn request_for(
+        &self,
+        caller: u64,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Value> {
+        let params = self.adapt_params(params);
+        self.exchange(method, params, timeout, cancel, Some(caller))
+            .await
+    }
+
     pub(crate) async fn request_raw(
         &self,
         method: &str,
@@ -161,9 +183,28 @@ impl Connection {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<Value> {
+        self.exchange(method, params, timeout, cancel, None).await
+    }
+
+    async fn exchange(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        caller: Option<u64>,
+    ) -> Result<Value> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.lock_pending().insert(id, tx);
+        if let Some(caller) = caller {
+            lock(&self.callers).insert(id, caller);
+        }
+        // Forgets the caller however the request ends (answered, timed out, cancelled, dropped).
+        let _forget = ForgetCaller {
+            callers: &self.callers,
+            id,
+        };
         if let Err(e) = self.send(&request(&Id::Int(id), method, params)).await {
             self.lock_pending().remove(&id);
             return Err(e);
@@ -277,7 +318,10 @@ impl Connection {
     ) {
         while let Some(item) = incoming.recv().await {
             match item {
-                Incoming::Message(msg) => self.dispatch(msg, &sinks, &refresh).await,
+                Incoming::Message(msg) => self.dispatch(msg, None, &sinks, &refresh).await,
+                Incoming::Related { message, to } => {
+                    self.dispatch(message, Some(to), &sinks, &refresh).await
+                }
                 Incoming::Garbage(why) => self.garbage(&why),
                 Incoming::Oversized { len, max, id } => self.oversized(len, max, id),
             }
@@ -292,9 +336,11 @@ impl Connection {
         }
     }
 
+    /// Handles one message; `related` is the request whose answer stream it arrived on, when the link knows.
     async fn dispatch(
         &self,
         mut msg: Message,
+        related: Option<Id>,
         sinks: &Sinks,
         refresh: &mpsc::UnboundedSender<Refresh>,
     ) {
@@ -328,12 +374,23 @@ impl Connection {
                 let _ = self.respond(id.to_value(), Ok(json!({}))).await;
             }
             Message::Request { id, method, params } => {
+                let caller = match related.map(|to| self.caller_of(&to)) {
+                    None => None,
+                    Some(Ok(caller)) => caller,
+                    Some(Err(why)) => {
+                        tracing::info!(server = %server, method, "{why}");
+                        let error = jsonrpc::error_object(jsonrpc::INTERNAL_ERROR, why, None);
+                        let _ = self.respond(id.to_value(), Err(error)).await;
+                        return;
+                    }
+                };
                 let _ = events
                     .send(Event::Request {
                         server,
                         id: id.to_value(),
                         method,
                         params,
+                        caller,
                     })
                     .await;
             }
@@ -371,6 +428,22 @@ impl Connection {
         }
     }
 
+    /// The caller of the request `to` a request arrived with: `None` when it was sent without one, an error
+    /// when it is no longer pending (timed out or cancelled: the request belongs to a call nobody waits for, and
+    /// handing it to whoever else has calls in flight would be a guess).
+    fn caller_of(&self, to: &Id) -> std::result::Result<Option<u64>, String> {
+        let pending = match to {
+            Id::Int(n) => self.lock_pending().contains_key(n).then_some(*n),
+            _ => None,
+        };
+        match pending {
+            Some(n) => Ok(lock(&self.callers).get(&n).copied()),
+            None => Err(format!(
+                "toolgate cannot relay this request: it came with request {to}, which is no longer pending"
+            )),
+        }
+    }
+
     fn garbage(&self, why: &str) {
         let n = self.garbage_lines.fetch_add(1, Ordering::Relaxed);
         // Log the first few and then every thousandth, so a chatty server cannot flood toolgate's stderr.
@@ -405,3 +478,20 @@ impl Connection {
 #[cfg(test)]
 #[path = "connection_tests.rs"]
 mod tests;
+
+/// Removes a request's caller when the request ends, however it ends.
+struct ForgetCaller<'a> {
+    callers: &'a Mutex<HashMap<i64, u64>>,
+    id: i64,
+}
+
+impl Drop for ForgetCaller<'_> {
+    fn drop(&mut self) {
+        lock(self.callers).remove(&self.id);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A poisoned map only means a panic elsewhere mid-update; the map itself is still consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

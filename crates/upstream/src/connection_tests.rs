@@ -236,3 +236,114 @@ async fn forged_toolgate_contract_meta_is_stripped() {
         assert_eq!(params["_meta"], kept, "{params}");
     }
 }
+
+/// A link that keeps what it was given to send, for feeding a connection `Incoming` items by hand.
+struct Recording(Arc<Mutex<Vec<Value>>>);
+
+impl Link for Recording {
+    fn send<'a>(
+        &'a self,
+        msg: &'a Value,
+    ) -> crate::link::BoxFuture<'a, std::result::Result<(), SendError>> {
+        self.0.lock().unwrap().push(msg.clone());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn shutdown(&self, _grace: Duration) -> crate::link::BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+fn asked(to: i64) -> Incoming {
+    Incoming::Related {
+        message: Message::Request {
+            id: Id::Str("ask".into()),
+            method: "sampling/createMessage".into(),
+            params: Some(json!({"messages": [], "maxTokens": 5})),
+        },
+        to: Id::Int(to),
+    }
+}
+
+#[tokio::test]
+async fn a_request_on_a_calls_stream_names_that_calls_caller_and_one_on_a_stream_nobody_waits_for_is_refused(
+) {
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let (tx, incoming) = mpsc::channel(16);
+    let (events_tx, mut events) = mpsc::channel(16);
+    let (refresh_tx, _refresh) = mpsc::unbounded_channel();
+    let sinks = Sinks {
+        events: events_tx,
+        progress: None,
+    };
+    let conn = Connection::start(
+        "up",
+        Box::new(Recording(Arc::clone(&sent))),
+        incoming,
+        sinks,
+        refresh_tx,
+    );
+    let call = {
+        let conn = Arc::clone(&conn);
+        tokio::spawn(async move {
+            conn.request_for(9, "tools/call", None, LONG, &CancellationToken::new())
+                .await
+        })
+    };
+    while sent.lock().unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    let id = sent.lock().unwrap()[0]["id"].as_i64().unwrap();
+    tx.send(asked(id)).await.unwrap();
+    match events.recv().await.unwrap() {
+        Event::Request { caller, method, .. } => {
+            assert_eq!(
+                (caller, method.as_str()),
+                (Some(9), "sampling/createMessage")
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // The call ends; a request that still comes on its stream belongs to nobody and is answered with an error.
+    tx.send(Incoming::Message(Message::Response {
+        id: Some(Id::Int(id)),
+        outcome: Ok(json!({})),
+    }))
+    .await
+    .unwrap();
+    call.await.unwrap().unwrap();
+    tx.send(asked(id)).await.unwrap();
+    let deadline = tokio::time::Instant::now() + LONG;
+    while sent.lock().unwrap().len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "never answered");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let refusal = sent.lock().unwrap()[1].clone();
+    assert_eq!(refusal["id"], "ask", "{refusal}");
+    assert!(
+        refusal["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no longer pending"),
+        "{refusal}"
+    );
+    assert!(events.try_recv().is_err(), "never delivered as anyone's");
+    // A request on a stream of a request sent without a caller is delivered with none.
+    let plain = {
+        let conn = Arc::clone(&conn);
+        tokio::spawn(async move {
+            conn.request("tools/call", None, LONG, &CancellationToken::new())
+                .await
+        })
+    };
+    while sent.lock().unwrap().len() < 3 {
+        tokio::task::yield_now().await;
+    }
+    let id = sent.lock().unwrap()[2]["id"].as_i64().unwrap();
+    tx.send(asked(id)).await.unwrap();
+    match events.recv().await.unwrap() {
+        Event::Request { caller, .. } => assert_eq!(caller, None),
+        other => panic!("{other:?}"),
+    }
+    plain.abort();
+}

@@ -25,6 +25,9 @@ pub(crate) const INCOMING_CAPACITY: usize = 256;
 pub enum Incoming {
     /// A well-formed JSON-RPC message.
     Message(Message),
+    /// A well-formed message that arrived on the answer stream of the request `to` (a Streamable HTTP POST's
+    /// event stream): a request among them was caused by that request, so it belongs to whoever sent `to`.
+    Related { message: Message, to: Id },
     /// Something that is not JSON-RPC (a log line on stdout, a malformed message): counted and ignored.
     Garbage(String),
     /// A message over the size limit, dropped; `id` is the request id found at its edges, if any, so that request

@@ -123,3 +123,68 @@ async fn legacy_client_task_ids_are_toolgates_end_to_end() {
         .unwrap_err();
     assert!(foreign.to_string().contains("unknown task"), "{foreign}");
 }
+
+/// A 2026-07-28 server (the dual-era Python SDK server, reached modern over Streamable HTTP): a legacy
+/// client's `resources/subscribe`, an RPC that era removed, is bridged to a `subscriptions/listen` stream
+/// naming the URI, so the client hears of updates; its `resources/unsubscribe` closes the stream, and it
+/// hears of none after.
+#[tokio::test]
+async fn legacy_clients_subscription_to_a_modern_upstream_is_bridged_to_a_listen_stream() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new(peers().join(".venv-servers/bin/python"))
+        .arg(script("conformance_server.py"))
+        .args(["http", &port.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let setup = Setup::new(json!({
+        "mcpServers": {"py": {"type": "http", "url": url, "protocol": "modern"}},
+        "permissions": {"default": "allow"},
+    }));
+    let client = crate::support::legacy(&setup).await;
+    let uri = "test://watched-resource";
+    let updated =
+        |v: &Value| v["method"] == "notifications/resources/updated" && v["params"]["uri"] == uri;
+    let within = std::time::Duration::from_secs(10);
+    let subscribed = client
+        .request("resources/subscribe", json!({"uri": uri}))
+        .await;
+    assert_eq!(subscribed, Ok(json!({})), "bridged, not refused");
+    let touched = call(&client, "py__test_touch_watched", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(text(&touched), "touched");
+    assert!(
+        client.wait_notification(within, updated).await.is_some(),
+        "the update reached the subscribed client: {:?}",
+        client.notifications()
+    );
+    let unsubscribed = client
+        .request("resources/unsubscribe", json!({"uri": uri}))
+        .await;
+    assert_eq!(unsubscribed, Ok(json!({})));
+    let before = client.notifications().iter().filter(|v| updated(v)).count();
+    call(&client, "py__test_touch_watched", json!({}))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let after = client.notifications().iter().filter(|v| updated(v)).count();
+    assert_eq!(before, after, "no update after the unsubscribe");
+    let _ = server.kill();
+    let _ = server.wait();
+}

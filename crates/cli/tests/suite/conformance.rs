@@ -63,15 +63,15 @@ fn expected_failures(text: &str, revision: &str) -> Vec<Expected> {
 }
 
 /// A free loopback port (bound and released: the server binds it again at once).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("address").port()
 }
 
 /// `toolgate serve --http` in front of the conformance fixture of `era`; killed when dropped.
-struct Front {
+pub(crate) struct Front {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     _setup: Setup,
 }
 
@@ -83,8 +83,14 @@ impl Drop for Front {
 }
 
 fn front(era: &str) -> Front {
+    front_of(fixture(&["--conformance", "--era", era]))
+}
+
+/// `toolgate serve --http` with `server` as its one upstream, `conf`, unprefixed, behind a deny-by-default
+/// policy that allows only that server.
+pub(crate) fn front_of(server: serde_json::Value) -> Front {
     let setup = Setup::new(json!({
-        "mcpServers": {"conf": fixture(&["--conformance", "--era", era])},
+        "mcpServers": {"conf": server},
         "prefixTools": false,
         "permissions": {"default": "deny", "allow": ["mcp__conf__*"]},
     }));
@@ -115,7 +121,7 @@ fn front(era: &str) -> Front {
     }
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
@@ -180,7 +186,7 @@ fn run(revision: &str, era: &str) {
 
 /// Every scenario's checks, `(id, status)`, from the suite's result directories
 /// (`server-<scenario>-<timestamp>/checks.json`).
-fn checks(results: &Path) -> BTreeMap<String, Vec<(String, String)>> {
+pub(crate) fn checks(results: &Path) -> BTreeMap<String, Vec<(String, String)>> {
     let mut out = BTreeMap::new();
     for dir in std::fs::read_dir(results).expect("results").flatten() {
         let name = dir.file_name().to_string_lossy().into_owned();

@@ -1,6 +1,8 @@
 //! HTTP upstreams behind `toolgate serve` (a stdio client in front): the real server-everything in its Streamable
 //! HTTP and HTTP+SSE modes and a Python FastMCP server on Streamable HTTP, listed and called through toolgate;
-//! a server restarted under toolgate; `doctor` saying whether an HTTP server is reachable.
+//! a server restarted under toolgate; `doctor` saying whether an HTTP server is reachable; and a dual-era server on
+//! the Python SDK 2.x (`conformance_server.py`) that samples and elicits during a call, over Streamable HTTP and
+//! HTTP+SSE, answered by the official TypeScript SDK client of the caller (and only that caller's).
 
 use crate::support::{call, legacy, peers, text, toolgate, Setup};
 use serde_json::{json, Value};
@@ -242,4 +244,138 @@ async fn modern_server_over_http_is_used_modern() {
         "used in the modern era: {front}"
     );
     assert!(client.close(Duration::from_secs(10)).await.is_some());
+}
+
+/// The dual-era Python SDK 2.x server of `conformance_server.py` on `transport` (`http` or `sse`).
+fn dual_era(transport: &str, port: u16) -> Served {
+    let peers = peers();
+    let child = Command::new(peers.join(".venv-servers/bin/python"))
+        .arg(peers.join("conformance_server.py"))
+        .args([transport, &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port);
+    Served { child, port }
+}
+
+/// `ts_answers.mjs` against `target` (toolgate's HTTP front, or toolgate itself with `config`): answers sampling
+/// with `sampled` and elicitation with a username and address, after `delay_ms`; returns what it printed.
+fn ts_answers(target: &str, config: &str, sampled: &str, calls: Value, delay_ms: u64) -> Child {
+    let peers = peers();
+    Command::new(peers.join("node_modules/.bin/node"))
+        .arg(peers.join("ts_answers.mjs"))
+        .args([target, config, sampled])
+        .arg(json!({"username": "ada", "email": "ada@example.com"}).to_string())
+        .arg(calls.to_string())
+        .arg(delay_ms.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+fn printed(child: Child) -> Value {
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn result_text(v: &Value) -> String {
+    v.pointer("/result/content/0/text")
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("no result text: {v}"))
+        .to_owned()
+}
+
+/// A legacy-era server over Streamable HTTP and over HTTP+SSE asks during a call: the sampling request and the
+/// elicitation reach the client that made the call, and its answers reach the server, as a stdio server's do.
+#[tokio::test]
+async fn http_upstream_sampling_reaches_the_calling_client() {
+    let http = dual_era("http", free_port());
+    let sse = dual_era("sse", free_port());
+    let setup = allow_all(json!({
+        // Reached in the legacy era, where a server asks with requests of its own during the call.
+        "remote": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", http.port), "protocol": "legacy"},
+        "old": {"type": "sse", "url": format!("http://127.0.0.1:{}/sse", sse.port)},
+    }));
+    for server in ["remote", "old"] {
+        let calls = json!([
+            {"name": format!("{server}__test_sampling"), "arguments": {"prompt": "capital of France?"}},
+            {"name": format!("{server}__test_elicitation"), "arguments": {"message": "who are you?"}},
+        ]);
+        let config = setup.config.to_str().unwrap();
+        let child = ts_answers(
+            toolgate().to_str().unwrap(),
+            config,
+            "Paris, said ts",
+            calls,
+            0,
+        );
+        let out = printed(child);
+        let results = out["results"].as_array().unwrap();
+        assert_eq!(
+            result_text(&results[0]),
+            "LLM response: Paris, said ts",
+            "{server}: {out}"
+        );
+        let elicited = result_text(&results[1]);
+        assert!(elicited.contains("ada@example.com"), "{server}: {elicited}");
+        assert_eq!(
+            out["sampled"].as_array().unwrap().len(),
+            1,
+            "{server}: {out}"
+        );
+        let asked = out["elicited"][0]["message"].as_str().unwrap();
+        assert_eq!(
+            asked,
+            crate::support::relayed(server, "who are you?"),
+            "{server}"
+        );
+    }
+}
+
+/// Two clients of one toolgate call the same Streamable HTTP server at once, and it asks each to sample while
+/// both calls are in flight. A request on a call's own answer stream belongs to that call: each client is asked
+/// its own question and its answer reaches its own call, where a stdio server's request (naming no call)
+/// would be refused as ambiguous.
+#[tokio::test]
+async fn http_upstream_sampling_during_two_clients_calls_reaches_each_calling_client() {
+    let http = dual_era("http", free_port());
+    let setup = allow_all(json!({
+        "remote": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", http.port), "protocol": "legacy"},
+    }));
+    let port = free_port();
+    let child = Command::new(toolgate())
+        .args(["serve", "--config"])
+        .arg(&setup.config)
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    wait_listening(port);
+    let _front = Served { child, port };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let call = |who: &str| {
+        let calls = json!([{"name": "remote__test_sampling", "arguments": {"prompt": format!("ask {who}")}}]);
+        // Each answers only after a while, so both calls are in flight when the server asks.
+        ts_answers(&url, "-", &format!("answered by {who}"), calls, 1500)
+    };
+    let (first, second) = (call("first"), call("second"));
+    for (out, who) in [(printed(first), "first"), (printed(second), "second")] {
+        assert_eq!(
+            result_text(&out["results"][0]),
+            format!("LLM response: answered by {who}"),
+            "{out}"
+        );
+        let asked = &out["sampled"][0]["messages"][0]["content"]["text"];
+        assert_eq!(asked, &json!(format!("ask {who}")), "{out}");
+    }
 }

@@ -24,6 +24,7 @@ mod codemode_tasks;
 mod config_errors;
 mod conformance;
 mod conformance_client;
+mod conformance_dual;
 mod containment;
 mod demo;
 mod eras;

@@ -22,9 +22,11 @@
 //! Nothing here decides policy; the tasks extension is not bridged.
 
 mod legacy;
+mod listen;
 mod modern;
 
 pub(crate) use legacy::{answer_for_legacy, is_input_required};
+pub(crate) use listen::Listens;
 pub(crate) use modern::{forward, retry, retry_state};
 
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};

@@ -57,7 +57,13 @@ pub(crate) async fn forward(
     let (task_conn, task_cancel) = (Arc::clone(&conn), cancel.clone());
     tokio::spawn(async move {
         let answer = task_conn
-            .request("tools/call", Some(params), timeout, &task_cancel)
+            .request_for(
+                call.key(),
+                "tools/call",
+                Some(params),
+                timeout,
+                &task_cancel,
+            )
             .await;
         drop(call);
         let _ = tx.send(answer);

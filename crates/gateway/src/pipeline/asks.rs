@@ -25,9 +25,10 @@ pub(crate) async fn govern_upstream_request(
     id: Value,
     method: String,
     params: Option<Value>,
+    caller: Option<u64>,
 ) {
     let params = crate::elicit::label_relayed(server, &method, params);
-    let routed = gw.route_request(server, &method);
+    let routed = gw.route_request(server, &method, caller);
     let session = match &routed {
         Ok(Target::Session(session, _)) => Some(Arc::clone(session)),
         Ok(Target::Bridge(_, session)) => session.upgrade(),

@@ -9,6 +9,11 @@
 //! session is not valid, as some servers answer) means the server forgot it: the request fails saying so and this life of the link ends, so the supervisor starts a new session (a call is
 //! never retried silently: it may not be idempotent).
 //!
+//! A request the server sends on a request's answer stream (sampling, elicitation, roots asked mid-call) is
+//! delivered as related to that request (`Incoming::Related`), so it reaches the client of that call exactly;
+//! one on the GET stream names no call and is delivered as it is, as stdio's are. Answers to either are POSTed
+//! like any message.
+//!
 //! Modern era (2026-07-28): no session, no GET stream; the version, `Mcp-Method` and `Mcp-Name` headers come from
 //! each message (`headers`), and closing a request's stream is its cancellation. In both, a tool's parameters
 //! marked `x-mcp-header` go into `Mcp-Param-*` headers of its calls, and a tool whose marks are invalid is left
@@ -485,7 +490,7 @@ impl Shared {
         {
             self.learn(got, result);
         }
-        self.life.deliver(item).await;
+        self.life.deliver(related(item, id)).await;
         answered
     }
 
@@ -505,6 +510,19 @@ impl Shared {
         for (_, task) in lock(&self.streams).drain() {
             task.abort();
         }
+    }
+}
+
+/// A request the server sent on the answer stream of request `to` (sampling, elicitation, roots asked while it
+/// serves `to`) is delivered as related to it, so it reaches the client of that call and no other; whatever
+/// else arrived there is delivered as it is.
+fn related(item: Incoming, to: &Id) -> Incoming {
+    match item {
+        Incoming::Message(message @ Message::Request { .. }) => Incoming::Related {
+            message,
+            to: to.clone(),
+        },
+        item => item,
     }
 }
 

@@ -12,9 +12,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use upstream::{CallError, Era, Event, Options, Sinks, State, Upstream};
 
-const LONG: Duration = Duration::from_secs(20);
+pub(crate) const LONG: Duration = Duration::from_secs(20);
 
-fn entry(url: &str, sse: bool, headers: &[(&str, &str)]) -> ServerConfig {
+pub(crate) fn entry(url: &str, sse: bool, headers: &[(&str, &str)]) -> ServerConfig {
     ServerConfig {
         name: "remote".into(),
         transport: Transport::Http {
@@ -49,7 +49,7 @@ fn options() -> Options {
     }
 }
 
-fn start(config: ServerConfig) -> (Arc<Upstream>, mpsc::Receiver<Event>) {
+pub(crate) fn start(config: ServerConfig) -> (Arc<Upstream>, mpsc::Receiver<Event>) {
     let (events, rx) = mpsc::channel(256);
     let sinks = Sinks {
         events,
@@ -58,7 +58,7 @@ fn start(config: ServerConfig) -> (Arc<Upstream>, mpsc::Receiver<Event>) {
     (Upstream::start(config, options(), sinks), rx)
 }
 
-async fn ready(up: &Upstream) {
+pub(crate) async fn ready(up: &Upstream) {
     let deadline = Instant::now() + LONG;
     while up.status().state != State::Ready {
         assert!(Instant::now() < deadline, "never ready: {:?}", up.status());

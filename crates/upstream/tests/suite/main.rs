@@ -4,5 +4,6 @@
 // Tests fail by panicking; unwrap and expect are the clearest way to say what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod http_asks;
 mod http_links;
 mod peer;

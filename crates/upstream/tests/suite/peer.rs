@@ -1,7 +1,9 @@
 //! A small MCP server over HTTP for the link tests, written here so each test can make it misbehave: Streamable
 //! HTTP in the legacy era (sessions, 400 without one, 404 for a forgotten one) or the modern era (header checks,
 //! `server/discover`), the 2024-11-05 HTTP+SSE transport (`/sse` and `/messages`), answers as JSON or event
-//! streams, and failures on `tools/call` (a status, garbage, a huge body, silence). It records every request.
+//! streams, and failures on `tools/call` (a status, garbage, a huge body, silence), or a call that asks the caller
+//! to sample before it answers (`Call::Asks`), and a request on the GET stream (`PeerState::ask_on_get`). It
+//! records every request.
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -10,11 +12,11 @@ use axum::response::Response;
 use axum::routing::{any, get, post};
 use axum::Router;
 use serde_json::{json, Value};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 #[derive(Clone, Debug, Default)]
 pub enum Call {
@@ -25,6 +27,9 @@ pub enum Call {
     Huge(usize),
     Silent,
     Redirect(String),
+    /// Asks the caller to sample before it answers (on the call's own stream, or the HTTP+SSE stream), waits
+    /// for the answer to be POSTed back, and answers the call with the sampled text.
+    Asks,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -37,6 +42,8 @@ pub struct Mode {
     pub endpoint: Option<String>,
     /// Answer a forgotten session with 400 "no valid session ID", as the TypeScript SDK's examples do, not 404.
     pub lost_session_400: bool,
+    /// Serve the GET stream of a legacy session (else GET is 405: no stream).
+    pub get_stream: bool,
 }
 
 /// One request as the server saw it.
@@ -55,11 +62,55 @@ pub struct PeerState {
     pub seen: Mutex<Vec<Seen>>,
     next: Mutex<u64>,
     sse: Mutex<Option<mpsc::Sender<Bytes>>>,
+    /// The open GET stream of a Streamable HTTP session.
+    get_stream: Mutex<Option<mpsc::Sender<Bytes>>>,
+    /// Requests this server sent, waiting for their answers to be POSTed: by the id it gave them.
+    asked: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    next_ask: Mutex<u64>,
 }
 
 impl PeerState {
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
+    }
+
+    /// Sends `roots/list` on the open GET stream (as a server asking outside any call does) and returns its
+    /// answer once it is POSTed back.
+    pub async fn ask_on_get(&self) -> Value {
+        let tx = self
+            .get_stream
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("a GET stream is open");
+        let (id, answer) = self.ask_id();
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"});
+        tx.send(event(&request)).await.unwrap();
+        answer.await.unwrap()
+    }
+
+    /// A fresh id for a request this server sends, and where its answer will arrive.
+    fn ask_id(&self) -> (String, oneshot::Receiver<Value>) {
+        let mut next = self.next_ask.lock().unwrap();
+        *next += 1;
+        let id = format!("ask-{next}");
+        let (tx, rx) = oneshot::channel();
+        self.asked.lock().unwrap().insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    /// An answer to one of this server's requests; false when the message is not one.
+    fn answered(&self, msg: &Value) -> bool {
+        if msg.get("method").is_some() {
+            return false;
+        }
+        let Some(id) = msg.get("id").and_then(Value::as_str) else {
+            return false;
+        };
+        if let Some(tx) = self.asked.lock().unwrap().remove(id) {
+            let _ = tx.send(msg.clone());
+        }
+        true
     }
 
     /// Forgets every session, as a restarted server does.
@@ -189,6 +240,9 @@ async fn mcp(
         }
         return json_response(200, &[], &json!({}));
     }
+    if method == Method::GET && !mode.modern && mode.get_stream {
+        return get_stream(&state);
+    }
     if method != Method::POST {
         return Response::builder().status(405).body(Body::empty()).unwrap();
     }
@@ -246,9 +300,13 @@ async fn mcp(
             Some(_) => {}
         }
     }
+    if state.answered(&msg) {
+        return Response::builder().status(202).body(Body::empty()).unwrap();
+    }
     if rpc == "tools/call" {
         match &mode.call {
             Call::Echo => {}
+            Call::Asks => return asking_stream(&state, id),
             Call::Status(s) => {
                 return Response::builder()
                     .status(*s)
@@ -339,6 +397,19 @@ async fn sse_post(
     let Some(msg) = msg else {
         return StatusCode::BAD_REQUEST;
     };
+    if state.answered(&msg) {
+        return StatusCode::ACCEPTED;
+    }
+    if msg.get("method").and_then(Value::as_str) == Some("tools/call")
+        && matches!(state.mode.lock().unwrap().call, Call::Asks)
+    {
+        let tx = state.sse.lock().unwrap().clone();
+        if let Some(tx) = tx {
+            let id = msg.get("id").cloned().unwrap_or(Value::Null);
+            tokio::spawn(ask_then_answer(Arc::clone(&state), tx, id));
+        }
+        return StatusCode::ACCEPTED;
+    }
     if let Some(answer) = answer(&msg, false) {
         let tx = state.sse.lock().unwrap().clone();
         if let Some(tx) = tx {
@@ -348,4 +419,52 @@ async fn sse_post(
         }
     }
     StatusCode::ACCEPTED
+}
+
+/// One event-stream event carrying `msg`.
+fn event(msg: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {msg}\n\n"))
+}
+
+fn event_stream(rx: mpsc::Receiver<Bytes>) -> Response {
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    });
+    Response::builder()
+        .status(200)
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+/// The GET stream of a legacy session: open until the server drops it.
+fn get_stream(state: &Arc<PeerState>) -> Response {
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    *state.get_stream.lock().unwrap() = Some(tx);
+    event_stream(rx)
+}
+
+/// The answer stream of a call that asks first: the sampling request, then (once its answer came back on a
+/// POST) the call's result.
+fn asking_stream(state: &Arc<PeerState>, call: Value) -> Response {
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    tokio::spawn(ask_then_answer(Arc::clone(state), tx, call));
+    event_stream(rx)
+}
+
+/// Asks on `tx`, waits for the answer, and answers `call` on `tx` with the sampled text.
+async fn ask_then_answer(state: Arc<PeerState>, tx: mpsc::Sender<Bytes>, call: Value) {
+    let (id, answer) = state.ask_id();
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": "sampling/createMessage",
+        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}});
+    if tx.send(event(&request)).await.is_err() {
+        return;
+    }
+    let Ok(answer) = answer.await else { return };
+    let said = answer
+        .pointer("/result/content/text")
+        .cloned()
+        .unwrap_or_else(|| json!(format!("no sample: {answer}")));
+    let result = json!({"jsonrpc": "2.0", "id": call, "result": {"content": [{"type": "text", "text": said}]}});
+    let _ = tx.send(event(&result)).await;
 }
