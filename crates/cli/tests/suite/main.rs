@@ -7,6 +7,7 @@
 mod adapters;
 mod admin;
 mod agent_view;
+mod agreement;
 mod approvals;
 mod approvals_attacks;
 mod approvals_exit;

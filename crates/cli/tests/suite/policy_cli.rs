@@ -234,14 +234,14 @@ fn explain_judges_a_symlink_out_of_an_allowed_directory_by_its_target() {
     assert_eq!(
         (&e["decision"], &e["action"]["paths"]),
         (
-            &json!({"effect": "deny", "reason": "DENY_RULE", "rule_id": "deny[0]", "operation": "fs.read", "unknown": null}),
+            &json!({"effect": "deny", "reason": "DENY_RULE", "rule_id": "Read(//etc)", "operation": "fs.read", "unknown": null}),
             &json!(["/etc/passwd"])
         )
     );
 }
 
 #[test]
-fn explain_refuses_a_call_that_brings_its_own_server_kind() {
+fn explain_refuses_a_kind_that_contradicts_the_config() {
     let setup = reads_setup();
     let root = std::fs::canonicalize(setup.dir.path()).unwrap();
     let call = r#"{"server": "fx", "tool": "read_file", "kind": "filesystem", "arguments": {}}"#;
@@ -253,9 +253,58 @@ fn explain_refuses_a_call_that_brings_its_own_server_kind() {
     );
     assert_ne!(out.code, 0);
     assert!(
-        out.stderr.contains("unknown key \"kind\""),
+        out.stderr.contains(
+            "the call says server \"fx\" is of kind filesystem, but the config makes it generic"
+        ),
         "{}",
         out.stderr
+    );
+}
+
+/// A `wrap` setup: the config lists no server, the call names the wrapped one and says its kind, and explain
+/// reaches the decision `serve` reaches for it (the starter's `deny-dotenv`), not the default.
+#[test]
+fn explain_of_a_wrapped_server_uses_the_kind_the_call_gives() {
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({
+            "workspace": dir.join("ws"),
+            "policy": {"default": "ask", "rules": [
+                {"id": "deny-dotenv", "effect": "deny", "operations": ["fs.read"], "paths": ["**/.env"]}
+            ]}
+        })
+    });
+    let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let config = setup.config.to_str().unwrap();
+    let explain = |call: &str| {
+        run_in(
+            &root,
+            &["policy", "explain", "--config", config, "--call", "-"],
+            Some(call),
+        )
+    };
+    let env = root.join("ws/.env");
+    let call = |kind: &str| {
+        json!({"server": "server-filesystem", "tool": "read_file", "arguments": {"path": env}})
+            .as_object()
+            .cloned()
+            .map(|mut m| {
+                if !kind.is_empty() {
+                    m.insert("kind".into(), json!(kind));
+                }
+                Value::Object(m).to_string()
+            })
+            .unwrap()
+    };
+    let with_kind = explain(&call("filesystem"));
+    assert_eq!(with_kind.code, 0, "{}", with_kind.stderr);
+    golden("explain_wrapped.txt", &with_kind.stdout);
+    let without = explain(&call(""));
+    assert!(
+        without.stdout.contains("give `kind` in the call")
+            && without.stdout.contains("DEFAULT_ASK"),
+        "{}",
+        without.stdout
     );
 }
 
@@ -316,7 +365,7 @@ fn preview_shows_a_profile_s_blocked_deferred_visible_and_unavailable_tools() {
     );
     assert_eq!(
         row("fx__add"),
-        (json!("blocked"), json!("DENY_RULE"), json!("deny[0]"))
+        (json!("blocked"), json!("DENY_RULE"), json!("mcp__fx__add"))
     );
     assert_eq!(
         row("fx__rich"),
