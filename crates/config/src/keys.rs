@@ -107,7 +107,14 @@ pub(crate) const SERVER: Level = Level {
 };
 
 /// The top level of a policy file: ToolFence's, and the inside of toolgate's own `policy` section.
-pub(crate) const POLICY_FILE: &[&str] = &["version", "default", "path_case", "rules", "mappings"];
+pub(crate) const POLICY_FILE: &[&str] = &[
+    "version",
+    "default",
+    "path_case",
+    "names",
+    "rules",
+    "mappings",
+];
 
 /// Claude Code's permission lists, the inside of `permissions`.
 pub(crate) const PERMISSION_LISTS: &[&str] = &["allow", "ask", "deny"];

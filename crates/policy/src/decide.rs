@@ -38,7 +38,7 @@ use crate::adapter::adapt_with;
 use crate::beneath::{reach, Reach};
 use crate::explain::RuleTrace;
 use crate::glob::PathCase;
-use crate::load::Policy;
+use crate::load::{Names, Policy};
 use crate::operation::{Effect, Operation};
 use crate::path::Canonicalise;
 use crate::profile::Visibility;
@@ -218,10 +218,13 @@ impl Policy {
                 };
                 let pattern = fold(&pattern);
                 for dir in &action.paths {
+                    let names_only = matches!(action.scope, Scope::Children | Scope::NamesBeneath);
                     let effect = match (action.scope, reach(&pattern, &fold(dir), action.scope)) {
                         (_, Reach::None) | (Scope::Exact, _) => None,
                         (_, Reach::Whole) | (Scope::Moved, _) => Some(Effect::Deny),
-                        (Scope::Children, _) | (Scope::NamesBeneath, Reach::Named) => None,
+                        // A name the rule spells out tells nothing new; `names = "shown"` lets listings show any.
+                        (_, Reach::Named) if names_only => None,
+                        _ if names_only && self.names == Names::Shown => None,
                         _ => Some(Effect::Ask),
                     };
                     if let Some(e) = effect {

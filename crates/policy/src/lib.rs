@@ -72,7 +72,7 @@ pub use hash::{definition_hash, HASHED_FIELDS};
 pub use host::NetTarget;
 pub use jsonrpc::canonical_json;
 pub use lint::{check_policy, LintFinding, Severity};
-pub use load::{Policy, PolicySources, BUILTIN_PREFIX};
+pub use load::{Names, Policy, PolicySources, BUILTIN_PREFIX};
 pub use lookalike::lookalike_flags;
 pub use operation::{Effect, Operation};
 pub use path::{file_uri_path, lexical_normalise, Canonicalise, Context, Lexical};

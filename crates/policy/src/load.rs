@@ -26,7 +26,7 @@ pub const BUILTIN_PREFIX: &str = "builtin.";
 /// The raw values the config crate found; any may be absent.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PolicySources<'a> {
-    /// Structured form: `{version, default, path_case, rules: [...], mappings: [...]}`.
+    /// Structured form: `{version, default, path_case, names, rules: [...], mappings: [...]}`.
     pub policy: Option<&'a Value>,
     /// Claude Code form: `{default, allow: [...], ask: [...], deny: [...]}`.
     pub permissions: Option<&'a Value>,
@@ -43,6 +43,8 @@ struct PolicyFile {
     default: Option<Effect>,
     #[serde(default)]
     path_case: PathCase,
+    #[serde(default)]
+    names: Names,
     #[serde(default)]
     rules: Vec<Value>,
     #[serde(default)]
@@ -80,11 +82,24 @@ struct ProfileFile {
     mode: Option<ProfileMode>,
 }
 
+/// What a deny rule means for a call that only lists or searches names (`list_directory`, `directory_tree`,
+/// `search_files`, `git_status`): `hidden` (the default) keeps the names of denied files from any listing that
+/// may show one the rule does not spell out, at every depth (such a listing asks); `shown` protects content
+/// only, so listings are decided by the allow and ask rules. A listing inside a denied tree is denied either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Names {
+    #[default]
+    Hidden,
+    Shown,
+}
+
 /// A loaded, validated policy. Cheap to clone; immutable once built.
 #[derive(Debug, Clone)]
 pub struct Policy {
     pub(crate) default: Effect,
     pub(crate) case: PathCase,
+    pub(crate) names: Names,
     pub(crate) ctx: Context,
     pub(crate) rules: Vec<Rule>,
     pub(crate) mappings: Vec<ToolMapping>,
@@ -207,6 +222,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
         ));
     }
     let case = file.as_ref().map(|f| f.path_case).unwrap_or_default();
+    let names = file.as_ref().map(|f| f.names).unwrap_or_default();
     let default = match (
         file.as_ref().and_then(|f| f.default),
         perms.as_ref().and_then(|p| p.default),
@@ -314,6 +330,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
     let policy = Policy {
         default,
         case,
+        names,
         ctx: ctx.clone(),
         rules,
         mappings,
