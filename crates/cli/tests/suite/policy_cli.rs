@@ -421,3 +421,66 @@ fn check_reports_a_toolscript_list_whose_meaning_changes_under_deny_overrides() 
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     golden("check_toolscript_order.txt", &out.stdout);
 }
+
+/// `preview` shows visible exactly what a client's `tools/list` gives, for each profile and mode: toolgate's own
+/// tools included, code mode listing only its own, and a profile that blocks by default warned that it hides the
+/// tools an agent follows an approval with.
+#[tokio::test]
+async fn preview_equals_the_client_s_tools_list_for_each_profile_and_mode() {
+    let profiles = json!({
+        "review": {"tools": {"blocked": ["fx__echo"], "deferred": ["fx__rich"]}},
+        "locked": {"tools": {"default": "blocked", "visible": ["fx__echo"]}},
+        "coder": {"mode": "code"}
+    });
+    for profile in [None, Some("review"), Some("locked"), Some("coder")] {
+        let setup = Setup::with(|dir| {
+            std::fs::create_dir_all(dir.join("ws")).unwrap();
+            let mut config = json!({"workspace": dir.join("ws"), "mcpServers": {"fx": fixture(&[])},
+                                    "permissions": {"default": "allow"}, "profiles": profiles});
+            if let Some(p) = profile {
+                config["profile"] = json!(p);
+            }
+            config
+        });
+        let out = run(&setup, &["preview", "--json"]);
+        assert_eq!(out.code, 0, "{profile:?}: {}", out.stderr);
+        let surface: Value = serde_json::from_str(&out.stdout).unwrap();
+        let mut previewed: Vec<String> = surface["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["visibility"] == "visible")
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        let client = setup.serve();
+        client.initialize("2025-11-25", json!({})).await.unwrap();
+        let mut listed: Vec<String> = list_all(&client, "tools/list", "tools", None)
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        previewed.sort();
+        listed.sort();
+        assert_eq!(previewed, listed, "profile {profile:?}: {}", out.stderr);
+        // A profile that blocks by default hides toolgate's own tools too, and is warned of it.
+        assert_eq!(
+            listed.iter().any(|t| t == "toolgate_resume"),
+            profile != Some("locked"),
+            "{profile:?}: {listed:?}"
+        );
+        let warned = out
+            .stderr
+            .contains("warning: this profile hides toolgate_request_status");
+        assert_eq!(
+            warned,
+            profile == Some("locked"),
+            "{profile:?}: {}",
+            out.stderr
+        );
+        if profile == Some("coder") {
+            assert!(!listed.iter().any(|t| t.starts_with("fx__")), "{listed:?}");
+            assert_eq!(surface_row(&surface, "fx__echo")["reason"], "CODE_MODE");
+        }
+    }
+}
