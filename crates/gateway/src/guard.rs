@@ -445,6 +445,15 @@ fn context(workspace: &Path) -> policy::Context {
 fn sources(config: &Config) -> (Value, Option<Value>) {
     let permissions = match (&config.policy.permissions, &config.policy.policy) {
         (None, None) => Some(json!({"default": "ask"})),
+        // Permission strings alone mean what they mean in Claude Code: a call no rule matches asks. A
+        // structured `policy` without `default` is a firewall's, and denies.
+        (Some(p), None) if p.get("default").is_none() => {
+            let mut p = p.clone();
+            if let Value::Object(m) = &mut p {
+                m.insert("default".into(), json!("ask"));
+            }
+            Some(p)
+        }
         (p, _) => p.clone(),
     };
     (with_builtin_rules(config), permissions)

@@ -484,3 +484,45 @@ async fn preview_equals_the_client_s_tools_list_for_each_profile_and_mode() {
         }
     }
 }
+
+/// What omitting `default` means: no policy at all asks, permission strings alone ask as Claude Code does when no
+/// rule matches, and a structured `policy` section without `default` denies.
+#[test]
+fn omitting_default_asks_for_permission_strings_and_denies_for_a_structured_policy() {
+    let decide = |policy: Value| {
+        let setup = Setup::with(|dir| {
+            std::fs::create_dir_all(dir.join("ws")).unwrap();
+            let mut config =
+                json!({"workspace": dir.join("ws"), "mcpServers": {"fx": fixture(&[])}});
+            if let Value::Object(m) = policy {
+                config.as_object_mut().unwrap().extend(m);
+            }
+            config
+        });
+        let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+        let config = setup.config.to_str().unwrap();
+        let out = run_in(
+            &root,
+            &[
+                "policy", "explain", "--json", "--config", config, "--call", "-",
+            ],
+            Some(r#"{"server": "fx", "tool": "echo", "arguments": {"text": "hi"}}"#),
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let e: Value = serde_json::from_str(&out.stdout).unwrap();
+        e["decision"]["reason"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(decide(json!({})), "DEFAULT_ASK");
+    assert_eq!(
+        decide(json!({"permissions": {"deny": ["Read(**/.env)"]}})),
+        "DEFAULT_ASK"
+    );
+    assert_eq!(
+        decide(json!({"policy": {"rules": [{"id": "r", "effect": "deny", "paths": ["**/.env"]}]}})),
+        "DEFAULT_DENY"
+    );
+    assert_eq!(
+        decide(json!({"policy": {"default": "ask"}, "permissions": {"deny": ["Read(**/.env)"]}})),
+        "DEFAULT_ASK"
+    );
+}
