@@ -28,6 +28,7 @@ mod conformance_client;
 mod containment;
 mod demo;
 mod eras;
+mod first_hour;
 mod flood;
 mod forwarding;
 mod framing;
