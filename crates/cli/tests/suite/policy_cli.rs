@@ -526,3 +526,27 @@ fn omitting_default_asks_for_permission_strings_and_denies_for_a_structured_poli
         "DEFAULT_ASK"
     );
 }
+
+/// `--config` (like `--workspace` and `--profile`) works before or after a subcommand of every command, and
+/// `report` groups by tool unless told otherwise.
+#[test]
+fn global_flags_work_before_and_after_the_subcommand_and_report_has_a_default_grouping() {
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({"workspace": dir.join("ws"), "permissions": {"default": "ask"}})
+    });
+    let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let config = setup.config.to_str().unwrap();
+    for args in [
+        vec!["approvals", "--config", config, "list"],
+        vec!["approvals", "list", "--config", config],
+        vec!["audit", "--config", config, "verify"],
+        vec!["audit", "tail", "--config", config],
+        vec!["pins", "--config", config, "list"],
+        vec!["pins", "list", "--config", config],
+        vec!["report", "--config", config],
+    ] {
+        let out = run_in(&root, &args, None);
+        assert_eq!(out.code, 0, "{args:?}: {}{}", out.stdout, out.stderr);
+    }
+}
