@@ -376,7 +376,7 @@ pub fn gateway_options(config: &Config, wrap: bool) -> Options {
 }
 
 /// The trusted state root: the configured one, else `TOOLGATE_STATE_DIR` or the platform default.
-fn state_root(config: &Config) -> anyhow::Result<PathBuf> {
+pub fn state_root(config: &Config) -> anyhow::Result<PathBuf> {
     match &config.state_dir {
         Some(dir) => Ok(dir.value.clone()),
         None => gateway::state_root().map_err(anyhow::Error::msg),

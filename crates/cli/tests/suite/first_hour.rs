@@ -1,7 +1,7 @@
 //! The README's quick start, run as written on a fresh home and state directory: its shell lines (the install
 //! replaced by the binary under test, `/path/to/project` by a temporary project, the pinned `npx` package by
 //! the same package installed in the test peers, and the second terminal's `approvals watch` by `approvals
-//! list`, which needs no terminal), then the client entry it names, driven by a client that reads a file, is
+//! list`, which needs no terminal), then the client entry `doctor` prints, driven by a client that reads a file, is
 //! refused a `.env` with the rule that refused it, and finds toolgate's approval tools listed.
 
 use crate::support::toolgate;
@@ -98,6 +98,16 @@ async fn the_readme_quick_start_works_as_written_on_a_fresh_state_directory() {
         stdout.contains("files"),
         "doctor names the server: {stdout}"
     );
+    let config = home.join(".config/toolgate/config.toml");
+    let entry = format!(
+        "\"args\":[\"serve\",\"--config\",{:?},\"--workspace\",{:?}]",
+        config.to_string_lossy(),
+        project.to_string_lossy()
+    );
+    assert!(
+        stdout.contains("client entry") && stdout.contains(&entry),
+        "doctor shows the client entry with absolute paths: {stdout}"
+    );
     let list = watch.replacen("approvals watch", "approvals list", 1);
     let listed = run(&list.replace("/path/to/project", &project.to_string_lossy()));
     assert!(
@@ -106,8 +116,7 @@ async fn the_readme_quick_start_works_as_written_on_a_fresh_state_directory() {
         String::from_utf8_lossy(&listed.stderr)
     );
 
-    // The client entry the quick start names.
-    let config = home.join(".config/toolgate/config.toml");
+    // The client entry doctor printed.
     let client = StdioClient::spawn(
         &toolgate(),
         &[
