@@ -190,7 +190,9 @@ fn reason(entry: &SurfaceEntry) -> String {
 fn print_table(profile: Option<&str>, rows: &[Row]) {
     match profile {
         Some(p) => println!("profile: {p}"),
-        None => println!("profile: none (the base policy)"),
+        None => {
+            println!("profile: default (no profile: the base policy, as audit and report name it)")
+        }
     }
     // Columns as wide as their longest cell, so names of any length stay aligned.
     let reasons: Vec<String> = rows.iter().map(|r| reason(&r.entry)).collect();

@@ -78,7 +78,8 @@ fn render(e: &Explanation) -> String {
     let profile = match (&e.profile, e.hidden) {
         (Some(p), true) => format!("{p} (this tool is blocked by it)"),
         (Some(p), false) => p.clone(),
-        (None, _) => "none".to_owned(),
+        // The word audit records and the report use for calls under no profile.
+        (None, _) => "default (no profile: the base policy)".to_owned(),
     };
     line(format!("{:<10}{profile}", "profile"));
     line(format!("{:<10}{}", "default", e.default));
