@@ -351,16 +351,25 @@ async fn upstreams(
         }
     );
     let mut healthy = held.is_empty();
+    // As wide as the longest name, so long names keep the columns aligned.
+    let width = statuses.iter().map(|s| s.server.len()).fold(16, usize::max);
     for s in &statuses {
-        let mut line = format!("  {:<16} {:<14}", s.server, s.state.as_str());
+        let mut line = format!("  {:<width$} {:<14}", s.server, s.state.as_str());
         if let Some(v) = &s.protocol_version {
             line.push_str(&format!(
                 " {v}  {} tools, {} resources, {} prompts",
                 s.tools, s.resources, s.prompts
             ));
         }
-        if let Some(e) = &s.last_error {
-            line.push_str(&format!("  — {}", audit::redact(e)));
+        match &s.last_error {
+            Some(e) => line.push_str(&format!("  — {}", audit::redact(e))),
+            // Still starting when doctor stopped waiting: the process runs but never finished the handshake.
+            None if s.state == upstream::State::Starting => line.push_str(&format!(
+                "  — no answer to the handshake within {} s (the server runs but did not complete initialize; \
+                 see its stderr below, or raise startup_timeout_sec)",
+                startup_timeout(config, &s.server).as_secs()
+            )),
+            None => {}
         }
         println!("{line}");
         for (list, why) in &s.list_errors {
@@ -431,4 +440,14 @@ fn client_entry(config: &config::Config) {
         ),
         (None, Err(e)) => println!("  state: unknown ({e})"),
     }
+}
+
+/// How long `server` may take to answer the handshake: its own setting, else the config's.
+fn startup_timeout(config: &config::Config, server: &str) -> std::time::Duration {
+    config
+        .servers
+        .iter()
+        .find(|s| s.name == server)
+        .and_then(|s| s.startup_timeout)
+        .unwrap_or(config.limits.startup_timeout.value)
 }

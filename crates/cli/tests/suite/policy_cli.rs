@@ -550,3 +550,27 @@ fn global_flags_work_before_and_after_the_subcommand_and_report_has_a_default_gr
         assert_eq!(out.code, 0, "{args:?}: {}{}", out.stdout, out.stderr);
     }
 }
+
+/// A server that starts and never answers the handshake is shown with why, and a long name keeps the columns.
+#[test]
+fn doctor_says_why_a_hung_server_is_still_starting() {
+    let name = "a-server-with-a-name-longer-than-the-column";
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({"workspace": dir.join("ws"),
+               "mcpServers": {name: {"command": "sleep", "args": ["30"], "startup_timeout_sec": 1}}})
+    });
+    let out = run(&setup, &["doctor"]);
+    assert_ne!(out.code, 0, "a hung server is a problem");
+    let line = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("upstreams:"))
+        .find(|l| l.trim_start().starts_with(name))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        line.contains(&format!("{name} starting"))
+            && line.contains("no answer to the handshake within 1 s"),
+        "{line}"
+    );
+}
