@@ -376,7 +376,7 @@ pub fn gateway_options(config: &Config, wrap: bool) -> Options {
 }
 
 /// The trusted state root: the configured one, else `TOOLGATE_STATE_DIR` or the platform default.
-fn state_root(config: &Config) -> anyhow::Result<PathBuf> {
+pub fn state_root(config: &Config) -> anyhow::Result<PathBuf> {
     match &config.state_dir {
         Some(dir) => Ok(dir.value.clone()),
         None => gateway::state_root().map_err(anyhow::Error::msg),
@@ -512,4 +512,50 @@ pub fn builtin_tools(config: &Config) -> anyhow::Result<Option<Arc<builtin::Buil
     let tools = builtin::Builtin::new(settings)
         .with_context(|| format!("workspace tools for {}", root.display()))?;
     Ok(Some(Arc::new(tools)))
+}
+
+/// A listening address as a user types it: `127.0.0.1:8787`, `[::1]:8787`, `localhost:8787` (the IPv4 loopback)
+/// or a bare port (`8787`, on the loopback). Other host names are refused: what they resolve to is not the
+/// user's to see, and toolgate serves loopback unless authentication is configured.
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::{Ipv4Addr, SocketAddr};
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|_| format!("{p:?} is not a port number (0-65535)"))
+    };
+    if let Ok(p) = text.parse::<u16>() {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, p)));
+    }
+    match text.rsplit_once(':') {
+        Some((host, p)) if host.eq_ignore_ascii_case("localhost") => {
+            Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port(p)?)))
+        }
+        _ => Err(format!(
+            "{text:?} is not an address to listen on: give IP:PORT (127.0.0.1:8787), localhost:PORT or a port"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod listen_tests {
+    use super::parse_listen;
+
+    #[test]
+    fn localhost_and_a_bare_port_listen_on_the_loopback() {
+        assert_eq!(
+            parse_listen("localhost:8787").unwrap().to_string(),
+            "127.0.0.1:8787"
+        );
+        assert_eq!(parse_listen("8787").unwrap().to_string(), "127.0.0.1:8787");
+        assert_eq!(parse_listen("[::1]:9").unwrap().to_string(), "[::1]:9");
+        assert!(parse_listen("example.com:80")
+            .unwrap_err()
+            .contains("localhost:PORT"));
+        assert!(parse_listen("localhost:x")
+            .unwrap_err()
+            .contains("port number"));
+    }
 }

@@ -112,6 +112,7 @@ pub(crate) const POLICY_FILE: &[&str] = &[
     "default",
     "path_case",
     "precedence",
+    "names",
     "rules",
     "mappings",
 ];

@@ -1,6 +1,6 @@
 //! What the admin surface asks the gateway: how a profile's policy would decide a hypothetical call (as
-//! `toolgate policy explain` explains it), a profile's tool surface (as `toolgate preview` shows it), and
-//! readiness. Answers carry no raw arguments: a call is described by its tool, its decision and what it touches,
+//! `toolgate policy explain` explains it), a profile's tool surface (as `toolgate preview` shows it, with the
+//! names its clients' `tools/list` gives), and readiness. Answers carry no raw arguments: a call is described by its tool, its decision and what it touches,
 //! redacted as the audit log redacts it, and its arguments by size and SHA-256 only. Each question is audited.
 //!
 //! It runs nothing and holds nothing: no upstream is called, no approval is created.
@@ -94,6 +94,34 @@ impl Gateway {
             }
         }
         Ok(json!({"profile_id": guard.profile(), "tools": rows}))
+    }
+
+    /// The exposed names `tools/list` gives a client of `profile` (`None`: the served one), in list order:
+    /// toolgate's own tools included, and in code mode only what code mode lists. `preview` shows this set.
+    pub fn listed_tools(&self, profile: Option<&str>) -> Result<Vec<String>, Error> {
+        let guard = self.profile_guard(profile)?;
+        let (agg, visible) = self.visible_tools(&guard);
+        Ok(visible
+            .iter()
+            .filter_map(|&i| agg.tools.get(i)?.get("name")?.as_str().map(str::to_owned))
+            .collect())
+    }
+
+    /// toolgate's approval tools (`toolgate_request_status`, `toolgate_resume`) that a client of `profile` is not
+    /// listed: without them an agent cannot follow a held call, so every approval it meets is lost.
+    pub fn hidden_approval_tools(&self, profile: Option<&str>) -> Result<Vec<&'static str>, Error> {
+        let listed = self.listed_tools(profile)?;
+        let agg = self.aggregate();
+        Ok([crate::contract::STATUS_TOOL, crate::contract::RESUME_TOOL]
+            .into_iter()
+            // Only a tool the gateway serves here (it needs the state) can be hidden.
+            .filter(|t| agg.tool_definition(t).is_some() && !listed.iter().any(|l| l == t))
+            .collect())
+    }
+
+    /// Whether a client of `profile` is served in code mode (it lists `search_tools` and `run_code`).
+    pub fn code_mode(&self) -> bool {
+        self.opts.code.on()
     }
 
     /// Readiness for the admin surface: how many upstreams are up and down, and what is wrong, without secrets.

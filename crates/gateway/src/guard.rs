@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 pub use crate::own::OWN_SERVER;
-use rules::{context, sources};
+use rules::{context, sources, with_origins};
 pub(crate) use schema::compile;
 
 mod rules;
@@ -72,7 +72,7 @@ impl Guard {
             &context(workspace),
         )
         .map_err(Error::Policy)?;
-        let loaded = loaded.with_servers(policy::Servers {
+        let loaded = with_origins(loaded, config).with_servers(policy::Servers {
             own: Some(own_tools),
             filesystem_dirs: crate::fsdirs::filesystem_dirs(config),
         });
@@ -163,19 +163,7 @@ impl Guard {
                 return (Verdict::Refuse(refusal), resources(action));
             }
         }
-        let mut decision = self.policy.decide(&action);
-        // toolgate's read-only intrinsics start no process and touch no file: the policy's default does not
-        // apply to them, though a rule naming them still does.
-        let default = matches!(
-            decision.reason,
-            ReasonCode::DefaultAsk | ReasonCode::DefaultDeny
-        );
-        // Nor to `run_code`: every call its program makes is decided on its own, before it starts and as it runs.
-        let own_default_free = !matches!(OwnTool::named(tool), OwnTool::Builtin(_));
-        if server == OWN_SERVER && own_default_free && default {
-            decision.effect = Effect::Allow;
-            decision.reason = ReasonCode::DefaultAllow;
-        }
+        let decision = own_default(server, tool, self.policy.decide(&action));
         (self.verdict(decision), resources(action))
     }
 
@@ -247,8 +235,23 @@ impl Guard {
     /// The whole evaluation of a tool call, as `toolgate policy explain` shows it (no schema check, no I/O
     /// beyond resolving paths).
     pub fn explain_tool(&self, server: &str, tool: &str, arguments: &Value) -> policy::Explanation {
-        let call = self.call(server, tool, arguments);
-        self.policy.explain_call(&call, &canonicaliser(&call))
+        self.explain_as(server, tool, arguments, None)
+    }
+
+    /// `explain_tool`, with `kind` standing for the kind of a server the config does not list (a `wrap`ped
+    /// one); a configured server keeps its own. The decision is `check`'s, step for step.
+    pub fn explain_as(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: &Value,
+        kind: Option<policy::ServerKind>,
+    ) -> policy::Explanation {
+        let mut call = self.call(server, tool, arguments);
+        call.server_kind = call.server_kind.or(kind);
+        let mut e = self.policy.explain_call(&call, &canonicaliser(&call));
+        e.decision = own_default(server, tool, e.decision);
+        e
     }
 
     /// A call as the policy's adapters see it: toolgate's own tools are of kind `Toolgate`, upstreams of the kind
@@ -361,6 +364,23 @@ impl Guard {
                 .collect(),
         }
     }
+}
+
+/// toolgate's read-only intrinsics start no process and touch no file: the policy's default does not apply to
+/// them, though a rule naming them still does; nor to `run_code`, every call of whose program is decided on its
+/// own. Shared by `check` and `explain_as`, so an explanation says what a call meets.
+fn own_default(server: &str, tool: &str, mut decision: Decision) -> Decision {
+    let default = matches!(
+        decision.reason,
+        ReasonCode::DefaultAsk | ReasonCode::DefaultDeny
+    );
+    // Nor to `run_code`: every call its program makes is decided on its own, before it starts and as it runs.
+    let own_default_free = !matches!(OwnTool::named(tool), OwnTool::Builtin(_));
+    if server == OWN_SERVER && own_default_free && default {
+        decision.effect = Effect::Allow;
+        decision.reason = ReasonCode::DefaultAllow;
+    }
+    decision
 }
 
 /// The adapter of toolgate's own tools: the workspace tools' own, from their definitions; the intrinsics read

@@ -12,6 +12,9 @@
 //!   `*.pem`): a recursive listing would show names nobody has seen. It asks.
 //! - `Named`: `G` may deny a path beneath `D` whose last name the pattern spells out (`**/.env`): a recursive
 //!   listing shows only that a name the policy itself spells exists there; content disclosure still asks.
+//! - A one-level listing (`Children`) shows only names directly in `D`: a pattern reaches it only through a rest
+//!   of one name (`*.pem` unnamed, `.env` or `secret/**` named), or as a whole denied tree. A wild segment is
+//!   matched against `D`'s own names, which are known.
 //! - For a move, only patterns anchored to the source count: `**/.env` denies the moved `.env` wherever it lands,
 //!   while `./secret/**` no longer matches once `secret/` moved away, so any reach of such a pattern denies.
 
@@ -33,8 +36,9 @@ enum Seg<'a> {
     Any,
     /// `*`: any one name.
     Star,
-    /// Another segment with metacharacters: taken to match any one name, but not every name.
-    Wild,
+    /// Another segment with metacharacters: matched against the directory's own names, taken to match any one
+    /// name beneath it, but not every name.
+    Wild(&'a str),
     Literal(&'a str),
 }
 
@@ -44,7 +48,7 @@ fn classify(seg: &str) -> Seg<'_> {
     } else if seg == "*" {
         Seg::Star
     } else if seg.contains(['*', '?', '[', ']', '{', '}', '\\']) {
-        Seg::Wild
+        Seg::Wild(seg)
     } else {
         Seg::Literal(seg)
     }
@@ -67,7 +71,8 @@ pub(crate) fn reach(pattern: &str, dir: &str, scope: Scope) -> Reach {
         for &(i, floating) in &states {
             match segs.get(i) {
                 Some(Seg::Any) => next.push((i, floating)),
-                Some(Seg::Star | Seg::Wild) => next.push((i + 1, false)),
+                Some(Seg::Star) => next.push((i + 1, false)),
+                Some(Seg::Wild(w)) if wild_matches(w, part) => next.push((i + 1, false)),
                 Some(Seg::Literal(l)) if l == part => next.push((i + 1, false)),
                 _ => {}
             }
@@ -80,9 +85,29 @@ pub(crate) fn reach(pattern: &str, dir: &str, scope: Scope) -> Reach {
     states
         .iter()
         .filter(|&&(_, floating)| !(scope == Scope::Moved && floating))
-        .map(|&(i, _)| rest_reach(&segs[i..]))
+        .map(|&(i, _)| {
+            let rest = &segs[i..];
+            if scope != Scope::Children {
+                return rest_reach(rest);
+            }
+            // A one-level listing shows names directly in the directory: the rest must match one name (a
+            // trailing `**` may match none), and what it reaches is that one name.
+            let names: Vec<&Seg<'_>> = rest.iter().filter(|s| **s != Seg::Any).collect();
+            match names.as_slice() {
+                [] => rest_reach(rest),
+                [Seg::Literal(_)] => Reach::Named,
+                [_] => Reach::Unnamed,
+                _ => Reach::None,
+            }
+        })
         .max()
         .unwrap_or(Reach::None)
+}
+
+/// Whether one wild segment (`*.pem`) matches a name of the directory's own path, which is known; a segment
+/// that does not compile is taken to match (fail closed).
+fn wild_matches(segment: &str, name: &str) -> bool {
+    globset::Glob::new(segment).map_or(true, |g| g.compile_matcher().is_match(name))
 }
 
 /// Adds the positions after each `**` (it may match nothing), without duplicates.
@@ -137,6 +162,18 @@ mod tests {
         assert_eq!(r("/ws/secret/**", "/ws/public"), Reach::None);
         assert_eq!(r("/home/u/.ssh/**", "/ws"), Reach::None);
         assert_eq!(r("/ws/a", "/ws/a"), Reach::None);
+    }
+
+    #[test]
+    fn a_one_level_listing_is_reached_only_by_names_directly_in_it() {
+        let c = |p: &str, d: &str| reach(p, d, Scope::Children);
+        assert_eq!(c("**/*.pem", "/ws"), Reach::Unnamed);
+        assert_eq!(c("**/.env", "/ws"), Reach::Named);
+        assert_eq!(c("**/.env/**", "/ws"), Reach::Named);
+        assert_eq!(c("/ws/secret/**", "/ws"), Reach::Named);
+        assert_eq!(c("/ws/a/secret/**", "/ws"), Reach::None);
+        assert_eq!(c("**/*.pem/**", "/ws"), Reach::Unnamed);
+        assert_eq!(c("/ws/secret/**", "/ws/secret"), Reach::Whole);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::action::ToolCall;
+use crate::decide::Decision;
 use crate::error::{Error, Result};
 use crate::load::Policy;
 use crate::operation::Effect;
@@ -33,7 +34,7 @@ pub struct TestCase {
 pub struct CaseResult {
     pub name: String,
     pub passed: bool,
-    /// One line per differing field: `- expected` / `+ actual`.
+    /// Two lines per differing field: `- expected FIELD: …` / `+ actual   FIELD: …`.
     pub diff: Vec<String>,
 }
 
@@ -92,12 +93,17 @@ fn run_one(policy: &Policy, case: &TestCase, canon: &dyn Canonicalise) -> CaseRe
         },
         None => policy.clone(),
     };
-    let d = effective.decide_call(&case.call, canon);
+    judge_case(case, &effective.decide_call(&case.call, canon))
+}
+
+/// Compares one case's expectation with the decision its call met; each differing field gives two lines,
+/// `- expected FIELD: …` and `+ actual   FIELD: …`.
+pub fn judge_case(case: &TestCase, d: &Decision) -> CaseResult {
     let mut diff = Vec::new();
     let mut field = |name: &str, want: &str, got: &str| {
         if want != got {
-            diff.push(format!("- {name}: {want}"));
-            diff.push(format!("+ {name}: {got}"));
+            diff.push(format!("- expected {name}: {want}"));
+            diff.push(format!("+ actual   {name}: {got}"));
         }
     };
     field("decision", case.expect.as_str(), d.effect.as_str());

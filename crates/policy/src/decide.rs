@@ -1,4 +1,4 @@
-//! Deciding: one pass over the rules with a fixed precedence, and `explain`, the same pass with a trace.
+//! Deciding: one pass over the rules with a fixed precedence (`explain.rs` runs the same pass with a trace).
 //!
 //! Precedence, in this exact order:
 //! 1. a tool the active profile blocks is denied (`TOOL_HIDDEN`);
@@ -38,12 +38,13 @@ use serde::Serialize;
 use crate::action::{normalise, Action, Command, Scope, ToolCall, UnknownReason};
 use crate::adapter::adapt_with;
 use crate::beneath::{reach, Reach};
+use crate::explain::RuleTrace;
 use crate::glob::PathCase;
-use crate::load::Policy;
+use crate::load::{Names, Policy};
 use crate::operation::{Effect, Operation, Precedence};
 use crate::path::Canonicalise;
 use crate::profile::Visibility;
-use crate::rule::{Mismatch, Miss, PathMode, Prepared, Rule};
+use crate::rule::{Miss, PathMode, Prepared, Rule};
 
 /// Stable reason codes carried by every decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -129,32 +130,19 @@ impl std::fmt::Display for Decision {
     }
 }
 
-/// One rule as `explain` saw it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RuleTrace {
-    pub id: String,
-    pub effect: Effect,
-    pub matched: bool,
-    /// An ask rule that matched some but not all of the call's paths (it caps an allow at ask).
-    pub partial: bool,
-    /// The first field that failed, when the rule did not match.
-    pub why_not: Option<Mismatch>,
-    /// True for the rule named by the decision.
-    pub decisive: bool,
-}
-
-/// The whole evaluation of one call, serialisable for `policy explain` and admin APIs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Explanation {
-    pub decision: Decision,
-    pub action: Action,
-    pub default: Effect,
-    /// How matching rules ranked; shown only when the file chose other than toolgate's own.
-    #[serde(skip_serializing_if = "Precedence::is_strictest")]
-    pub precedence: Precedence,
-    pub profile: Option<String>,
-    pub hidden: bool,
-    pub rules: Vec<RuleTrace>,
+/// The strictest of a call's decisions: the main operation's, then each further access's in order; an access
+/// replaces the one so far only when stricter. Returns the decision and which access gave it (`None`: the main).
+pub(crate) fn strictest(
+    main: Decision,
+    parts: impl Iterator<Item = Decision>,
+) -> (Decision, Option<usize>) {
+    let mut out = (main, None);
+    for (i, d) in parts.enumerate() {
+        if d.effect > out.0.effect {
+            out = (d, Some(i));
+        }
+    }
+    out
 }
 
 /// Paths in the form rules compare against (folded when the policy is case-insensitive).
@@ -176,35 +164,12 @@ pub(crate) fn prepare_paths(action: &Action, case: PathCase) -> Vec<Cow<'_, str>
 impl Policy {
     /// Decides a normalised action.
     pub fn decide(&self, action: &Action) -> Decision {
-        self.evaluate(action, None)
-    }
-
-    /// Decides and records every rule consulted. `explain(a).decision == decide(a)` always.
-    pub fn explain(&self, action: &Action) -> Explanation {
-        let mut trace = Vec::with_capacity(self.rules.len());
-        let decision = self.evaluate(action, Some(&mut trace));
-        for t in &mut trace {
-            t.decisive = decision.rule_id.as_deref() == Some(t.id.as_str());
-        }
-        Explanation {
-            decision,
-            action: action.clone(),
-            default: self.default,
-            precedence: self.precedence,
-            profile: self.active.as_ref().map(|(n, _)| n.clone()),
-            hidden: self.is_hidden(&action.tool),
-            rules: trace,
-        }
+        self.evaluate(action)
     }
 
     /// Adapter, normalisation and decision in one step, for callers that need nothing in between.
     pub fn decide_call(&self, call: &ToolCall, canon: &dyn Canonicalise) -> Decision {
         self.decide(&self.action_for(call, canon))
-    }
-
-    /// Adapter, normalisation and `explain` in one step (for `policy explain` on a call).
-    pub fn explain_call(&self, call: &ToolCall, canon: &dyn Canonicalise) -> Explanation {
-        self.explain(&self.action_for(call, canon))
     }
 
     /// Runs this policy's adapters (declared mappings, then built-in tables) and normalisation on a call.
@@ -216,23 +181,20 @@ impl Policy {
         )
     }
 
-    fn is_hidden(&self, tool: &str) -> bool {
+    pub(crate) fn is_hidden(&self, tool: &str) -> bool {
         self.active
             .as_ref()
             .is_some_and(|(_, vis)| vis.classify(tool) == Visibility::Blocked)
     }
 
-    /// The call's main operation (traced) and each further access of it; the strictest decision wins, the main
-    /// operation's on a tie.
-    fn evaluate(&self, action: &Action, trace: Option<&mut Vec<RuleTrace>>) -> Decision {
-        let mut decision = self.evaluate_one(action, trace);
-        for access in &action.also {
-            let d = self.evaluate_one(&action.part(access), None);
-            if d.effect > decision.effect {
-                decision = d;
-            }
-        }
-        decision
+    /// The call's main operation and each further access of it; the strictest decision wins, the main
+    /// operation's on a tie (`explain` keeps the same order, see [`strictest`]).
+    fn evaluate(&self, action: &Action) -> Decision {
+        let parts = action
+            .also
+            .iter()
+            .map(|a| self.evaluate_one(&action.part(a), None));
+        strictest(self.evaluate_one(action, None), parts).0
     }
 
     /// The strictest way a deny rule reaches beneath the action's paths, for scoped actions.
@@ -258,10 +220,13 @@ impl Policy {
                 };
                 let pattern = fold(&pattern);
                 for dir in &action.paths {
+                    let names_only = matches!(action.scope, Scope::Children | Scope::NamesBeneath);
                     let effect = match (action.scope, reach(&pattern, &fold(dir), action.scope)) {
                         (_, Reach::None) | (Scope::Exact, _) => None,
                         (_, Reach::Whole) | (Scope::Moved, _) => Some(Effect::Deny),
-                        (Scope::Children, _) | (Scope::NamesBeneath, Reach::Named) => None,
+                        // A name the rule spells out tells nothing new; `names = "shown"` lets listings show any.
+                        (_, Reach::Named) if names_only => None,
+                        _ if names_only && self.names == Names::Shown => None,
                         _ => Some(Effect::Ask),
                     };
                     if let Some(e) = effect {
@@ -275,7 +240,11 @@ impl Policy {
         worst
     }
 
-    fn evaluate_one(&self, action: &Action, mut trace: Option<&mut Vec<RuleTrace>>) -> Decision {
+    pub(crate) fn evaluate_one(
+        &self,
+        action: &Action,
+        mut trace: Option<&mut Vec<RuleTrace>>,
+    ) -> Decision {
         let make = |effect, reason, rule_id: Option<&str>| Decision {
             effect,
             reason,
@@ -318,6 +287,8 @@ impl Policy {
                     partial,
                     why_not: result.err().map(|m| m.describe(action)),
                     decisive: false,
+                    beneath: false,
+                    at: None,
                 });
             }
             if partial {

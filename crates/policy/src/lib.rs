@@ -19,7 +19,7 @@
 //! let call = |path: &str| ToolCall::new("files", "read_file", json!({ "path": path }), Some(ServerKind::Filesystem));
 //!
 //! let d = policy.decide_call(&call("src/main.rs"), &canon);
-//! assert_eq!((d.effect, d.rule_id.as_deref(), d.reason.as_str()), (Effect::Allow, Some("allow[0]"), "ALLOW_RULE"));
+//! assert_eq!((d.effect, d.rule_id.as_deref(), d.reason.as_str()), (Effect::Allow, Some("Read(./src/**)"), "ALLOW_RULE"));
 //! assert_eq!(policy.decide_call(&call("src/.env"), &canon).effect, Effect::Deny);
 //! assert_eq!(policy.decide_call(&call("src/link/passwd"), &canon).effect, Effect::Ask);
 //! # Ok::<(), policy::Error>(())
@@ -34,6 +34,7 @@ mod cases;
 mod claude;
 mod decide;
 mod error;
+mod explain;
 mod glob;
 mod hash;
 mod host;
@@ -42,6 +43,7 @@ mod lint;
 mod load;
 mod lookalike;
 mod operation;
+mod origin;
 mod path;
 mod poison;
 mod profile;
@@ -61,16 +63,17 @@ pub use adapter::{
     adapt, adapt_with, command_action, only_known_arguments, required_str, str_arg, str_list,
     OwnAdapter, Servers, ToolMapping, FETCH_ARGUMENTS, FILESYSTEM_ARGUMENTS, GIT_ARGUMENTS,
 };
-pub use cases::{parse_cases, run_cases, CaseResult, TestCase, TestReport};
+pub use cases::{judge_case, parse_cases, run_cases, CaseResult, TestCase, TestReport};
 pub use claude::translate_permission;
-pub use decide::{Decision, Explanation, ReasonCode, RuleTrace};
+pub use decide::{Decision, ReasonCode};
 pub use error::{Error, Result};
+pub use explain::{AccessTrace, Explanation, RuleTrace};
 pub use glob::PathCase;
 pub use hash::{definition_hash, HASHED_FIELDS};
 pub use host::NetTarget;
 pub use jsonrpc::canonical_json;
 pub use lint::{check_policy, LintFinding, Severity};
-pub use load::{Policy, PolicySources};
+pub use load::{Names, Policy, PolicySources, BUILTIN_PREFIX};
 pub use lookalike::lookalike_flags;
 pub use operation::{Effect, Operation, Precedence};
 pub use path::{file_uri_path, lexical_normalise, Canonicalise, Context, Lexical};

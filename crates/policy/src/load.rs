@@ -20,10 +20,13 @@ use crate::path::{lexical_normalise, Context, Lexical};
 use crate::profile::{Profile, ProfileMode, ToolVisibility};
 use crate::rule::{Example, Rule, RuleSpec};
 
+/// Ids of toolgate's own rules, which an embedding puts in front of the user's structured rules.
+pub const BUILTIN_PREFIX: &str = "builtin.";
+
 /// The raw values the config crate found; any may be absent.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PolicySources<'a> {
-    /// Structured form: `{version, default, path_case, rules: [...], mappings: [...]}`.
+    /// Structured form: `{version, default, path_case, names, rules: [...], mappings: [...]}`.
     pub policy: Option<&'a Value>,
     /// Claude Code form: `{default, allow: [...], ask: [...], deny: [...]}`.
     pub permissions: Option<&'a Value>,
@@ -44,6 +47,8 @@ struct PolicyFile {
     /// ToolFence policy says `first_match`).
     #[serde(default)]
     precedence: Precedence,
+    #[serde(default)]
+    names: Names,
     #[serde(default)]
     rules: Vec<Value>,
     #[serde(default)]
@@ -81,12 +86,25 @@ struct ProfileFile {
     mode: Option<ProfileMode>,
 }
 
+/// What a deny rule means for a call that only lists or searches names (`list_directory`, `directory_tree`,
+/// `search_files`, `git_status`): `hidden` (the default) keeps the names of denied files from any listing that
+/// may show one the rule does not spell out, at every depth (such a listing asks); `shown` protects content
+/// only, so listings are decided by the allow and ask rules. A listing inside a denied tree is denied either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Names {
+    #[default]
+    Hidden,
+    Shown,
+}
+
 /// A loaded, validated policy. Cheap to clone; immutable once built.
 #[derive(Debug, Clone)]
 pub struct Policy {
     pub(crate) default: Effect,
     pub(crate) precedence: Precedence,
     pub(crate) case: PathCase,
+    pub(crate) names: Names,
     pub(crate) ctx: Context,
     pub(crate) rules: Vec<Rule>,
     pub(crate) mappings: Vec<ToolMapping>,
@@ -97,6 +115,10 @@ pub struct Policy {
     pub(crate) index: RuleIndex,
     /// What the embedding told the adapters about its servers (own tools, a filesystem server's directories).
     pub(crate) servers: Servers,
+    /// Each rule's text as the user wrote it (a permission string, a structured rule's `id`), by id, base and
+    /// profile rules alike, in the order they were read; and where it was written, once [`Policy::with_origins`] saw the file.
+    pub(crate) written: Vec<(String, String)>,
+    pub(crate) origins: BTreeMap<String, String>,
 }
 
 /// What compilation produced: the policy (when the shape allowed building one) and every error found.
@@ -211,6 +233,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
     }
     let case = file.as_ref().map(|f| f.path_case).unwrap_or_default();
     let precedence = file.as_ref().map(|f| f.precedence).unwrap_or_default();
+    let names = file.as_ref().map(|f| f.names).unwrap_or_default();
     let default = match (
         file.as_ref().and_then(|f| f.default),
         perms.as_ref().and_then(|p| p.default),
@@ -227,11 +250,17 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
         (None, None) => Effect::Deny,
     };
     let mut specs = Vec::new();
+    let mut written = Vec::new();
     if let Some(f) = &file {
-        specs.extend(rule_specs("policy.rules", &f.rules, &mut errors));
+        specs.extend(rule_specs(
+            "policy.rules",
+            &f.rules,
+            &mut written,
+            &mut errors,
+        ));
     }
     if let Some(p) = &perms {
-        specs.extend(permission_specs("", p, &mut errors));
+        specs.extend(permission_specs("", p, &mut written, &mut errors));
     }
     let mut mappings = Vec::new();
     for (i, m) in file.iter().flat_map(|f| f.mappings.iter()).enumerate() {
@@ -249,8 +278,12 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
         match parse::<BTreeMap<String, ProfileFile>>("profiles", v) {
             Ok(files) => {
                 for (name, pf) in files {
-                    let mut specs =
-                        rule_specs(&format!("profiles.{name}.rules"), &pf.rules, &mut errors);
+                    let mut specs = rule_specs(
+                        &format!("profiles.{name}.rules"),
+                        &pf.rules,
+                        &mut written,
+                        &mut errors,
+                    );
                     let mut default = pf.default;
                     if let Some(pv) = &pf.permissions {
                         let key = format!("profiles.{name}.permissions");
@@ -264,7 +297,12 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
                                     (None, b) => default = b,
                                     _ => {}
                                 }
-                                specs.extend(permission_specs(&format!("{name}."), &p, &mut errors))
+                                specs.extend(permission_specs(
+                                    &format!("{name}."),
+                                    &p,
+                                    &mut written,
+                                    &mut errors,
+                                ))
                             }
                             Err(e) => errors.push(e),
                         }
@@ -304,6 +342,7 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
         default,
         precedence,
         case,
+        names,
         ctx: ctx.clone(),
         rules,
         mappings,
@@ -311,35 +350,71 @@ pub(crate) fn compile(sources: PolicySources<'_>, ctx: &Context) -> Compiled {
         active: None,
         index,
         servers: Servers::default(),
+        written,
+        origins: BTreeMap::new(),
     };
     Compiled { policy, errors }
 }
 
-fn rule_specs(key: &str, values: &[Value], errors: &mut Vec<Error>) -> Vec<RuleSpec> {
+/// Reads rule specs, naming a bad one by its position in the user's list: toolgate's own rules (ids `builtin.…`,
+/// which the gateway puts in front) are not counted, so a user's first rule is `policy.rules[0]`.
+fn rule_specs(
+    key: &str,
+    values: &[Value],
+    written: &mut Vec<(String, String)>,
+    errors: &mut Vec<Error>,
+) -> Vec<RuleSpec> {
     let mut out = Vec::new();
-    for (i, v) in values.iter().enumerate() {
+    let own = |v: &Value| {
+        v.get("id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| id.starts_with(BUILTIN_PREFIX))
+    };
+    let builtin = values.iter().take_while(|v| own(v)).count();
+    for (at, v) in values.iter().enumerate() {
+        let i = at.saturating_sub(builtin);
         let name = v.get("id").and_then(Value::as_str).map_or_else(
             || format!("{key}[{i}]"),
             |id| format!("{key}[{i}] (`{id}`)"),
         );
         match parse::<RuleSpec>(&name, v) {
-            Ok(spec) => out.push(spec),
+            Ok(spec) => {
+                written.push((spec.id.clone(), spec.id.clone()));
+                out.push(spec)
+            }
             Err(e) => errors.push(e),
         }
     }
     out
 }
 
-/// Generated ids: `deny[0]`, `ask[1]`, `allow[2]`, prefixed with `PROFILE.` inside a profile.
-fn permission_specs(prefix: &str, p: &PermissionsFile, errors: &mut Vec<Error>) -> Vec<RuleSpec> {
+/// Generated ids are the permission's own text (`Read(**/.env)`), prefixed with `PROFILE.` inside a profile, so a
+/// refusal, an approval or an audit record names the rule as the user wrote it. The same text in two lists (a
+/// contradiction lint reports) keeps ids unique by naming its list: `allow:Read(**/.env)`.
+fn permission_specs(
+    prefix: &str,
+    p: &PermissionsFile,
+    written: &mut Vec<(String, String)>,
+    errors: &mut Vec<Error>,
+) -> Vec<RuleSpec> {
     let mut out = Vec::new();
+    let mut taken = BTreeSet::new();
     for (list, effect) in [
         (&p.deny, Effect::Deny),
         (&p.ask, Effect::Ask),
         (&p.allow, Effect::Allow),
     ] {
         for (i, text) in list.iter().enumerate() {
-            match translate_permission(text, effect, &format!("{prefix}{effect}[{i}]")) {
+            let mut id = format!("{prefix}{text}");
+            if !taken.insert(id.clone()) {
+                id = format!("{prefix}{effect}:{text}");
+                if !taken.insert(id.clone()) {
+                    id = format!("{prefix}{effect}[{i}]:{text}");
+                    taken.insert(id.clone());
+                }
+            }
+            written.push((id.clone(), text.clone()));
+            match translate_permission(text, effect, &id) {
                 Ok(spec) => out.push(spec),
                 Err(e) => errors.push(e),
             }

@@ -137,6 +137,8 @@ pub enum SurfaceReason {
     ProfileVisible,
     ProfileDeferred,
     ProfileDefault,
+    /// Served in code mode: a client lists only code mode's tools and reaches this one through `run_code`.
+    CodeMode,
 }
 
 /// One row of a profile preview.

@@ -12,6 +12,10 @@ version = 1
 default = "ask"
 # Paths compare case-sensitively. Use "insensitive" on case-insensitive filesystems.
 path_case = "sensitive"
+# What a deny on files means for calls that only list or search names (list_directory, directory_tree,
+# search_files, git_status): "hidden" asks wherever a denied file's name may show; "shown" lets the allow rules
+# decide them (content stays denied, and listing inside a denied tree is denied either way).
+names = "hidden"
 
 [[policy.rules]]
 id = "deny-dotenv"

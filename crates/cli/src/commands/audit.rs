@@ -23,6 +23,9 @@ const BROKEN: u8 = 1;
 pub struct Args {
     #[command(subcommand)]
     action: Action,
+    // Here, so `audit --config X tail` and `audit tail --config X` both work (the flags are global).
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 #[derive(clap::Subcommand)]
@@ -47,15 +50,10 @@ struct TailArgs {
     /// Print the records as stored, one JSON object per line.
     #[arg(long)]
     json: bool,
-    #[command(flatten)]
-    config: ConfigArgs,
 }
 
 #[derive(clap::Args)]
-struct VerifyArgs {
-    #[command(flatten)]
-    config: ConfigArgs,
-}
+struct VerifyArgs {}
 
 #[derive(clap::Args)]
 struct PruneArgs {
@@ -65,16 +63,15 @@ struct PruneArgs {
     /// Rewrite the log; without this flag the command only says what would go.
     #[arg(long)]
     apply: bool,
-    #[command(flatten)]
-    config: ConfigArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = &args.config;
     match args.action {
-        Action::Tail(a) => tail(&state(&a.config)?, a.lines, a.json),
-        Action::Verify(a) => verify(&state(&a.config)?),
-        Action::Prune(a) => prune(&state(&a.config)?, a.keep_last, a.apply),
-        Action::Recover(a) => recover(&state(&a.config)?),
+        Action::Tail(a) => tail(&state(config)?, a.lines, a.json),
+        Action::Verify(_) => verify(&state(config)?),
+        Action::Prune(a) => prune(&state(config)?, a.keep_last, a.apply),
+        Action::Recover(_) => recover(&state(config)?),
     }
 }
 

@@ -43,6 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         (None, false) => println!("policy: loaded"),
     }
+    client_entry(&config);
     for hook in config.hooks.pre.iter().chain(&config.hooks.post) {
         let tools = if hook.tools.is_empty() {
             "every tool".to_owned()
@@ -350,16 +351,25 @@ async fn upstreams(
         }
     );
     let mut healthy = held.is_empty();
+    // As wide as the longest name, so long names keep the columns aligned.
+    let width = statuses.iter().map(|s| s.server.len()).fold(16, usize::max);
     for s in &statuses {
-        let mut line = format!("  {:<16} {:<14}", s.server, s.state.as_str());
+        let mut line = format!("  {:<width$} {:<14}", s.server, s.state.as_str());
         if let Some(v) = &s.protocol_version {
             line.push_str(&format!(
                 " {v}  {} tools, {} resources, {} prompts",
                 s.tools, s.resources, s.prompts
             ));
         }
-        if let Some(e) = &s.last_error {
-            line.push_str(&format!("  — {}", audit::redact(e)));
+        match &s.last_error {
+            Some(e) => line.push_str(&format!("  — {}", audit::redact(e))),
+            // Still starting when doctor stopped waiting: the process runs but never finished the handshake.
+            None if s.state == upstream::State::Starting => line.push_str(&format!(
+                "  — no answer to the handshake within {} s (the server runs but did not complete initialize; \
+                 see its stderr below, or raise startup_timeout_sec)",
+                startup_timeout(config, &s.server).as_secs()
+            )),
+            None => {}
         }
         println!("{line}");
         for (list, why) in &s.list_errors {
@@ -394,4 +404,50 @@ async fn upstreams(
         }
     }
     healthy
+}
+
+/// The entry to give a client, with everything absolute: clients start servers in a directory of their choosing
+/// and with a trimmed environment, so a relative command, config or workspace, or a state directory taken from
+/// the environment, would be another toolgate's.
+fn client_entry(config: &config::Config) {
+    let exe = crate::runtime::self_exe()
+        .map_or_else(|| "toolgate".to_owned(), |p| p.display().to_string());
+    let mut args = vec!["serve".to_owned()];
+    if let Some(c) = config
+        .source
+        .as_ref()
+        .and_then(|c| std::fs::canonicalize(c).ok())
+    {
+        args.extend(["--config".to_owned(), c.display().to_string()]);
+    }
+    if let Ok(w) = crate::runtime::workspace(config) {
+        args.extend(["--workspace".to_owned(), w.display().to_string()]);
+    }
+    let entry = serde_json::json!({"mcpServers": {"toolgate": {"command": exe, "args": args}}});
+    println!("client entry (paste into the client's MCP config):");
+    println!("  {entry}");
+    let quoted: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    println!(
+        "  Claude Code: claude mcp add toolgate -- {exe:?} {}",
+        quoted.join(" ")
+    );
+    match (&config.state_dir, crate::runtime::state_root(config)) {
+        (Some(dir), _) => println!("  state: {} (named by the config)", dir.value.display()),
+        (None, Ok(dir)) => println!(
+            "  state: {} (from this environment; a client that trims it would use another: set \"stateDir\" \
+             in the config)",
+            dir.display()
+        ),
+        (None, Err(e)) => println!("  state: unknown ({e})"),
+    }
+}
+
+/// How long `server` may take to answer the handshake: its own setting, else the config's.
+fn startup_timeout(config: &config::Config, server: &str) -> std::time::Duration {
+    config
+        .servers
+        .iter()
+        .find(|s| s.name == server)
+        .and_then(|s| s.startup_timeout)
+        .unwrap_or(config.limits.startup_timeout.value)
 }

@@ -31,13 +31,21 @@ pub struct Args {
 enum Action {
     /// Every pinned tool: state, definition hash, and any poisoning flags.
     List,
-    /// What changed in a quarantined tool's definition (accepted → observed).
-    Diff { name: String },
-    /// Accept the observed definition of a quarantined tool. `--sha256` accepts only that exact definition, so
-    /// what is accepted is what was reviewed.
-    Accept {
+    /// What changed in a quarantined tool's definition (accepted → observed); for a server, in each of its held
+    /// tools.
+    Diff {
+        /// A tool as `pins list` names it (`server__tool`), or a server's name: each of its held tools.
         name: String,
-        #[arg(long)]
+    },
+    /// Accept the observed definition of a quarantined tool, or of every held tool of a server (after an
+    /// upgrade), showing each diff once as it does. `--sha256` accepts only that exact definition, so what is
+    /// accepted is what was reviewed.
+    Accept {
+        /// A tool as `pins list` names it (`server__tool`), or a server's name: every held tool of that server.
+        name: String,
+        /// The observed definition's SHA-256 (at least its first 12 hex digits, as `pins diff` prints it): accept
+        /// only if the held definition is still that one. For one tool only.
+        #[arg(long, value_name = "HEX")]
         sha256: Option<String>,
         /// Let a definition that is flagged as poisoned run anyway. Recorded in the audit log; a later change of
         /// the definition is flagged and held afresh.
@@ -54,6 +62,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot read the pins")?;
     match args.action {
         Action::List => list(&pins),
+        Action::Diff { name } if is_server(&pins, &name) => {
+            for pin in held_of(&pins, &name) {
+                show_diff(pin);
+            }
+        }
+        Action::Accept {
+            name,
+            sha256,
+            despite_flags,
+        } if is_server(&pins, &name) => {
+            if sha256.is_some() {
+                bail!("--sha256 names one definition; accept {name}'s tools one by one to use it");
+            }
+            let held = held_of(&pins, &name);
+            if held.is_empty() {
+                println!("{name} has no held tools; there is nothing to accept");
+            }
+            for pin in held {
+                show_diff(pin);
+                accept(&state, &pins, &pin.name, None, despite_flags)?;
+            }
+        }
         Action::Diff { name } => {
             let pin = find(&pins, &name)?;
             let (Some(candidate), Some(hash)) = (&pin.candidate_json, &pin.candidate_sha256) else {
@@ -79,6 +109,42 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } => accept(&state, &pins, &name, sha256.as_deref(), despite_flags)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `name` is a server's (no pinned tool has that name, and some tool is pinned under it).
+fn is_server(pins: &[ToolPin], name: &str) -> bool {
+    let prefix = format!("{name}__");
+    !pins.iter().any(|p| p.name == name) && pins.iter().any(|p| p.name.starts_with(&prefix))
+}
+
+/// A server's tools with a definition awaiting review (changed, or new on a server already listed).
+fn held_of<'a>(pins: &'a [ToolPin], server: &str) -> Vec<&'a ToolPin> {
+    let prefix = format!("{server}__");
+    pins.iter()
+        .filter(|p| p.name.starts_with(&prefix))
+        .filter(|p| p.state == PinState::Quarantined || p.candidate_sha256.is_some())
+        .collect()
+}
+
+/// One held tool's change, accepted → observed.
+fn show_diff(pin: &ToolPin) {
+    let Some(candidate) = &pin.candidate_json else {
+        println!(
+            "{}: held, definition {:.16}",
+            pin.name, pin.definition_sha256
+        );
+        return;
+    };
+    println!(
+        "{}: accepted {:.16} → observed {:.16}",
+        pin.name,
+        pin.definition_sha256,
+        pin.candidate_sha256.as_deref().unwrap_or("")
+    );
+    print!(
+        "{}",
+        diff(&pretty(&pin.definition_json), &pretty(candidate))
+    );
 }
 
 fn find<'a>(pins: &'a [ToolPin], name: &str) -> anyhow::Result<&'a ToolPin> {

@@ -2,11 +2,13 @@
 //! blocked or unavailable, and why. It starts every upstream once (as `doctor` does) to learn the real catalog,
 //! then shuts them down.
 //!
-//! It calls no tool and applies the same visibility rules `tools/list` applies in `serve`, pins included (it
-//! opens the same state, so a first look pins definitions exactly as `serve` would).
+//! It calls no tool; what it shows visible is exactly what a client's `tools/list` gives in `serve` (the gateway
+//! computes both), toolgate's own tools included and, in code mode, only code mode's tools, the others shown as
+//! reached through `run_code`. Pins included: it opens the same state, so a first look pins definitions exactly
+//! as `serve` would. It warns when the profile hides the tools an agent follows an approval with.
 
 use super::common::ConfigArgs;
-use policy::{SurfaceEntry, ToolListing, Visibility};
+use policy::{SurfaceEntry, SurfaceReason, ToolListing, Visibility};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::process::ExitCode;
@@ -46,27 +48,43 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         None
     });
+    // toolgate's own workspace tools, as `serve` would serve them.
+    let builtin = crate::runtime::builtin_tools(&config)?;
     let rt = crate::runtime::tokio()?;
     let rows = rt.block_on(async {
-        let gw = gateway::Gateway::start(
+        let gw = gateway::Gateway::start_with(
             &config,
             crate::runtime::gateway_options(&config, false),
             Arc::clone(&guard),
             state,
+            builtin,
         );
         gw.ready().await;
         let agg = gw.aggregate();
         let pins = gw.pins();
         let statuses = gw.statuses();
+        // What a client's `tools/list` gives, as `serve` computes it: the preview shows that set as visible.
+        let listed = gw.listed_tools(None);
+        let hidden = gw.hidden_approval_tools(None);
+        let code = gw.code_mode();
         gw.shutdown().await;
+        let (listed, hidden) = (listed?, hidden?);
         let down: HashSet<String> = statuses
             .iter()
             .filter(|s| s.state != upstream::State::Ready)
             .map(|s| s.server.clone())
             .collect();
-        surface(&guard, &agg, &pins, &statuses, &down, &config)
+        let rows = surface(&guard, &agg, &pins, &statuses, &down, &config)?;
+        anyhow::Ok((as_listed(rows, &listed, code), hidden))
     });
-    let rows = rows?;
+    let (rows, hidden) = rows?;
+    for tool in &hidden {
+        // To stderr: stdout may be JSON for a script.
+        eprintln!(
+            "warning: this profile hides {tool}, so an agent cannot follow a call held for approval; list it \
+             (\"tools\": {{\"visible\": [\"toolgate__{tool}\"]}}) or every approval this profile meets is lost"
+        );
+    }
     if args.json {
         let entries: Vec<Value> = rows.iter().map(to_json).collect();
         let out = json!({"profile": profile, "tools": entries});
@@ -130,6 +148,28 @@ fn surface(
         .collect())
 }
 
+/// Each row as the client sees it: visible exactly when `tools/list` lists it. In code mode a tool the profile
+/// shows is reached through `run_code` instead (deferred, `CODE_MODE`); a listed tool the policy would hide (a
+/// quarantined one that asks) is shown visible, as listed.
+fn as_listed(rows: Vec<Row>, listed: &[String], code: bool) -> Vec<Row> {
+    let listed: HashSet<&str> = listed.iter().map(String::as_str).collect();
+    rows.into_iter()
+        .map(|mut r| {
+            let is_listed = listed.contains(r.exposed.as_str());
+            match r.entry.visibility {
+                Visibility::Visible if !is_listed && code => {
+                    r.entry.visibility = Visibility::Deferred;
+                    r.entry.reason = SurfaceReason::CodeMode;
+                }
+                Visibility::Visible if !is_listed => r.entry.visibility = Visibility::Blocked,
+                _ if is_listed => r.entry.visibility = Visibility::Visible,
+                _ => {}
+            }
+            r
+        })
+        .collect()
+}
+
 fn visibility(v: Visibility) -> &'static str {
     match v {
         Visibility::Visible => "visible",
@@ -150,7 +190,9 @@ fn reason(entry: &SurfaceEntry) -> String {
 fn print_table(profile: Option<&str>, rows: &[Row]) {
     match profile {
         Some(p) => println!("profile: {p}"),
-        None => println!("profile: none (the base policy)"),
+        None => {
+            println!("profile: default (no profile: the base policy, as audit and report name it)")
+        }
     }
     // Columns as wide as their longest cell, so names of any length stay aligned.
     let reasons: Vec<String> = rows.iter().map(|r| reason(&r.entry)).collect();

@@ -23,7 +23,7 @@ const UNITS: [(char, i64); 5] = [
 #[derive(clap::Args)]
 pub struct Args {
     /// What each row of the report is.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, default_value = "tool")]
     group_by: Group,
     /// Only events at or after this: a span back from now (90s, 30m, 24h, 7d, 2w) or an RFC 3339 time
     /// (2026-11-30T00:00:00Z).

@@ -19,6 +19,7 @@ pub struct Args {
     /// Host and Origin must be loopback on the listening port or listed in "http.allowedHosts" /
     /// "http.allowedOrigins".
     #[arg(long, value_name = "ADDR", num_args = 0..=1)]
+    #[arg(value_parser = crate::runtime::parse_listen)]
     http: Option<Option<std::net::SocketAddr>>,
 }
 

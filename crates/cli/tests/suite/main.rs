@@ -7,6 +7,7 @@
 mod adapters;
 mod admin;
 mod agent_view;
+mod agreement;
 mod approvals;
 mod approvals_attacks;
 mod approvals_exit;
@@ -28,6 +29,7 @@ mod conformance_dual;
 mod containment;
 mod demo;
 mod eras;
+mod first_hour;
 mod flood;
 mod forwarding;
 mod framing;

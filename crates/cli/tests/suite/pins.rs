@@ -247,3 +247,34 @@ async fn tool_added_at_run_time_is_held_by_default() {
         "{refused}"
     );
 }
+
+/// After an upgrade, a server's held tools are accepted by naming the server: each diff is shown once as it is
+/// accepted, `--sha256` is refused for a server, and the tool runs again.
+#[tokio::test]
+async fn pins_accept_server_accepts_each_held_tool_of_it_showing_its_diff() {
+    let setup = Setup::fixture(&[], json!({}));
+    let client = legacy(&setup).await;
+    call(&client, "fx__echo", json!({"text": "before"}))
+        .await
+        .unwrap();
+    rug_pull(&client).await;
+    let (ok, refused) = pins(&setup, &["accept", "fx", "--sha256", "0123456789ab"]);
+    assert!(!ok && refused.contains("one by one"), "{refused}");
+    let (ok, accepted) = pins(&setup, &["accept", "fx"]);
+    assert!(ok, "{accepted}");
+    assert_eq!(
+        accepted.matches("fx__echo: accepted").count(),
+        1,
+        "{accepted}"
+    );
+    assert!(
+        accepted.contains("id_rsa"),
+        "the diff is shown:\n{accepted}"
+    );
+    let after = call(&client, "fx__echo", json!({"text": "accepted"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&after), "accepted", "{after}");
+    let (ok, again) = pins(&setup, &["accept", "fx"]);
+    assert!(ok && again.contains("no held tools"), "{again}");
+}

@@ -31,7 +31,11 @@ async fn denied_call_is_explained_and_never_reaches_the_upstream() {
         .unwrap();
     assert_eq!(
         refusal(&result),
-        (&json!("DENY_RULE"), &json!("DENY_RULE"), &json!("deny[0]"))
+        (
+            &json!("DENY_RULE"),
+            &json!("DENY_RULE"),
+            &json!("mcp__fx__add_tool")
+        )
     );
     let tools = list_all(&client, "tools/list", "tools", None)
         .await
@@ -160,7 +164,10 @@ async fn resource_reads_and_prompts_are_governed_too() {
         .request("resources/read", json!({"uri": "fixture://static/1"}))
         .await
         .unwrap_err();
-    assert_eq!(err["data"]["decision"]["rule_id"], "deny[0]", "{err}");
+    assert_eq!(
+        err["data"]["decision"]["rule_id"], "mcp__fx__resources_read",
+        "{err}"
+    );
     let err = client
         .request(
             "prompts/get",
@@ -168,7 +175,10 @@ async fn resource_reads_and_prompts_are_governed_too() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err["data"]["decision"]["rule_id"], "deny[1]", "{err}");
+    assert_eq!(
+        err["data"]["decision"]["rule_id"], "mcp__fx__prompts_get_*",
+        "{err}"
+    );
 }
 
 #[tokio::test]

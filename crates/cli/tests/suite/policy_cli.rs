@@ -234,14 +234,14 @@ fn explain_judges_a_symlink_out_of_an_allowed_directory_by_its_target() {
     assert_eq!(
         (&e["decision"], &e["action"]["paths"]),
         (
-            &json!({"effect": "deny", "reason": "DENY_RULE", "rule_id": "deny[0]", "operation": "fs.read", "unknown": null}),
+            &json!({"effect": "deny", "reason": "DENY_RULE", "rule_id": "Read(//etc)", "operation": "fs.read", "unknown": null}),
             &json!(["/etc/passwd"])
         )
     );
 }
 
 #[test]
-fn explain_refuses_a_call_that_brings_its_own_server_kind() {
+fn explain_refuses_a_kind_that_contradicts_the_config() {
     let setup = reads_setup();
     let root = std::fs::canonicalize(setup.dir.path()).unwrap();
     let call = r#"{"server": "fx", "tool": "read_file", "kind": "filesystem", "arguments": {}}"#;
@@ -253,9 +253,58 @@ fn explain_refuses_a_call_that_brings_its_own_server_kind() {
     );
     assert_ne!(out.code, 0);
     assert!(
-        out.stderr.contains("unknown key \"kind\""),
+        out.stderr.contains(
+            "the call says server \"fx\" is of kind filesystem, but the config makes it generic"
+        ),
         "{}",
         out.stderr
+    );
+}
+
+/// A `wrap` setup: the config lists no server, the call names the wrapped one and says its kind, and explain
+/// reaches the decision `serve` reaches for it (the starter's `deny-dotenv`), not the default.
+#[test]
+fn explain_of_a_wrapped_server_uses_the_kind_the_call_gives() {
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({
+            "workspace": dir.join("ws"),
+            "policy": {"default": "ask", "rules": [
+                {"id": "deny-dotenv", "effect": "deny", "operations": ["fs.read"], "paths": ["**/.env"]}
+            ]}
+        })
+    });
+    let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let config = setup.config.to_str().unwrap();
+    let explain = |call: &str| {
+        run_in(
+            &root,
+            &["policy", "explain", "--config", config, "--call", "-"],
+            Some(call),
+        )
+    };
+    let env = root.join("ws/.env");
+    let call = |kind: &str| {
+        json!({"server": "server-filesystem", "tool": "read_file", "arguments": {"path": env}})
+            .as_object()
+            .cloned()
+            .map(|mut m| {
+                if !kind.is_empty() {
+                    m.insert("kind".into(), json!(kind));
+                }
+                Value::Object(m).to_string()
+            })
+            .unwrap()
+    };
+    let with_kind = explain(&call("filesystem"));
+    assert_eq!(with_kind.code, 0, "{}", with_kind.stderr);
+    golden("explain_wrapped.txt", &with_kind.stdout);
+    let without = explain(&call(""));
+    assert!(
+        without.stdout.contains("give `kind` in the call")
+            && without.stdout.contains("DEFAULT_ASK"),
+        "{}",
+        without.stdout
     );
 }
 
@@ -316,7 +365,7 @@ fn preview_shows_a_profile_s_blocked_deferred_visible_and_unavailable_tools() {
     );
     assert_eq!(
         row("fx__add"),
-        (json!("blocked"), json!("DENY_RULE"), json!("deny[0]"))
+        (json!("blocked"), json!("DENY_RULE"), json!("mcp__fx__add"))
     );
     assert_eq!(
         row("fx__rich"),
@@ -371,4 +420,157 @@ fn check_reports_a_toolscript_list_whose_meaning_changes_under_deny_overrides() 
     let out = run(&setup, &["policy", "check"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     golden("check_toolscript_order.txt", &out.stdout);
+}
+
+/// `preview` shows visible exactly what a client's `tools/list` gives, for each profile and mode: toolgate's own
+/// tools included, code mode listing only its own, and a profile that blocks by default warned that it hides the
+/// tools an agent follows an approval with.
+#[tokio::test]
+async fn preview_equals_the_client_s_tools_list_for_each_profile_and_mode() {
+    let profiles = json!({
+        "review": {"tools": {"blocked": ["fx__echo"], "deferred": ["fx__rich"]}},
+        "locked": {"tools": {"default": "blocked", "visible": ["fx__echo"]}},
+        "coder": {"mode": "code"}
+    });
+    for profile in [None, Some("review"), Some("locked"), Some("coder")] {
+        let setup = Setup::with(|dir| {
+            std::fs::create_dir_all(dir.join("ws")).unwrap();
+            let mut config = json!({"workspace": dir.join("ws"), "mcpServers": {"fx": fixture(&[])},
+                                    "permissions": {"default": "allow"}, "profiles": profiles});
+            if let Some(p) = profile {
+                config["profile"] = json!(p);
+            }
+            config
+        });
+        let out = run(&setup, &["preview", "--json"]);
+        assert_eq!(out.code, 0, "{profile:?}: {}", out.stderr);
+        let surface: Value = serde_json::from_str(&out.stdout).unwrap();
+        let mut previewed: Vec<String> = surface["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["visibility"] == "visible")
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        let client = setup.serve();
+        client.initialize("2025-11-25", json!({})).await.unwrap();
+        let mut listed: Vec<String> = list_all(&client, "tools/list", "tools", None)
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        previewed.sort();
+        listed.sort();
+        assert_eq!(previewed, listed, "profile {profile:?}: {}", out.stderr);
+        // A profile that blocks by default hides toolgate's own tools too, and is warned of it.
+        assert_eq!(
+            listed.iter().any(|t| t == "toolgate_resume"),
+            profile != Some("locked"),
+            "{profile:?}: {listed:?}"
+        );
+        let warned = out
+            .stderr
+            .contains("warning: this profile hides toolgate_request_status");
+        assert_eq!(
+            warned,
+            profile == Some("locked"),
+            "{profile:?}: {}",
+            out.stderr
+        );
+        if profile == Some("coder") {
+            assert!(!listed.iter().any(|t| t.starts_with("fx__")), "{listed:?}");
+            assert_eq!(surface_row(&surface, "fx__echo")["reason"], "CODE_MODE");
+        }
+    }
+}
+
+/// What omitting `default` means: no policy at all asks, permission strings alone ask as Claude Code does when no
+/// rule matches, and a structured `policy` section without `default` denies.
+#[test]
+fn omitting_default_asks_for_permission_strings_and_denies_for_a_structured_policy() {
+    let decide = |policy: Value| {
+        let setup = Setup::with(|dir| {
+            std::fs::create_dir_all(dir.join("ws")).unwrap();
+            let mut config =
+                json!({"workspace": dir.join("ws"), "mcpServers": {"fx": fixture(&[])}});
+            if let Value::Object(m) = policy {
+                config.as_object_mut().unwrap().extend(m);
+            }
+            config
+        });
+        let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+        let config = setup.config.to_str().unwrap();
+        let out = run_in(
+            &root,
+            &[
+                "policy", "explain", "--json", "--config", config, "--call", "-",
+            ],
+            Some(r#"{"server": "fx", "tool": "echo", "arguments": {"text": "hi"}}"#),
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let e: Value = serde_json::from_str(&out.stdout).unwrap();
+        e["decision"]["reason"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(decide(json!({})), "DEFAULT_ASK");
+    assert_eq!(
+        decide(json!({"permissions": {"deny": ["Read(**/.env)"]}})),
+        "DEFAULT_ASK"
+    );
+    assert_eq!(
+        decide(json!({"policy": {"rules": [{"id": "r", "effect": "deny", "paths": ["**/.env"]}]}})),
+        "DEFAULT_DENY"
+    );
+    assert_eq!(
+        decide(json!({"policy": {"default": "ask"}, "permissions": {"deny": ["Read(**/.env)"]}})),
+        "DEFAULT_ASK"
+    );
+}
+
+/// `--config` (like `--workspace` and `--profile`) works before or after a subcommand of every command, and
+/// `report` groups by tool unless told otherwise.
+#[test]
+fn global_flags_work_before_and_after_the_subcommand_and_report_has_a_default_grouping() {
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({"workspace": dir.join("ws"), "permissions": {"default": "ask"}})
+    });
+    let root = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let config = setup.config.to_str().unwrap();
+    for args in [
+        vec!["approvals", "--config", config, "list"],
+        vec!["approvals", "list", "--config", config],
+        vec!["audit", "--config", config, "verify"],
+        vec!["audit", "tail", "--config", config],
+        vec!["pins", "--config", config, "list"],
+        vec!["pins", "list", "--config", config],
+        vec!["report", "--config", config],
+    ] {
+        let out = run_in(&root, &args, None);
+        assert_eq!(out.code, 0, "{args:?}: {}{}", out.stdout, out.stderr);
+    }
+}
+
+/// A server that starts and never answers the handshake is shown with why, and a long name keeps the columns.
+#[test]
+fn doctor_says_why_a_hung_server_is_still_starting() {
+    let name = "a-server-with-a-name-longer-than-the-column";
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({"workspace": dir.join("ws"),
+               "mcpServers": {name: {"command": "sleep", "args": ["30"], "startup_timeout_sec": 1}}})
+    });
+    let out = run(&setup, &["doctor"]);
+    assert_ne!(out.code, 0, "a hung server is a problem");
+    let line = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("upstreams:"))
+        .find(|l| l.trim_start().starts_with(name))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        line.contains(&format!("{name} starting"))
+            && line.contains("no answer to the handshake within 1 s"),
+        "{line}"
+    );
 }

@@ -134,7 +134,7 @@ async fn pre_run_check_stops_a_denied_literal_and_asks_for_an_ask_literal() {
             assert!(!plan.approval.covers("fx__add", &json!({"a": 1, "b": 2})));
             assert_eq!(plan.needs.len(), 1, "{:?}", plan.needs);
             assert!(
-                plan.needs[0].starts_with("fx__echo {\"text\":\"hi\"}: mcp.call (ask"),
+                plan.needs[0].starts_with("fx__echo {\"text\":\"hi\"}: mcp.call (mcp__fx__echo"),
                 "{:?}",
                 plan.needs
             );

@@ -22,6 +22,15 @@ pub(super) fn context(workspace: &Path) -> policy::Context {
 pub(super) fn sources(config: &Config) -> (Value, Option<Value>) {
     let permissions = match (&config.policy.permissions, &config.policy.policy) {
         (None, None) => Some(json!({"default": "ask"})),
+        // Permission strings alone mean what they mean in Claude Code: a call no rule matches asks. A
+        // structured `policy` without `default` is a firewall's, and denies.
+        (Some(p), None) if p.get("default").is_none() => {
+            let mut p = p.clone();
+            if let Value::Object(m) = &mut p {
+                m.insert("default".into(), json!("ask"));
+            }
+            Some(p)
+        }
         (p, _) => p.clone(),
     };
     (with_builtin_rules(config), permissions)
@@ -82,4 +91,18 @@ fn escape_glob(path: &str) -> String {
         out.push(c);
         out
     })
+}
+
+/// Rules located in the config file, so they are named with where they were written (`toolgate.toml:12`).
+pub(super) fn with_origins(policy: policy::Policy, config: &Config) -> policy::Policy {
+    let Some(file) = config.source.as_deref() else {
+        return policy;
+    };
+    match std::fs::read_to_string(file) {
+        Ok(text) => {
+            let name = file.file_name().unwrap_or(file.as_os_str());
+            policy.with_origins(&name.to_string_lossy(), &text)
+        }
+        Err(_) => policy,
+    }
 }

@@ -163,6 +163,58 @@ fn listing_a_read_denied_tree_is_denied_and_listing_its_ancestor_recursively_ask
     assert_eq!(decide("directory_tree", "/ws/pub").effect, Effect::Allow);
 }
 
+/// A deny on files (`Read(**/.env)`, `Read(**/*.pem)`) means one thing for every call that only lists or
+/// searches names: with names hidden (the default) each of them asks where such a name may show, one level deep
+/// or recursively, the explicit allow of `git_status` included; with `names = "shown"` the allows hold. A
+/// listing inside a denied tree is denied either way.
+#[test]
+fn listings_and_searches_of_names_meet_a_deny_on_files_alike_and_names_shown_lets_them_through() {
+    let decide = |names: &str, server: &str, tool: &str, args: Value| {
+        let p = load(&json!({
+            "policy": {"default": "deny", "names": names},
+            "permissions": {"allow": ["Read(./**)", "mcp__git__git_status"], "deny": ["Read(**/.env)", "Read(**/*.pem)", "Read(./secret/**)"]}
+        }));
+        let kind = if server == "git" {
+            ServerKind::Git
+        } else {
+            ServerKind::Filesystem
+        };
+        p.decide_call(&call(server, tool, args, Some(kind)), &Lexical)
+    };
+    let listings = [
+        ("files", "list_directory", json!({"path": "/ws"})),
+        ("files", "directory_tree", json!({"path": "/ws"})),
+        (
+            "files",
+            "search_files",
+            json!({"path": "/ws", "pattern": "*"}),
+        ),
+        ("git", "git_status", json!({"repo_path": "/ws"})),
+    ];
+    for (server, tool, args) in &listings {
+        let hidden = decide("hidden", server, tool, args.clone());
+        assert_eq!(
+            (hidden.effect, hidden.reason),
+            (Effect::Ask, ReasonCode::DeniedBeneath),
+            "{tool}"
+        );
+        assert_eq!(
+            decide("shown", server, tool, args.clone()).effect,
+            Effect::Allow,
+            "{tool}"
+        );
+    }
+    for names in ["hidden", "shown"] {
+        let inside = decide(
+            names,
+            "files",
+            "list_directory",
+            json!({"path": "/ws/secret"}),
+        );
+        assert_eq!(inside.effect, Effect::Deny, "{names}");
+    }
+}
+
 /// server-filesystem's resolution, written from its source: `expandHome`, then `path.resolve` of an absolute
 /// path, or `resolveRelativePathAgainstAllowedDirectories` of a relative one (each directory in order, kept when
 /// the normalised candidate lies within any directory, else the first directory).

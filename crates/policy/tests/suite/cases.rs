@@ -21,12 +21,12 @@ fn cases_pass_and_fail_with_a_readable_diff() {
     assert_eq!(
         report.results[1].diff,
         vec![
-            "- decision: deny",
-            "+ decision: ask",
-            "- rule: ws-read",
-            "+ rule: ",
-            "- reason: DEFAULT_DENY",
-            "+ reason: DEFAULT_ASK",
+            "- expected decision: deny",
+            "+ actual   decision: ask",
+            "- expected rule: ws-read",
+            "+ actual   rule: ",
+            "- expected reason: DEFAULT_DENY",
+            "+ actual   reason: DEFAULT_ASK",
         ]
     );
     assert_eq!(report.results[2].diff, vec!["! unknown profile `ghost`"]);

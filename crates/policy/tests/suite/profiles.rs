@@ -30,7 +30,7 @@ fn profile_rules_and_default_apply() {
     let d = decide(&reviewer, &fs_read("/ws/a"));
     assert_eq!(
         (d.effect, d.rule_id.as_deref()),
-        (Effect::Allow, Some("reviewer.allow[0]"))
+        (Effect::Allow, Some("reviewer.Read(./**)"))
     );
     assert_eq!(
         decide(&reviewer, &fs_read("/etc/x")).reason,

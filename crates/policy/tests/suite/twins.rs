@@ -193,12 +193,12 @@ fn translation_produces_the_twin_with_a_generated_id() {
 }
 
 #[test]
-fn generated_ids_follow_list_and_index() {
+fn generated_ids_are_the_permission_text_in_list_order() {
     let p = load(
         &json!({"permissions": {"allow": ["Read", "Bash(npm test)"], "ask": ["Bash"], "deny": ["Read(**/.env)"]}}),
     );
     assert_eq!(
         p.rule_ids(),
-        vec!["deny[0]", "ask[0]", "allow[0]", "allow[1]"]
+        vec!["Read(**/.env)", "Bash", "Read", "Bash(npm test)"]
     );
 }

@@ -33,6 +33,9 @@ const MAX_CONFIRM_BYTES: u64 = 1024;
 pub struct Args {
     #[command(subcommand)]
     action: Action,
+    // Here, so `approvals --config X list` and `approvals list --config X` both work (the flags are global).
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 #[derive(clap::Subcommand)]
@@ -59,16 +62,12 @@ struct ListArgs {
     /// Only requests in this state, as effective now (a pending request past its expiry is expired).
     #[arg(long, value_enum)]
     status: Option<Status>,
-    #[command(flatten)]
-    config: ConfigArgs,
 }
 
 #[derive(clap::Args)]
 struct IdArgs {
     /// The request id (apr_…), as `toolgate approvals list` shows it.
     id: String,
-    #[command(flatten)]
-    config: ConfigArgs,
 }
 
 #[derive(clap::Args)]
@@ -90,8 +89,6 @@ struct OperatorArgs {
 
 #[derive(clap::Args)]
 struct WatchArgs {
-    #[command(flatten)]
-    config: ConfigArgs,
     /// Read the answers from stdin instead of the terminal, for a script that holds the operator key.
     #[command(flatten)]
     operator: OperatorArgs,
@@ -105,8 +102,6 @@ struct PruneArgs {
     /// Delete them; without this flag the command only lists what would go.
     #[arg(long)]
     apply: bool,
-    #[command(flatten)]
-    config: ConfigArgs,
 }
 
 /// A request state, as typed on the command line.
@@ -141,17 +136,18 @@ enum Verdict {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = &args.config;
     match args.action {
-        Action::List(a) => list(&state(&a.config)?, a.status),
-        Action::Show(a) => show(&state(&a.config)?, &a.id),
+        Action::List(a) => list(&state(config)?, a.status),
+        Action::Show(a) => show(&state(config)?, &a.id),
         Action::Approve(a) => approve(
-            &state(&a.id.config)?,
+            &state(config)?,
             &a.id.id,
             a.operator.operator_key.as_deref(),
         ),
-        Action::Reject(a) => reject(&state(&a.config)?, &a.id),
-        Action::Watch(a) => watch::run(&state(&a.config)?, a.operator.operator_key.as_deref()),
-        Action::Prune(a) => prune(&state(&a.config)?, a.older_than_days, a.apply),
+        Action::Reject(a) => reject(&state(config)?, &a.id),
+        Action::Watch(a) => watch::run(&state(config)?, a.operator.operator_key.as_deref()),
+        Action::Prune(a) => prune(&state(config)?, a.older_than_days, a.apply),
     }
 }
 

@@ -1,6 +1,6 @@
 //! What the human sees of an approval request: the list and the full detail shown before a decision.
 //!
-//! Both show each request's age, whether a call is still waiting for the answer (live) or not (stale: the
+//! Both show each request's age, whether a call is still waiting for the answer (live) or not (resumable: the
 //! agent holds a handle, or its call is gone), and mark a request whose record failed its integrity check as
 //! TAMPERED: such a record was changed outside toolgate and can be neither approved nor run.
 //!
@@ -174,7 +174,7 @@ pub fn status_cell(a: &Approval, now: Timestamp) -> String {
         cell.push_str(if is_live(a, now) {
             " (live)"
         } else {
-            " (stale)"
+            " (resumable)"
         });
     }
     if !a.authentic {
@@ -277,7 +277,7 @@ mod tests {
         let expected = format!(
             "\
 request     apr_01
-status      PENDING (stale)
+status      PENDING (resumable)
 asked       1m 40s ago
 trace       tr-1
 created     1970-01-01T00:00:00.000Z
@@ -359,7 +359,7 @@ other (1)
         );
         let lines: Vec<&str> = text.lines().collect();
         assert!(
-            lines[0].starts_with("ID      STATUS           AGE"),
+            lines[0].starts_with("ID      STATUS               AGE"),
             "{text}"
         );
         let cells: Vec<&str> = lines[1].split_whitespace().collect();
@@ -376,7 +376,7 @@ other (1)
         assert!(detail(&a, now).contains("integrity   TAMPERED"));
         assert_eq!(
             status_cell(&a, Timestamp::from_millis(5_000)),
-            "PENDING (stale) TAMPERED"
+            "PENDING (resumable) TAMPERED"
         );
         assert_eq!(
             age(Timestamp::from_millis(0), Timestamp::from_millis(3_723_000)),

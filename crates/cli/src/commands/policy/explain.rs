@@ -6,17 +6,19 @@
 //! forwards nothing.
 
 use super::super::common::ConfigArgs;
-use policy::{Action, Command, Explanation, Mismatch, RuleTrace};
+use policy::{Action, Command, Explanation, Mismatch, RuleTrace, Scope, ToolCall};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Explain how the policy decides one call: `{"server": "...", "tool": "...", "arguments": {...}}`.
+/// Explain how the policy decides one call: `{"server": "...", "tool": "...", "arguments": {...}}` (and
+/// `"kind"` for a server the config does not list). The decision is the one `serve` and `policy test` reach.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
     config: ConfigArgs,
-    /// The call as JSON, in a file or `-` for stdin. `server` is the server's name in the config.
+    /// The call as JSON (or TOML by extension), in a file or `-` for stdin: `server` (its name in the config),
+    /// `tool`, `arguments`, and `kind` (filesystem, git, fetch) only for a server the config does not list.
     #[arg(long, value_name = "FILE|-")]
     call: PathBuf,
     /// Print the explanation as JSON.
@@ -24,56 +26,18 @@ pub struct Args {
     json: bool,
 }
 
-/// The call as an operator writes it. The server kind is not part of it: the gateway takes that from the config,
-/// and so does `explain`, so an explanation can never use an adapter `serve` would not.
-struct Call {
-    server: String,
-    tool: String,
-    arguments: Value,
-}
-
-impl Call {
-    /// Refuses unknown keys (a `kind` here would be silently ignored otherwise) and non-string names.
-    fn parse(value: Value) -> anyhow::Result<Call> {
-        let Value::Object(mut map) = value else {
-            anyhow::bail!("the call must be an object {{\"server\", \"tool\", \"arguments\"}}");
-        };
-        if let Some(key) = map
-            .keys()
-            .find(|k| !matches!(k.as_str(), "server" | "tool" | "arguments"))
-        {
-            anyhow::bail!(
-                "unknown key {key:?} in the call (the server kind comes from the config)"
-            );
-        }
-        let mut text = |key: &str| match map.remove(key) {
-            Some(Value::String(s)) => Ok(s),
-            _ => Err(anyhow::anyhow!("the call needs {key:?} as a string")),
-        };
-        let (server, tool) = (text("server")?, text("tool")?);
-        let arguments = map.remove("arguments").unwrap_or_else(|| json!({}));
-        Ok(Call {
-            server,
-            tool,
-            arguments,
-        })
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = args.config.load()?;
-    let call = Call::parse(super::read_json(&args.call)?)?;
+    let call = parse_call(super::read_json(&args.call)?)?;
+    let kind = super::stated_kind(&config, &call)?;
     let guard = crate::runtime::load_guard(&config)?;
-    let explanation = guard.explain_tool(&call.server, &call.tool, &call.arguments);
+    let explanation = guard.explain_as(&call.server, &call.tool, &call.arguments, kind);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&explanation)?);
         return Ok(ExitCode::SUCCESS);
     }
     if !super::is_known_server(&config, &call.server) {
-        println!(
-            "note: no server {:?} in the config; its tools are matched by name only",
-            call.server
-        );
+        println!("{}", super::unknown_server_note(&call.server, kind));
     }
     // The call as given first: the action below shows paths after symlinks resolve, which may differ.
     println!(
@@ -84,7 +48,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The explanation as aligned text: the action, the rules in evaluation order, then the decision.
+/// The call as an operator writes it, in the shape of a `policy test` case's call: `server`, `tool`,
+/// `arguments`, and `kind` for a server the config does not list.
+fn parse_call(value: Value) -> anyhow::Result<ToolCall> {
+    if !value.is_object() {
+        anyhow::bail!(
+            "the call must be an object {{\"server\", \"tool\", \"arguments\", \"kind\"?}}"
+        );
+    }
+    let mut call: ToolCall =
+        serde_json::from_value(value).map_err(|e| anyhow::anyhow!("the call: {e}"))?;
+    if call.arguments.is_null() {
+        call.arguments = json!({});
+    }
+    Ok(call)
+}
+
+/// The explanation as aligned text: the action, the rules in evaluation order for each part of the call (its
+/// operation, then each further access), then the decision, in the words a refusal or an approval uses.
 fn render(e: &Explanation) -> String {
     let mut out = String::new();
     let mut line = |s: String| {
@@ -97,18 +78,46 @@ fn render(e: &Explanation) -> String {
     let profile = match (&e.profile, e.hidden) {
         (Some(p), true) => format!("{p} (this tool is blocked by it)"),
         (Some(p), false) => p.clone(),
-        (None, _) => "none".to_owned(),
+        // The word audit records and the report use for calls under no profile.
+        (None, _) => "default (no profile: the base policy)".to_owned(),
     };
     line(format!("{:<10}{profile}", "profile"));
     line(format!("{:<10}{}", "default", e.default));
     if !e.precedence.is_strictest() {
         line(format!("{:<10}{}", "order", e.precedence.describe()));
     }
-    line("rules (in evaluation order):".to_owned());
-    let width = e.rules.iter().map(|r| r.id.len()).max().unwrap_or(0);
-    for r in &e.rules {
+    let all = e
+        .rules
+        .iter()
+        .chain(e.accesses.iter().flat_map(|a| &a.rules));
+    let width = all.map(|r| r.id.len()).max().unwrap_or(0);
+    line(format!(
+        "rules for {} (in evaluation order):",
+        e.action.operation
+    ));
+    rule_lines(&e.rules, width, &mut line);
+    for a in &e.accesses {
+        let paths = a.paths.join(", ");
+        line(format!(
+            "rules for {} of {paths}{} (the call also does this):",
+            a.operation,
+            scope_words(a.scope)
+        ));
+        rule_lines(&a.rules, width, &mut line);
+    }
+    let d = &e.decision;
+    line(format!("decision: {d} on {}", d.operation));
+    out
+}
+
+fn rule_lines(rules: &[RuleTrace], width: usize, line: &mut impl FnMut(String)) {
+    for r in rules {
+        let at =
+            r.at.as_deref()
+                .map(|a| format!("  ({a})"))
+                .unwrap_or_default();
         let row = format!(
-            "  {:<8} {:<6} {:<width$}  {}",
+            "  {:<8} {:<6} {:<width$}  {}{at}",
             status(r),
             r.effect.as_str(),
             r.id,
@@ -116,11 +125,20 @@ fn render(e: &Explanation) -> String {
         );
         line(row.trim_end().to_owned());
     }
-    if e.rules.is_empty() {
+    if rules.is_empty() {
         line("  (none)".to_owned());
     }
-    line(format!("decision: {}", e.decision));
-    out
+}
+
+/// How far beneath its paths an access reaches, in words.
+fn scope_words(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Exact => "",
+        Scope::Children => " (the names directly in it)",
+        Scope::NamesBeneath => " (names beneath it)",
+        Scope::ContentBeneath => " (content beneath it)",
+        Scope::Moved => " (moved with everything beneath it)",
+    }
 }
 
 fn action_lines(a: &Action) -> Vec<(&'static str, String)> {
@@ -161,6 +179,9 @@ fn status(r: &RuleTrace) -> &'static str {
 }
 
 fn why(r: &RuleTrace) -> String {
+    if r.beneath {
+        return "it denies paths beneath the call's (DENIED_BENEATH)".to_owned();
+    }
     if r.partial && !r.matched {
         return "matches some of the paths (caps an allow at ask)".to_owned();
     }

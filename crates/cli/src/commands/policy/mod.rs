@@ -63,6 +63,49 @@ fn is_known_server(config: &config::Config, server: &str) -> bool {
     server == gateway::OWN_SERVER || config.servers.iter().any(|s| s.name == server)
 }
 
+/// The `kind` a call file or case may bring: it stands for a server the config does not list (one run by
+/// `wrap`, say), and must agree with the config for one it does, so no explanation or case uses an adapter
+/// `serve` would not.
+fn stated_kind(
+    config: &config::Config,
+    call: &policy::ToolCall,
+) -> anyhow::Result<Option<policy::ServerKind>> {
+    let Some(stated) = call.server_kind else {
+        return Ok(None);
+    };
+    if !is_known_server(config, &call.server) {
+        return Ok(Some(stated));
+    }
+    let configured = server_kinds(config).get(&call.server).copied();
+    if configured != Some(stated) {
+        let name = |k: Option<policy::ServerKind>| {
+            k.map_or_else(|| "generic".to_owned(), |k| format!("{k:?}").to_lowercase())
+        };
+        anyhow::bail!(
+            "the call says server {:?} is of kind {}, but the config makes it {}; leave `kind` out for a \
+             configured server (it is taken from the config, as `serve` takes it)",
+            call.server,
+            name(Some(stated)),
+            name(configured)
+        );
+    }
+    Ok(Some(stated))
+}
+
+/// The note for a call to a server the config does not list: what its tools are matched by.
+fn unknown_server_note(server: &str, kind: Option<policy::ServerKind>) -> String {
+    match kind {
+        Some(k) => format!(
+            "note: no server {server:?} in the config; its calls are read as a {} server's, as the call's `kind` says",
+            format!("{k:?}").to_lowercase()
+        ),
+        None => format!(
+            "note: no server {server:?} in the config; its tools are matched by name only (for a server run by \
+             `wrap`, name it as wrap does, or give `kind` in the call: filesystem, git, fetch)"
+        ),
+    }
+}
+
 /// Reads a JSON document from a file, or from stdin for `-`.
 fn read_json(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
     use anyhow::Context;

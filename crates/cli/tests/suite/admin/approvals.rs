@@ -28,7 +28,7 @@ fn list_shows_requests_and_filters_by_status() {
         [
             a.id.as_str(),
             "PENDING",
-            "(stale)",
+            "(resumable)",
             &created,
             &expires,
             "fs",
@@ -51,7 +51,7 @@ fn show_prints_each_argument_json_escaped_on_its_own_line() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     for expected in [
         format!("request     {}", a.id),
-        "status      PENDING (stale)".to_owned(),
+        "status      PENDING (resumable)".to_owned(),
         "trace       trace-7".to_owned(),
         format!("created     {}", a.created_at),
         "server      fs".to_owned(),
