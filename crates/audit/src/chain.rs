@@ -161,11 +161,51 @@ impl ChainHead {
 
 /// Adds `hash` to a record that already holds its chain fields; returns the line to write
 /// (canonical JSON, no newline) and the hash.
+///
+/// Each top-level entry is printed once, in canonical (sorted) order: the hash covers them joined, and the line is
+/// the same entries with `hash` spliced in at its sorted place — the canonical JSON of the record with its hash,
+/// without copying the record or printing it twice.
 pub(crate) fn seal(mut record: Map<String, Value>) -> (String, String) {
     record.remove("hash");
-    let hash = sha256_hex(canonical_json(&Value::Object(record.clone())).as_bytes());
-    record.insert("hash".into(), Value::String(hash.clone()));
-    (canonical_json(&Value::Object(record)), hash)
+    let mut entries: Vec<(&str, String)> = record
+        .iter()
+        .map(|(k, v)| {
+            let mut entry = Value::String(k.clone()).to_string();
+            entry.push(':');
+            entry.push_str(&canonical_json(v));
+            (k.as_str(), entry)
+        })
+        .collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let size = entries.iter().map(|(_, e)| e.len() + 1).sum::<usize>() + 2;
+    let mut body = String::with_capacity(size);
+    join_object(&mut body, entries.iter().map(|(_, e)| e.as_str()));
+    let hash = sha256_hex(body.as_bytes());
+    let hash_entry = format!("\"hash\":\"{hash}\"");
+    let at = entries.partition_point(|(k, _)| *k < "hash");
+    let mut line = String::with_capacity(size + hash_entry.len() + 1);
+    let (before, after) = entries.split_at(at);
+    join_object(
+        &mut line,
+        before
+            .iter()
+            .map(|(_, e)| e.as_str())
+            .chain(std::iter::once(hash_entry.as_str()))
+            .chain(after.iter().map(|(_, e)| e.as_str())),
+    );
+    (line, hash)
+}
+
+/// `{a,b,…}` from printed entries.
+fn join_object<'a>(out: &mut String, entries: impl Iterator<Item = &'a str>) {
+    out.push('{');
+    for (i, entry) in entries.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(entry);
+    }
+    out.push('}');
 }
 
 /// A parsed, self-consistent line.
@@ -338,4 +378,44 @@ pub fn verify_text_with(text: &str, witness: &Witness) -> VerifyReport {
 fn diverged(witness: &Witness, position: &ChainHead) -> Option<ProblemKind> {
     let w = witness.head.as_ref()?;
     (w.against(position) == Against::Diverged).then_some(ProblemKind::HeadMismatch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// What `seal` must equal: the hash of the canonical record without `hash`, and the canonical record with it.
+    fn reference(record: &Map<String, Value>) -> (String, String) {
+        let hash = sha256_hex(canonical_json(&Value::Object(record.clone())).as_bytes());
+        let mut with = record.clone();
+        with.insert("hash".into(), Value::String(hash.clone()));
+        (canonical_json(&Value::Object(with)), hash)
+    }
+
+    #[test]
+    fn seal_places_the_hash_among_keys_that_sort_around_it() {
+        let record = json!({"seq": 1, "hasg": "a", "hasha": [2, {"z": 1, "a": null}], "h": "\"\n",
+                            "é": 1.5, "": true, "Hash": "upper", "prev": GENESIS});
+        let Value::Object(record) = record else {
+            unreachable!()
+        };
+        assert_eq!(seal(record.clone()), reference(&record));
+        assert_eq!(seal(Map::new()), reference(&Map::new()));
+    }
+
+    proptest! {
+        #[test]
+        fn seal_is_the_canonical_record_with_its_hash(
+            entries in proptest::collection::vec(("[a-z#é\"]{0,6}", any::<i64>(), "\\PC{0,8}"), 0..12)
+        ) {
+            let mut record = Map::new();
+            for (k, n, t) in entries {
+                record.insert(k, json!([n, t]));
+            }
+            record.remove("hash");
+            prop_assert_eq!(seal(record.clone()), reference(&record));
+        }
+    }
 }

@@ -194,9 +194,40 @@ impl AuditEvent {
     }
 }
 
+/// Texts up to this long have their redaction remembered.
+const MEMO_TEXT_BYTES: usize = 128;
+/// Remembered redactions per thread at most; the memory is forgotten whole when full.
+const MEMO_ENTRIES: usize = 1024;
+
+/// `redact(text)`, remembered for short texts. Most fields repeat from record to record (server, tool, operation,
+/// profile, decision, rule, outcome) and `redact` is a pure function, so a remembered answer is the same answer
+/// for a hash lookup instead of every rule's scan. Bounded: `MEMO_ENTRIES` texts of `MEMO_TEXT_BYTES` per thread.
+fn redacted(text: &str) -> String {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static MEMO: RefCell<HashMap<String, String>> = RefCell::new(HashMap::new());
+    }
+    if text.len() > MEMO_TEXT_BYTES {
+        return redact(text);
+    }
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if let Some(known) = memo.get(text) {
+            return known.clone();
+        }
+        let red = redact(text);
+        if memo.len() >= MEMO_ENTRIES {
+            memo.clear();
+        }
+        memo.insert(text.to_owned(), red.clone());
+        red
+    })
+}
+
 /// Redacts, then caps: capping first could cut a secret so it is no longer recognised.
 fn field(text: &str, max_chars: usize) -> String {
-    let red = redact(text);
+    let red = redacted(text);
     if red.chars().count() <= max_chars {
         return red;
     }
@@ -238,6 +269,22 @@ mod tests {
             MAX_RESOURCE_CHARS + TRUNCATED.chars().count()
         );
         assert_eq!(listed[1], "https://x.test/?token=[REDACTED]");
+    }
+
+    /// The remembered redaction is the redaction, the first time and every time after, secrets included.
+    #[test]
+    fn a_remembered_redaction_still_hides_the_secret() {
+        let secret = "https://x.test/?token=s3cr3t";
+        for _ in 0..3 {
+            assert_eq!(field(secret, MAX_FIELD_CHARS), redact(secret));
+            assert!(!field(secret, MAX_FIELD_CHARS).contains("s3cr3t"));
+        }
+        for i in 0..(MEMO_ENTRIES * 2) {
+            let text = format!("ghp_{i:0>36}");
+            assert_eq!(field(&text, MAX_FIELD_CHARS), redact(&text), "{text}");
+        }
+        let long = format!("{} password=hunter2", "a".repeat(MEMO_TEXT_BYTES));
+        assert!(!field(&long, 10_000).contains("hunter2"));
     }
 
     #[test]

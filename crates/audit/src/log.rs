@@ -204,24 +204,34 @@ fn open_log(path: &Path) -> Result<File> {
     Ok(opts.open(path)?)
 }
 
+/// Bytes read first to find the last line: records are well under this, so one small read usually does, and the
+/// rare longer line is read again over `MAX_LINE_BYTES`.
+const HEAD_PROBE_BYTES: u64 = 4 * 1024;
+
 /// Finds where the chain continues from the log's last line.
 fn read_head(file: &mut File) -> Result<ChainHead> {
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(ChainHead::genesis());
     }
-    let start = len.saturating_sub(MAX_LINE_BYTES + 1);
-    file.seek(SeekFrom::Start(start))?;
     let mut buf = Vec::new();
-    file.take(len - start).read_to_end(&mut buf)?;
-    let Some((&b'\n', body)) = buf.split_last() else {
-        return Err(Error::CorruptTail);
+    let mut span = HEAD_PROBE_BYTES;
+    let line = loop {
+        let start = len.saturating_sub(span + 1);
+        file.seek(SeekFrom::Start(start))?;
+        buf.clear();
+        Read::take(&mut *file, len - start).read_to_end(&mut buf)?;
+        let Some((&b'\n', body)) = buf.split_last() else {
+            return Err(Error::CorruptTail);
+        };
+        match body.iter().rposition(|&b| b == b'\n') {
+            Some(i) => break i + 1,
+            None if start == 0 => break 0,
+            None if span < MAX_LINE_BYTES => span = MAX_LINE_BYTES,
+            None => return Err(Error::CorruptTail),
+        }
     };
-    let line = match body.iter().rposition(|&b| b == b'\n') {
-        Some(i) => &body[i + 1..],
-        None if start == 0 => body,
-        None => return Err(Error::CorruptTail),
-    };
+    let line = &buf[line..buf.len() - 1];
     let line = std::str::from_utf8(line).map_err(|_| Error::CorruptTail)?;
     parse_line(line)
         .and_then(|p| p.head_after())

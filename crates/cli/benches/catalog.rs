@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use test_support::StdioClient;
 
 fn toolgate() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
+    common::toolgate()
 }
 
 /// Every tool name of one complete walk of `tools/list`.

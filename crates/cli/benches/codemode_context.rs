@@ -41,26 +41,30 @@ fn main() {
         let code_list = list_all(&code, "tools/list", "tools", None).await.unwrap();
 
         println!("Six tasks over the fixture's dataset tools, characters that enter the context:");
+        println!("(whole results, content and structuredContent and all, on both sides; \"text only\": text items alone, both sides)");
         println!(
-            "{:<10} {:>10} {:>10} {:>8} {:>8} {:>8} {:>10} {:>12}",
-            "task", "direct", "text only", "search", "run", "code", "reduction", "vs text only"
+            "{:<10} {:>10} {:>10} {:>8} {:>8} {:>8} {:>10} {:>10} {:>12}",
+            "task", "direct", "text only", "search", "run", "code", "code text", "reduction", "text only"
         );
         let (mut direct_sum, mut text_sum, mut code_sum, mut program_sum) = (0, 0, 0, 0);
+        let mut code_text_sum = 0;
         let mut failed = Vec::new();
         for task in context_tasks("fx") {
             match measure(&direct, &code, &task).await {
                 Ok(m) => {
                     println!(
-                        "{:<10} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9.1}% {:>11.1}%",
+                        "{:<10} {:>10} {:>10} {:>8} {:>8} {:>8} {:>10} {:>9.1}% {:>11.1}%",
                         task.name,
                         m.direct,
                         m.direct_text,
                         m.search,
                         m.run,
                         m.code(),
+                        m.code_text,
                         pct(m.code(), m.direct),
-                        pct(m.code(), m.direct_text)
+                        pct(m.code_text, m.direct_text)
                     );
+                    code_text_sum += m.code_text;
                     direct_sum += m.direct;
                     text_sum += m.direct_text;
                     code_sum += m.code();
@@ -70,15 +74,16 @@ fn main() {
             }
         }
         println!(
-            "{:<10} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9.1}% {:>11.1}%",
+            "{:<10} {:>10} {:>10} {:>8} {:>8} {:>8} {:>10} {:>9.1}% {:>11.1}%",
             "overall",
             direct_sum,
             text_sum,
             "",
             "",
             code_sum,
+            code_text_sum,
             pct(code_sum, direct_sum),
-            pct(code_sum, text_sum)
+            pct(code_text_sum, text_sum)
         );
         println!(
             "Counting the programs too (the model writes them: {program_sum} characters): {:.1}% overall.",

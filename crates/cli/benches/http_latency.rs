@@ -2,9 +2,11 @@
 //! same fixture upstream; and, with `--load`, a bounded load test of many concurrent HTTP sessions.
 //!
 //! Latency: sequential calls of the fixture's `echo`, one legacy (2025-11-25) session over HTTP/1.1 with
-//! keep-alive, interleaved call by call with the same calls over stdio, so machine noise hits both alike.
+//! keep-alive, interleaved call by call with the same calls over stdio, so machine noise hits both alike; beside
+//! the wall percentiles, each toolgate's own CPU time (user + system, all threads) per call.
 //! Load: `--sessions` concurrent legacy sessions on loopback, each calling `echo` `--per-session` times, all
-//! stopped at `--seconds`; reports latency, errors and toolgate's peak resident memory (`VmHWM`).
+//! stopped at `--seconds`; reports latency, errors, toolgate's CPU time per call and its peak resident memory
+//! (`VmHWM`).
 //!
 //! Run: `cargo bench -p toolgate --bench http_latency` (options: `-- --calls 5000`; `-- --load --sessions 200
 //! --per-session 50 --seconds 60`).
@@ -120,15 +122,17 @@ fn client() -> reqwest::Client {
         .unwrap()
 }
 
-fn row(name: &str, us: &mut [f64]) {
+/// Wall percentiles of `us`, and toolgate's CPU µs per call.
+fn row(name: &str, us: &mut [f64], cpu: f64) {
     us.sort_by(f64::total_cmp);
     println!(
-        "{name:<8} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.0}",
+        "{name:<8} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.1}",
         common::pct(us, 50.0),
         common::pct(us, 90.0),
         common::pct(us, 99.0),
         common::pct(us, 100.0),
-        us.iter().sum::<f64>() / us.len() as f64
+        us.iter().sum::<f64>() / us.len() as f64,
+        cpu
     );
 }
 
@@ -146,6 +150,10 @@ async fn latency(config: &str, calls: usize) {
         stdio_echo().await;
     }
     let (mut h, mut s) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    let mut h_cpu = common::CpuMeter::new(front.child.id(), false);
+    let mut s_cpu = common::CpuMeter::new(stdio.pid().unwrap(), false);
+    h_cpu.start();
+    s_cpu.start();
     for _ in 0..calls {
         let t = Instant::now();
         http.echo().await.unwrap();
@@ -154,13 +162,15 @@ async fn latency(config: &str, calls: usize) {
         stdio_echo().await;
         s.push(t.elapsed().as_secs_f64() * 1e6);
     }
+    h_cpu.stop(calls, Duration::from_millis(200));
+    s_cpu.stop(calls, Duration::ZERO);
     println!("{calls} sequential tools/call per transport after {WARMUP} warm-up calls (µs):");
     println!(
-        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "", "p50", "p90", "p99", "max", "mean"
+        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "", "p50", "p90", "p99", "max", "mean", "cpu"
     );
-    row("http", &mut h);
-    row("stdio", &mut s);
+    row("http", &mut h, h_cpu.per_call());
+    row("stdio", &mut s, s_cpu.per_call());
     println!(
         "http/stdio: p50 {:.2}×, p99 {:.2}×. Goal over HTTP: p50 ≤ 350 µs, p99 ≤ 1000 µs.",
         common::pct(&h, 50.0) / common::pct(&s, 50.0),
@@ -175,6 +185,8 @@ async fn load(config: &str, sessions: usize, per_session: usize, seconds: u64) {
     let front = Arc::new(Front::start(config, &[]));
     let rss_idle = front.memory_kb("VmRSS");
     let client = client();
+    let mut cpu = common::CpuMeter::new(front.child.id(), false);
+    cpu.start();
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
@@ -206,6 +218,7 @@ async fn load(config: &str, sessions: usize, per_session: usize, seconds: u64) {
         errors.extend(errs);
     }
     let elapsed = started.elapsed().as_secs_f64();
+    cpu.stop(all.len(), Duration::from_millis(200));
     println!(
         "{sessions} concurrent legacy sessions × up to {per_session} calls (stopped at {seconds} s): \
          {} calls in {elapsed:.1} s ({:.0} calls/s), {} errors",
@@ -218,10 +231,10 @@ async fn load(config: &str, sessions: usize, per_session: usize, seconds: u64) {
     }
     if !all.is_empty() {
         println!(
-            "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "(µs)", "p50", "p90", "p99", "max", "mean"
+            "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "(µs)", "p50", "p90", "p99", "max", "mean", "cpu"
         );
-        row("http", &mut all);
+        row("http", &mut all, cpu.per_call());
     }
     println!(
         "toolgate resident memory: {} kB idle, peak (VmHWM) {} kB",

@@ -1,7 +1,11 @@
-//! Added latency and throughput of `tools/call` through toolgate, against the same fixture server called
-//! directly. Both arms use the same client and the same release binary, measured in one run.
+//! Added latency, throughput and CPU time of `tools/call` through toolgate, against the same fixture server called
+//! directly. Both arms use the same client and the same release binary, measured in one run with their blocks
+//! alternating (`--block` calls each), so machine noise hits both alike. Beside the wall percentiles it reports
+//! the CPU time (user + system, all threads) of the process each arm talks to, per call: toolgate's own for the
+//! arm through it (its upstream is another process), the fixture's for the direct arm. On a shared VM wall latency
+//! is dominated by how fast an idle vCPU wakes; the CPU time per call is the figure that follows the code.
 //!
-//! Run: `cargo bench -p toolgate --bench overhead` (optional: `-- --calls 20000`).
+//! Run: `cargo bench -p toolgate --bench overhead` (optional: `-- --calls 20000 --block 500`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -18,7 +22,7 @@ const WARMUP: usize = 1_000;
 const CONCURRENCY: usize = 64;
 
 fn toolgate() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
+    common::toolgate()
 }
 
 async fn start(args: &[&str]) -> StdioClient {
@@ -37,24 +41,62 @@ async fn echo(client: &StdioClient, name: &str) {
     assert!(r.is_ok(), "{r:?}");
 }
 
-/// Sequential calls; returns every latency in microseconds, sorted.
-async fn latencies(client: &StdioClient, name: &str, calls: usize) -> Vec<f64> {
-    for _ in 0..WARMUP {
-        echo(client, name).await;
-    }
-    let mut out = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        let t = Instant::now();
-        echo(client, name).await;
-        out.push(t.elapsed().as_secs_f64() * 1e6);
-    }
-    out.sort_by(f64::total_cmp);
-    out
+/// What the writer may still hold after a block, given time to write it.
+const SETTLE: Duration = Duration::from_millis(100);
+
+/// One arm: the client, the tool name it calls, and the meter on the process it talks to.
+struct Arm {
+    client: Arc<StdioClient>,
+    name: &'static str,
+    seq_cpu: common::CpuMeter,
+    tp_cpu: common::CpuMeter,
+    latencies: Vec<f64>,
+    tp_calls: usize,
+    tp_secs: f64,
 }
 
-/// `calls` calls with `CONCURRENCY` in flight; returns calls per second.
-async fn throughput(client: Arc<StdioClient>, name: &'static str, calls: usize) -> f64 {
-    let t = Instant::now();
+impl Arm {
+    fn new(client: StdioClient, name: &'static str) -> Self {
+        let pid = client.pid().unwrap();
+        Self {
+            client: Arc::new(client),
+            name,
+            seq_cpu: common::CpuMeter::new(pid, false),
+            tp_cpu: common::CpuMeter::new(pid, false),
+            latencies: Vec::new(),
+            tp_calls: 0,
+            tp_secs: 0.0,
+        }
+    }
+
+    /// One block of `calls` sequential calls.
+    async fn sequential(&mut self, calls: usize) {
+        self.seq_cpu.start();
+        for _ in 0..calls {
+            let t = Instant::now();
+            echo(&self.client, self.name).await;
+            self.latencies.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        self.seq_cpu.stop(calls, SETTLE);
+    }
+
+    /// One block of `calls` calls with `CONCURRENCY` in flight.
+    async fn pipelined(&mut self, calls: usize) {
+        self.tp_cpu.start();
+        let t = Instant::now();
+        throughput(Arc::clone(&self.client), self.name, calls).await;
+        self.tp_secs += t.elapsed().as_secs_f64();
+        self.tp_calls += calls;
+        self.tp_cpu.stop(calls, SETTLE);
+    }
+
+    fn calls_per_s(&self) -> f64 {
+        self.tp_calls as f64 / self.tp_secs
+    }
+}
+
+/// `calls` calls with `CONCURRENCY` in flight.
+async fn throughput(client: Arc<StdioClient>, name: &'static str, calls: usize) {
     let mut tasks = tokio::task::JoinSet::new();
     for worker in 0..CONCURRENCY {
         let c = Arc::clone(&client);
@@ -66,7 +108,6 @@ async fn throughput(client: Arc<StdioClient>, name: &'static str, calls: usize) 
         });
     }
     while tasks.join_next().await.is_some() {}
-    calls as f64 / t.elapsed().as_secs_f64()
 }
 
 fn main() {
@@ -86,45 +127,72 @@ fn main() {
         std::fs::write(&config, body.to_string()).unwrap();
         let config = config.to_str().unwrap().to_owned();
 
-        let direct = Arc::new(start(&["fixture-server"]).await);
-        let gated = Arc::new(start(&["serve", "--config", &config]).await);
-        // Interleave the arms so machine noise hits both alike.
-        let d = latencies(&direct, "echo", calls).await;
-        let g = latencies(&gated, "fx__echo", calls).await;
-        let d_tp = throughput(Arc::clone(&direct), "echo", calls * 2).await;
-        let g_tp = throughput(Arc::clone(&gated), "fx__echo", calls * 2).await;
+        let mut direct = Arm::new(start(&["fixture-server"]).await, "echo");
+        let mut gated = Arm::new(start(&["serve", "--config", &config]).await, "fx__echo");
+        for _ in 0..WARMUP {
+            echo(&direct.client, direct.name).await;
+            echo(&gated.client, gated.name).await;
+        }
+        // Alternate blocks, so machine noise hits both arms alike.
+        let block = common::number("--block", 500).max(1);
+        for _ in 0..calls.div_ceil(block) {
+            direct.sequential(block).await;
+            gated.sequential(block).await;
+        }
+        let tp_block = (block * 4).max(CONCURRENCY);
+        for _ in 0..(calls * 2).div_ceil(tp_block) {
+            direct.pipelined(tp_block).await;
+            gated.pipelined(tp_block).await;
+        }
+        let rounds = calls.div_ceil(block);
+        for arm in [&mut direct, &mut gated] {
+            arm.latencies.sort_by(f64::total_cmp);
+        }
+        let (d, g) = (&direct.latencies, &gated.latencies);
 
         println!(
-            "tools/call echo, {calls} sequential calls per arm after {WARMUP} warm-up calls (µs):"
+            "tools/call echo, {} sequential calls per arm in {rounds} alternating blocks, after {WARMUP} warm-up \
+             calls (µs; cpu: user + system of the process the arm talks to, per call):",
+            d.len()
         );
         println!(
-            "{:<10} {:>8} {:>8} {:>8} {:>8}",
-            "arm", "p50", "p90", "p99", "max"
+            "{:<10} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "arm", "p50", "p90", "p99", "max", "cpu"
         );
-        for (arm, v) in [("direct", &d), ("toolgate", &g)] {
+        for (arm, a) in [("direct", &direct), ("toolgate", &gated)] {
+            let v = &a.latencies;
             println!(
-                "{arm:<10} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+                "{arm:<10} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
                 common::pct(v, 50.0),
                 common::pct(v, 90.0),
                 common::pct(v, 99.0),
-                common::pct(v, 100.0)
+                common::pct(v, 100.0),
+                a.seq_cpu.per_call()
             );
         }
         println!(
             "added      {:>8.1} {:>8.1} {:>8.1}",
-            common::pct(&g, 50.0) - common::pct(&d, 50.0),
-            common::pct(&g, 90.0) - common::pct(&d, 90.0),
-            common::pct(&g, 99.0) - common::pct(&d, 99.0)
+            common::pct(g, 50.0) - common::pct(d, 50.0),
+            common::pct(g, 90.0) - common::pct(d, 90.0),
+            common::pct(g, 99.0) - common::pct(d, 99.0)
         );
         println!(
-            "pipelined throughput, {CONCURRENCY} in flight, {} calls per arm:",
-            calls * 2
+            "pipelined, {CONCURRENCY} in flight, {} calls per arm in alternating blocks of {tp_block}:",
+            gated.tp_calls
         );
-        println!("direct     {d_tp:>10.0} calls/s");
         println!(
-            "toolgate   {g_tp:>10.0} calls/s   (ratio {:.2})",
-            g_tp / d_tp
+            "direct     {:>10.0} calls/s   cpu {:>6.1} µs/call (fixture)",
+            direct.calls_per_s(),
+            direct.tp_cpu.per_call()
         );
+        println!(
+            "toolgate   {:>10.0} calls/s   cpu {:>6.1} µs/call (toolgate alone)   (ratio {:.2})",
+            gated.calls_per_s(),
+            gated.tp_cpu.per_call(),
+            gated.calls_per_s() / direct.calls_per_s()
+        );
+        println!("Goal: toolgate's CPU per governed call ≤ 25 µs; pipelined ≥ 0.6 of direct.");
+        let (direct, gated) = (direct.client, gated.client);
         // Let toolgate write what it queued for the audit log before the temporary directory goes.
         for client in [direct, gated] {
             if let Ok(mut c) = Arc::try_unwrap(client) {

@@ -3,9 +3,13 @@
 //! the result. For scale, the same 6 calls made one by one by the client in direct mode; and the runner alone
 //! (`codemode::Runner`: worker spawn, lockdown, the 6 calls answered at once by a host with no pipeline behind it),
 //! cold (a worker started for each run) and warm (each run on the runner's spare, started and locked down before
-//! the run while the clock was stopped, as it is between a model's requests).
+//! the run while the clock was stopped, as it is between a model's requests). All four alternate run by run.
+//! Then runs spaced apart (`--gap` ms between them, as a model's thinking spaces them), and the first run of fresh
+//! sessions (`--fresh` new `toolgate serve --mode code`, each timed on the run right after `initialize`).
+//! Beside the wall percentiles: toolgate's CPU time per run (user + system, all threads, plus the workers it
+//! reaped) for the code arm, and the same for the toolgate serving the direct calls.
 //!
-//! Run: `cargo bench -p toolgate --bench run_code` (optional: `-- --runs 500`).
+//! Run: `cargo bench -p toolgate --bench run_code` (optional: `-- --runs 500 --spaced 40 --gap 200 --fresh 20`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -69,10 +73,12 @@ async fn runner_once(runner: &Runner, program: &str) {
     assert_eq!(report.end, RunEnd::Returned(expected), "{report:?}");
 }
 
-fn row(name: &str, ms: &mut [f64]) {
+/// Wall percentiles of `ms`, and the CPU ms per run where it was measured.
+fn row(name: &str, ms: &mut [f64], cpu_ms: Option<f64>) {
     ms.sort_by(f64::total_cmp);
+    let cpu = cpu_ms.map_or_else(|| "-".to_owned(), |c| format!("{c:.2}"));
     println!(
-        "{name:<22} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+        "{name:<26} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {cpu:>8}",
         common::pct(ms, 50.0),
         common::pct(ms, 90.0),
         common::pct(ms, 99.0),
@@ -120,14 +126,20 @@ fn main() {
         }
         let (mut run_ms, mut direct_ms, mut runner_ms) = (Vec::new(), Vec::new(), Vec::new());
         let mut warm_ms = Vec::new();
+        let mut code_cpu = common::CpuMeter::new(code.pid().unwrap(), true);
+        let mut direct_cpu = common::CpuMeter::new(direct.pid().unwrap(), true);
         // Interleaved, so machine noise hits both alike.
         for _ in 0..runs {
+            code_cpu.start();
             let t = Instant::now();
             run_once(&code, &program).await;
             run_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            code_cpu.stop(1, Duration::ZERO);
+            direct_cpu.start();
             let t = Instant::now();
             direct_once(&direct).await;
             direct_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            direct_cpu.stop(1, Duration::ZERO);
             let t = Instant::now();
             runner_once(&runner, &program).await;
             runner_ms.push(t.elapsed().as_secs_f64() * 1e3);
@@ -136,16 +148,45 @@ fn main() {
             runner_once(&warm, &program).await;
             warm_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
-        println!("{runs} runs after {WARMUP} warm-up runs, {CALLS} calls each (ms):");
+        // Spaced: what a model's thinking between programs leaves the spare and the caches to do.
+        let (spaced, gap) = (common::number("--spaced", 40), common::number("--gap", 200));
+        let (mut spaced_ms, mut spaced_direct_ms) = (Vec::new(), Vec::new());
+        for _ in 0..spaced {
+            tokio::time::sleep(Duration::from_millis(gap as u64)).await;
+            let t = Instant::now();
+            run_once(&code, &program).await;
+            spaced_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            tokio::time::sleep(Duration::from_millis(gap as u64)).await;
+            let t = Instant::now();
+            direct_once(&direct).await;
+            spaced_direct_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        // A session's first run, right after it initialised.
+        let mut fresh_ms = Vec::new();
+        for _ in 0..common::number("--fresh", 20) {
+            let mut first = common::serve(&config, &["--mode", "code"]).await;
+            let t = Instant::now();
+            run_once(&first, &program).await;
+            fresh_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            first.close(Duration::from_secs(30)).await;
+        }
+        println!("{runs} runs after {WARMUP} warm-up runs, {CALLS} calls each (ms; cpu: toolgate's user + system per run, with its reaped workers):");
         println!(
-            "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8}",
-            "", "p50", "p90", "p99", "max", "mean"
+            "{:<26} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "", "p50", "p90", "p99", "max", "mean", "cpu ms"
         );
-        row("run_code, end to end", &mut run_ms);
-        row("runner alone, cold", &mut runner_ms);
-        row("runner alone, warm", &mut warm_ms);
-        row("6 direct calls", &mut direct_ms);
-        println!("Goal: run_code p50 ≤ 5 ms.");
+        row("run_code, back to back", &mut run_ms, Some(code_cpu.per_call() / 1e3));
+        row("runner alone, cold", &mut runner_ms, None);
+        row("runner alone, warm", &mut warm_ms, None);
+        row("6 direct calls", &mut direct_ms, Some(direct_cpu.per_call() / 1e3));
+        if spaced > 0 {
+            row(&format!("run_code, {gap} ms apart"), &mut spaced_ms, None);
+            row(&format!("6 direct, {gap} ms apart"), &mut spaced_direct_ms, None);
+        }
+        if !fresh_ms.is_empty() {
+            row("run_code, session's first", &mut fresh_ms, None);
+        }
+        println!("Goal: run_code p50 ≤ 5 ms, p90 ≤ 8 ms, back to back, spaced and first alike.");
         for client in [&mut code, &mut direct] {
             client.close(Duration::from_secs(30)).await;
         }

@@ -1,12 +1,16 @@
 //! The answer `run_code` gives: the run's value, projected so a model sees shapes, not walls (long arrays and
-//! strings cut, each cut saying how much and how to get the rest), the numbered calls (`#n`, for `recall`), the
-//! captured log, and how the run ended.
+//! strings cut, each cut saying how much and how to get the rest), one short line on the calls it made, the
+//! captured log, and how the run ended. The answer reaches the context at about its own size: a run that
+//! returned and logged nothing adds a bounded summary (the call count, at most `FAILED_LISTED` calls without a
+//! result, the time) to its value, not a list of every call nor the worker's sandbox layers (the run's
+//! report keeps those; `toolgate doctor` shows which layers the machine offers).
 //!
 //! The text item is what a model reads: on a throw, a limit or a worker failure it opens with what ended the
 //! run (and the result has `isError: true`); then the value (a string as itself, anything else as compact
-//! JSON), a note when it was cut, the calls, the log. `structuredContent` carries the same fields for programs
-//! and clients that read JSON: `result` (projected), `ended`, `calls`, `log`, `truncated`, `elapsed_ms`,
-//! `layers`. Every part is bounded. This module only renders; the run decided everything it shows.
+//! JSON), a note when it was cut, the summary, the log. `structuredContent` carries the same for programs and
+//! clients that read JSON: `result` (projected), `ended`, `calls` (`made`, `failed`, `first_failed`),
+//! `elapsed_ms`, and only when they apply `log`, `log_truncated`, `truncated`. Every part is bounded. This module
+//! only renders; the run decided everything it shows.
 
 mod value;
 
@@ -18,10 +22,12 @@ use std::fmt::Write as _;
 pub const VALUE_CHARS: usize = 16_000;
 /// Characters of the log shown.
 pub const LOG_CHARS: usize = 4_000;
-/// Calls listed one per line; the rest are counted.
-pub const CALL_LINES: usize = 50;
-/// Characters of one call's error or of the run's end message shown.
+/// Calls without a result listed by name and error; the rest are counted.
+pub const FAILED_LISTED: usize = 3;
+/// Characters of the run's end message shown.
 const MESSAGE_CHARS: usize = 300;
+/// Characters of one failed call's error shown.
+const CALL_ERROR_CHARS: usize = 120;
 
 const CUT_NOTE: &str = "[The value was cut to fit: long arrays show their first items, long strings their \
 first characters, deep nesting is elided. To get the rest, return a slice or a narrower value (e.g. \
@@ -76,25 +82,14 @@ pub fn render(report: &RunReport) -> Value {
         }
     };
 
-    if !report.calls.is_empty() {
-        text.push_str("\n\ncalls:");
-        for note in report.calls.iter().take(CALL_LINES) {
-            let _ = write!(text, "\n{}", call_line(note));
-        }
-        let rest = report.calls.get(CALL_LINES..).unwrap_or_default();
-        if !rest.is_empty() {
-            let failed = rest.iter().filter(|n| n.error.is_some()).count();
-            let _ = write!(
-                text,
-                "\n… {} more calls (#{}–#{}), {failed} of them without a result; structuredContent lists them",
-                rest.len(),
-                rest.first().map_or(0, |n| n.seq),
-                rest.last().map_or(0, |n| n.seq),
-            );
-        }
+    // What the run did, in one bounded line: how many calls, the first few without a result (the rest counted),
+    // and the time. Successful calls are not listed: they are numbered in order (`#1`…`#n`) for `recall`.
+    let failed: Vec<&CallNote> = report.calls.iter().filter(|n| n.error.is_some()).collect();
+    let summary = summary(report, &failed);
+    if !summary.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(&summary);
     }
-    let calls: Vec<Value> = report.calls.iter().map(call_json).collect();
-    structured.insert("calls".to_owned(), Value::Array(calls));
 
     let log_cut = report.log.chars().count() > LOG_CHARS;
     let log = cut(&report.log, LOG_CHARS);
@@ -105,22 +100,31 @@ pub fn render(report: &RunReport) -> Value {
     if log_cut || report.log_truncated {
         text.push_str("\n[The log was cut: it shows the first lines the program wrote; log less, or return what you need.]");
     }
-    structured.insert("log".to_owned(), Value::String(log));
-    structured.insert(
-        "log_truncated".to_owned(),
-        Value::Bool(log_cut || report.log_truncated),
-    );
-    structured.insert("truncated".to_owned(), Value::Bool(truncated));
+    let mut calls = Map::new();
+    calls.insert("made".to_owned(), json!(report.calls.len()));
+    calls.insert("failed".to_owned(), json!(failed.len()));
+    if !failed.is_empty() {
+        let listed: Vec<Value> = failed
+            .iter()
+            .take(FAILED_LISTED)
+            .map(|n| call_json(n))
+            .collect();
+        calls.insert("first_failed".to_owned(), Value::Array(listed));
+    }
+    structured.insert("calls".to_owned(), Value::Object(calls));
+    if !log.is_empty() {
+        structured.insert("log".to_owned(), Value::String(log));
+    }
+    if log_cut || report.log_truncated {
+        structured.insert("log_truncated".to_owned(), Value::Bool(true));
+    }
+    if truncated {
+        structured.insert("truncated".to_owned(), Value::Bool(true));
+    }
     structured.insert(
         "elapsed_ms".to_owned(),
         json!(u64::try_from(report.elapsed.as_millis()).unwrap_or(u64::MAX)),
     );
-    let layers: Map<String, Value> = report
-        .layers
-        .iter()
-        .map(|(name, state)| (name.clone(), Value::String(state.clone())))
-        .collect();
-    structured.insert("layers".to_owned(), Value::Object(layers));
 
     json!({
         "content": [{"type": "text", "text": text}],
@@ -139,34 +143,56 @@ fn limit_name(kind: LimitKind) -> (&'static str, &'static str) {
     }
 }
 
-/// `#1 files__list_directory ok`, `#2 x__y refused: POLICY_DENIED: …`, `#3 x__z failed: …`.
+/// `[6 calls, all ok · 3 ms]`, or `[120 calls, 12 without a result: #2 x__y refused: …; #3 x__z failed: …; … 10
+/// more · 40 ms]`; empty for a run that made no call.
+fn summary(report: &RunReport, failed: &[&CallNote]) -> String {
+    let made = report.calls.len();
+    if made == 0 {
+        return String::new();
+    }
+    let ms = report.elapsed.as_millis();
+    let plural = if made == 1 { "" } else { "s" };
+    if failed.is_empty() {
+        return format!("[{made} call{plural}, all ok · {ms} ms]");
+    }
+    let mut line = format!("[{made} call{plural}, {} without a result: ", failed.len());
+    for (i, note) in failed.iter().take(FAILED_LISTED).enumerate() {
+        if i > 0 {
+            line.push_str("; ");
+        }
+        line.push_str(&call_line(note));
+    }
+    if failed.len() > FAILED_LISTED {
+        let _ = write!(line, "; … {} more", failed.len() - FAILED_LISTED);
+    }
+    let _ = write!(line, " · {ms} ms]");
+    line
+}
+
+/// `#2 x__y refused: POLICY_DENIED: …`, `#3 x__z failed: …`.
 fn call_line(note: &CallNote) -> String {
-    match &note.error {
-        None => format!("#{} {} ok", note.seq, note.name),
-        Some(error) => match error.strip_prefix("CALL_FAILED: ") {
-            Some(message) => format!(
-                "#{} {} failed: {}",
-                note.seq,
-                note.name,
-                cut(message, MESSAGE_CHARS)
-            ),
-            None => format!(
-                "#{} {} refused: {}",
-                note.seq,
-                note.name,
-                cut(error, MESSAGE_CHARS)
-            ),
-        },
+    let error = note.error.as_deref().unwrap_or_default();
+    match error.strip_prefix("CALL_FAILED: ") {
+        Some(message) => format!(
+            "#{} {} failed: {}",
+            note.seq,
+            note.name,
+            cut(message, CALL_ERROR_CHARS)
+        ),
+        None => format!(
+            "#{} {} refused: {}",
+            note.seq,
+            note.name,
+            cut(error, CALL_ERROR_CHARS)
+        ),
     }
 }
 
 fn call_json(note: &CallNote) -> Value {
-    match &note.error {
-        None => json!({"seq": note.seq, "name": note.name, "ok": true}),
-        Some(error) => json!({
-            "seq": note.seq, "name": note.name, "ok": false, "error": cut(error, MESSAGE_CHARS)
-        }),
-    }
+    json!({
+        "seq": note.seq, "name": note.name,
+        "error": cut(note.error.as_deref().unwrap_or_default(), CALL_ERROR_CHARS)
+    })
 }
 
 /// `s` cut to `max` characters, with `…` when cut.

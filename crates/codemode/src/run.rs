@@ -154,11 +154,14 @@ impl Runner {
             layers: Vec::new(),
             elapsed: Duration::ZERO,
         };
-        let spare = self.spare.as_ref().and_then(|slot| {
-            let taken = slot.take(&self.command, &self.limits);
-            slot.refill(self.command.clone(), self.limits.clone());
-            taken
-        });
+        let spare = match &self.spare {
+            Some(slot) => {
+                let taken = slot.take_or_wait(&self.command, &self.limits).await;
+                slot.refill(self.command.clone(), self.limits.clone());
+                taken
+            }
+            None => None,
+        };
         let on_spare = spare.is_some();
         let work = async {
             let end = serve::run(

@@ -86,11 +86,13 @@ pub struct Retention {
 /// One sanitised insert; `conn` is the store's connection or a transaction on it.
 fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
     let duration = e.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
-    conn.execute(
+    // Cached: parsing the statement for every event cost more than inserting it.
+    conn.prepare_cached(
         "INSERT INTO report_events (time_ms, trace_id, profile, server, tool, operation,
                                         decision, reason_code, outcome, duration_ms, error_class, principal)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        params![
+    )?
+    .execute(params![
             e.time.as_millis(),
             name(&e.trace_id),
             name(&e.profile),

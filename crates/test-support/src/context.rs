@@ -1,6 +1,8 @@
 //! Runs one context task both ways against running toolgates and counts what would enter a model's context:
 //! with direct tool calls, the whole `tools/call` result of every call; in code mode, one `search_tools` result
-//! plus the `run_code` result. Both ways must give the same answer, or the task fails.
+//! plus the `run_code` result — whole on both sides (`content`, `structuredContent` and every other field), and
+//! for a client that keeps only text items, those alone, also on both sides. Both ways must give the same
+//! answer, or the task fails.
 //!
 //! It measures characters, not time, and knows code mode's wire only through `search_params`, `run_params` and
 //! `returned` below.
@@ -18,8 +20,10 @@ pub struct Measured {
     pub direct_text: usize,
     /// Characters of the `search_tools` result.
     pub search: usize,
-    /// Characters of the `run_code` result.
+    /// Characters of the `run_code` result, whole.
     pub run: usize,
+    /// Only the text items of the `search_tools` and `run_code` results.
+    pub code_text: usize,
     /// Characters of the program, which the model writes (its output, counted apart).
     pub program: usize,
     /// The answer both ways agreed on.
@@ -120,6 +124,7 @@ pub async fn measure(
         direct_text: text,
         search: chars(&search),
         run: chars(&run),
+        code_text: text_chars(&search) + text_chars(&run),
         program: task.program.chars().count(),
         answer: expected,
     })

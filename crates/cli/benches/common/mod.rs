@@ -1,5 +1,6 @@
 //! What the bench binaries share: their command-line options, the runtime they drive toolgate from, the
-//! percentile they report, and a toolgate serving HTTP. Each bench uses a subset.
+//! percentile they report, the CPU time a measured process used, and a toolgate serving HTTP. Each bench uses a
+//! subset.
 
 #![allow(dead_code)]
 
@@ -19,6 +20,70 @@ pub fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// CPU time (user + system, all threads) process `pid` has used so far, in µs; with `children`, also that of its
+/// children it has waited for (code mode's workers). Read from `/proc/<pid>/stat`, in clock ticks (10 ms): a bench
+/// reads it around thousands of calls, not one. This is the figure a noisy machine leaves honest: wall latency
+/// there is dominated by how fast an idle vCPU wakes, CPU time by the work done.
+pub fn cpu_us(pid: u32, children: bool) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces: state is field 3, utime 14,
+    // stime 15, cutime 16, cstime 17.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<f64> = rest
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0.0))
+        .collect();
+    let field = |n: usize| fields.get(n - 3).copied().unwrap_or(0.0);
+    let mut ticks = field(14) + field(15);
+    if children {
+        ticks += field(16) + field(17);
+    }
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    ticks * 1e6 / hz
+}
+
+/// Sums the CPU time a process spends over the parts of a run that are its arm's, so alternating arms each count
+/// only their own blocks. Work the process finishes after a block (the audit writer behind the calls) is caught
+/// by `settle` before the last reading.
+pub struct CpuMeter {
+    pid: u32,
+    children: bool,
+    started: Option<f64>,
+    pub total_us: f64,
+    pub calls: usize,
+}
+
+impl CpuMeter {
+    pub fn new(pid: u32, children: bool) -> Self {
+        Self {
+            pid,
+            children,
+            started: None,
+            total_us: 0.0,
+            calls: 0,
+        }
+    }
+
+    pub fn start(&mut self) {
+        self.started = Some(cpu_us(self.pid, self.children));
+    }
+
+    /// Ends a block of `calls` calls. `settle` waits first, for work still queued behind the calls.
+    pub fn stop(&mut self, calls: usize, settle: std::time::Duration) {
+        std::thread::sleep(settle);
+        if let Some(t) = self.started.take() {
+            self.total_us += cpu_us(self.pid, self.children) - t;
+            self.calls += calls;
+        }
+    }
+
+    /// µs of CPU per call over every block.
+    pub fn per_call(&self) -> f64 {
+        self.total_us / self.calls.max(1) as f64
+    }
+}
+
 /// Two worker threads: the client side of a bench, beside the toolgate process it measures.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -28,9 +93,11 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// The `toolgate` binary this bench was built with.
+/// The `toolgate` binary to measure: `TOOLGATE_BENCH_BIN` when set (to compare two builds with one bench binary,
+/// run alternately in one sitting), else the one this bench was built with.
 pub fn toolgate() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
+    std::env::var_os("TOOLGATE_BENCH_BIN")
+        .map_or_else(|| env!("CARGO_BIN_EXE_toolgate").into(), Into::into)
 }
 
 /// `toolgate serve --config <config> <extra…>`, initialised as a 2025-11-25 client.

@@ -50,18 +50,14 @@ fn a_returned_value_with_calls_and_log() {
         json!({
             "result": {"count": 3, "names": ["a.txt", "b.txt"]},
             "ended": {"kind": "returned"},
-            "calls": [
-                {"seq": 1, "name": "files__list_directory", "ok": true},
-                {"seq": 2, "name": "tracker__delete_issue", "ok": false,
+            "calls": {"made": 3, "failed": 2, "first_failed": [
+                {"seq": 2, "name": "tracker__delete_issue",
                  "error": "POLICY_DENIED: denied by rule 2 (deny tracker__delete_*)"},
-                {"seq": 3, "name": "files__read_text_file", "ok": false,
+                {"seq": 3, "name": "files__read_text_file",
                  "error": "CALL_FAILED: ENOENT: no such file or directory"},
-            ],
+            ]},
             "log": "found 3 files\nreading a.txt\n",
-            "log_truncated": false,
-            "truncated": false,
             "elapsed_ms": 12,
-            "layers": {"seccomp": "active"},
         })
     );
 }
@@ -152,19 +148,47 @@ fn a_long_log_and_many_calls_are_cut_with_a_note() {
     let result = render(&r);
     let shown = text(&result);
     assert!(
-        shown.contains("… 70 more calls (#51–#120), 7 of them without a result"),
+        shown.contains("[120 calls, 12 without a result: #10 files__read_text_file refused: POLICY_DENIED: no; #20 ")
+            && shown.contains("; … 9 more · 12 ms]"),
         "{shown}"
     );
     assert!(shown.ends_with("[The log was cut: it shows the first lines the program wrote; log less, or return what you need.]"));
-    assert!(shown.chars().count() < LOG_CHARS + 5000);
+    assert!(shown.chars().count() < LOG_CHARS + 1000);
+    let calls = &result["structuredContent"]["calls"];
     assert_eq!(
-        result["structuredContent"]["calls"]
-            .as_array()
-            .unwrap()
-            .len(),
-        120
+        (&calls["made"], &calls["failed"]),
+        (&json!(120), &json!(12))
+    );
+    assert_eq!(
+        calls["first_failed"].as_array().unwrap().len(),
+        FAILED_LISTED
     );
     assert_eq!(result["structuredContent"]["log_truncated"], true);
+}
+
+/// The answer reaches the context at about its own size, however many calls the run made.
+#[test]
+fn a_run_of_many_calls_adds_a_bounded_summary_to_its_answer() {
+    for failing in [0, 1, 7] {
+        let mut r = report(RunEnd::Returned(json!(300)));
+        r.calls = (1..=300)
+            .map(|seq| CallNote {
+                seq,
+                name: "files__list_directory".to_owned(),
+                error: (seq % 40 == 0 && seq / 40 <= failing)
+                    .then(|| format!("CALL_FAILED: {}", "e".repeat(5000))),
+            })
+            .collect();
+        r.log.clear();
+        let result = render(&r);
+        let over = result.to_string().len() - json!(300).to_string().len();
+        let bound = if failing == 0 { 300 } else { 1_500 };
+        assert!(
+            over <= bound,
+            "{failing} failing: {over} bytes over the answer: {result}"
+        );
+        assert!(!result.to_string().contains("layers"), "{result}");
+    }
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! The spare worker a [`Runner`](super::Runner) keeps so a run does not wait for a spawn and a lockdown: one
 //! worker started, sent `start` with the runner's limits, answered `ready` with its layers met, and waiting for
 //! a program. A run takes it only when it is still alive and was started under the same command and limits;
-//! either way the run then starts the next spare in the background, one at a time, so a burst of runs spawns
-//! fresh workers rather than waiting for a spare.
+//! either way the run then starts the next spare in the background, one at a time. A run that finds no spare
+//! waiting while one is starting waits for that one (it is further along than a worker started now would be),
+//! at most `STARTING_WAIT`; a run that finds neither starts its own.
 //!
 //! A spare is spawned on the same spawner thread as every worker (so it dies with toolgate), and it is killed
 //! when the last clone of its runner is dropped: the slot owns it, and a spare still starting holds only a weak
@@ -33,7 +34,12 @@ pub(super) struct Slot {
     starting: AtomicBool,
     /// The start in the background, ended with the slot so a runner dropped mid-start leaves nothing behind.
     task: Mutex<Option<tokio::task::AbortHandle>>,
+    /// Told when a start ends, however it ends.
+    started: tokio::sync::Notify,
 }
+
+/// How long a run waits for a spare that is starting before it starts a worker of its own.
+const STARTING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -75,6 +81,30 @@ impl Slot {
         }
     }
 
+    /// The spare as `take` gives it; when none is waiting but one is starting, the one starting once it waits
+    /// (at most `STARTING_WAIT`).
+    pub(super) async fn take_or_wait(
+        &self,
+        command: &WorkerCommand,
+        limits: &RunLimits,
+    ) -> Option<Started> {
+        let deadline = tokio::time::Instant::now() + STARTING_WAIT;
+        loop {
+            let ended = self.started.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if let Some(started) = self.take(command, limits) {
+                return Some(started);
+            }
+            if !self.starting.load(Ordering::Acquire) {
+                return None;
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                return self.take(command, limits);
+            }
+        }
+    }
+
     /// Starts the next spare in the background, unless one is waiting or starting.
     pub(super) fn refill(self: &Arc<Self>, command: WorkerCommand, limits: RunLimits) {
         if self.starting.swap(true, Ordering::AcqRel) {
@@ -106,10 +136,15 @@ impl Slot {
             return;
         }
         if self.starting.swap(true, Ordering::AcqRel) {
-            while self.starting.load(Ordering::Acquire) {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            loop {
+                let ended = self.started.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                if !self.starting.load(Ordering::Acquire) {
+                    return;
+                }
+                ended.await;
             }
-            return;
         }
         start_spare(Arc::downgrade(self), command, limits).await;
     }
@@ -123,6 +158,7 @@ impl Drop for Starting {
     fn drop(&mut self) {
         if let Some(slot) = self.0.upgrade() {
             slot.starting.store(false, Ordering::Release);
+            slot.started.notify_waiters();
         }
     }
 }
