@@ -12,7 +12,7 @@
 use crate::error::{ConfigError, Result};
 use crate::keys::UNIFIED;
 use crate::load::{check_range, section, Validator};
-use crate::model::{Provenance, Setting};
+use crate::model::Setting;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -195,11 +195,9 @@ impl Validator<'_> {
                 "give store (MCP Unified) or stateDir (toolgate), not both",
             ));
         }
-        if self.config.reporting.enabled.from == Provenance::Default {
-            self.config.reporting.enabled = Setting {
-                value: false,
-                from: self.provenance("tool_use_reporting (absent: off, as in MCP Unified)"),
-            };
+        if !has("tool_use_reporting") {
+            // MCP Unified's default.
+            self.config.reporting.enabled = Setting::default(false);
         }
         let mut profiles = unified_presets();
         if let Some(file) = &self.config.profile_store {
