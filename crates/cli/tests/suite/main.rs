@@ -38,6 +38,7 @@ mod http_upstreams;
 mod interop;
 mod isolation;
 mod matrix;
+mod mcp_unified;
 mod operator_trust;
 mod path_resolution;
 mod pins;
