@@ -99,6 +99,14 @@ pub(crate) const TOP_LEVEL: Level = Level {
     foreign_slips: false,
 };
 
+/// The top level of MCP Unified's `gateway.json`, read beside toolgate's own keys when a file holds one of these.
+/// Only in that shape: elsewhere `store` and the rest are nobody's keys.
+pub(crate) const UNIFIED: Level = Level {
+    read: &["store", "default_preset_id", "tool_use_reporting"],
+    foreign: &[],
+    foreign_slips: false,
+};
+
 /// A server entry: the keys `RawServer` reads and the ones clients document.
 pub(crate) const SERVER: Level = Level {
     read: READ,

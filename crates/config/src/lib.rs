@@ -19,6 +19,7 @@ mod model;
 mod raw;
 mod server;
 mod syntax;
+mod unified;
 
 pub use env::{upstream_env, UPSTREAM_ENV_ALLOWLIST};
 pub use error::{ConfigError, Result};
@@ -31,3 +32,4 @@ pub use model::{
     FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };
 pub use syntax::{parse_json, parse_toml, parse_yaml};
+pub use unified::{profile_store_for, state_root_for, unified_presets, Reporting};

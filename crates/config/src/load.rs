@@ -162,6 +162,8 @@ impl Validator<'_> {
 
     fn run(mut self, top: Map<String, Value>) -> Result<Config> {
         let mut servers = None;
+        let unified = crate::unified::is_unified(&top);
+        let keys: Vec<String> = top.keys().cloned().collect();
         for (key, value) in top {
             if let Some((_, why)) = NOT_YET.iter().find(|(k, _)| *k == key) {
                 return Err(ConfigError::NotYetSupported { key, why });
@@ -250,9 +252,16 @@ impl Validator<'_> {
                         from: self.provenance("workspace"),
                     });
                 }
+                "store" if unified => self.unified_store(value)?,
+                "default_preset_id" if unified => self.unified_default_preset(&value)?,
+                "tool_use_reporting" if unified => self.unified_reporting(value)?,
+                _ if unified && TOP_LEVEL.judge(&key) != Verdict::Read => {
+                    return Err(crate::unified::unsupported(&key))
+                }
                 _ => self.unknown_top_level(key, value)?,
             }
         }
+        self.unified_finish(&keys)?;
         if let Some((key, value)) = servers {
             self.servers(&key, value)?;
         }

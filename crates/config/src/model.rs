@@ -403,6 +403,10 @@ pub struct Config {
     /// Where the audit chain's heads and anchors are also appended (`"auditWitness"`): a file outside the state
     /// root, so a log cut together with the database's head is still seen (`audit verify`, and at start).
     pub audit_witness: Option<Setting<PathBuf>>,
+    /// Tool-use reporting: on, and its retention (MCP Unified's `tool_use_reporting`).
+    pub reporting: crate::unified::Reporting,
+    /// Where profiles stored by MCP Unified's `duplicate-preset` and `create-profile` are kept (its `store`).
+    pub profile_store: Option<PathBuf>,
     /// Non-fatal findings (ignored client keys, disabled servers), for stderr and `doctor`.
     pub warnings: Vec<String>,
     /// The file this came from, if any.
@@ -431,6 +435,8 @@ impl Config {
             state_dir: None,
             audit_witness: None,
             workspace: None,
+            reporting: crate::unified::Reporting::default(),
+            profile_store: None,
             warnings: Vec::new(),
             source: None,
         }

@@ -9,6 +9,9 @@
 pub mod links;
 mod toolfence;
 mod toolscript;
+mod unified;
+mod unified_gateway;
+mod unified_profiles;
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -47,7 +50,7 @@ pub const PRODUCTS: &[Product] = &[
     Product {
         name: "mcp-unified-gateway",
         replaces: "MCP Unified's gateway and CLI",
-        supported: false,
+        supported: true,
     },
 ];
 
@@ -64,6 +67,7 @@ pub fn dispatch() -> Option<ExitCode> {
     let result = match product.name {
         "toolscript-mcp" => toolscript::main(),
         "toolfence" => toolfence::main(),
+        "mcp-unified-gateway" => unified::main(),
         _ => {
             eprintln!(
                 "{}: not supported yet by this toolgate build: {} is not implemented, so this name does nothing \

@@ -41,6 +41,7 @@ mod http_upstreams;
 mod interop;
 mod isolation;
 mod matrix;
+mod mcp_unified;
 mod operator_trust;
 mod path_resolution;
 mod pins;

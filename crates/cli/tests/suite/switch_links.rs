@@ -18,12 +18,12 @@ fn install_links_links_the_supported_names_and_says_what_it_did() {
     let dir = tempfile::tempdir().unwrap();
     let bin = product_links(dir.path());
     let me = std::fs::canonicalize(toolgate()).unwrap();
-    for name in ["toolfence", "toolscript-mcp"] {
+    for name in ["toolfence", "toolscript-mcp", "mcp-unified-gateway"] {
         assert_eq!(std::fs::canonicalize(bin.join(name)).unwrap(), me, "{name}");
         let (code, out, _) = run(&bin.join(name), &["--version"]);
         assert_eq!((code, out.split_whitespace().next()), (0, Some(name)));
     }
-    for name in ["mcp-toolhub", "mcp-toolhub-admin", "mcp-unified-gateway"] {
+    for name in ["mcp-toolhub", "mcp-toolhub-admin"] {
         assert!(
             !bin.join(name).exists(),
             "{name} is not spoken yet, so it is not linked"
@@ -62,7 +62,7 @@ fn install_links_never_replaces_the_product_itself() {
 #[test]
 fn a_product_name_not_spoken_yet_fails_saying_so_instead_of_acting_as_toolgate() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["mcp-toolhub", "mcp-toolhub-admin", "mcp-unified-gateway"] {
+    for name in ["mcp-toolhub", "mcp-toolhub-admin"] {
         let link = dir.path().join(name);
         std::os::unix::fs::symlink(toolgate(), &link).unwrap();
         let (code, out, err) = run(&link, &["serve"]);

@@ -1,0 +1,347 @@
+//! The `mcp-unified-gateway` verbs that ask a gateway: `explain-policy` and `preview-profile-tools` start one on
+//! the config (as `toolgate preview` does: upstreams listed once, then shut down, nothing called) and ask it the
+//! admin surface's questions, `Gateway::explain_call` and `Gateway::tool_preview`, whose answers hold no raw
+//! arguments (size and SHA-256 only) and which are audited; `tool-events` applies the config's reporting
+//! retention and runs `toolgate report`.
+//!
+//! MCP Unified's tool names name toolgate's workspace tools (`fs.read` is `filesystem_read_file`); any other name
+//! is the exposed name a client calls.
+
+use crate::products::unified::Place;
+use anyhow::Context;
+use clap::Parser;
+use policy::Visibility;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// MCP Unified's names for the workspace tools, and toolgate's.
+const TOOL_NAMES: &[(&str, &str)] = &[
+    ("fs.list", builtin::LIST_DIRECTORY),
+    ("fs.read", builtin::READ_FILE),
+    ("fs.write", builtin::WRITE_FILE),
+    ("fs.patch", builtin::APPLY_PATCH),
+    ("git.status", builtin::GIT_STATUS),
+    ("git.diff", builtin::GIT_DIFF),
+    ("shell.run", builtin::SHELL_RUN),
+];
+
+#[derive(clap::Args)]
+pub(crate) struct PreviewArgs {
+    /// The profile (preset or stored) whose surface to show.
+    #[arg(long)]
+    profile: String,
+    /// Only tools of this category: a server kind (filesystem, git, fetch, generic) or a visibility (visible,
+    /// deferred, blocked, unavailable).
+    #[arg(long)]
+    category: Option<String>,
+    /// Session-bound grants are a running gateway's; give it with --remote.
+    #[arg(long)]
+    session_id: Option<String>,
+    /// Leave blocked tools out.
+    #[arg(long)]
+    exclude_denied: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    place: Place,
+}
+
+#[derive(clap::Args)]
+#[group(id = "arguments", multiple = false)]
+pub(crate) struct ExplainArgs {
+    /// The profile (preset or stored) to decide under.
+    #[arg(long)]
+    profile: String,
+    /// The tool: an MCP Unified name (fs.read, fs.patch, …) or the name a client calls.
+    #[arg(long)]
+    tool: String,
+    /// The call's arguments as JSON, in a file (kept out of shell history and process listings).
+    #[arg(long, value_name = "FILE", group = "arguments")]
+    args_json_file: Option<PathBuf>,
+    /// The call's arguments as JSON on standard input.
+    #[arg(long, group = "arguments")]
+    args_stdin: bool,
+    /// The call's arguments as inline JSON (visible in shell history: prefer a file or stdin).
+    #[arg(long, value_name = "JSON", group = "arguments")]
+    args_json: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    place: Place,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct EventsArgs {
+    #[command(subcommand)]
+    command: Events,
+}
+
+#[derive(clap::Subcommand)]
+enum Events {
+    /// Aggregate counts, success rates, top reason codes and latency percentiles.
+    Report(ReportArgs),
+    /// Delete the events past the configured retention now.
+    Cleanup(CleanupArgs),
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// server, tool, profile or decision.
+    #[arg(long, value_name = "GROUP")]
+    group_by: String,
+    /// Only events at or after this (24h, 7d, or an RFC 3339 time).
+    #[arg(long)]
+    since: Option<String>,
+    /// table, json or csv.
+    #[arg(long)]
+    format: Option<String>,
+    #[command(flatten)]
+    place: Place,
+}
+
+#[derive(clap::Args)]
+struct CleanupArgs {
+    #[command(flatten)]
+    place: Place,
+}
+
+/// Starts a gateway on `config` (workspace tools included), asks `ask`, shuts it down.
+fn with_gateway<T>(
+    config: &config::Config,
+    ask: impl FnOnce(&gateway::Gateway) -> T,
+) -> anyhow::Result<T> {
+    crate::harden::gateway();
+    let guard = Arc::new(crate::runtime::load_guard(config)?);
+    // The question is answered without state too; it is then not audited, and says why.
+    let state = match super::unified::state_outside_workspace(config) {
+        Ok(()) => crate::runtime::serve_state(config),
+        Err(e) => Err(e),
+    }
+    .unwrap_or_else(|e| {
+        tracing::warn!("not audited: {}", crate::runtime::error_chain(&e));
+        None
+    });
+    let builtin = crate::runtime::builtin_tools(config)?;
+    let rt = crate::runtime::tokio()?;
+    Ok(rt.block_on(async {
+        let gw = gateway::Gateway::start_with(
+            config,
+            crate::runtime::gateway_options(config, false),
+            guard,
+            state,
+            builtin,
+        );
+        gw.ready().await;
+        let answer = ask(&gw);
+        gw.shutdown().await;
+        answer
+    }))
+}
+
+pub(crate) fn explain(args: ExplainArgs) -> anyhow::Result<ExitCode> {
+    let arguments: Value = match (&args.args_json_file, args.args_stdin, &args.args_json) {
+        (Some(file), _, _) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            config::parse_json(&text, &file.display().to_string())?
+        }
+        (None, true, _) => {
+            let text = std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?;
+            config::parse_json(&text, "standard input")?
+        }
+        // Never in a message: the value is the secret the flag's help warns about.
+        (None, false, Some(inline)) => serde_json::from_str(inline).map_err(|e| {
+            anyhow::anyhow!(
+                "--args-json is not JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            )
+        })?,
+        (None, false, None) => serde_json::json!({}),
+    };
+    anyhow::ensure!(arguments.is_object(), "the arguments must be a JSON object");
+    let config = args
+        .place
+        .load(Some(args.profile.clone()), crate::runtime::ConfigUse::Start)?;
+    let exposed = TOOL_NAMES
+        .iter()
+        .find(|(unified, _)| *unified == args.tool)
+        .map_or(args.tool.as_str(), |(_, own)| own);
+    let answer = with_gateway(&config, |gw| {
+        gw.audit_admin("policy/explain", Some(&args.profile), Some(exposed));
+        gw.explain_call(Some(&args.profile), exposed, &arguments)
+    })?
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let Some(mut answer) = answer else {
+        anyhow::bail!(
+            "no tool {} is listed under this config (the workspace tools are fs.list, fs.read, fs.write, \
+             fs.patch, git.status, git.diff, shell.run; other tools by the name a client calls)",
+            args.tool
+        );
+    };
+    answer["tool_name"] = Value::String(args.tool.clone());
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let field = |k: &str| match &answer[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".to_owned(),
+        other => other.to_string(),
+    };
+    println!("profile    {}", field("profile_id"));
+    println!(
+        "tool       {} ({}__{})",
+        args.tool,
+        field("server"),
+        field("tool")
+    );
+    println!("decision   {}", field("effect"));
+    println!("reason     {}", field("reason"));
+    println!("rule       {}", field("rule_id"));
+    println!("operation  {}", field("operation"));
+    for t in answer["touches"].as_array().into_iter().flatten() {
+        println!("touches    {}", t.as_str().unwrap_or_default());
+    }
+    println!(
+        "arguments  {} bytes, sha256 {} (not shown)",
+        answer["arguments"]["bytes"],
+        field_in(&answer["arguments"], "sha256")
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn field_in(v: &Value, k: &str) -> String {
+    v[k].as_str().unwrap_or_default().to_owned()
+}
+
+pub(crate) fn preview(args: PreviewArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.session_id.is_none(),
+        "--session-id previews a running gateway's session grants: give --remote (a local preview has no sessions)"
+    );
+    let config = args
+        .place
+        .load(Some(args.profile.clone()), crate::runtime::ConfigUse::Start)?;
+    let (visibility, kind) = match args.category.as_deref() {
+        None => (None, None),
+        Some(c) => match serde_json::from_value::<Visibility>(Value::String(c.to_owned())) {
+            Ok(v) => (Some(v), None),
+            Err(_) if ["filesystem", "git", "fetch", "generic"].contains(&c) => (None, Some(c)),
+            Err(_) => anyhow::bail!(
+                "unknown category {c:?}: a server kind (filesystem, git, fetch, generic) or a visibility \
+                 (visible, deferred, blocked, unavailable)"
+            ),
+        },
+    };
+    let mut answer = with_gateway(&config, |gw| {
+        gw.audit_admin("profiles/tool-preview", Some(&args.profile), None);
+        gw.tool_preview(Some(&args.profile), visibility, !args.exclude_denied)
+    })?
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let (Some(kind), Some(rows)) = (kind, answer["tools"].as_array_mut()) {
+        rows.retain(|row| category_of(&config, row) == kind);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("profile {}", answer["profile_id"].as_str().unwrap_or("-"));
+    let rows = answer["tools"].as_array().cloned().unwrap_or_default();
+    let width = rows
+        .iter()
+        .filter_map(|r| r["name"].as_str().map(str::len))
+        .max()
+        .unwrap_or(0);
+    for row in &rows {
+        println!(
+            "{:<width$}  {:<11}  {}",
+            row["name"].as_str().unwrap_or_default(),
+            row["visibility"].as_str().unwrap_or_default(),
+            row["reason"].as_str().unwrap_or_default()
+        );
+    }
+    if rows.is_empty() {
+        println!("(no tools)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A preview row's category: its server's kind; toolgate's own workspace tools by their name.
+fn category_of(config: &config::Config, row: &Value) -> &'static str {
+    let server = row["server"].as_str().unwrap_or_default();
+    if let Some(s) = config.servers.iter().find(|s| s.name == server) {
+        return s.kind.as_str();
+    }
+    let name = row["name"].as_str().unwrap_or_default();
+    if name.starts_with("filesystem_") {
+        "filesystem"
+    } else if name.starts_with("git_") {
+        "git"
+    } else {
+        "generic"
+    }
+}
+
+pub(crate) fn events(args: EventsArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Events::Report(a) => {
+            retention(&a.place)?;
+            #[derive(Parser)]
+            struct Report {
+                #[command(flatten)]
+                args: crate::commands::report::Args,
+            }
+            let mut argv: Vec<std::ffi::OsString> = vec![
+                "tool-events report".into(),
+                "--group-by".into(),
+                a.group_by.into(),
+            ];
+            for (flag, value) in [("--since", a.since), ("--format", a.format)] {
+                if let Some(v) = value {
+                    argv.extend([flag.into(), v.into()]);
+                }
+            }
+            if let Some(p) = a.place.path() {
+                argv.extend(["--config".into(), p.into()]);
+            }
+            let ws = match a.place.workspace {
+                Some(w) => w,
+                None => std::env::current_dir().context("cannot read the current directory")?,
+            };
+            argv.extend(["--workspace".into(), ws.into()]);
+            let parsed = Report::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
+            crate::commands::report::run(parsed.args)
+        }
+        Events::Cleanup(a) => {
+            let removed = retention(&a.place)?;
+            println!("removed {removed} tool-use events past the retention");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Refuses when reporting is off; otherwise deletes what the configured retention no longer keeps.
+fn retention(place: &Place) -> anyhow::Result<u64> {
+    let config = place.load(None, crate::runtime::ConfigUse::Read)?;
+    let r = &config.reporting;
+    anyhow::ensure!(
+        r.enabled.value,
+        "tool-use reporting is disabled (tool_use_reporting.enabled, {}); set \"tool_use_reporting\": \
+         {{\"enabled\": true}} in the config",
+        r.enabled.from
+    );
+    super::unified::state_outside_workspace(&config)?;
+    let state = crate::runtime::state(&config)?;
+    let retention = store::Retention {
+        max_age_days: r.max_age_days,
+        max_events: r.max_events,
+    };
+    state
+        .store(|s| s.apply_retention(&retention, store::Timestamp::now()))
+        .context("cannot apply the reporting retention")
+}

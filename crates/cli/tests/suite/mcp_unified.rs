@@ -1,0 +1,312 @@
+//! MCP Unified users switch by name only: the sheet's CLI examples, run as written through the
+//! `mcp-unified-gateway` link in a project holding the sheet's `gateway.json`: the quick check, both ways to a
+//! stored profile (duplicate a preset, create one from JSON) and their previews, the policy explanation (which
+//! never shows the arguments), config validation, and the tool-use report under the reporting config.
+
+use crate::support::product_links;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The sheet's "Minimal Gateway Config", verbatim.
+const MINIMAL: &str = r#"{
+  "store": {
+    "kind": "sqlite",
+    "sqlite_path": "./mcp-gateway.db"
+  },
+  "default_preset_id": "project-researcher"
+}
+"#;
+
+/// The sheet's reporting config, verbatim.
+const REPORTING: &str = r#"{
+  "store": {
+    "kind": "sqlite",
+    "sqlite_path": "./mcp-gateway.db"
+  },
+  "default_preset_id": "project-researcher",
+  "tool_use_reporting": {
+    "enabled": true,
+    "store": {
+      "kind": "sqlite",
+      "sqlite_path": "./mcp-tool-events.db"
+    },
+    "retention_max_age_days": 30,
+    "retention_max_events": 100000
+  }
+}
+"#;
+
+struct Unified {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    bin: PathBuf,
+    /// The project, and the current directory of every command.
+    ws: PathBuf,
+}
+
+struct Run {
+    code: i32,
+    out: String,
+    err: String,
+}
+
+impl Unified {
+    fn new(gateway_json: &str) -> Unified {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let bin = product_links(&root);
+        let ws = root.join("project");
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/app.py"), "print('hi')\n").unwrap();
+        std::fs::write(ws.join("gateway.json"), gateway_json).unwrap();
+        Unified {
+            _dir: dir,
+            root,
+            bin,
+            ws,
+        }
+    }
+
+    /// One command line of the sheet, split as the shell splits it (no quoting in them but `"$VAR"`).
+    fn sh(&self, line: &str, stdin: Option<&str>) -> Run {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[0], "mcp-unified-gateway");
+        let mut child = Command::new(self.bin.join(words[0]))
+            .args(&words[1..])
+            .current_dir(&self.ws)
+            .env("HOME", self.root.join("home"))
+            .env("TOOLGATE_STATE_DIR", self.root.join("state"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run mcp-unified-gateway");
+        let mut input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).unwrap();
+        }
+        drop(input);
+        let out = child.wait_with_output().unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            out: String::from_utf8_lossy(&out.stdout).into_owned(),
+            err: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn ok(&self, line: &str) -> String {
+        let r = self.sh(line, None);
+        assert_eq!(r.code, 0, "{line}:\n{}{}", r.out, r.err);
+        r.out
+    }
+
+    fn write(&self, name: &str, text: &str) -> &Path {
+        std::fs::write(self.ws.join(name), text).unwrap();
+        &self.ws
+    }
+}
+
+#[test]
+fn the_sheets_quick_cli_check_runs_as_written() {
+    let u = Unified::new(MINIMAL);
+    let info = u.ok("mcp-unified-gateway package-info");
+    assert!(info.contains("license expression: "), "{info}");
+    let presets = u.ok("mcp-unified-gateway list-presets");
+    assert!(
+        presets
+            .lines()
+            .any(|l| l.starts_with("project-researcher ")),
+        "{presets}"
+    );
+    let valid = u.ok("mcp-unified-gateway validate-config ./gateway.json");
+    assert!(valid.starts_with("valid: ./gateway.json"), "{valid}");
+    assert!(
+        valid.contains("default profile: project-researcher"),
+        "{valid}"
+    );
+    assert!(valid.contains("tool-use reporting: disabled"), "{valid}");
+}
+
+#[test]
+fn option_a_a_duplicated_preset_is_stored_and_previewed() {
+    let u = Unified::new(MINIMAL);
+    let line = "mcp-unified-gateway duplicate-preset project-researcher \
+                --profile-id team-researcher --config ./gateway.json";
+    let stored = u.ok(line);
+    assert!(
+        stored.contains("stored profile team-researcher"),
+        "{stored}"
+    );
+    assert!(u.ws.join("mcp-gateway.db.profiles.json").is_file());
+    let again = u.sh(line, None);
+    assert_ne!(again.code, 0, "an id already taken is never replaced");
+    assert!(again.err.contains("exists already"), "{}", again.err);
+    let preview =
+        u.ok("mcp-unified-gateway preview-profile-tools --profile team-researcher --config ./gateway.json");
+    assert!(preview.starts_with("profile team-researcher"), "{preview}");
+    let row = |name: &str| {
+        preview
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(|l| l.split_whitespace().nth(1).unwrap().to_owned())
+    };
+    assert_eq!(row("filesystem_read_file").as_deref(), Some("visible"));
+    // The preset defers the shell until it is asked for: progressive disclosure.
+    assert_eq!(row("shell_run").as_deref(), Some("deferred"));
+}
+
+#[test]
+fn option_b_a_profile_created_from_json_is_stored_and_previewed_by_category() {
+    let u = Unified::new(MINIMAL);
+    u.write(
+        "profile.json",
+        r#"{"id": "reviewer", "description": "reads, never runs", "default": "deny",
+            "rules": [{"id": "reviewer.read", "effect": "allow", "operations": ["fs.read"]}],
+            "tools": {"blocked": ["toolgate__shell_run"]}}"#,
+    );
+    u.ok(
+        "mcp-unified-gateway create-profile --profile-file ./profile.json --config ./gateway.json",
+    );
+    let all = u
+        .ok("mcp-unified-gateway preview-profile-tools --profile reviewer --config ./gateway.json");
+    assert!(
+        all.lines()
+            .any(|l| l.starts_with("shell_run ") && l.contains("blocked")),
+        "{all}"
+    );
+    let fs = u.ok(
+        "mcp-unified-gateway preview-profile-tools --profile reviewer --category filesystem --config ./gateway.json",
+    );
+    let names: Vec<&str> = fs
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(names.contains(&"filesystem_apply_patch"), "{fs}");
+    assert!(names.iter().all(|n| n.starts_with("filesystem_")), "{fs}");
+    let shown = u.ok(
+        "mcp-unified-gateway preview-profile-tools --profile reviewer --exclude-denied --config ./gateway.json",
+    );
+    assert!(!shown.contains("shell_run"), "{shown}");
+    // A profile that does not compile is not stored.
+    u.write("bad.json", r#"{"id": "bad", "default": "sometimes"}"#);
+    let r = u.sh(
+        "mcp-unified-gateway create-profile --profile-file ./bad.json --config ./gateway.json",
+        None,
+    );
+    assert_ne!(r.code, 0);
+    let stored = std::fs::read_to_string(u.ws.join("mcp-gateway.db.profiles.json")).unwrap();
+    assert!(!stored.contains("\"bad\""), "{stored}");
+}
+
+#[test]
+fn explain_policy_never_echoes_a_secret_argument_on_any_channel() {
+    let u = Unified::new(MINIMAL);
+    let secret = "hunter2-do-not-show";
+    u.write(
+        "patch-args.json",
+        &format!(r#"{{"path": "src/app.py", "patch": "{secret}"}}"#),
+    );
+    let line = "mcp-unified-gateway explain-policy --profile project-researcher --tool fs.patch \
+                --args-json-file ./patch-args.json --config ./gateway.json";
+    let r = u.sh(line, None);
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(r.out.contains("decision   "), "{}", r.out);
+    assert!(
+        !r.out.contains(secret) && !r.err.contains(secret),
+        "{}{}",
+        r.out,
+        r.err
+    );
+    // The remote example's call, answered locally: the preset allows reading the project.
+    let r = u.sh(
+        "mcp-unified-gateway explain-policy --profile project-researcher --tool fs.read --args-stdin",
+        Some("{\"path\":\"src/app.py\"}\n"),
+    );
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(r.out.contains("decision   allow"), "{}", r.out);
+    assert!(r.out.contains("project-researcher.read"), "{}", r.out);
+    assert!(!r.out.contains("src/app.py\""), "{}", r.out);
+    let inline = format!("{{\"path\":\"x\",\"k\":\"{secret}\"");
+    let r = Command::new(u.bin.join("mcp-unified-gateway"))
+        .args([
+            "explain-policy",
+            "--profile",
+            "project-researcher",
+            "--tool",
+            "fs.read",
+        ])
+        .args(["--args-json", &inline])
+        .current_dir(&u.ws)
+        .env("TOOLGATE_STATE_DIR", u.root.join("state"))
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr),
+    );
+    assert!(!r.status.success(), "broken JSON is refused");
+    assert!(!out.contains(secret) && !err.contains(secret), "{out}{err}");
+}
+
+#[test]
+fn tool_use_reporting_decides_whether_a_report_is_made() {
+    let u = Unified::new(MINIMAL);
+    let line = "mcp-unified-gateway tool-events report --group-by profile --config ./gateway.json";
+    let off = u.sh(line, None);
+    assert_eq!(off.code, 2, "{}{}", off.out, off.err);
+    assert!(
+        off.err.contains("tool-use reporting is disabled"),
+        "{}",
+        off.err
+    );
+    // The sheet's reporting config keeps its store beside it: inside the project, where the project's tools
+    // could reach it, so it is refused with the way out.
+    u.write("gateway.json", REPORTING);
+    let inside = u.sh(line, None);
+    assert_eq!(inside.code, 2, "{}{}", inside.out, inside.err);
+    assert!(
+        inside.err.contains("lies inside the workspace"),
+        "{}",
+        inside.err
+    );
+    // The same file with its store outside the project: the report is made from toolgate's reporting events.
+    let outside = u.root.join("gateway-state");
+    std::fs::create_dir_all(&outside).unwrap();
+    let moved = REPORTING.replace("./mcp-", &format!("{}/mcp-", outside.display()));
+    u.write("gateway.json", &moved);
+    let report = u.ok(line);
+    assert!(report.starts_with("profile "), "{report}");
+    assert!(outside.join("mcp-gateway.db.d").is_dir());
+    let cleanup = u.ok("mcp-unified-gateway tool-events cleanup --config ./gateway.json");
+    assert!(cleanup.contains("removed 0"), "{cleanup}");
+}
+
+#[test]
+fn validate_config_refuses_a_gateway_json_key_toolgate_does_not_support() {
+    let u = Unified::new(
+        r#"{"store": {"kind": "sqlite", "sqlite_path": "./mcp-gateway.db"},
+            "default_preset_id": "project-researcher", "external_servers": [{"id": "x"}]}"#,
+    );
+    let r = u.sh("mcp-unified-gateway validate-config ./gateway.json", None);
+    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
+    assert!(r.out.starts_with("invalid: ./gateway.json"), "{}", r.out);
+    assert!(
+        r.err.contains("external_servers") && r.err.contains("not supported"),
+        "{}",
+        r.err
+    );
+    u.write("gateway.json", r#"{"store": {"kind": "memory"}}"#);
+    let r = u.sh("mcp-unified-gateway validate-config ./gateway.json", None);
+    assert_eq!(r.code, 1);
+    assert!(r.err.contains("\"memory\" is not supported"), "{}", r.err);
+    u.write("gateway.json", r#"{"default_preset_id": "no-such-preset"}"#);
+    let r = u.sh("mcp-unified-gateway validate-config ./gateway.json", None);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.err.contains("no-such-preset") && r.err.contains("project-researcher"),
+        "{}",
+        r.err
+    );
+}
