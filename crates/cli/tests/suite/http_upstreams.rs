@@ -22,6 +22,23 @@ impl Drop for Served {
     }
 }
 
+/// `toolgate serve --http` on a free port with `setup`, once it listens; killed when dropped.
+fn serve_http(setup: &Setup, stderr: Stdio) -> Served {
+    let port = free_port();
+    let child = Command::new(toolgate())
+        .args(["serve", "--config"])
+        .arg(&setup.config)
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    wait_listening(port);
+    Served { child, port }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -215,19 +232,8 @@ fn doctor_says_an_http_server_is_reachable() {
 #[tokio::test]
 async fn modern_server_over_http_is_used_modern() {
     let front_setup = allow_all(json!({"fx": crate::support::fixture(&["--era", "modern"])}));
-    let port = free_port();
-    let child = Command::new(toolgate())
-        .args(["serve", "--config"])
-        .arg(&front_setup.config)
-        .args(["--http", &format!("127.0.0.1:{port}")])
-        .env("TOOLGATE_STATE_DIR", front_setup.state_dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(port);
-    let _front = Served { child, port };
+    let front = serve_http(&front_setup, Stdio::null());
+    let port = front.port;
     let setup = allow_all(json!({
         "front": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
     }));
@@ -349,19 +355,8 @@ async fn http_upstream_sampling_during_two_clients_calls_reaches_each_calling_cl
     let setup = allow_all(json!({
         "remote": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", http.port), "protocol": "legacy"},
     }));
-    let port = free_port();
-    let child = Command::new(toolgate())
-        .args(["serve", "--config"])
-        .arg(&setup.config)
-        .args(["--http", &format!("127.0.0.1:{port}")])
-        .env("TOOLGATE_STATE_DIR", setup.state_dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    wait_listening(port);
-    let _front = Served { child, port };
+    let front = serve_http(&setup, Stdio::inherit());
+    let port = front.port;
     let url = format!("http://127.0.0.1:{port}/mcp");
     let call = |who: &str| {
         let calls = json!([{"name": "remote__test_sampling", "arguments": {"prompt": format!("ask {who}")}}]);

@@ -157,29 +157,27 @@ async fn the_sheets_allow_and_deny_lines_through_toolfence_wrap_and_server_files
     .unwrap();
     assert_eq!(refused(&key), ("DENY_RULE".into(), "deny-secrets".into()));
     assert!(!key.to_string().contains("PRIVATE KEY"));
-    // The policy in the workspace governs this wrap and cannot be changed through it.
-    let rewrite = call(
-        &client,
-        "write_file",
-        json!({"path": fence.policy(), "content": "version: 1\ndefault: allow\nrules: []\n"}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        refused(&rewrite),
-        ("DENY_RULE".into(), "toolfence-policy-file".into())
-    );
-    let dotenv = call(
-        &client,
-        "read_text_file",
-        json!({"path": fence.ws.join(".env")}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        refused(&dotenv),
-        ("DENY_RULE".into(), "deny-secrets".into())
-    );
+    // The policy in the workspace governs this wrap and cannot be changed through it; `.env` is a secret.
+    let denied = [
+        (
+            "write_file",
+            json!({"path": fence.policy(), "content": "version: 1\ndefault: allow\nrules: []\n"}),
+            "toolfence-policy-file",
+        ),
+        (
+            "read_text_file",
+            json!({"path": fence.ws.join(".env")}),
+            "deny-secrets",
+        ),
+    ];
+    for (tool, arguments, rule) in denied {
+        let answer = call(&client, tool, arguments).await.unwrap();
+        assert_eq!(
+            refused(&answer),
+            ("DENY_RULE".into(), rule.into()),
+            "{tool}"
+        );
+    }
     // A multi-file read cannot carry a denied file along with an allowed one.
     let both = call(
         &client,
