@@ -34,6 +34,7 @@ mod methods;
 #[cfg(test)]
 mod modern_flow_tests;
 mod names;
+mod options;
 mod outbox;
 mod outcome;
 mod outside_witness;
