@@ -398,6 +398,17 @@ fn protected_paths(config: &Config) -> Vec<PathBuf> {
 
 /// The workspace's durable state (approvals, pins, reporting, audit), as `serve` and the admin commands see it.
 pub fn state(config: &Config) -> anyhow::Result<gateway::State> {
+    let state = open_state(config)?;
+    let r = &config.reporting;
+    let retention = store::Retention {
+        max_age_days: r.max_age_days,
+        max_events: r.max_events,
+    };
+    state.set_reporting(r.enabled.value, retention);
+    Ok(state)
+}
+
+fn open_state(config: &Config) -> anyhow::Result<gateway::State> {
     let workspace = workspace(config)?;
     let root = state_root(config)?;
     let Some(witness) = &config.audit_witness else {

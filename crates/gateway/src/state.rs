@@ -18,7 +18,7 @@ use crate::wakeups::Wakeups;
 use crate::write_behind::{Health, Record, Room, Taken, Writer};
 use audit::{AuditEvent, AuditLog, Head, PruneMode, PrunePlan, Recovery, VerifyReport, Witness};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,8 +48,22 @@ pub struct State {
     health: Arc<Health>,
     /// Tells held calls when the store may have changed.
     wakeups: Wakeups,
+    /// Whether reporting events are queued (`set_reporting`); audit events always are.
+    reporting: AtomicBool,
     #[cfg(test)]
     pause: crate::write_behind::Pause,
+}
+
+/// How long reporting events are kept unless the config says otherwise.
+const DEFAULT_RETENTION: store::Retention = store::Retention {
+    max_age_days: Some(30),
+    max_events: Some(100_000),
+};
+
+fn apply_retention(store: &dyn StateStore, retention: &store::Retention) {
+    if let Err(e) = store.apply_retention(retention, store::Timestamp::now()) {
+        tracing::warn!("reporting retention failed: {e}");
+    }
 }
 
 impl State {
@@ -127,14 +141,9 @@ impl State {
         })?;
         let open = || open(&namespace).map_err(Error::Database);
         let store = open()?;
-        // Reporting keeps metadata only, and not forever: 30 days and 100,000 events, whichever is less.
-        let retention = store::Retention {
-            max_age_days: Some(30),
-            max_events: Some(100_000),
-        };
-        if let Err(e) = store.apply_retention(&retention, store::Timestamp::now()) {
-            tracing::warn!("reporting retention failed: {e}");
-        }
+        // Reporting keeps metadata only, and not forever: unless the config says otherwise (`set_reporting`), 30
+        // days and 100,000 events, whichever is less.
+        apply_retention(&*store, &DEFAULT_RETENTION);
         let audit = Arc::new(AuditLog::new(namespace.dir()));
         let mut expected = match store.audit_head().map_err(Error::AuditHead)? {
             Some(h) => Some(Head {
@@ -193,6 +202,7 @@ impl State {
             waited: AtomicU64::new(0),
             health,
             wakeups: Wakeups::default(),
+            reporting: AtomicBool::new(true),
             #[cfg(test)]
             pause,
         })
@@ -237,7 +247,18 @@ impl State {
 
     /// Queues a reporting event for the writer; waits only when the queue is full.
     pub fn report(&self, event: ReportEvent) {
-        self.queue(Record::Report(Box::new(event)));
+        if self.reporting.load(Ordering::Relaxed) {
+            self.queue(Record::Report(Box::new(event)));
+        }
+    }
+
+    /// The config's reporting: whether reporting events are kept at all (the audit log is kept regardless), and
+    /// how long. A retention longer than the default keeps what the default would have pruned only from now on.
+    pub fn set_reporting(&self, enabled: bool, retention: store::Retention) {
+        self.reporting.store(enabled, Ordering::Relaxed);
+        if retention != DEFAULT_RETENTION {
+            apply_retention(&*self.store, &retention);
+        }
     }
 
     fn queue(&self, record: Record) {

@@ -252,3 +252,56 @@ fn a_state_opened_on_another_backend_keeps_all_its_state_there() {
     assert!(own.list_requests(None, now).unwrap().is_empty());
     assert_eq!(own.audit_head().unwrap(), None);
 }
+
+fn report_event(i: usize) -> ReportEvent {
+    ReportEvent {
+        time: store::Timestamp::now(),
+        trace_id: format!("t{i}"),
+        profile: "default".into(),
+        principal: None,
+        server: "fx".into(),
+        tool: "echo".into(),
+        operation: "mcp.call".into(),
+        decision: store::Decision::Allow,
+        reason_code: "ALLOW_RULE".into(),
+        outcome: store::OUTCOME_SUCCEEDED.into(),
+        duration_ms: Some(1),
+        error_class: None,
+    }
+}
+
+/// MCP Unified's `tool_use_reporting.enabled: false`: no reporting events, and the audit log as complete as ever.
+#[test]
+fn reporting_switched_off_by_the_config_keeps_no_report_events_and_every_audit_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = open(&dir, 64);
+    state.report(report_event(0));
+    state.flush();
+    assert_eq!(state.store(|s| s.event_count()).unwrap(), 1);
+    state.set_reporting(false, DEFAULT_RETENTION);
+    for i in 1..4 {
+        state.report(report_event(i));
+        state.audit(&event(i));
+    }
+    state.flush();
+    assert_eq!(state.store(|s| s.event_count()).unwrap(), 1, "none after it was switched off");
+    assert_eq!(lines(&state).len(), 3, "every audit record is written");
+}
+
+/// The config's retention is applied, not only the default's.
+#[test]
+fn the_configs_reporting_retention_prunes_to_its_own_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = open(&dir, 64);
+    for i in 0..5 {
+        state.report(report_event(i));
+    }
+    state.flush();
+    assert_eq!(state.store(|s| s.event_count()).unwrap(), 5);
+    let retention = store::Retention {
+        max_age_days: None,
+        max_events: Some(2),
+    };
+    state.set_reporting(true, retention);
+    assert_eq!(state.store(|s| s.event_count()).unwrap(), 2);
+}
