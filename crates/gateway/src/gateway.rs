@@ -7,10 +7,10 @@
 //! by `Gateway::shutdown`, which the binary calls on stdin EOF, SIGINT or SIGTERM.
 
 use crate::aggregate::Aggregate;
-pub use crate::options::Options;
 use crate::correlate::Correlation;
 use crate::cursor::PageLimits;
 use crate::guard::Guard;
+pub use crate::options::Options;
 use crate::pins::PinView;
 use crate::progress::ProgressTable;
 use crate::rebuild::{Inputs, Merged};

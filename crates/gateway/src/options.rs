@@ -28,7 +28,7 @@ pub struct Options {
     /// `"pins": {"newTools": "hold"}` (the default): a tool or prompt new to an already-listed server is held.
     pub hold_new_tools: bool,
     /// Direct or code mode, and how programs run.
-    pub code: crate::codemode::CodeOptions,
+    pub code: crate::codemode::options::CodeOptions,
     /// How long a call bridged for a modern client waits for the client's retry with its answers (`bridge`).
     pub bridge_wait: Duration,
 }
@@ -57,7 +57,7 @@ impl Options {
             approvals: config.approvals.clone(),
             quarantine_asks: config.pins_on_change_ask,
             hold_new_tools: !config.pins_accept_new_tools,
-            code: crate::codemode::CodeOptions::from_config(config),
+            code: crate::codemode::options::CodeOptions::from_config(config),
             // The upstream call cannot outlive its request timeout, so a longer wait would gain nothing.
             bridge_wait: config.limits.request_timeout.value,
         }

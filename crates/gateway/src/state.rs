@@ -54,12 +54,6 @@ pub struct State {
     pause: crate::write_behind::Pause,
 }
 
-/// How long reporting events are kept unless the config says otherwise.
-const DEFAULT_RETENTION: store::Retention = store::Retention {
-    max_age_days: Some(30),
-    max_events: Some(100_000),
-};
-
 fn apply_retention(store: &dyn StateStore, retention: &store::Retention) {
     if let Err(e) = store.apply_retention(retention, store::Timestamp::now()) {
         tracing::warn!("reporting retention failed: {e}");
@@ -143,7 +137,7 @@ impl State {
         let store = open()?;
         // Reporting keeps metadata only, and not forever: unless the config says otherwise (`set_reporting`), 30
         // days and 100,000 events, whichever is less.
-        apply_retention(&*store, &DEFAULT_RETENTION);
+        apply_retention(&*store, &store::Retention::DEFAULT);
         let audit = Arc::new(AuditLog::new(namespace.dir()));
         let mut expected = match store.audit_head().map_err(Error::AuditHead)? {
             Some(h) => Some(Head {
@@ -256,7 +250,7 @@ impl State {
     /// how long. A retention longer than the default keeps what the default would have pruned only from now on.
     pub fn set_reporting(&self, enabled: bool, retention: store::Retention) {
         self.reporting.store(enabled, Ordering::Relaxed);
-        if retention != DEFAULT_RETENTION {
+        if retention != store::Retention::DEFAULT {
             apply_retention(&*self.store, &retention);
         }
     }

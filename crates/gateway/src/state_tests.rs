@@ -278,13 +278,17 @@ fn reporting_switched_off_by_the_config_keeps_no_report_events_and_every_audit_r
     state.report(report_event(0));
     state.flush();
     assert_eq!(state.store(|s| s.event_count()).unwrap(), 1);
-    state.set_reporting(false, DEFAULT_RETENTION);
+    state.set_reporting(false, store::Retention::DEFAULT);
     for i in 1..4 {
         state.report(report_event(i));
         state.audit(&event(i));
     }
     state.flush();
-    assert_eq!(state.store(|s| s.event_count()).unwrap(), 1, "none after it was switched off");
+    assert_eq!(
+        state.store(|s| s.event_count()).unwrap(),
+        1,
+        "none after it was switched off"
+    );
     assert_eq!(lines(&state).len(), 3, "every audit record is written");
 }
 

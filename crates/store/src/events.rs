@@ -83,6 +83,15 @@ pub struct Retention {
     pub max_events: Option<u64>,
 }
 
+impl Retention {
+    /// toolgate's default: reporting keeps metadata only, and not forever (30 days and 100,000 events, whichever
+    /// is less).
+    pub const DEFAULT: Retention = Retention {
+        max_age_days: Some(30),
+        max_events: Some(100_000),
+    };
+}
+
 /// One sanitised insert; `conn` is the store's connection or a transaction on it.
 fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
     let duration = e.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));

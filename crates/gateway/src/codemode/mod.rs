@@ -10,10 +10,14 @@
 
 pub(crate) mod bounds;
 mod host;
+pub(crate) mod options;
 mod prerun;
 mod sessions;
 mod tools;
 
+#[cfg(test)]
+pub(crate) use options::worker_require;
+pub use options::CodeOptions;
 pub(crate) use sessions::Sessions;
 
 pub(crate) use tools::{offer, prepare, run_approved, run_unapproved, search, Prepared};
@@ -25,8 +29,7 @@ use crate::guard::{Guard, OWN_SERVER};
 use crate::outcome::{Refusal, RefusalCode};
 use crate::pins::PinView;
 use crate::pipeline::{CallContext, Origin};
-use codemode::{RunLimits, SearchIndex, ToolDoc, WorkerCommand};
-use config::{Config, Mode};
+use codemode::{SearchIndex, ToolDoc};
 use policy::Visibility;
 use serde_json::{json, Value};
 
@@ -53,62 +56,6 @@ const CLIENT_SURFACE: &[&str] = &[
 /// toolgate's own tools a program may not call: resuming a held call or a held run, starting a run inside a
 /// run, or searching (the client's step before a run) belong to the client and its human, not to a program.
 const NOT_FROM_PROGRAMS: &[&str] = &[RESUME_TOOL, SEARCH_TOOL, RUN_TOOL];
-
-/// Code mode's settings as the gateway runs them.
-#[derive(Clone, Debug)]
-pub struct CodeOptions {
-    pub mode: Mode,
-    pub limits: RunLimits,
-    /// How a worker is started: this binary, re-executed as `codemode-worker`.
-    pub worker: WorkerCommand,
-}
-
-impl CodeOptions {
-    /// From the config; the worker is the running executable (the binary sets it again when it knows better).
-    pub fn from_config(config: &Config) -> Self {
-        Self {
-            mode: config.mode.value,
-            limits: RunLimits {
-                wall: config.code.timeout.value,
-                require: worker_require(&config.sandbox.require),
-                ..RunLimits::default()
-            },
-            worker: WorkerCommand {
-                program: std::env::current_exe().unwrap_or_default(),
-                args: vec!["codemode-worker".to_owned()],
-            },
-        }
-    }
-
-    /// The mode in force: the `--mode` flag, else the active profile's, else the config's `"mode"`.
-    pub(crate) fn settle(&mut self, config: &Config, guard: &Guard) {
-        if matches!(config.mode.from, config::Provenance::Flag(_)) {
-            return;
-        }
-        match guard.policy().active_mode() {
-            Some(policy::ProfileMode::Code) => self.mode = Mode::Code,
-            Some(policy::ProfileMode::Direct) => self.mode = Mode::Direct,
-            None => {}
-        }
-    }
-
-    pub(crate) fn on(&self) -> bool {
-        self.mode == Mode::Code
-    }
-}
-
-/// The layers a worker must have, from the layers `sandbox.require` asks of every command. A worker allows no
-/// socket at all (its syscall allowlist has none), so where commands must have the socket filter a worker must
-/// have its syscall allowlist instead; every other layer is required of the worker as named.
-fn worker_require(required: &[String]) -> Vec<String> {
-    required
-        .iter()
-        .map(|layer| match layer.as_str() {
-            "socket_filter" => "syscall_allowlist".to_owned(),
-            other => other.to_owned(),
-        })
-        .collect()
-}
 
 /// The two code-mode tools, listed with toolgate's own tools in code mode.
 pub(crate) fn definitions() -> Vec<Value> {

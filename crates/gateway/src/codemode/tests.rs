@@ -7,6 +7,7 @@ use super::prerun::{self, PreRun};
 use super::*;
 use crate::outcome::CallOutcome;
 use crate::testkit::{Client, Harness};
+use config::Mode;
 use config::Setting;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
