@@ -15,17 +15,17 @@
 //! nothing here runs a call. What runs an approved snapshot is the pipeline's execute stage, after the audit
 //! gate is passed again (`pipeline::after_approval`).
 //!
-//! Everything here is a function of the `Gateway` and the call's `CallContext`: whose grants apply, where the
+//! Everything here is a function of the `Stages` and the call's `CallContext`: whose grants apply, where the
 //! "still waiting" progress goes, who else may be asked, and whether the call waits at all (`HoldPolicy`: a
 //! caller that resumes on its own schedule gets its handle at once).
 
 use crate::contract;
 use crate::elicit;
-use crate::gateway::Gateway;
 use crate::outcome::{ApprovalState, CallOutcome, HeldCall, Refusal, RefusalCode};
-use crate::pipeline::{CallContext, HoldPolicy};
+use crate::pipeline::context::{CallContext, HoldPolicy};
 use crate::snapshot::Kind;
 pub(crate) use crate::snapshot::Snapshot;
+use crate::stages::Stages;
 use crate::state::State;
 use crate::wakeups::Waiter;
 use policy::Decision;
@@ -71,7 +71,7 @@ fn now() -> Timestamp {
 /// Handles an `ask`: a grant of the call's scope for exactly these arguments (or, for a command, for a prefix
 /// of its args the human chose) lets it through; otherwise a request is created and the call is held.
 pub(crate) async fn hold(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     snapshot: Snapshot,
     decision: Decision,
@@ -169,7 +169,7 @@ pub(crate) async fn hold(
 /// Waits, bounded by `approvals.wait`, for a human's decision on `approval`; the row is read again only when the
 /// store may have changed, at its expiry, or at the deadline.
 async fn wait(
-    gw: &Gateway,
+    gw: &Stages,
     ctx: &CallContext,
     state: &Arc<State>,
     approval: &Approval,
@@ -247,7 +247,7 @@ async fn wait(
 
 /// `toolgate_request_status`: strictly read-only.
 pub(crate) fn request_status(
-    gw: &Gateway,
+    gw: &Stages,
     principal: Option<&str>,
     request_id: &str,
 ) -> CallOutcome {
@@ -265,7 +265,7 @@ pub(crate) fn request_status(
 /// `toolgate_resume`: claims the approved snapshot of a tool call, once (atomically: of concurrent resumers
 /// exactly one wins). Anything else is answered: not found, tampered, not approved, not a tool call.
 pub(crate) fn claim(
-    gw: &Gateway,
+    gw: &Stages,
     principal: Option<&str>,
     request_id: &str,
 ) -> Result<Claimed, CallOutcome> {

@@ -1,17 +1,18 @@
 //! The execute stage: what runs once a governed request is decided (and approved when it had to be) —
 //! toolgate's intrinsic tools, its built-in workspace tools, and requests forwarded to the owning upstream with
 //! the requester's progress token remapped. Deciding and recording are the pipeline's; nothing here decides.
-//! Each step is a function of the `Gateway` and, where it reaches the requester, the call's `CallContext`.
+//! Each step is a function of the `Stages` (the ports) and, where it reaches the requester, the call's `CallContext`.
 
 use crate::approval;
 use crate::bridge;
-use crate::gateway::Gateway;
+use crate::client::ClientEra;
 use crate::guard::{Verdict, OWN_SERVER};
 use crate::outbox::Stream;
 use crate::outcome::{CallError, CallOutcome, Completion, Refusal, RefusalCode};
 use crate::own::OwnTool;
-use crate::pipeline::{request_id, CallContext};
-use crate::session::ClientEra;
+use crate::pipeline::context::CallContext;
+use crate::pipeline::request_id;
+use crate::stages::Stages;
 use crate::status;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -23,7 +24,7 @@ const OWN_RECORDS_SCAN: usize = 1000;
 /// toolgate's own tools, after the policy allowed them (`toolgate_resume` is the pipeline's: it re-enters
 /// it).
 pub(crate) async fn intrinsic(
-    gw: &Gateway,
+    gw: &Stages,
     ctx: &CallContext,
     tool: &OwnTool,
     arguments: &Value,
@@ -81,7 +82,7 @@ pub(crate) async fn intrinsic(
 /// For `shell_run`, resolves the command now, so the approval binds the executable's identity; a command
 /// that cannot be resolved is refused before anyone is asked.
 pub(crate) fn prepare_command(
-    gw: &Gateway,
+    gw: &Stages,
     server: &str,
     tool: &str,
     arguments: &Value,
@@ -104,7 +105,7 @@ pub(crate) fn prepare_command(
 
 /// Runs one of toolgate's workspace tools (after the policy, and the approval when one was needed).
 pub(crate) async fn run_builtin(
-    gw: &Gateway,
+    gw: &Stages,
     tool: &str,
     arguments: Value,
     command: Option<Value>,
@@ -134,7 +135,7 @@ pub(crate) async fn run_builtin(
 
 /// Exposed names of tools whose calls the policy would not simply allow with empty arguments: a hint for
 /// agents, not a promise (the decision depends on the arguments).
-fn approval_gated(gw: &Gateway, guard: &crate::guard::Guard) -> Vec<String> {
+fn approval_gated(gw: &Stages, guard: &crate::guard::Guard) -> Vec<String> {
     let agg = gw.aggregate();
     let empty = Value::Object(Default::default());
     agg.tools
@@ -152,7 +153,7 @@ fn approval_gated(gw: &Gateway, guard: &crate::guard::Guard) -> Vec<String> {
 /// Sends a request to `server` on behalf of the call's requester, with its progress token replaced by a
 /// gateway token, and waits.
 pub(crate) async fn forward(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     server: &str,
     method: &str,
@@ -178,23 +179,20 @@ pub(crate) async fn forward(
         }
     }
     let progress = replace_progress_token(gw, ctx, &mut params);
-    let requester = ctx
-        .requester
-        .as_ref()
-        .and_then(|r| Some((r.session.upgrade()?, r)));
-    let client_era = requester.as_ref().map(|(s, _)| s.lock().era.clone());
+    let requester = ctx.requester.as_ref().and_then(|r| Some((r.client()?, r)));
+    let client_era = requester.as_ref().map(|(c, _)| c.era());
     // A modern client's tool call on a legacy upstream: what the upstream asks becomes input_required (`bridge`).
-    if let (Some((session, _)), Some(ClientEra::Modern), Some(Era::Legacy(_)), "tools/call") =
+    if let (Some((client, _)), Some(ClientEra::Modern), Some(Era::Legacy(_)), "tools/call") =
         (&requester, &client_era, conn.era(), method)
     {
-        return bridge::forward(gw, ctx, session, &up, conn, params, progress).await;
+        return bridge::forward(gw, ctx, client.as_ref(), &up, conn, params, progress).await;
     }
     // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
     // client request that caused it); with no client behind the call it goes nowhere (`route`).
     let call = match &requester {
-        Some((session, r)) => {
+        Some((client, r)) => {
             gw.correlation
-                .begin_logging(server, session, Some(r.request.clone()), r.log_level)
+                .begin_logging(server, client, Some(r.request.clone()), r.log_level)
         }
         None => gw.correlation.begin_unowned(server, &ctx.trace_id),
     };
@@ -214,7 +212,7 @@ pub(crate) async fn forward(
         .unwrap_or_default();
     let answer = match (answer, method) {
         (Ok(v), "tools/call") => {
-            match gw.adopt_task((server, tool), requester.as_ref().map(|(s, _)| s), v) {
+            match gw.adopt_task((server, tool), requester.as_ref().map(|(c, _)| c), v) {
                 Ok(v) => Ok(v),
                 Err(why) => return refused(RefusalCode::Failed, why),
             }
@@ -223,13 +221,13 @@ pub(crate) async fn forward(
     };
     // A modern upstream's input_required for a legacy client: toolgate asks the client and retries (`bridge`).
     match (answer, &requester, client_era) {
-        (Ok(answer), Some((session, r)), Some(ClientEra::Legacy(_)))
+        (Ok(answer), Some((client, r)), Some(ClientEra::Legacy(_)))
             if bridge::is_input_required(&answer) =>
         {
             let stream = Stream::Request(r.request.clone());
             let timeout = up.request_timeout();
             bridge::answer_for_legacy(
-                gw, ctx, session, stream, &conn, timeout, method, params, answer,
+                gw, ctx, client, stream, &conn, timeout, method, params, answer,
             )
             .await
         }
@@ -246,14 +244,14 @@ pub(crate) async fn forward(
 /// The requester's token never reaches the upstream: with a way back it is replaced by a gateway token routed to
 /// the requester for as long as the call runs; without one it is dropped.
 fn replace_progress_token(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     params: &mut Value,
 ) -> Option<crate::progress::ProgressGuard> {
     match (params.pointer("/_meta/progressToken"), &ctx.progress) {
         (None, _) => None,
         (Some(_), Some(progress)) => {
-            let route = gw.register_progress(progress.clone());
+            let route = gw.progress.register(progress.clone());
             params["_meta"]["progressToken"] = Value::String(route.token.clone());
             Some(route)
         }

@@ -16,6 +16,7 @@ mod approval;
 mod bridge;
 mod calls;
 mod canon;
+mod client;
 mod codemode;
 mod contract;
 mod correlate;
@@ -61,8 +62,10 @@ mod shape;
 mod shape_tests;
 mod snapshot;
 mod spellings;
+mod stages;
 mod state;
 mod status;
+mod task_calls;
 mod tasks;
 #[cfg(test)]
 mod tasks_flow_tests;

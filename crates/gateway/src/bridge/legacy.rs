@@ -7,12 +7,11 @@
 //! It decides nothing: the request was decided before it was forwarded; the retries repeat it unchanged but for
 //! the answers.
 
-use crate::gateway::Gateway;
+use crate::client::{needed_capability, Client};
 use crate::outbox::Stream;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
-use crate::pipeline::CallContext;
-use crate::route::needed_capability;
-use crate::session::Session;
+use crate::pipeline::context::CallContext;
+use crate::stages::Stages;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,13 +33,13 @@ pub(crate) fn is_input_required(answer: &Value) -> bool {
     answer.get("resultType").and_then(Value::as_str) == Some("input_required")
 }
 
-/// The upstream answered `method` with `answer`, which asks for input: asks `session`'s client on `stream`,
+/// The upstream answered `method` with `answer`, which asks for input: asks the client on `stream`,
 /// retries, and returns the final outcome.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn answer_for_legacy(
-    gw: &Gateway,
+    gw: &Stages,
     ctx: &CallContext,
-    session: &Arc<Session>,
+    client: &Arc<dyn Client>,
     stream: Stream,
     conn: &Connection,
     timeout: Duration,
@@ -57,7 +56,7 @@ pub(crate) async fn answer_for_legacy(
             Some(Value::Object(m)) => m.clone(),
             Some(_) => return failed("the upstream's inputRequests is not an object".to_owned()),
         };
-        let responses = match ask_all(gw, ctx, session, &stream, conn.server(), requests).await {
+        let responses = match ask_all(gw, ctx, client, &stream, conn.server(), requests).await {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
@@ -90,9 +89,9 @@ pub(crate) async fn answer_for_legacy(
 /// Asks the client every input request of one round at once; the answers by key, or the outcome that ends
 /// the request (a request the client cannot take, an error it answered with, its cancellation).
 async fn ask_all(
-    gw: &Gateway,
+    gw: &Stages,
     ctx: &CallContext,
-    session: &Arc<Session>,
+    client: &Arc<dyn Client>,
     stream: &Stream,
     server: &str,
     requests: Map<String, Value>,
@@ -123,7 +122,7 @@ async fn ask_all(
                  server was started with"
             )));
         }
-        if let Some(why) = session.relay_refusal(&method, cap) {
+        if let Some(why) = client.relay_refusal(&method, cap) {
             return Err(failed(why));
         }
         let params = request
@@ -136,9 +135,9 @@ async fn ask_all(
     }
     let mut asks = JoinSet::new();
     for (key, method, params) in checked {
-        let (session, stream) = (Arc::clone(session), stream.clone());
+        let (client, stream) = (Arc::clone(client), stream.clone());
         asks.spawn(async move {
-            let answer = session.ask_client(stream, &method, params).await;
+            let answer = client.ask(stream, &method, params).await;
             (key, method, answer)
         });
     }

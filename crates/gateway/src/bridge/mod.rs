@@ -30,7 +30,7 @@ pub(crate) use listen::Listens;
 pub(crate) use modern::{forward, retry, retry_state};
 
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
-use crate::pipeline::Finish;
+use crate::pipeline::finish::Finish;
 use crate::progress::ProgressGuard;
 use jsonrpc::error_object;
 use rand::TryRng;

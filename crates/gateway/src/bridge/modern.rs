@@ -7,12 +7,12 @@
 //! It does not decide the call (the pipeline did, before `forward`); it only carries answers to it.
 
 use super::{Asked, Binding, Exchange, ASK_CAPACITY, SETTLE, STATE_PREFIX};
-use crate::gateway::Gateway;
+use crate::client::needed_capability;
+use crate::client::Client;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
 use crate::pipeline::{audit_refusal, CallContext, Finish};
 use crate::progress::ProgressGuard;
-use crate::route::needed_capability;
-use crate::session::Session;
+use crate::stages::Stages;
 use jsonrpc::error_object;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -32,9 +32,9 @@ pub(crate) fn retry_state(params: &Value) -> Option<String> {
 /// Forwards `tools/call` (`params` already name the upstream's tool) to a legacy upstream for a modern client:
 /// the upstream call runs on its own task, so that it outlives this request when the upstream asks something.
 pub(crate) async fn forward(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
-    session: &Arc<Session>,
+    client: &dyn Client,
     up: &Upstream,
     conn: Arc<Connection>,
     params: Value,
@@ -49,7 +49,7 @@ pub(crate) async fn forward(
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| Value::Object(Default::default()));
-    let binding = Binding::tool_call(session.identity(), server, tool, &arguments);
+    let binding = Binding::tool_call(client.identity(), server, tool, &arguments);
     let (sink, asks) = mpsc::channel(ASK_CAPACITY);
     let (tx, answer) = oneshot::channel();
     let cancel = CancellationToken::new();
@@ -80,14 +80,13 @@ pub(crate) async fn forward(
         finish: None,
         progress,
     });
-    let caps = session.lock().client_caps.clone();
-    drive(gw, ctx, &caps, ex).await
+    drive(gw, ctx, &client.capabilities(), ex).await
 }
 
 /// Waits for the upstream's next move: its answer (the call's outcome; the parked finishing guard, if any, is
 /// closed with it), or requests (parked as another `input_required` round), or the client's cancellation.
 async fn drive(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     caps: &Value,
     mut ex: Box<Exchange>,
@@ -176,7 +175,7 @@ async fn take(ex: &mut Exchange, caps: &Value, asked: Asked) {
 /// Parks the call with its outstanding requests: the `input_required` result the client gets now. When it
 /// cannot be parked, the requests are refused upstream and the call goes on (`Err`).
 fn park(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     ex: Box<Exchange>,
 ) -> Result<CallOutcome, Box<Exchange>> {
@@ -220,7 +219,7 @@ fn park(
 /// what the state is bound to, then its answers go upstream and the call goes on. Not decided again (see the
 /// module's governance note); refused retries are recorded as refusals of their own.
 pub(crate) async fn retry(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     params: Value,
     state: String,
@@ -236,7 +235,7 @@ pub(crate) async fn retry(
         .unwrap_or_else(|| Value::Object(Default::default()));
     let refuse =
         |code, why: &str| Refusal::new(code, format!("toolgate refused this retry: {why}"));
-    let Some(session) = ctx.requester.as_ref().and_then(|r| r.session.upgrade()) else {
+    let Some(client) = ctx.requester.as_ref().and_then(|r| r.client()) else {
         let refusal = refuse(
             RefusalCode::RequestNotFound,
             "only a client's own request can retry a call waiting for its answers",
@@ -254,7 +253,7 @@ pub(crate) async fn retry(
     if let Some(refusal) = audit_refusal(gw, &name) {
         return refused(gw, ctx, &name, arguments, Some((&server, &tool)), refusal).await;
     }
-    let binding = Binding::tool_call(session.identity(), &server, &tool, &arguments);
+    let binding = Binding::tool_call(client.identity(), &server, &tool, &arguments);
     let mut ex = match gw.bridge.take(&state, &binding) {
         Ok(ex) => ex,
         Err(refusal) => {
@@ -270,20 +269,19 @@ pub(crate) async fn retry(
         let answer = legacy_answer(&asked.method, responses.and_then(|r| r.get(&key)));
         let _ = ex.conn.respond(asked.upstream_id, answer).await;
     }
-    let caps = session.lock().client_caps.clone();
-    drive(gw, ctx, &caps, ex).await
+    drive(gw, ctx, &client.capabilities(), ex).await
 }
 
 /// A refused retry: its own trace, one decision record (the refusal) and one finished record.
 async fn refused(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     name: &str,
     arguments: Value,
     routed: Option<(&str, &str)>,
     refusal: Refusal,
 ) -> CallOutcome {
-    let mut finish = Finish::new(gw, ctx, name, arguments);
+    let mut finish = Finish::new(&gw.recorder, ctx, name, arguments);
     if let Some((server, tool)) = routed {
         finish.routed(server, tool);
     }

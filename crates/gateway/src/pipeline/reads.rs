@@ -11,10 +11,10 @@
 //! at once; it is decided as its resource (a deny keeps the upstream from being told) and recorded.
 
 use super::{audit_refusal, execute, CallContext, Exec, Finish};
-use crate::gateway::Gateway;
 use crate::guard::Verdict;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
 use crate::snapshot::{Kind, Snapshot};
+use crate::stages::Stages;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -37,13 +37,13 @@ enum Then {
 
 /// `prompts/get`, `resources/read`, `resources/subscribe`, `resources/unsubscribe` and `completion/complete`.
 pub(crate) async fn govern_read(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     method: &str,
     params: Value,
 ) -> CallOutcome {
     if method == "resources/unsubscribe" {
-        let mut finish = Finish::new(gw, ctx, method, json!({}));
+        let mut finish = Finish::new(&gw.recorder, ctx, method, json!({}));
         let outcome = unsubscribe(gw, ctx, &mut finish, params).await;
         finish.close(&outcome).await;
         return outcome;
@@ -52,14 +52,14 @@ pub(crate) async fn govern_read(
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let mut finish = Finish::new(gw, ctx, method, arguments);
+    let mut finish = Finish::new(&gw.recorder, ctx, method, arguments);
     let outcome = read_stages(gw, ctx, &mut finish, method, params).await;
     finish.close(&outcome).await;
     outcome
 }
 
 async fn read_stages(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     finish: &mut Finish,
     method: &str,
@@ -165,7 +165,7 @@ fn what(method: &str, params: &Value) -> Result<(Target, Then, &'static str), Ca
 }
 
 /// Route: the upstream that owns the prompt or resource, and its own name there.
-fn route(gw: &Gateway, method: &str, target: &Target) -> Result<(String, String), CallOutcome> {
+fn route(gw: &Stages, method: &str, target: &Target) -> Result<(String, String), CallOutcome> {
     let agg = gw.aggregate();
     let routed = match &target {
         Target::Prompt { name } => agg
@@ -190,7 +190,7 @@ fn route(gw: &Gateway, method: &str, target: &Target) -> Result<(String, String)
 /// After the decision: refused, forwarded (an ask of a subscription proceeds), refused on an ask (a completion),
 /// or held for a human (the approval stage).
 async fn then_stages(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     method: &str,
     params: Value,
@@ -207,7 +207,7 @@ async fn then_stages(
                 if let (Target::Resource { uri }, CallOutcome::Complete(..), "resources/subscribe") =
                     (&target, &outcome, method)
                 {
-                    if let Some(session) = ctx.requester.as_ref().and_then(|r| r.session.upgrade()) {
+                    if let Some(session) = ctx.requester.as_ref().and_then(|r| r.client()) {
                         session.subscribed(server, uri);
                     }
                 }
@@ -252,7 +252,7 @@ async fn then_stages(
 /// runs nothing); the upstream's subscription is shared, so it is told only when no other session is still
 /// subscribed there, and only when the policy does not refuse the resource. Recorded like every request.
 async fn unsubscribe(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     finish: &mut Finish,
     params: Value,
@@ -267,7 +267,7 @@ async fn unsubscribe(
     };
     finish.routed(&server, "resources/unsubscribe");
     finish.touches(vec![uri.clone()]);
-    let session = ctx.requester.as_ref().and_then(|r| r.session.upgrade());
+    let session = ctx.requester.as_ref().and_then(|r| r.client());
     let last = session.is_none_or(|s| s.unsubscribe(&server, &uri));
     if let Some(refused) = audit_refusal(gw, &format!("unsubscribing from {uri}")) {
         return CallOutcome::Refused(refused);

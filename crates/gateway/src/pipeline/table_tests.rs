@@ -152,7 +152,7 @@ async fn every_message_kind_leaves_one_decision_by_the_policy_and_at_most_one_fi
     let origin = Origin::CodeRun {
         run_trace_id: "run-table".into(),
     };
-    let guard = Arc::clone(&h.gateway.guard);
+    let guard = Arc::clone(&h.gateway.stages.guard);
     let ctx = CallContext::new(
         origin,
         HoldPolicy::HandleNow,
@@ -160,7 +160,7 @@ async fn every_message_kind_leaves_one_decision_by_the_policy_and_at_most_one_fi
         guard,
     );
     let params = json!({"name": "fx__add", "arguments": {"a": 2, "b": 2}});
-    let outcome = pipeline::govern_tool(&h.gateway, &ctx, params).await;
+    let outcome = pipeline::govern_tool(&h.gateway.stages, &ctx, params).await;
     assert!(matches!(outcome, CallOutcome::Complete(..)), "{outcome:?}");
     governed(&h, before, "a program's call", &["add"], "table").await;
     h.stop(&[&old, &new]).await;
