@@ -181,11 +181,23 @@ pub(crate) async fn forward(
     let progress = replace_progress_token(gw, ctx, &mut params);
     let requester = ctx.requester.as_ref().and_then(|r| Some((r.client()?, r)));
     let client_era = requester.as_ref().map(|(c, _)| c.era());
-    // A modern client's tool call on a legacy upstream: what the upstream asks becomes input_required (`bridge`).
-    if let (Some((client, _)), Some(ClientEra::Modern), Some(Era::Legacy(_)), "tools/call") =
-        (&requester, &client_era, conn.era(), method)
+    // A modern client's tool call, prompt get or read on a legacy upstream: what the upstream asks meanwhile
+    // becomes input_required (`bridge`).
+    let bridged = bridge::BRIDGED.iter().find(|m| **m == method);
+    if let (Some((client, _)), Some(ClientEra::Modern), Some(Era::Legacy(_)), Some(method)) =
+        (&requester, &client_era, conn.era(), bridged)
     {
-        return bridge::forward(gw, ctx, client.as_ref(), &up, conn, params, progress).await;
+        return bridge::forward(
+            gw,
+            ctx,
+            client.as_ref(),
+            &up,
+            conn,
+            method,
+            params,
+            progress,
+        )
+        .await;
     }
     // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
     // client request that caused it); with no client behind the call it goes nowhere (`route`).

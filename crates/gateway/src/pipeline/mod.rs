@@ -78,7 +78,18 @@ pub(crate) fn request_id(arguments: &Value) -> String {
 pub(crate) async fn govern_tool(gw: &Arc<Stages>, ctx: &CallContext, params: Value) -> CallOutcome {
     // The retry of a call that waits for the client's answers in the bridge: not decided again (`bridge`).
     if let Some(state) = crate::bridge::retry_state(&params) {
-        return crate::bridge::retry(gw, ctx, params, state).await;
+        let (shown, arguments) = crate::bridge::target_of("tools/call", &params);
+        let routed = gw
+            .aggregate()
+            .route_tool(&shown)
+            .map(|r| (r.server.clone(), r.name.clone()));
+        let retry = crate::bridge::Retry {
+            method: "tools/call",
+            shown,
+            arguments,
+            routed,
+        };
+        return crate::bridge::retry(gw, ctx, retry, params, state).await;
     }
     let name = params
         .get("name")

@@ -48,14 +48,54 @@ pub(crate) async fn govern_read(
         finish.close(&outcome).await;
         return outcome;
     }
+    // The retry of a prompt get or read that waits for the client's answers in the bridge: not decided again.
+    if let (Some(state), Some(method)) = (
+        crate::bridge::retry_state(&params),
+        crate::bridge::BRIDGED
+            .iter()
+            .find(|m| **m == method && **m != "tools/call"),
+    ) {
+        return retry(gw, ctx, method, params, state).await;
+    }
     let arguments = params
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| json!({}));
     let mut finish = Finish::new(&gw.recorder, ctx, method, arguments);
     let outcome = read_stages(gw, ctx, &mut finish, method, params).await;
-    finish.close(&outcome).await;
+    match &outcome {
+        // The request goes on upstream: its records are written once, when it ends (`bridge`).
+        CallOutcome::Bridged { state, .. } => gw.bridge.adopt(state, finish).await,
+        _ => finish.close(&outcome).await,
+    }
     outcome
+}
+
+/// A modern client's retry of a prompt get or read bridged to a legacy upstream, routed as the first request
+/// was; the bridge checks it against what its request state is bound to.
+async fn retry(
+    gw: &Arc<Stages>,
+    ctx: &CallContext,
+    method: &'static str,
+    params: Value,
+    state: String,
+) -> CallOutcome {
+    let (target, _) = crate::bridge::target_of(method, &params);
+    let routed = match method {
+        "prompts/get" => route(gw, method, &Target::Prompt { name: target }),
+        _ => route(gw, method, &Target::Resource { uri: target }),
+    };
+    let arguments = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let retry = crate::bridge::Retry {
+        method,
+        shown: method.to_owned(),
+        arguments,
+        routed: routed.ok(),
+    };
+    crate::bridge::retry(gw, ctx, retry, params, state).await
 }
 
 async fn read_stages(
