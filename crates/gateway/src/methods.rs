@@ -19,6 +19,8 @@ const REMOVED_IN_MODERN: &[&str] = &[
     "logging/setLevel",
     "resources/subscribe",
     "resources/unsubscribe",
+    // The tasks extension of 2026-07-28 inlines a task's result in `tasks/get`.
+    "tasks/result",
 ];
 
 impl Session {
