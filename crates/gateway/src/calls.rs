@@ -11,6 +11,7 @@ use crate::outbox::Stream;
 use crate::outcome::{CallError, CallOutcome, Completion, Refusal, RefusalCode};
 use crate::own::OwnTool;
 use crate::pipeline::context::CallContext;
+use crate::pipeline::finish::Finish;
 use crate::pipeline::request_id;
 use crate::stages::Stages;
 use crate::status;
@@ -243,14 +244,31 @@ pub(crate) async fn forward(
             )
             .await
         }
-        (mut answer, _, _) => {
-            // A modern client gets the upstream's input requests as they are, but for the label naming who asks.
-            if let Ok(a) = &mut answer {
-                crate::elicit::label_input_requests(conn.server(), a);
+        (answer, _, _) => passed_through(gw, ctx, server, answer).await,
+    }
+}
+
+/// An upstream's answer as the requester receives it. A modern client gets the upstream's input requests as
+/// they are, but for the label naming who asks, once each is governed as the request it stands for; the first
+/// one refused refuses the call.
+async fn passed_through(
+    gw: &Stages,
+    ctx: &CallContext,
+    server: &str,
+    mut answer: upstream::Result<Value>,
+) -> CallOutcome {
+    if let Ok(a) = &mut answer {
+        crate::elicit::label_input_requests(server, a);
+        if let Some(requests) = bridge::input_requests(a) {
+            let governed =
+                crate::pipeline::asks::govern_input_requests(gw, ctx, server, requests).await;
+            match governed {
+                Err(refused) => return CallOutcome::Refused(refused),
+                Ok(governed) => handed(governed, requests).await,
             }
-            CallOutcome::from_upstream(answer)
         }
     }
+    CallOutcome::from_upstream(answer)
 }
 
 /// The requester's token never reaches the upstream: with a way back it is replaced by a gateway token routed to
@@ -273,6 +291,15 @@ fn replace_progress_token(
             }
             None
         }
+    }
+}
+
+/// Input requests handed to the client in a result: their records end there (the answers come with a retry,
+/// which is a request of its own).
+async fn handed(governed: Vec<(String, Finish)>, requests: &serde_json::Map<String, Value>) {
+    for (key, finish) in governed {
+        let shown = requests.get(&key).cloned().unwrap_or_default();
+        finish.close(&CallOutcome::InputRequired(shown)).await;
     }
 }
 

@@ -10,9 +10,11 @@
 use crate::client::{needed_capability, Client};
 use crate::outbox::Stream;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
+use crate::pipeline::asks::relay_outcome;
 use crate::pipeline::context::CallContext;
+use crate::pipeline::finish::Finish;
 use crate::stages::Stages;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -26,6 +28,15 @@ const MAX_ROUND_REQUESTS: usize = 16;
 
 fn failed(why: String) -> CallOutcome {
     CallOutcome::Refused(Refusal::new(RefusalCode::Failed, why))
+}
+
+/// The input requests of an upstream's answer that asks for input (`None` for any other answer, or a malformed
+/// one, which is not carried).
+pub(crate) fn input_requests(answer: &Value) -> Option<&Map<String, Value>> {
+    is_input_required(answer)
+        .then(|| answer.get("inputRequests"))
+        .flatten()
+        .and_then(Value::as_object)
 }
 
 /// Whether an upstream's answer asks for input.
@@ -133,6 +144,17 @@ async fn ask_all(
             .unwrap_or_else(|| Value::Object(Map::new()));
         checked.push((key, method, params));
     }
+    // Each is a request the upstream sends toward the client: decided and recorded before the client is asked.
+    let shown: Map<String, Value> = checked
+        .iter()
+        .map(|(key, method, params)| (key.clone(), json!({"method": method, "params": params})))
+        .collect();
+    let governed = match crate::pipeline::asks::govern_input_requests(gw, ctx, server, &shown).await
+    {
+        Ok(governed) => governed,
+        Err(refused) => return Err(CallOutcome::Refused(refused)),
+    };
+    let mut records: std::collections::HashMap<String, Finish> = governed.into_iter().collect();
     let mut asks = JoinSet::new();
     for (key, method, params) in checked {
         let (client, stream) = (Arc::clone(client), stream.clone());
@@ -150,9 +172,15 @@ async fn ask_all(
         match next {
             None => return Ok(responses),
             Some(Ok((key, _, Ok(answer)))) => {
+                if let Some(finish) = records.remove(&key) {
+                    finish.close(&relay_outcome(&Ok(answer.clone()))).await;
+                }
                 responses.insert(key, answer);
             }
-            Some(Ok((_, method, Err(error)))) => {
+            Some(Ok((key, method, Err(error)))) => {
+                if let Some(finish) = records.remove(&key) {
+                    finish.close(&relay_outcome(&Err(error.clone()))).await;
+                }
                 let message = error
                     .get("message")
                     .and_then(Value::as_str)

@@ -25,7 +25,7 @@ mod legacy;
 mod listen;
 mod modern;
 
-pub(crate) use legacy::{answer_for_legacy, is_input_required};
+pub(crate) use legacy::{answer_for_legacy, input_requests, is_input_required};
 pub(crate) use listen::Listens;
 pub(crate) use modern::{forward, retry, retry_state, Retry};
 

@@ -75,6 +75,48 @@ pub(crate) async fn govern_upstream_request(
     relay(gw, server, target, id, method, params, finish).await;
 }
 
+/// The input requests of an upstream's `input_required` result (`{key: {method, params}}`) are requests that
+/// upstream sends toward the client in the 2026-07-28 form: each is governed as one before the client sees it
+/// (audit gate, decision under the caller's guard, decision record, the call that caused it as its parent).
+/// Their finished records are written when the caller closes what this returns: with the client's answer, or
+/// as handed to the client. The first refusal refuses the whole round, and nothing of it reaches the client.
+pub(crate) async fn govern_input_requests(
+    gw: &Stages,
+    ctx: &CallContext,
+    server: &str,
+    requests: &serde_json::Map<String, Value>,
+) -> Result<Vec<(String, Finish)>, Refusal> {
+    let mut governed = Vec::with_capacity(requests.len());
+    for (key, request) in requests {
+        let method = request
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let origin = Origin::Upstream {
+            server: server.to_owned(),
+        };
+        let never = CancellationToken::new();
+        let mut asked =
+            CallContext::new(origin, HoldPolicy::HandleNow, never, Arc::clone(&ctx.guard));
+        asked.principal = ctx.principal.clone();
+        let arguments = request.get("params").cloned().unwrap_or_else(|| json!({}));
+        let mut finish = Finish::new(&gw.recorder, &asked, method, arguments);
+        finish.routed(server, method);
+        finish.parent(&ctx.trace_id);
+        if let Some(refused) = decided(gw, &asked, &mut finish, server, method) {
+            tracing::info!(
+                server,
+                method,
+                "an upstream's input request refused by toolgate"
+            );
+            finish.close(&CallOutcome::Refused(refused.clone())).await;
+            return Err(refused);
+        }
+        governed.push((key.clone(), finish));
+    }
+    Ok(governed)
+}
+
 /// The audit gate and the decision, recorded; the refusal when the request must not reach the client.
 fn decided(
     gw: &Stages,
@@ -143,7 +185,7 @@ async fn relay(
 }
 
 /// What the client answered a relayed request, as its finished record shows it.
-fn relay_outcome(answer: &Result<Value, Value>) -> CallOutcome {
+pub(crate) fn relay_outcome(answer: &Result<Value, Value>) -> CallOutcome {
     match answer {
         Ok(v) => CallOutcome::complete(v.clone()),
         Err(e) => CallOutcome::Failed(crate::outcome::CallError::BadRequest(e.to_string())),
