@@ -33,6 +33,7 @@ mod first_hour;
 mod flood;
 mod forwarding;
 mod framing;
+mod governed_table;
 mod hooks;
 mod host_resolution;
 mod http;
