@@ -127,8 +127,17 @@ impl Aggregate {
                 .unwrap_or_default()
                 .to_owned();
             agg.tool_index.insert(name.clone(), agg.tools.len());
+            // Listed under a product's name (`filesystem.read_file`), it is still the own tool it stands for.
+            let own = crate::own::internal(&name).map_or_else(|| name.clone(), str::to_owned);
+            if own != name {
+                let route = Route {
+                    server: crate::guard::OWN_SERVER.to_owned(),
+                    name: own.clone(),
+                };
+                agg.tool_routes.insert(name.clone(), route);
+            }
             agg.tool_owners
-                .push((crate::guard::OWN_SERVER.to_owned(), name.clone()));
+                .push((crate::guard::OWN_SERVER.to_owned(), own));
             agg.tool_sizes.push(size_of(tool));
             agg.tools.push(tool.clone());
             own_names.push(name);
