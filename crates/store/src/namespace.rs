@@ -96,11 +96,7 @@ impl Namespace {
     /// Refuses a state root inside the workspace, and a namespace already bound to a
     /// different workspace.
     pub fn open(state_root: &Path, workspace: &Path) -> Result<Self> {
-        let workspace = fs::canonicalize(workspace)
-            .map_err(|_| Error::WorkspaceNotDirectory(workspace.to_path_buf()))?;
-        if !workspace.is_dir() {
-            return Err(Error::WorkspaceNotDirectory(workspace));
-        }
+        let workspace = canonical_workspace(workspace)?;
         let state_root = create_root(state_root, &workspace)?;
         // A root bound as a whole (`bind_state_root`) serves its one workspace and no other.
         if fs::symlink_metadata(state_root.join(BINDING_FILE)).is_ok() {
@@ -154,14 +150,20 @@ impl Namespace {
 /// `Namespace::open` refuses it; a root already bound to another workspace is `NamespaceBoundElsewhere`, never
 /// rebound. Returns the canonical root.
 pub fn bind_state_root(state_root: &Path, workspace: &Path) -> Result<PathBuf> {
-    let workspace = fs::canonicalize(workspace)
-        .map_err(|_| Error::WorkspaceNotDirectory(workspace.to_path_buf()))?;
-    if !workspace.is_dir() {
-        return Err(Error::WorkspaceNotDirectory(workspace));
-    }
+    let workspace = canonical_workspace(workspace)?;
     let root = create_root(state_root, &workspace)?;
     bind(&root, &workspace)?;
     Ok(root)
+}
+
+/// The workspace, canonical; it must be an existing directory.
+fn canonical_workspace(workspace: &Path) -> Result<PathBuf> {
+    let canonical = fs::canonicalize(workspace)
+        .map_err(|_| Error::WorkspaceNotDirectory(workspace.to_path_buf()))?;
+    if !canonical.is_dir() {
+        return Err(Error::WorkspaceNotDirectory(canonical));
+    }
+    Ok(canonical)
 }
 
 /// Creates the state root (0700) unless it would lie inside `workspace` (canonical), and returns it canonical.
