@@ -173,8 +173,17 @@ impl Aggregate {
                 .unwrap_or_default()
                 .to_owned();
             self.tool_index.insert(name.clone(), self.tools.len());
+            // Listed under a product's name (`filesystem.read_file`), it is still the own tool it stands for.
+            let own = crate::own::internal(&name).map_or_else(|| name.clone(), str::to_owned);
+            if own != name {
+                let route = Route {
+                    server: crate::guard::OWN_SERVER.to_owned(),
+                    name: own.clone(),
+                };
+                self.tool_routes.insert(name.clone(), route);
+            }
             self.tool_owners
-                .push((crate::guard::OWN_SERVER.to_owned(), name.clone()));
+                .push((crate::guard::OWN_SERVER.to_owned(), own));
             self.tool_sizes.push(size_of(tool));
             self.tools.push(tool.clone());
             names.push(name);

@@ -9,7 +9,7 @@ use crate::client::ClientEra;
 use crate::guard::{Verdict, OWN_SERVER};
 use crate::outbox::Stream;
 use crate::outcome::{CallError, CallOutcome, Completion, Refusal, RefusalCode};
-use crate::own::OwnTool;
+use crate::own::{OwnTool, Surface};
 use crate::pipeline::context::CallContext;
 use crate::pipeline::finish::Finish;
 use crate::pipeline::request_id;
@@ -36,6 +36,9 @@ pub(crate) async fn intrinsic(
             let principal = ctx.principal.as_deref();
             return approval::request_status(gw, principal, &request_id(arguments));
         }
+        OwnTool::Capabilities if gw.opts.surface == Surface::ToolHub => {
+            crate::toolhub::capabilities(&toolhub_limits(gw))
+        }
         OwnTool::Capabilities => {
             let a = &gw.opts.approvals;
             crate::intrinsics::capabilities(
@@ -45,6 +48,7 @@ pub(crate) async fn intrinsic(
                 gw.opts.limits.max_message_bytes,
             )
         }
+        OwnTool::Ping if gw.opts.surface == Surface::ToolHub => crate::toolhub::ping(arguments),
         OwnTool::Ping => json!({"content": [{"type": "text", "text": "pong"}]}),
         OwnTool::SearchTools => return crate::codemode::search(gw, &ctx.guard, arguments),
         OwnTool::AuditRecent => {
@@ -72,12 +76,26 @@ pub(crate) async fn intrinsic(
         }
         OwnTool::Builtin(name) => return run_builtin(gw, name, arguments.clone(), None).await,
         // The pipeline's own: resume re-enters it, and a program runs in the call's context.
-        OwnTool::Resume | OwnTool::RunCode => {
+        OwnTool::Resume | OwnTool::ResumeOf(_) | OwnTool::RunCode => {
             let why = format!("{} is not run as an intrinsic", tool.name());
             return refused(RefusalCode::Failed, why);
         }
     };
     CallOutcome::Complete(result, Completion::Succeeded)
+}
+
+/// The public limits `toolhub.capabilities` reports: the workspace tools' as configured.
+fn toolhub_limits(gw: &Stages) -> crate::toolhub::Limits {
+    let config = gw.builtin.as_ref().map(|b| b.config().clone());
+    let config = config.unwrap_or_else(|| builtin::BuiltinConfig::new("/"));
+    crate::toolhub::Limits {
+        max_read_file_bytes: config.limits.max_read_bytes,
+        max_write_bytes: config.limits.max_write_bytes,
+        max_patch_chars: config.limits.max_patch_bytes,
+        max_shell_timeout_seconds: config.shell.max_timeout_seconds,
+        output_retained: sandbox::MAX_CAPTURE_BYTES_PER_STREAM as u64,
+        approval_expires_seconds: gw.opts.approvals.expire.value.as_secs(),
+    }
 }
 
 /// For `shell_run`, resolves the command now, so the approval binds the executable's identity; a command

@@ -71,6 +71,7 @@ mod tasks;
 mod tasks_flow_tests;
 #[cfg(test)]
 mod testkit;
+mod toolhub;
 mod wakeups;
 mod wire;
 mod write_behind;
@@ -87,7 +88,7 @@ pub use jsonrpc::{Id, Message};
 pub use names::{expose, is_portable};
 pub use outbox::{Drain, Outgoing, Stream};
 pub use outside_witness::OutsideWitness;
-pub use own::OWN_SERVER;
+pub use own::{Surface, OWN_SERVER};
 pub use pins::{Item as PinItem, PinStatus, PinView};
 pub use session::{Session, MAX_IN_FLIGHT, SUPPORTED_VERSIONS};
 pub use state::{state_root, State};

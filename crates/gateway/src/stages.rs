@@ -210,6 +210,9 @@ impl Stages {
 
     /// toolgate's own tools, listed before upstream tools.
     pub(crate) fn own_tools(&self) -> Vec<Value> {
+        if self.opts.surface == crate::own::Surface::ToolHub {
+            return crate::toolhub::definitions();
+        }
         let mut tools = Vec::new();
         if !self.opts.wrap {
             tools.push(status::definition());

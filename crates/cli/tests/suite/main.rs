@@ -52,5 +52,6 @@ mod support;
 mod switch_links;
 mod tool_spellings;
 mod toolfence;
+mod toolhub;
 mod toolscript_mcp;
 mod workspace_tools;

@@ -77,6 +77,11 @@ impl Finish {
         }
     }
 
+    /// The trace the request's records carry: its own, or for a resumed call the held call's.
+    pub(crate) fn trace_id(&self) -> &str {
+        &self.record.trace_id
+    }
+
     /// The request is a call a code-mode program made in run `run_trace_id`: its records name that run.
     pub(crate) fn parent(&mut self, run_trace_id: &str) {
         self.record.parent_trace_id = Some(run_trace_id.to_owned());

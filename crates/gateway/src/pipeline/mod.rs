@@ -104,7 +104,14 @@ pub(crate) async fn govern_tool(gw: &Arc<Stages>, ctx: &CallContext, params: Val
     if let Origin::CodeRun { run_trace_id } = &ctx.origin {
         finish.parent(run_trace_id);
     }
+    // ToolHub's clients read a trace id and request id that toolgate's answers leave out (`toolhub`).
+    let toolhub = (gw.opts.surface == crate::own::Surface::ToolHub)
+        .then(|| (name.clone(), request_id(&arguments)));
     let outcome = tool::stages(gw, ctx, &mut finish, name, params, arguments).await;
+    let outcome = match &toolhub {
+        None => outcome,
+        Some((name, id)) => crate::toolhub::complete(outcome, name, finish.trace_id(), id),
+    };
     tracing::debug!(trace = %ctx.trace_id, origin = ?ctx.origin, outcome = outcome.name(), "tool call");
     match &outcome {
         // The call goes on upstream: its records are written once, when it ends (`bridge`).
@@ -169,15 +176,17 @@ pub(super) fn pin_stage(
 
 /// `toolgate_resume` the policy allowed: the approved call is claimed and re-enters after the approval
 /// stage, recorded under the held call's trace id and tool name, with its post-hooks. A request that cannot
-/// be claimed is answered, and recorded as the `toolgate_resume` call it was.
+/// be claimed is answered, and recorded as the `toolgate_resume` call it was. A resume bound to one tool
+/// (`only`) claims only that tool's requests.
 pub(super) async fn resume_stage(
     gw: &Arc<Stages>,
     ctx: &CallContext,
     finish: &mut Finish,
     arguments: &Value,
+    only: Option<&str>,
 ) -> CallOutcome {
     let request_id = request_id(arguments);
-    let claimed = match approval::claim(gw, ctx.principal.as_deref(), &request_id) {
+    let claimed = match approval::claim(gw, ctx.principal.as_deref(), &request_id, only) {
         Ok(c) => c,
         Err(answer) => {
             finish.commit();

@@ -63,10 +63,11 @@ pub(super) async fn stages(
     if !matches!(verdict, Verdict::Refuse(_)) {
         finish.post_hooks(hooked);
     }
-    if let (Verdict::Allow(_), Some(OwnTool::Resume)) =
-        (&verdict, OwnTool::parse(&r.server, &r.tool))
-    {
-        return resume_stage(gw, ctx, finish, &arguments).await;
+    if let (Verdict::Allow(_), Some(only)) = (
+        &verdict,
+        OwnTool::parse(&r.server, &r.tool).and_then(|t| t.resumes()),
+    ) {
+        return resume_stage(gw, ctx, finish, &arguments, only).await;
     }
     finish.commit();
     // Writing the decision may have found the audit writer stalled (bounded wait): then nothing runs.
