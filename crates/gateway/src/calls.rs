@@ -221,10 +221,13 @@ pub(crate) async fn forward(
     // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
     // client request that caused it); with no client behind the call it goes nowhere (`route`).
     let call = match &requester {
-        Some((client, r)) => {
-            gw.correlation
-                .begin_logging(server, client, Some(r.request.clone()), r.log_level)
-        }
+        Some((client, r)) => gw.correlation.begin_logging(
+            server,
+            client,
+            Some(r.request.clone()),
+            r.log_level,
+            &ctx.trace_id,
+        ),
         None => gw.correlation.begin_unowned(server, &ctx.trace_id),
     };
     let answer = conn

@@ -56,6 +56,8 @@ struct Call {
     request: Option<Id>,
     bridge: Option<AskSink>,
     log_level: Option<LogLevel>,
+    /// The governed call's trace id, which what the upstream asks during it names as its parent.
+    trace: Option<String>,
     /// Once the call ended: the count of handled events after which it is forgotten.
     forget_after: Option<u64>,
 }
@@ -133,7 +135,7 @@ impl Correlation {
         request: Option<Id>,
     ) -> CallGuard {
         let client: Arc<dyn Client> = Arc::clone(client) as Arc<dyn Client>;
-        self.begin_logging(server, &client, request, None)
+        self.begin_logging(server, &client, request, None, "test-call")
     }
 
     /// `begin_for`, with the log level a modern client's request asked for.
@@ -143,6 +145,7 @@ impl Correlation {
         client: &Arc<dyn Client>,
         request: Option<Id>,
         log_level: Option<LogLevel>,
+        trace_id: &str,
     ) -> CallGuard {
         let guard = self.insert(
             server,
@@ -153,6 +156,7 @@ impl Correlation {
         );
         if let Some(call) = self.lock().calls.get_mut(&guard.key) {
             call.log_level = log_level;
+            call.trace = Some(trace_id.to_owned());
         }
         guard
     }
@@ -169,7 +173,11 @@ impl Correlation {
     /// what the upstream asks while it runs has no client to go to, so it is refused, and it is never
     /// attributed to some other session that happens to be open.
     pub(crate) fn begin_unowned(self: &Arc<Self>, server: &str, trace_id: &str) -> CallGuard {
-        self.insert(server, format!("call {trace_id}"), None, None, None)
+        let guard = self.insert(server, format!("call {trace_id}"), None, None, None);
+        if let Some(call) = self.lock().calls.get_mut(&guard.key) {
+            call.trace = Some(trace_id.to_owned());
+        }
+        guard
     }
 
     fn insert(
@@ -190,6 +198,7 @@ impl Correlation {
                 request,
                 bridge,
                 log_level: None,
+                trace: None,
                 forget_after: None,
             },
         );
@@ -221,6 +230,20 @@ impl Correlation {
                 log_level: None,
             },
         }
+    }
+
+    /// The trace of the one call that caused a request `server` sends now: the call `caller` names, else the only
+    /// call in flight on `server`; `None` when there is no such one call.
+    pub(crate) fn trace_of(&self, server: &str, caller: Option<u64>) -> Option<String> {
+        let inner = self.lock();
+        let call = match caller {
+            Some(key) => inner.calls.get(&key).filter(|c| c.server == server),
+            None => {
+                let mut on = inner.calls.values().filter(|c| c.server == server);
+                on.next().filter(|_| on.next().is_none())
+            }
+        };
+        call.and_then(|c| c.trace.clone())
     }
 
     /// What the calls in flight on `server` say about who caused a message it sends now.

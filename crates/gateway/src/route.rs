@@ -120,8 +120,15 @@ impl Gateway {
         caller: Option<u64>,
     ) {
         let routed = self.route_request(server, &method, caller);
-        crate::pipeline::govern_upstream_request(&self.stages, server, id, method, params, routed)
-            .await;
+        let parent = self.stages.correlation.trace_of(server, caller);
+        let asked = crate::pipeline::asks::UpstreamRequest {
+            server,
+            id,
+            method,
+            params,
+            parent,
+        };
+        crate::pipeline::govern_upstream_request(&self.stages, asked, routed).await;
     }
 
     /// An upstream's notification other than what its reader delivered itself (routed progress).

@@ -28,16 +28,31 @@ pub(crate) enum Target {
     Bridge(AskSink, Option<Weak<dyn Client>>),
 }
 
-/// One request `server` sent toward a client, with the upstream's id, and where the route stage found it goes
-/// (or the error the upstream is answered with).
+/// One request an upstream sent toward a client.
+pub(crate) struct UpstreamRequest<'a> {
+    pub server: &'a str,
+    /// The upstream's id of the request.
+    pub id: Value,
+    pub method: String,
+    pub params: Option<Value>,
+    /// The trace of the call during which it was sent, when one call caused it.
+    pub parent: Option<String>,
+}
+
+/// One request an upstream sent toward a client, and where the route stage found it goes (or the error the
+/// upstream is answered with).
 pub(crate) async fn govern_upstream_request(
     gw: &Stages,
-    server: &str,
-    id: Value,
-    method: String,
-    params: Option<Value>,
+    asked: UpstreamRequest<'_>,
     routed: Result<Target, Value>,
 ) {
+    let UpstreamRequest {
+        server,
+        id,
+        method,
+        params,
+        parent,
+    } = asked;
     let params = crate::elicit::label_relayed(server, &method, params);
     let client = match &routed {
         Ok(Target::Client(client, _)) => Some(Arc::clone(client)),
@@ -56,6 +71,9 @@ pub(crate) async fn govern_upstream_request(
     let arguments = params.clone().unwrap_or_else(|| json!({}));
     let mut finish = Finish::new(&gw.recorder, &ctx, &method, arguments);
     finish.routed(server, &method);
+    if let Some(parent) = &parent {
+        finish.parent(parent);
+    }
     let target = match routed {
         Ok(target) => target,
         Err(err) => {

@@ -349,3 +349,36 @@ async fn a_modern_upstreams_input_requests_leave_one_decision_and_one_finished_r
     }
     h.stop(&[&new]).await;
 }
+
+/// What an upstream asks during a call is recorded under that call: its records name the call's trace as their
+/// parent, as a program's calls name their run's.
+#[tokio::test]
+async fn an_upstreams_request_during_a_call_names_the_call_as_its_parent() {
+    let h = Harness::start(policy(json!([])), FixtureOptions::default()).await;
+    let mut c = legacy(&h, json!({"sampling": {}})).await;
+    let before = h.audit().len();
+    let answer = answered(
+        &mut c,
+        "fx__sample",
+        "sampling/createMessage",
+        json!({
+        "role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "table"}),
+    )
+    .await;
+    assert!(answer.get("result").is_some(), "{answer}");
+    left_since(&h, before, 2).await;
+    let records: Vec<Value> = h.audit().into_iter().skip(before).collect();
+    let call = records
+        .iter()
+        .find(|r| r["tool"] == "sample")
+        .expect("the call's records");
+    let asked: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["tool"] == "sampling/createMessage")
+        .collect();
+    assert!(!asked.is_empty(), "{records:#?}");
+    for r in asked {
+        assert_eq!(r["parent_trace_id"], call["trace_id"], "{r}");
+    }
+    h.stop(&[&c]).await;
+}
