@@ -150,9 +150,11 @@ impl Refusal {
     }
 }
 
+/// The rule as a person finds it in their file, `rule Read(**/.env) at toolgate.json:28 (DENY_RULE)`, as
+/// `policy explain` names it; only the reason when no rule decided.
 fn rule(d: &Decision) -> String {
-    match &d.rule_id {
-        Some(id) => format!("rule {id} ({})", d.reason.as_str()),
+    match d.rule() {
+        Some(rule) => format!("rule {rule} ({})", d.reason.as_str()),
         None => d.reason.as_str().to_owned(),
     }
 }

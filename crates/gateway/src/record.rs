@@ -31,6 +31,8 @@ pub(crate) struct RecordDecision {
     pub effect: Effect,
     pub reason: String,
     pub rule_id: Option<String>,
+    /// Where the rule was written in the user's file (`toolgate.json:28`), when known.
+    pub rule_at: Option<String>,
     pub operation: String,
 }
 
@@ -40,6 +42,7 @@ impl RecordDecision {
             effect: d.effect,
             reason: d.reason.as_str().to_owned(),
             rule_id: d.rule_id.clone(),
+            rule_at: d.rule_at.clone(),
             operation: d.operation.to_string(),
         }
     }
@@ -50,6 +53,7 @@ impl RecordDecision {
             effect: Effect::Deny,
             reason: code.as_str().to_owned(),
             rule_id: None,
+            rule_at: None,
             operation: policy::Operation::Unknown.to_string(),
         }
     }
@@ -61,6 +65,7 @@ impl RecordDecision {
             effect: d.effect,
             reason: d.reason,
             rule_id: d.rule_id,
+            rule_at: d.rule_at,
             operation: d.operation,
         })
     }
@@ -96,6 +101,7 @@ impl CallRecord {
         e.resources = self.resources.clone();
         e.decision = Some(self.decision.effect.as_str().to_owned());
         e.rule_id = self.decision.rule_id.clone();
+        e.rule_at = self.decision.rule_at.clone();
         e.reason_code = Some(self.decision.reason.clone());
         e.request_id = self.request_id.clone();
         e.parent_trace_id = self.parent_trace_id.clone();
@@ -150,6 +156,7 @@ pub(crate) fn approval_event(
     e.request_id = Some(request_id.to_owned());
     e.outcome = Some(status.to_owned());
     e.rule_id = d.rule_id.clone();
+    e.rule_at = d.rule_at.clone();
     e.reason_code = Some(d.reason.as_str().to_owned());
     e
 }

@@ -56,15 +56,7 @@ fn doctor_reports_what_each_client_setting_does() {
         .skip_while(|l| *l != "servers in the config:")
         .take_while(|l| *l == "servers in the config:" || l.starts_with(' '))
         .collect();
-    let golden =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/doctor_codex_servers.txt");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, section.join("\n") + "\n").unwrap();
-    }
-    assert_eq!(
-        section.join("\n") + "\n",
-        std::fs::read_to_string(golden).unwrap()
-    );
+    insta::assert_snapshot!("doctor_codex_servers", section.join("\n") + "\n");
 }
 
 #[test]

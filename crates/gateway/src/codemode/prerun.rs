@@ -169,9 +169,13 @@ fn strictest(guard: &Guard, server: &str, tool: &str) -> Verdict {
     };
     let operation = own.as_ref().map_or(Operation::Unknown, |t| t.operation);
     let commands = operation == Operation::ShellExec;
-    let decision = |effect, reason, rule_id| Decision {
+    let decision = |effect, reason, rule_id: Option<String>| Decision {
         effect,
         reason,
+        rule_at: rule_id
+            .as_deref()
+            .and_then(|id| guard.policy().rule_origin(id))
+            .map(str::to_owned),
         rule_id,
         operation,
         unknown: None,
