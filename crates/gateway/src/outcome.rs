@@ -127,15 +127,22 @@ impl Refusal {
         )
     }
 
-    /// A tool whose definition changed since it was pinned and awaits review.
-    pub fn quarantined(tool: &str) -> Self {
-        Self::new(
-            RefusalCode::ToolQuarantined,
+    /// A tool held for review: `new` when `server` did not offer it when it was first listed (nothing of it was
+    /// ever accepted), else its definition changed since it was accepted. Both are `TOOL_QUARANTINED`; the
+    /// message says which, and the command that shows it.
+    pub fn quarantined(tool: &str, server: &str, new: bool) -> Self {
+        let message = if new {
             format!(
-                "the definition of {tool} changed since it was first seen and is quarantined until a human reviews \
-                 and accepts it (toolgate pins diff / pins accept)"
-            ),
-        )
+                "{tool} is new: {server} did not offer it when toolgate first listed {server}, so it is held until \
+                 a human reviews and accepts it (toolgate pins diff {server} / pins accept {server})"
+            )
+        } else {
+            format!(
+                "the definition of {tool} changed since it was accepted and is quarantined until a human reviews \
+                 and accepts it (toolgate pins diff {server} / pins accept {server})"
+            )
+        };
+        Self::new(RefusalCode::ToolQuarantined, message)
     }
 
     /// A tool whose definition looks poisoned (hidden instructions, invisible characters, a look-alike name).

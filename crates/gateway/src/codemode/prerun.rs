@@ -222,8 +222,8 @@ fn blocked(written: &str, entry: &SurfaceEntry) -> Option<Refusal> {
         (SurfaceReason::Quarantined, _) => Refusal::new(
             RefusalCode::ToolQuarantined,
             format!(
-                "{start}: it calls {written:?}, whose definition changed and is quarantined until a human \
-                 accepts it (toolgate pins diff / pins accept)"
+                "{start}: it calls {written:?}, which is held until a human reviews and accepts its definition \
+                 (new on its server, or changed since it was accepted: toolgate pins diff / pins accept)"
             ),
         ),
         (SurfaceReason::ServerUnavailable, _) => Refusal::new(

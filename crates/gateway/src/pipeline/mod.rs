@@ -147,7 +147,7 @@ pub(super) fn pin_stage(
     let mut quarantined = false;
     if pin.quarantined && !gw.recheck_pin(server, tool) {
         if !gw.opts.quarantine_asks {
-            return Err(Refusal::quarantined(name));
+            return Err(Refusal::quarantined(name, server, pin.new));
         }
         quarantined = true;
     }
