@@ -47,6 +47,7 @@ fn report(i: usize) -> ReportEvent {
         reason_code: "ALLOW_RULE".into(),
         outcome: store::OUTCOME_SUCCEEDED.into(),
         duration_ms: Some(1),
+        wait_ms: None,
         error_class: None,
     }
 }

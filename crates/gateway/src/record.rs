@@ -113,8 +113,16 @@ impl CallRecord {
         state.audit(&self.base(EventKind::Decision));
     }
 
-    /// The outcome: audit execution event plus reporting event. `result` is what the client got.
-    pub fn finished(&self, state: &State, outcome: &str, result: Option<&Value>, took: Duration) {
+    /// The outcome: audit execution event plus reporting event. `result` is what the client got; `took` is the
+    /// whole time, `waited` the part of it spent waiting for a human, when it waited for one (reported apart).
+    pub fn finished(
+        &self,
+        state: &State,
+        outcome: &str,
+        result: Option<&Value>,
+        took: Duration,
+        waited: Option<Duration>,
+    ) {
         let mut e = self.base(EventKind::Execution);
         e.outcome = Some(outcome.to_owned());
         e.duration_ms = Some(took.as_millis() as u64);
@@ -135,6 +143,7 @@ impl CallRecord {
             reason_code: self.decision.reason.clone(),
             outcome: outcome.to_owned(),
             duration_ms: Some(took.as_millis() as u64),
+            wait_ms: waited.map(|w| w.as_millis() as u64),
             error_class: (outcome != store::OUTCOME_SUCCEEDED).then(|| outcome.to_owned()),
         };
         state.report(report);

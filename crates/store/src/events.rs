@@ -65,8 +65,12 @@ pub struct ReportEvent {
     pub reason_code: String,
     /// Outcome token; `SUCCEEDED` counts as success in reports, anything else does not.
     pub outcome: String,
-    /// Execution time, if the call executed.
+    /// The call's whole time, from first sight to its answer, when it has one (a wait for a human included).
     pub duration_ms: Option<u64>,
+    /// The part of `duration_ms` spent waiting for a human (held for approval, or asked through the client), when
+    /// the call waited for one; reports show it apart from the time toolgate and the tool took.
+    #[serde(default)]
+    pub wait_ms: Option<u64>,
     /// Class of error (a token such as `TIMEOUT`), never an error message.
     pub error_class: Option<String>,
 }
@@ -94,12 +98,13 @@ impl Retention {
 
 /// One sanitised insert; `conn` is the store's connection or a transaction on it.
 fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
-    let duration = e.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
+    let ms = |v: Option<u64>| v.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
     // Cached: parsing the statement for every event cost more than inserting it.
     conn.prepare_cached(
         "INSERT INTO report_events (time_ms, trace_id, profile, server, tool, operation,
-                                        decision, reason_code, outcome, duration_ms, error_class, principal)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                        decision, reason_code, outcome, duration_ms, error_class, principal,
+                                        wait_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
             e.time.as_millis(),
@@ -111,9 +116,10 @@ fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
             e.decision.as_str(),
             token(&e.reason_code),
             token(&e.outcome),
-            duration,
+            ms(e.duration_ms),
             e.error_class.as_deref().map(token),
             e.principal.as_deref().map(name),
+            ms(e.wait_ms),
         ],
     )?;
     Ok(())

@@ -35,6 +35,8 @@ pub(crate) struct Finish {
     /// The post-hooks, and the gateway that runs them.
     hooks: Option<(Hooked, Arc<Gateway>)>,
     started: Instant,
+    /// The request's wait for a human, reported apart from the rest of its time.
+    human_wait: super::HumanWait,
     closed: bool,
 }
 
@@ -64,6 +66,7 @@ impl Finish {
             decided: Decided::No,
             hooks: None,
             started: Instant::now(),
+            human_wait: ctx.human_wait.clone(),
             closed: false,
         }
     }
@@ -146,8 +149,9 @@ impl Finish {
         self.commit();
         if let Some(state) = &self.state {
             let took = self.started.elapsed();
+            let waited = self.human_wait.total();
             self.record
-                .finished(state, outcome.name(), outcome.result(), took);
+                .finished(state, outcome.name(), outcome.result(), took, waited);
         }
     }
 }

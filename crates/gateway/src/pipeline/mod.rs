@@ -25,8 +25,8 @@ mod tool;
 
 pub(crate) use asks::{govern_upstream_request, relay_outcome};
 pub(crate) use context::{
-    AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
-    Requester, RunApproval,
+    AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, HumanWait, Origin, Progress,
+    ProgressSink, Requester, RunApproval,
 };
 pub(crate) use execute::{execute, Exec};
 pub(crate) use finish::Finish;
@@ -113,7 +113,10 @@ pub(crate) async fn approval_stage(
     snapshot: Snapshot,
     decision: policy::Decision,
 ) -> CallOutcome {
-    match approval::hold(gw, ctx, snapshot, decision).await {
+    let waiting = ctx.human_wait.start();
+    let held = approval::hold(gw, ctx, snapshot, decision).await;
+    drop(waiting);
+    match held {
         Held::Approved(snapshot) => after_approval(gw, ctx, &snapshot).await,
         Held::Answer(outcome) => outcome,
         Held::Cancelled => CallOutcome::Cancelled,
