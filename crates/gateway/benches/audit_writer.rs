@@ -48,6 +48,7 @@ fn report(i: usize) -> ReportEvent {
         outcome: store::OUTCOME_SUCCEEDED.into(),
         duration_ms: Some(1),
         wait_ms: None,
+        rule: None,
         error_class: None,
     }
 }

@@ -47,6 +47,12 @@ impl RecordDecision {
         }
     }
 
+    /// The rule as a person finds it: `Read(**/.env) at toolgate.json:28`, or its name alone.
+    pub fn rule(&self) -> Option<String> {
+        let id = self.rule_id.as_deref()?;
+        Some(policy::rule_label(id, self.rule_at.as_deref()))
+    }
+
     /// A refusal made before (or without) a policy decision.
     pub fn refused(code: RefusalCode) -> Self {
         Self {
@@ -141,6 +147,7 @@ impl CallRecord {
             operation: self.decision.operation.clone(),
             decision: effect(self.decision.effect),
             reason_code: self.decision.reason.clone(),
+            rule: self.decision.rule(),
             outcome: outcome.to_owned(),
             duration_ms: Some(took.as_millis() as u64),
             wait_ms: waited.map(|w| w.as_millis() as u64),

@@ -267,6 +267,7 @@ fn report_event(i: usize) -> ReportEvent {
         outcome: store::OUTCOME_SUCCEEDED.into(),
         duration_ms: Some(1),
         wait_ms: None,
+        rule: None,
         error_class: None,
     }
 }

@@ -134,15 +134,21 @@ impl std::fmt::Display for Decision {
     }
 }
 
+/// A rule as a person finds it in their file: `Read(**/.env) at toolgate.json:28`, or its name alone when where it
+/// was written is not known. Refusals, approvals, records and reports all name rules this way.
+pub fn rule_label(id: &str, at: Option<&str>) -> String {
+    match at {
+        Some(at) => format!("{id} at {at}"),
+        None => id.to_owned(),
+    }
+}
+
 impl Decision {
     /// The decisive rule as a person finds it: `Read(**/.env) at toolgate.json:28`, or only its name when where
     /// it was written is not known (toolgate's own rules, a policy loaded without its file).
     pub fn rule(&self) -> Option<String> {
         let id = self.rule_id.as_deref()?;
-        Some(match &self.rule_at {
-            Some(at) => format!("{id} at {at}"),
-            None => id.to_owned(),
-        })
+        Some(rule_label(id, self.rule_at.as_deref()))
     }
 
     /// The same decision under another rule (a hook's, a quarantine's), which has no place in the policy file.

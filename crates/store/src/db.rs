@@ -160,6 +160,8 @@ const MIGRATIONS: &[&str] = &[
     ",
     // How long a call waited for a human, part of its duration, so reports show it apart from the call's own time.
     "ALTER TABLE report_events ADD COLUMN wait_ms INTEGER;",
+    // The rule that decided, as the user wrote it and where, so a report can be grouped by rule.
+    "ALTER TABLE report_events ADD COLUMN rule TEXT;",
 ];
 
 /// The schema version this build writes.

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::handle::Store;
 use crate::time::Timestamp;
 
-/// Cap on name-like fields (trace id, profile, server, tool).
+/// Cap on name-like fields (trace id, profile, server, tool, rule).
 const MAX_NAME_CHARS: usize = 128;
 /// Cap on token fields (operation, reason code, error class, outcome).
 const MAX_TOKEN_CHARS: usize = 64;
@@ -63,6 +63,10 @@ pub struct ReportEvent {
     pub decision: Decision,
     /// Stable reason code of the decision, e.g. `RULE_ALLOW`.
     pub reason_code: String,
+    /// The rule that decided, as the user wrote it and where (`Read(**/.env) at toolgate.json:28`); `None` when
+    /// no rule did. Policy text, never the call's.
+    #[serde(default)]
+    pub rule: Option<String>,
     /// Outcome token; `SUCCEEDED` counts as success in reports, anything else does not.
     pub outcome: String,
     /// The call's whole time, from first sight to its answer, when it has one (a wait for a human included).
@@ -103,8 +107,8 @@ fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO report_events (time_ms, trace_id, profile, server, tool, operation,
                                         decision, reason_code, outcome, duration_ms, error_class, principal,
-                                        wait_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                                        wait_ms, rule)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
             e.time.as_millis(),
@@ -120,6 +124,7 @@ fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
             e.error_class.as_deref().map(token),
             e.principal.as_deref().map(name),
             ms(e.wait_ms),
+            e.rule.as_deref().map(name),
         ],
     )?;
     Ok(())

@@ -1,5 +1,5 @@
 //! Aggregate reports over reporting events: counts, success rate, top reason codes and
-//! latency percentiles, grouped by server, tool, profile or decision.
+//! latency percentiles, grouped by server, tool, profile, decision or the rule that decided.
 //!
 //! A call that asked a human has two times: the wait for the human and the rest (toolgate and
 //! the tool). Latency percentiles are of the rest, so a human who takes a minute to answer does
@@ -36,6 +36,9 @@ pub enum GroupBy {
     Profile,
     /// By policy decision.
     Decision,
+    /// By the rule that decided, as the user wrote it and where (`Read(**/.env) at toolgate.json:28`); `-` for
+    /// calls no rule decided (the default did).
+    Rule,
 }
 
 impl GroupBy {
@@ -46,6 +49,7 @@ impl GroupBy {
             Self::Tool => "tool",
             Self::Profile => "profile",
             Self::Decision => "decision",
+            Self::Rule => "rule",
         }
     }
 }
@@ -59,8 +63,9 @@ impl FromStr for GroupBy {
             "tool" => Ok(Self::Tool),
             "profile" => Ok(Self::Profile),
             "decision" => Ok(Self::Decision),
+            "rule" => Ok(Self::Rule),
             other => Err(format!(
-                "unknown group {other:?}: expected server, tool, profile or decision"
+                "unknown group {other:?}: expected server, tool, profile, decision or rule"
             )),
         }
     }
@@ -142,6 +147,7 @@ impl Store {
             GroupBy::Tool => "server || '/' || tool",
             GroupBy::Profile => "profile",
             GroupBy::Decision => "decision",
+            GroupBy::Rule => "COALESCE(rule, '-')",
         };
         let sql = format!(
             "SELECT {key_sql}, outcome, reason_code, duration_ms, wait_ms FROM report_events

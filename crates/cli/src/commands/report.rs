@@ -48,6 +48,8 @@ enum Group {
     Profile,
     /// By policy decision (allow, ask, deny).
     Decision,
+    /// By the rule that decided, as written in the config and where (`-`: the default decided).
+    Rule,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -76,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Group::Tool => GroupBy::Tool,
         Group::Profile => GroupBy::Profile,
         Group::Decision => GroupBy::Decision,
+        Group::Rule => GroupBy::Rule,
     };
     let since = args.since.map(|s| match s {
         Since::Ago(ms) => Timestamp::from_millis(Timestamp::now().as_millis().saturating_sub(ms)),

@@ -557,9 +557,5 @@ fn doctor_says_why_a_hung_server_is_still_starting() {
         .skip_while(|l| !l.starts_with("upstreams:"))
         .find(|l| l.trim_start().starts_with(name))
         .unwrap_or_else(|| panic!("{}", out.stdout));
-    assert!(
-        line.contains(&format!("{name} starting"))
-            && line.contains("no answer to the handshake within 1 s"),
-        "{line}"
-    );
+    insta::assert_snapshot!("doctor_hung_server", line);
 }

@@ -31,6 +31,7 @@ fn event(
         outcome: outcome.into(),
         duration_ms: ms,
         wait_ms: None,
+        rule: None,
         error_class: None,
     }
 }
@@ -66,6 +67,23 @@ fn a_human_wait_is_reported_apart_from_the_calls_own_time() {
     );
     let table = r.render(ReportFormat::Table).unwrap();
     insta::assert_snapshot!("report_with_human_waits", table);
+}
+
+/// A report names rules as refusals do, with where they are written; calls no rule decided are `-`.
+#[test]
+fn a_report_groups_by_the_rule_that_decided() {
+    let env = Env::new();
+    let mut s = env.store();
+    let by = |rule: Option<&str>| ReportEvent {
+        rule: rule.map(str::to_owned),
+        ..event("fs", "read_file", Decision::Deny, "DENIED", None)
+    };
+    for rule in [Some("Read(**/.env) at toolgate.json:6"), Some("Read(**/.env) at toolgate.json:6"), None] {
+        s.record_event(&by(rule)).unwrap();
+    }
+    let r = s.report(GroupBy::Rule, None).unwrap();
+    let rows: Vec<(&str, u64)> = r.rows.iter().map(|r| (r.key.as_str(), r.count)).collect();
+    assert_eq!(rows, [("Read(**/.env) at toolgate.json:6", 2), ("-", 1)]);
 }
 
 #[test]
@@ -165,7 +183,8 @@ fn reporting_schema_has_no_payload_columns() {
             "duration_ms",
             "error_class",
             "principal",
-            "wait_ms"
+            "wait_ms",
+            "rule"
         ]
     );
 }

@@ -129,6 +129,7 @@ fn report_renders_table_json_and_csv() {
                 outcome: outcome.into(),
                 duration_ms: Some(ms),
                 wait_ms,
+                rule: None,
                 error_class: None,
             })
             .unwrap();

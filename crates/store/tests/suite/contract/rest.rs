@@ -175,6 +175,7 @@ fn event(tool: &str, ms: Option<u64>, outcome: &str, time: store::Timestamp) -> 
         outcome: outcome.into(),
         duration_ms: ms,
         wait_ms: None,
+        rule: None,
         error_class: None,
     }
 }
