@@ -210,7 +210,11 @@ fn blocked(written: &str, entry: &SurfaceEntry) -> Option<Refusal> {
         return None;
     }
     let start = "toolgate did not start this program";
-    let refusal = match (entry.reason, &entry.rule_id) {
+    let rule = entry
+        .rule_id
+        .as_deref()
+        .map(|id| policy::rule_label(id, entry.rule_at.as_deref()));
+    let refusal = match (entry.reason, &rule) {
         (SurfaceReason::DenyRule, Some(rule)) => Refusal::new(
             RefusalCode::Policy(ReasonCode::DenyRule),
             format!("{start}: it calls {written:?}, which rule {rule} (DENY_RULE) denies for every call"),
