@@ -47,7 +47,11 @@ fn own_results() -> Vec<Value> {
         refusal(&Refusal::denied(&deny())),
         refusal(&Refusal::no_approval_channel(&deny())),
         refusal(&Refusal::invalid_arguments("no")),
-        refusal(&Refusal::quarantined("files__read_text_file", "files", false)),
+        refusal(&Refusal::quarantined(
+            "files__read_text_file",
+            "files",
+            false,
+        )),
         refusal(&Refusal::quarantined("files__write_file", "files", true)),
         refusal(&Refusal::flagged(
             "files__read_text_file",

@@ -139,9 +139,13 @@ pub fn observe(
 /// What one pin check does to an item's status.
 #[derive(Clone, Copy, Debug)]
 enum PinEffect {
-    Accepted { flags_overridden: bool },
+    Accepted {
+        flags_overridden: bool,
+    },
     /// Held for review; `new` when nothing of it was ever accepted (new on its server), else it changed.
-    Held { new: bool },
+    Held {
+        new: bool,
+    },
 }
 
 /// What the pin check of one item found, for its status.

@@ -99,7 +99,8 @@ pub fn result(
     let lines: Vec<String> = statuses
         .iter()
         .map(|s| {
-            let mine: Vec<&(Held, Why)> = all.iter().filter(|(h, _)| h.server == s.server).collect();
+            let mine: Vec<&(Held, Why)> =
+                all.iter().filter(|(h, _)| h.server == s.server).collect();
             let mut line = format!("{}: {}", s.server, s.state.as_str());
             if let Some(v) = &s.protocol_version {
                 let hidden = hidden(&s.server, &mine, quarantine_asks);
@@ -117,7 +118,11 @@ pub fn result(
                     name => format!("{} {name:?}", h.kind),
                 };
                 // Under `"onChange": "ask"` a new or changed tool is listed: its reason says so.
-                let verb = if asks(h, *why, quarantine_asks) { "" } else { " held back" };
+                let verb = if asks(h, *why, quarantine_asks) {
+                    ""
+                } else {
+                    " held back"
+                };
                 line.push_str(&format!("\n  {item}{verb}: {}", h.reason));
             }
             if mine.len() > SHOWN_PER_SERVER {
@@ -294,7 +299,10 @@ mod tests {
         let pins: PinView = [
             ("files__read_text_file", pin(true, false, &[])),
             ("files__list_directory", pin(true, true, &[])),
-            ("files__helper", pin(false, false, &["HiddenInstructions in description: ignore"])),
+            (
+                "files__helper",
+                pin(false, false, &["HiddenInstructions in description: ignore"]),
+            ),
             ("files__fine", pin(false, false, &[])),
             ("files__v2__x", pin(true, true, &[])),
             ("prompt:files__review", pin(true, false, &[])),
@@ -310,12 +318,22 @@ mod tests {
             reason: "two tools share the name files__twin".into(),
         };
         let text = |asks: bool| {
-            let r = result(&statuses, std::slice::from_ref(&shared), &pins, asks, &AuditHealth::Ok);
+            let r = result(
+                &statuses,
+                std::slice::from_ref(&shared),
+                &pins,
+                asks,
+                &AuditHealth::Ok,
+            );
             (r["content"][0]["text"].as_str().unwrap().to_owned(), r)
         };
         let (hiding, r) = text(false);
         insta::assert_snapshot!("held_items_hidden", hiding);
-        assert_eq!(r["structuredContent"]["held"].as_array().unwrap().len(), 7, "{r}");
+        assert_eq!(
+            r["structuredContent"]["held"].as_array().unwrap().len(),
+            7,
+            "{r}"
+        );
         let (asking, _) = text(true);
         insta::assert_snapshot!("held_items_asking", asking);
     }

@@ -96,7 +96,12 @@ mod tests {
             .unwrap()
             .with_origins("toolgate.json", text);
         let read = |path: &str| {
-            let call = ToolCall::new("fs", "read_file", json!({"path": path}), Some(ServerKind::Filesystem));
+            let call = ToolCall::new(
+                "fs",
+                "read_file",
+                json!({"path": path}),
+                Some(ServerKind::Filesystem),
+            );
             p.decide_call(&call, &Lexical)
         };
         let denied = read("/ws/.env");

@@ -172,8 +172,7 @@ impl Store {
             let ms = |v: i64| u64::try_from(v).unwrap_or(0);
             let wait = wait.map(ms);
             if let Some(d) = duration {
-                acc.durations
-                    .push(ms(d).saturating_sub(wait.unwrap_or(0)));
+                acc.durations.push(ms(d).saturating_sub(wait.unwrap_or(0)));
             }
             if let Some(w) = wait {
                 acc.waits.push(w);

@@ -211,8 +211,14 @@ fs             4          3         75.0%      10      40      40       2       
             lines[0],
             "group,count,succeeded,success_rate,p50_ms,p95_ms,p99_ms,waited,wait_p50_ms,wait_p95_ms,top_reasons"
         );
-        assert_eq!(lines[1], "fs,4,3,0.7500,10,40,40,2,61000,95000,RULE_ALLOW:4");
-        assert_eq!(lines[2], "\"'=cmd,\"\"x\"\"\u{1b}\",1,0,0.0000,-,-,-,0,-,-,");
+        assert_eq!(
+            lines[1],
+            "fs,4,3,0.7500,10,40,40,2,61000,95000,RULE_ALLOW:4"
+        );
+        assert_eq!(
+            lines[2],
+            "\"'=cmd,\"\"x\"\"\u{1b}\",1,0,0.0000,-,-,-,0,-,-,"
+        );
     }
 
     #[test]

@@ -396,7 +396,9 @@ async fn upstreams(
         println!("held back (hidden and refused until reviewed with `toolgate pins`):");
         for (name, pin) in flagged {
             if pin.quarantined && pin.new {
-                println!("  {name}: NEW (not offered when its server was first listed; never accepted)");
+                println!(
+                    "  {name}: NEW (not offered when its server was first listed; never accepted)"
+                );
             } else if pin.quarantined {
                 println!("  {name}: QUARANTINED (changed since it was accepted)");
             }

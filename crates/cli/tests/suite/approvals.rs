@@ -422,7 +422,10 @@ async fn the_report_shows_a_humans_wait_apart_from_the_calls_latency() {
     let human = HUMAN.as_millis() as u64;
     assert_eq!(ms("waited"), 1, "{row}");
     assert!(ms("wait_p50_ms") >= human, "{row}");
-    assert!(ms("p50_ms") < human, "the call's own time leaves the wait out: {row}");
+    assert!(
+        ms("p50_ms") < human,
+        "the call's own time leaves the wait out: {row}"
+    );
 }
 
 #[tokio::test]

@@ -207,12 +207,11 @@ fn approvals_watch_names_its_state_and_finds_requests_of_a_trimmed_client() {
     let shell = watch(&[], &dir.join("state/operator.key"));
     insta::assert_snapshot!("watch_from_a_shell_with_toolgate_state_dir", shell);
     let root = trimmed_root.to_str().unwrap();
-    let there = watch(
-        &["--state-dir", root],
-        &trimmed_root.join("operator.key"),
-    );
+    let there = watch(&["--state-dir", root], &trimmed_root.join("operator.key"));
     assert!(
-        there.contains("reading state [TMP]/home/.local/state/toolgate (from command line (--state-dir))\n"),
+        there.contains(
+            "reading state [TMP]/home/.local/state/toolgate (from command line (--state-dir))\n"
+        ),
         "{there}"
     );
     let listed = trimmed(&dir)

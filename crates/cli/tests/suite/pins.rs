@@ -335,7 +335,11 @@ async fn after_an_upgrade_new_tools_are_new_and_only_a_changed_one_is_changed() 
             .to_owned()
     };
     assert_eq!(
-        [state_of("fx__tool_0 "), state_of("fx__tool_1 "), state_of("fx__echo ")],
+        [
+            state_of("fx__tool_0 "),
+            state_of("fx__tool_1 "),
+            state_of("fx__echo ")
+        ],
         ["QUARANTINED", "NEW", "ACCEPTED"]
     );
     let (ok, diff) = pins(&setup, &["diff", "fx__tool_1"]);

@@ -85,11 +85,21 @@ async fn a_refusal_by_the_users_only_json_rule_names_its_text_and_line() {
         "{refused}"
     );
     drop(client);
-    let report: Value =
-        serde_json::from_str(&admin(&setup, &["report", "--group-by", "rule", "--format", "json"]))
-            .unwrap();
-    let keys: Vec<&Value> = report["rows"].as_array().unwrap().iter().map(|r| &r["key"]).collect();
-    assert!(keys.contains(&&json!("Read(**/.env) at toolgate.json:6")), "{report}");
+    let report: Value = serde_json::from_str(&admin(
+        &setup,
+        &["report", "--group-by", "rule", "--format", "json"],
+    ))
+    .unwrap();
+    let keys: Vec<&Value> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["key"])
+        .collect();
+    assert!(
+        keys.contains(&&json!("Read(**/.env) at toolgate.json:6")),
+        "{report}"
+    );
     let records = audit_records(&setup);
     let denied: Vec<&Value> = records
         .iter()
@@ -165,7 +175,8 @@ fn explain_names_the_deciding_rule_as_the_refusal_does() {
     let env = setup.workspace().join(".env");
     std::fs::write(
         &call,
-        json!({"server": "toolgate", "tool": "filesystem_read_file", "arguments": {"path": env}}).to_string(),
+        json!({"server": "toolgate", "tool": "filesystem_read_file", "arguments": {"path": env}})
+            .to_string(),
     )
     .unwrap();
     let explained = admin(

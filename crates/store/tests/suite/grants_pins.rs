@@ -132,7 +132,10 @@ fn a_new_tool_stays_new_until_accepted_however_often_it_changes() {
         (PinCheck::New(PinState::Quarantined), true)
     );
     let again = observe(&mut s, &v2);
-    assert_eq!((again.check, again.never_accepted), (PinCheck::Quarantined, true));
+    assert_eq!(
+        (again.check, again.never_accepted),
+        (PinCheck::Quarantined, true)
+    );
     let pin = s.get_pin("srv__t").unwrap().unwrap();
     assert!(pin.never_accepted(), "{pin:?}");
     assert_eq!(
@@ -142,7 +145,10 @@ fn a_new_tool_stays_new_until_accepted_however_often_it_changes() {
     assert!(s.accept_pin("srv__t", &definition_hash(&v1), T0).is_err());
     s.accept_pin("srv__t", &definition_hash(&v2), T0).unwrap();
     let changed = observe(&mut s, &v1);
-    assert!(matches!(changed.check, PinCheck::Changed { .. }), "{changed:?}");
+    assert!(
+        matches!(changed.check, PinCheck::Changed { .. }),
+        "{changed:?}"
+    );
     assert!(!changed.never_accepted);
     assert!(!s.get_pin("srv__t").unwrap().unwrap().never_accepted());
 }

@@ -51,10 +51,22 @@ fn a_human_wait_is_reported_apart_from_the_calls_own_time() {
         s.record_event(&asked(total, wait)).unwrap();
     }
     // Allowed calls never waited; an older event has no wait recorded.
-    s.record_event(&event("fs", "write_file", Decision::Allow, "SUCCEEDED", Some(9)))
-        .unwrap();
-    s.record_event(&event("fs", "write_file", Decision::Ask, "SUCCEEDED", Some(14)))
-        .unwrap();
+    s.record_event(&event(
+        "fs",
+        "write_file",
+        Decision::Allow,
+        "SUCCEEDED",
+        Some(9),
+    ))
+    .unwrap();
+    s.record_event(&event(
+        "fs",
+        "write_file",
+        Decision::Ask,
+        "SUCCEEDED",
+        Some(14),
+    ))
+    .unwrap();
     let r = s.report(GroupBy::Tool, None).unwrap();
     let row = &r.rows[0];
     assert_eq!(
@@ -78,7 +90,11 @@ fn a_report_groups_by_the_rule_that_decided() {
         rule: rule.map(str::to_owned),
         ..event("fs", "read_file", Decision::Deny, "DENIED", None)
     };
-    for rule in [Some("Read(**/.env) at toolgate.json:6"), Some("Read(**/.env) at toolgate.json:6"), None] {
+    for rule in [
+        Some("Read(**/.env) at toolgate.json:6"),
+        Some("Read(**/.env) at toolgate.json:6"),
+        None,
+    ] {
         s.record_event(&by(rule)).unwrap();
     }
     let r = s.report(GroupBy::Rule, None).unwrap();

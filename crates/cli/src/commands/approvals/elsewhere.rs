@@ -40,16 +40,18 @@ pub fn lines(config: &config::Config, state: &gateway::State) -> Vec<String> {
             root: None,
         });
     let roots = candidates(config, &StateRootInputs::from_process_env());
-    let there = others(ns.state_root(), &roots).into_iter().flat_map(|(root, why)| {
-        store::pending_under(&root, now)
-            .unwrap_or_default()
-            .into_iter()
-            .map(move |(workspace, count)| Waiting {
-                workspace,
-                count,
-                root: Some((root.clone(), why)),
-            })
-    });
+    let there = others(ns.state_root(), &roots)
+        .into_iter()
+        .flat_map(|(root, why)| {
+            store::pending_under(&root, now)
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |(workspace, count)| Waiting {
+                    workspace,
+                    count,
+                    root: Some((root.clone(), why)),
+                })
+        });
     let waiting: Vec<Waiting> = here.chain(there).collect();
     if waiting.is_empty() {
         return out;
@@ -134,7 +136,9 @@ fn describe(w: &Waiting) -> String {
         n => format!("{n} requests"),
     };
     match &w.root {
-        None => format!("  {n} for workspace {ws} in this state: toolgate approvals watch --workspace {ws}"),
+        None => format!(
+            "  {n} for workspace {ws} in this state: toolgate approvals watch --workspace {ws}"
+        ),
         Some((root, why)) => {
             let root = label(&root.display().to_string());
             format!(
@@ -165,14 +169,25 @@ mod tests {
             value: PathBuf::from("/srv/state"),
             from: config::Provenance::Flag("--state-dir"),
         });
-        let found = candidates(&config, &inputs(Some("/tmp/s"), Some("/x/state"), Some("/home/u")));
+        let found = candidates(
+            &config,
+            &inputs(Some("/tmp/s"), Some("/x/state"), Some("/home/u")),
+        );
         let roots: Vec<&str> = found.iter().map(|(r, _)| r.to_str().unwrap()).collect();
         assert_eq!(
             roots,
-            ["/srv/state", "/tmp/s", "/x/state/toolgate", "/home/u/.local/state/toolgate"]
+            [
+                "/srv/state",
+                "/tmp/s",
+                "/x/state/toolgate",
+                "/home/u/.local/state/toolgate"
+            ]
         );
         // An empty or relative value names nothing.
-        let none = candidates(&config::Config::empty(), &inputs(Some(""), Some("rel"), None));
+        let none = candidates(
+            &config::Config::empty(),
+            &inputs(Some(""), Some("rel"), None),
+        );
         assert_eq!(none, []);
     }
 
@@ -181,7 +196,10 @@ mod tests {
         let mut config = config::Config::empty();
         assert_eq!(source(&config, None), "the per-user default");
         assert_eq!(source(&config, Some("".into())), "the per-user default");
-        assert_eq!(source(&config, Some("/s".into())), "from TOOLGATE_STATE_DIR");
+        assert_eq!(
+            source(&config, Some("/s".into())),
+            "from TOOLGATE_STATE_DIR"
+        );
         config.state_dir = Some(config::Setting {
             value: PathBuf::from("/srv/state"),
             from: config::Provenance::Flag("--state-dir"),
