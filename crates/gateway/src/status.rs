@@ -90,7 +90,15 @@ pub fn result(
 ) -> Value {
     let servers: Vec<&str> = statuses.iter().map(|s| s.server.as_str()).collect();
     let mut all: Vec<(Held, Why)> = held.iter().map(|h| (h.clone(), Why::Catalog)).collect();
-    all.extend(pinned(&servers, pins).into_iter().map(|(mut h, why)| {
+    // An item the catalog already holds back (a name two tools share) is listed once, with the catalog's reason.
+    let by_catalog = |h: &Held| {
+        held.iter()
+            .any(|c| (&c.server, c.kind, &c.name) == (&h.server, h.kind, &h.name))
+    };
+    let by_pins = pinned(&servers, pins)
+        .into_iter()
+        .filter(|(h, _)| !by_catalog(h));
+    all.extend(by_pins.map(|(mut h, why)| {
         if asks(&h, why, quarantine_asks) {
             h.reason = format!("listed, and each call asks a human: {}", h.reason);
         }
@@ -304,6 +312,8 @@ mod tests {
                 pin(false, false, &["HiddenInstructions in description: ignore"]),
             ),
             ("files__fine", pin(false, false, &[])),
+            // Two tools share this name: the catalog holds it, and its pin (seeing two definitions) too.
+            ("files__twin", pin(true, false, &[])),
             ("files__v2__x", pin(true, true, &[])),
             ("prompt:files__review", pin(true, false, &[])),
             ("instructions:files", pin(true, false, &[])),
