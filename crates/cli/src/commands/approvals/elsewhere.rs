@@ -171,14 +171,14 @@ mod tests {
         });
         let found = candidates(
             &config,
-            &inputs(Some("/tmp/s"), Some("/x/state"), Some("/home/u")),
+            &inputs(Some("/var/lib/tg"), Some("/x/state"), Some("/home/u")),
         );
         let roots: Vec<&str> = found.iter().map(|(r, _)| r.to_str().unwrap()).collect();
         assert_eq!(
             roots,
             [
                 "/srv/state",
-                "/tmp/s",
+                "/var/lib/tg",
                 "/x/state/toolgate",
                 "/home/u/.local/state/toolgate"
             ]
