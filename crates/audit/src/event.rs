@@ -90,6 +90,8 @@ pub struct AuditEvent {
     pub decision: Option<String>,
     /// Id of the rule that decided.
     pub rule_id: Option<String>,
+    /// Where that rule was written in the user's policy file (`toolgate.json:28`), when known.
+    pub rule_at: Option<String>,
     /// Stable reason code.
     pub reason_code: Option<String>,
     /// Outcome, e.g. `SUCCEEDED`, `APPROVAL_REQUIRED`, `APPROVED`, `CONSUMED`.
@@ -160,6 +162,7 @@ impl AuditEvent {
         for (key, value) in [
             ("decision", &self.decision),
             ("rule_id", &self.rule_id),
+            ("rule_at", &self.rule_at),
             ("reason_code", &self.reason_code),
             ("outcome", &self.outcome),
             ("request_id", &self.request_id),

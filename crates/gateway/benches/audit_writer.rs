@@ -47,6 +47,8 @@ fn report(i: usize) -> ReportEvent {
         reason_code: "ALLOW_RULE".into(),
         outcome: store::OUTCOME_SUCCEEDED.into(),
         duration_ms: Some(1),
+        wait_ms: None,
+        rule: None,
         error_class: None,
     }
 }

@@ -43,6 +43,7 @@ impl Gateway {
             "tool": tool,
             "effect": d.effect.as_str(),
             "rule_id": d.rule_id,
+            "rule_at": d.rule_at,
             "reason": d.reason.as_str(),
             "operation": d.operation.to_string(),
             "hidden": explanation.hidden,

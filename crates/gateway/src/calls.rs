@@ -31,7 +31,13 @@ pub(crate) async fn intrinsic(
     arguments: &Value,
 ) -> CallOutcome {
     let result = match tool {
-        OwnTool::Status => status::result(&gw.statuses(), &gw.aggregate().held, &gw.audit_health()),
+        OwnTool::Status => status::result(
+            &gw.statuses(),
+            &gw.aggregate().held,
+            &gw.pins(),
+            gw.opts.quarantine_asks,
+            &gw.audit_health(),
+        ),
         OwnTool::RequestStatus => {
             let principal = ctx.principal.as_deref();
             return approval::request_status(gw, principal, &request_id(arguments));

@@ -22,6 +22,7 @@ fn deny() -> Decision {
         effect: Effect::Deny,
         reason: ReasonCode::DenyRule,
         rule_id: Some("deny[0]".to_owned()),
+        rule_at: None,
         operation: Operation::FsRead,
         unknown: None,
     }
@@ -46,7 +47,12 @@ fn own_results() -> Vec<Value> {
         refusal(&Refusal::denied(&deny())),
         refusal(&Refusal::no_approval_channel(&deny())),
         refusal(&Refusal::invalid_arguments("no")),
-        refusal(&Refusal::quarantined("files__read_text_file")),
+        refusal(&Refusal::quarantined(
+            "files__read_text_file",
+            "files",
+            false,
+        )),
+        refusal(&Refusal::quarantined("files__write_file", "files", true)),
         refusal(&Refusal::flagged(
             "files__read_text_file",
             &["hidden instructions".to_owned()],

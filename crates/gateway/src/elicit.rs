@@ -240,6 +240,7 @@ mod tests {
             effect: policy::Effect::Ask,
             reason: policy::ReasonCode::DefaultAsk,
             rule_id: None,
+            rule_at: None,
             operation,
             unknown: None,
         }

@@ -360,6 +360,7 @@ impl Guard {
                     visibility: Visibility::Blocked,
                     reason: policy::SurfaceReason::ProfileBlocked,
                     rule_id: None,
+                    rule_at: None,
                 })
                 .collect(),
         }

@@ -306,6 +306,7 @@ fn tighten(
         effect,
         reason,
         rule_id: Some(format!("hook:{index}")),
+        rule_at: None,
         operation,
         unknown: None,
     };

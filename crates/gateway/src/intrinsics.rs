@@ -127,6 +127,7 @@ const AGENT_VISIBLE: &[&str] = &[
     "operation",
     "decision",
     "rule_id",
+    "rule_at",
     "reason_code",
     "outcome",
     "request_id",

@@ -127,15 +127,22 @@ impl Refusal {
         )
     }
 
-    /// A tool whose definition changed since it was pinned and awaits review.
-    pub fn quarantined(tool: &str) -> Self {
-        Self::new(
-            RefusalCode::ToolQuarantined,
+    /// A tool held for review: `new` when `server` did not offer it when it was first listed (nothing of it was
+    /// ever accepted), else its definition changed since it was accepted. Both are `TOOL_QUARANTINED`; the
+    /// message says which, and the command that shows it.
+    pub fn quarantined(tool: &str, server: &str, new: bool) -> Self {
+        let message = if new {
             format!(
-                "the definition of {tool} changed since it was first seen and is quarantined until a human reviews \
-                 and accepts it (toolgate pins diff / pins accept)"
-            ),
-        )
+                "{tool} is new: {server} did not offer it when toolgate first listed {server}, so it is held until \
+                 a human reviews and accepts it (toolgate pins diff {server} / pins accept {server})"
+            )
+        } else {
+            format!(
+                "the definition of {tool} changed since it was accepted and is quarantined until a human reviews \
+                 and accepts it (toolgate pins diff {server} / pins accept {server})"
+            )
+        };
+        Self::new(RefusalCode::ToolQuarantined, message)
     }
 
     /// A tool whose definition looks poisoned (hidden instructions, invisible characters, a look-alike name).
@@ -150,9 +157,11 @@ impl Refusal {
     }
 }
 
+/// The rule as a person finds it in their file, `rule Read(**/.env) at toolgate.json:28 (DENY_RULE)`, as
+/// `policy explain` names it; only the reason when no rule decided.
 fn rule(d: &Decision) -> String {
-    match &d.rule_id {
-        Some(id) => format!("rule {id} ({})", d.reason.as_str()),
+    match d.rule() {
+        Some(rule) => format!("rule {rule} ({})", d.reason.as_str()),
         None => d.reason.as_str().to_owned(),
     }
 }

@@ -31,6 +31,9 @@ pub use pass::PinCache;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PinStatus {
     pub quarantined: bool,
+    /// Held because it is new on a server listed before it, not because it changed: no definition of it was
+    /// ever accepted.
+    pub new: bool,
     pub flags: Vec<String>,
     /// A human accepted this exact definition despite its flags (`pins accept --despite-flags`).
     pub flags_overridden: bool,
@@ -136,8 +139,13 @@ pub fn observe(
 /// What one pin check does to an item's status.
 #[derive(Clone, Copy, Debug)]
 enum PinEffect {
-    Accepted { flags_overridden: bool },
-    Held,
+    Accepted {
+        flags_overridden: bool,
+    },
+    /// Held for review; `new` when nothing of it was ever accepted (new on its server), else it changed.
+    Held {
+        new: bool,
+    },
 }
 
 /// What the pin check of one item found, for its status.
@@ -146,6 +154,7 @@ fn effect(key: &str, check: Result<Observed, store::Error>) -> PinEffect {
         Ok(Observed {
             check: PinCheck::New(store::PinState::Accepted) | PinCheck::Unchanged,
             flags_overridden,
+            ..
         }) => PinEffect::Accepted { flags_overridden },
         Ok(Observed {
             check: PinCheck::New(_),
@@ -155,7 +164,7 @@ fn effect(key: &str, check: Result<Observed, store::Error>) -> PinEffect {
                 item = %key,
                 "new on a server that was already listed; held until `toolgate pins accept {key}`"
             );
-            PinEffect::Held
+            PinEffect::Held { new: true }
         }
         Ok(Observed {
             check:
@@ -170,16 +179,19 @@ fn effect(key: &str, check: Result<Observed, store::Error>) -> PinEffect {
                 "definition changed since it was pinned ({accepted_sha256:.12} → {observed_sha256:.12}); \
                  quarantined until `toolgate pins accept {key}`"
             );
-            PinEffect::Held
+            PinEffect::Held { new: false }
         }
         Ok(Observed {
             check: PinCheck::Quarantined,
+            never_accepted,
             ..
-        }) => PinEffect::Held,
+        }) => PinEffect::Held {
+            new: never_accepted,
+        },
         Err(e) => {
             // A pin that cannot be checked is treated as changed: fail closed.
             tracing::warn!(item = %key, "pin check failed ({e}); quarantining");
-            PinEffect::Held
+            PinEffect::Held { new: false }
         }
     }
 }

@@ -31,6 +31,8 @@ pub(crate) struct RecordDecision {
     pub effect: Effect,
     pub reason: String,
     pub rule_id: Option<String>,
+    /// Where the rule was written in the user's file (`toolgate.json:28`), when known.
+    pub rule_at: Option<String>,
     pub operation: String,
 }
 
@@ -40,8 +42,15 @@ impl RecordDecision {
             effect: d.effect,
             reason: d.reason.as_str().to_owned(),
             rule_id: d.rule_id.clone(),
+            rule_at: d.rule_at.clone(),
             operation: d.operation.to_string(),
         }
+    }
+
+    /// The rule as a person finds it: `Read(**/.env) at toolgate.json:28`, or its name alone.
+    pub fn rule(&self) -> Option<String> {
+        let id = self.rule_id.as_deref()?;
+        Some(policy::rule_label(id, self.rule_at.as_deref()))
     }
 
     /// A refusal made before (or without) a policy decision.
@@ -50,6 +59,7 @@ impl RecordDecision {
             effect: Effect::Deny,
             reason: code.as_str().to_owned(),
             rule_id: None,
+            rule_at: None,
             operation: policy::Operation::Unknown.to_string(),
         }
     }
@@ -61,6 +71,7 @@ impl RecordDecision {
             effect: d.effect,
             reason: d.reason,
             rule_id: d.rule_id,
+            rule_at: d.rule_at,
             operation: d.operation,
         })
     }
@@ -96,6 +107,7 @@ impl CallRecord {
         e.resources = self.resources.clone();
         e.decision = Some(self.decision.effect.as_str().to_owned());
         e.rule_id = self.decision.rule_id.clone();
+        e.rule_at = self.decision.rule_at.clone();
         e.reason_code = Some(self.decision.reason.clone());
         e.request_id = self.request_id.clone();
         e.parent_trace_id = self.parent_trace_id.clone();
@@ -107,8 +119,16 @@ impl CallRecord {
         state.audit(&self.base(EventKind::Decision));
     }
 
-    /// The outcome: audit execution event plus reporting event. `result` is what the client got.
-    pub fn finished(&self, state: &State, outcome: &str, result: Option<&Value>, took: Duration) {
+    /// The outcome: audit execution event plus reporting event. `result` is what the client got; `took` is the
+    /// whole time, `waited` the part of it spent waiting for a human, when it waited for one (reported apart).
+    pub fn finished(
+        &self,
+        state: &State,
+        outcome: &str,
+        result: Option<&Value>,
+        took: Duration,
+        waited: Option<Duration>,
+    ) {
         let mut e = self.base(EventKind::Execution);
         e.outcome = Some(outcome.to_owned());
         e.duration_ms = Some(took.as_millis() as u64);
@@ -127,8 +147,10 @@ impl CallRecord {
             operation: self.decision.operation.clone(),
             decision: effect(self.decision.effect),
             reason_code: self.decision.reason.clone(),
+            rule: self.decision.rule(),
             outcome: outcome.to_owned(),
             duration_ms: Some(took.as_millis() as u64),
+            wait_ms: waited.map(|w| w.as_millis() as u64),
             error_class: (outcome != store::OUTCOME_SUCCEEDED).then(|| outcome.to_owned()),
         };
         state.report(report);
@@ -150,6 +172,7 @@ pub(crate) fn approval_event(
     e.request_id = Some(request_id.to_owned());
     e.outcome = Some(status.to_owned());
     e.rule_id = d.rule_id.clone();
+    e.rule_at = d.rule_at.clone();
     e.reason_code = Some(d.reason.as_str().to_owned());
     e
 }

@@ -299,6 +299,10 @@ pub(crate) struct DecisionFields {
     pub effect: policy::Effect,
     pub reason: String,
     pub rule_id: Option<String>,
+    /// Where the rule was written (`toolgate.json:28`). Absent when unknown, so what was stored before it
+    /// existed is stored, and hashed, byte for byte as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_at: Option<String>,
     pub operation: String,
 }
 
@@ -308,6 +312,7 @@ impl DecisionFields {
             effect: d.effect,
             reason: d.reason.as_str().to_owned(),
             rule_id: d.rule_id.clone(),
+            rule_at: d.rule_at.clone(),
             operation: d.operation.to_string(),
         }
     }
@@ -416,6 +421,7 @@ mod tests {
             effect: policy::Effect::Ask,
             reason: policy::ReasonCode::AskRule,
             rule_id: None,
+            rule_at: None,
             operation: policy::Operation::McpCall,
             unknown: None,
         };

@@ -9,6 +9,7 @@ fn decision() -> Decision {
         effect: policy::Effect::Ask,
         reason: policy::ReasonCode::AskRule,
         rule_id: Some("r1".into()),
+        rule_at: None,
         operation: policy::Operation::McpCall,
         unknown: None,
     }

@@ -107,6 +107,7 @@ fn ask() -> (Snapshot, Decision) {
         effect: Effect::Ask,
         reason: ReasonCode::AskRule,
         rule_id: None,
+        rule_at: None,
         operation: Operation::McpCall,
         unknown: None,
     };

@@ -11,6 +11,7 @@ fn deny() -> Decision {
         effect: Effect::Deny,
         reason: ReasonCode::DenyRule,
         rule_id: Some("deny[0]".to_owned()),
+        rule_at: None,
         operation: Operation::FsRead,
         unknown: None,
     }

@@ -111,22 +111,51 @@ pub struct Decision {
     pub reason: ReasonCode,
     /// The decisive rule, when a rule decided.
     pub rule_id: Option<String>,
+    /// Where the decisive rule was written (`toolgate.json:28`: the user's file and line, never counting
+    /// toolgate's own rules), when the policy was given its source text ([`Policy::with_origins`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_at: Option<String>,
     pub operation: Operation,
     /// Why the call was `unknown`, when it was.
     pub unknown: Option<UnknownReason>,
 }
 
 impl std::fmt::Display for Decision {
-    /// `deny (DENY_RULE, rule deny[0])`: one line for logs and CLI output.
+    /// `deny (DENY_RULE, rule Read(**/.env) at toolgate.json:28)`: one line for logs and CLI output.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({}", self.effect, self.reason)?;
-        if let Some(id) = &self.rule_id {
-            write!(f, ", rule {id}")?;
+        if let Some(rule) = self.rule() {
+            write!(f, ", rule {rule}")?;
         }
         if let Some(u) = self.unknown {
             write!(f, ", {}", u.as_str())?;
         }
         f.write_str(")")
+    }
+}
+
+/// A rule as a person finds it in their file: `Read(**/.env) at toolgate.json:28`, or its name alone when where it
+/// was written is not known. Refusals, approvals, records and reports all name rules this way.
+pub fn rule_label(id: &str, at: Option<&str>) -> String {
+    match at {
+        Some(at) => format!("{id} at {at}"),
+        None => id.to_owned(),
+    }
+}
+
+impl Decision {
+    /// The decisive rule as a person finds it: `Read(**/.env) at toolgate.json:28`, or only its name when where
+    /// it was written is not known (toolgate's own rules, a policy loaded without its file).
+    pub fn rule(&self) -> Option<String> {
+        let id = self.rule_id.as_deref()?;
+        Some(rule_label(id, self.rule_at.as_deref()))
+    }
+
+    /// The same decision under another rule (a hook's, a quarantine's), which has no place in the policy file.
+    pub fn ruled_by(mut self, rule_id: Option<String>) -> Decision {
+        self.rule_id = rule_id;
+        self.rule_at = None;
+        self
     }
 }
 
@@ -249,6 +278,9 @@ impl Policy {
             effect,
             reason,
             rule_id: rule_id.map(str::to_owned),
+            rule_at: rule_id
+                .and_then(|id| self.rule_origin(id))
+                .map(str::to_owned),
             operation: action.operation,
             unknown: action.unknown,
         };

@@ -65,7 +65,7 @@ pub use adapter::{
 };
 pub use cases::{judge_case, parse_cases, run_cases, CaseResult, TestCase, TestReport};
 pub use claude::translate_permission;
-pub use decide::{Decision, ReasonCode};
+pub use decide::{rule_label, Decision, ReasonCode};
 pub use error::{Error, Result};
 pub use explain::{AccessTrace, Explanation, RuleTrace};
 pub use glob::PathCase;

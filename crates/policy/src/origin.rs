@@ -47,7 +47,7 @@ impl Policy {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Context, Policy, PolicySources};
+    use crate::{Context, Lexical, Policy, PolicySources, ServerKind, ToolCall};
     use serde_json::json;
 
     #[test]
@@ -73,5 +73,51 @@ mod tests {
             Some("toolgate.toml:5")
         );
         assert_eq!(p.rule_text("allow:Read(**/.env)"), Some("Read(**/.env)"));
+    }
+
+    /// A refusal, an approval and a record name the rule where the user wrote it, as explain does: the decision
+    /// carries the deciding rule's place, and toolgate's own rules in front do not count.
+    #[test]
+    fn a_decision_names_where_its_rule_was_written() {
+        let text = "{\n  \"permissions\": {\n    \"deny\": [\"Read(**/.env)\"]\n  }\n}\n";
+        let permissions = json!({"deny": ["Read(**/.env)"]});
+        let builtin = json!({"rules": [{"id": "builtin.protect-state", "effect": "deny",
+                                        "operations": ["fs.read"], "paths": ["/state/**"]}]});
+        let ctx = Context {
+            workspace: "/ws".into(),
+            home: None,
+        };
+        let sources = PolicySources {
+            policy: Some(&builtin),
+            permissions: Some(&permissions),
+            ..Default::default()
+        };
+        let p = Policy::load(sources, &ctx)
+            .unwrap()
+            .with_origins("toolgate.json", text);
+        let read = |path: &str| {
+            let call = ToolCall::new(
+                "fs",
+                "read_file",
+                json!({"path": path}),
+                Some(ServerKind::Filesystem),
+            );
+            p.decide_call(&call, &Lexical)
+        };
+        let denied = read("/ws/.env");
+        assert_eq!(
+            (denied.rule_id.as_deref(), denied.rule_at.as_deref()),
+            (Some("Read(**/.env)"), Some("toolgate.json:3"))
+        );
+        assert_eq!(
+            denied.to_string(),
+            "deny (DENY_RULE, rule Read(**/.env) at toolgate.json:3)"
+        );
+        let own = read("/state/db");
+        assert_eq!(
+            (own.rule_id.as_deref(), own.rule_at),
+            (Some("builtin.protect-state"), None)
+        );
+        assert_eq!(read("/ws/a").rule_at, None, "no rule decided");
     }
 }

@@ -149,6 +149,9 @@ pub struct SurfaceEntry {
     pub reason: SurfaceReason,
     /// The deny rule that blocks every call of the tool, when that is the reason.
     pub rule_id: Option<String>,
+    /// Where that rule was written (`toolgate.json:28`), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_at: Option<String>,
 }
 
 impl Policy {
@@ -179,6 +182,9 @@ impl Policy {
             visibility,
             reason,
             rule_id: rule_id.map(str::to_owned),
+            rule_at: rule_id
+                .and_then(|id| self.rule_origin(id))
+                .map(str::to_owned),
         };
         if tool.quarantined {
             return entry(Visibility::Unavailable, SurfaceReason::Quarantined, None);

@@ -158,6 +158,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE approvals ADD COLUMN owner TEXT NOT NULL DEFAULT '';
     CREATE INDEX approvals_by_owner ON approvals(owner, status);
     ",
+    // How long a call waited for a human, part of its duration, so reports show it apart from the call's own time.
+    "ALTER TABLE report_events ADD COLUMN wait_ms INTEGER;",
+    // The rule that decided, as the user wrote it and where, so a report can be grouped by rule.
+    "ALTER TABLE report_events ADD COLUMN rule TEXT;",
 ];
 
 /// The schema version this build writes.

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::handle::Store;
 use crate::time::Timestamp;
 
-/// Cap on name-like fields (trace id, profile, server, tool).
+/// Cap on name-like fields (trace id, profile, server, tool, rule).
 const MAX_NAME_CHARS: usize = 128;
 /// Cap on token fields (operation, reason code, error class, outcome).
 const MAX_TOKEN_CHARS: usize = 64;
@@ -63,10 +63,18 @@ pub struct ReportEvent {
     pub decision: Decision,
     /// Stable reason code of the decision, e.g. `RULE_ALLOW`.
     pub reason_code: String,
+    /// The rule that decided, as the user wrote it and where (`Read(**/.env) at toolgate.json:28`); `None` when
+    /// no rule did. Policy text, never the call's.
+    #[serde(default)]
+    pub rule: Option<String>,
     /// Outcome token; `SUCCEEDED` counts as success in reports, anything else does not.
     pub outcome: String,
-    /// Execution time, if the call executed.
+    /// The call's whole time, from first sight to its answer, when it has one (a wait for a human included).
     pub duration_ms: Option<u64>,
+    /// The part of `duration_ms` spent waiting for a human (held for approval, or asked through the client), when
+    /// the call waited for one; reports show it apart from the time toolgate and the tool took.
+    #[serde(default)]
+    pub wait_ms: Option<u64>,
     /// Class of error (a token such as `TIMEOUT`), never an error message.
     pub error_class: Option<String>,
 }
@@ -94,12 +102,13 @@ impl Retention {
 
 /// One sanitised insert; `conn` is the store's connection or a transaction on it.
 fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
-    let duration = e.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
+    let ms = |v: Option<u64>| v.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
     // Cached: parsing the statement for every event cost more than inserting it.
     conn.prepare_cached(
         "INSERT INTO report_events (time_ms, trace_id, profile, server, tool, operation,
-                                        decision, reason_code, outcome, duration_ms, error_class, principal)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                        decision, reason_code, outcome, duration_ms, error_class, principal,
+                                        wait_ms, rule)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
             e.time.as_millis(),
@@ -111,9 +120,11 @@ fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
             e.decision.as_str(),
             token(&e.reason_code),
             token(&e.outcome),
-            duration,
+            ms(e.duration_ms),
             e.error_class.as_deref().map(token),
             e.principal.as_deref().map(name),
+            ms(e.wait_ms),
+            e.rule.as_deref().map(name),
         ],
     )?;
     Ok(())

@@ -193,6 +193,21 @@ pub fn pending_elsewhere(
     except: &Namespace,
     now: crate::Timestamp,
 ) -> Result<Vec<(PathBuf, u64)>> {
+    pending(state_root, except.dir.file_name(), now)
+}
+
+/// Every workspace under `state_root` that holds pending approval requests, with their count: for a state root
+/// another toolgate may be using (one started with another environment), read-only like `pending_elsewhere`. A
+/// state root that does not exist holds none.
+pub fn pending_under(state_root: &Path, now: crate::Timestamp) -> Result<Vec<(PathBuf, u64)>> {
+    pending(state_root, None, now)
+}
+
+fn pending(
+    state_root: &Path,
+    except: Option<&std::ffi::OsStr>,
+    now: crate::Timestamp,
+) -> Result<Vec<(PathBuf, u64)>> {
     let dir = state_root.join(WORKSPACES_DIR);
     let entries = match fs::read_dir(&dir) {
         Ok(entries) => entries,
@@ -202,7 +217,7 @@ pub fn pending_elsewhere(
     let mut found = Vec::new();
     for entry in entries.flatten() {
         let ns = entry.path();
-        if ns.file_name() == except.dir.file_name() {
+        if except.is_some() && ns.file_name() == except {
             continue;
         }
         let Some(workspace) = bound_workspace(&ns) else {

@@ -3,7 +3,9 @@
 //! A pin maps a tool identity to the SHA-256 and canonical JSON of the definition a human
 //! (or trust-on-first-use) accepted. Observing a different definition quarantines the pin
 //! and keeps the new definition as a candidate until `accept_pin`; the store never accepts
-//! a changed definition by itself. Deciding what a quarantined tool may do is the caller's.
+//! a changed definition by itself. A pin held on first sight (`FirstUse::Quarantine`) has no
+//! accepted definition at all: it is new, not changed, and stays new (holding the newest
+//! definition seen, with no candidate) until a human accepts it. Deciding what a quarantined tool may do is the caller's.
 //! The whole definition is hashed (unlike `policy::definition_hash`, which picks the contract
 //! fields), so any change the upstream makes is seen.
 
@@ -69,6 +71,12 @@ pub struct ToolPin {
 }
 
 impl ToolPin {
+    /// Whether the pin is held without any definition ever accepted: the item was new when first seen (on a
+    /// server listed before it) and awaits review. Such a pin never has a candidate.
+    pub fn never_accepted(&self) -> bool {
+        self.state == PinState::Quarantined && self.candidate_sha256.is_none()
+    }
+
     /// Whether a human overrode the flags of the definition accepted now.
     pub fn flags_overridden(&self) -> bool {
         self.state == PinState::Accepted
@@ -320,6 +328,9 @@ pub struct Observed {
     pub check: PinCheck,
     /// The pin is accepted as observed and a human overrode that definition's flags.
     pub flags_overridden: bool,
+    /// The pin is held and no definition of it was ever accepted ([`ToolPin::never_accepted`]): the item is new
+    /// on its server, not changed.
+    pub never_accepted: bool,
 }
 
 fn observe_one(
@@ -354,6 +365,7 @@ fn observe_one(
         })
         .optional()?;
     let mut flags_overridden = false;
+    let mut never_accepted = false;
     let check = match existing {
         None => {
             let state = match item.first_use {
@@ -366,9 +378,23 @@ fn observe_one(
                  VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
             )?
             .execute(params![name, state.as_str(), hash, json(), now.as_millis()])?;
+            never_accepted = state == PinState::Quarantined;
             PinCheck::New(state)
         }
         Some((state, accepted, candidate, overridden)) => match parse_state(&state)? {
+            // Held on first sight, never accepted: nothing was accepted for a newer definition to differ from, so
+            // the pin keeps the newest one as its definition and stays new.
+            PinState::Quarantined if candidate.is_none() => {
+                if accepted != hash {
+                    tx.prepare_cached(
+                        "UPDATE tool_pins SET definition_sha256 = ?2, definition_json = ?3,
+                                              updated_at = ?4 WHERE name = ?1",
+                    )?
+                    .execute(params![name, hash, json(), now.as_millis()])?;
+                }
+                never_accepted = true;
+                PinCheck::Quarantined
+            }
             PinState::Quarantined => {
                 if accepted != hash && candidate.as_deref() != Some(hash) {
                     // Keep the newest candidate so the human reviews what is served now.
@@ -400,6 +426,7 @@ fn observe_one(
     Ok(Observed {
         check,
         flags_overridden,
+        never_accepted,
     })
 }
 

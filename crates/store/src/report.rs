@@ -1,5 +1,10 @@
 //! Aggregate reports over reporting events: counts, success rate, top reason codes and
-//! latency percentiles, grouped by server, tool, profile or decision.
+//! latency percentiles, grouped by server, tool, profile, decision or the rule that decided.
+//!
+//! A call that asked a human has two times: the wait for the human and the rest (toolgate and
+//! the tool). Latency percentiles are of the rest, so a human who takes a minute to answer does
+//! not pass for a slow gateway; the waits have percentiles of their own, over the calls that
+//! waited. An event recorded before waits were recorded counts whole as latency.
 //!
 //! Percentiles use the nearest-rank method: for `n` sorted durations the p-th percentile
 //! is the value at 1-based rank `ceil(p / 100 * n)`. It always returns an observed value
@@ -31,6 +36,9 @@ pub enum GroupBy {
     Profile,
     /// By policy decision.
     Decision,
+    /// By the rule that decided, as the user wrote it and where (`Read(**/.env) at toolgate.json:28`); `-` for
+    /// calls no rule decided (the default did).
+    Rule,
 }
 
 impl GroupBy {
@@ -41,6 +49,7 @@ impl GroupBy {
             Self::Tool => "tool",
             Self::Profile => "profile",
             Self::Decision => "decision",
+            Self::Rule => "rule",
         }
     }
 }
@@ -54,8 +63,9 @@ impl FromStr for GroupBy {
             "tool" => Ok(Self::Tool),
             "profile" => Ok(Self::Profile),
             "decision" => Ok(Self::Decision),
+            "rule" => Ok(Self::Rule),
             other => Err(format!(
-                "unknown group {other:?}: expected server, tool, profile or decision"
+                "unknown group {other:?}: expected server, tool, profile, decision or rule"
             )),
         }
     }
@@ -89,6 +99,12 @@ pub struct ReportRow {
     pub p95_ms: Option<u64>,
     /// Nearest-rank 99th percentile.
     pub p99_ms: Option<u64>,
+    /// Events that waited for a human (held for approval, or asked through the client).
+    pub waited: u64,
+    /// Nearest-rank 50th percentile of those waits.
+    pub wait_p50_ms: Option<u64>,
+    /// Nearest-rank 95th percentile of those waits.
+    pub wait_p95_ms: Option<u64>,
 }
 
 /// A whole report.
@@ -118,7 +134,9 @@ struct Acc {
     count: u64,
     succeeded: u64,
     reasons: BTreeMap<String, u64>,
+    /// Each call's time without its wait for a human.
     durations: Vec<u64>,
+    waits: Vec<u64>,
 }
 
 impl Store {
@@ -129,9 +147,10 @@ impl Store {
             GroupBy::Tool => "server || '/' || tool",
             GroupBy::Profile => "profile",
             GroupBy::Decision => "decision",
+            GroupBy::Rule => "COALESCE(rule, '-')",
         };
         let sql = format!(
-            "SELECT {key_sql}, outcome, reason_code, duration_ms FROM report_events
+            "SELECT {key_sql}, outcome, reason_code, duration_ms, wait_ms FROM report_events
              WHERE time_ms >= ?1"
         );
         let since_ms = since.map_or(i64::MIN, Timestamp::as_millis);
@@ -143,14 +162,20 @@ impl Store {
             let outcome: String = r.get(1)?;
             let reason: String = r.get(2)?;
             let duration: Option<i64> = r.get(3)?;
+            let wait: Option<i64> = r.get(4)?;
             let acc = groups.entry(key).or_default();
             acc.count += 1;
             if outcome == OUTCOME_SUCCEEDED {
                 acc.succeeded += 1;
             }
             *acc.reasons.entry(reason).or_default() += 1;
+            let ms = |v: i64| u64::try_from(v).unwrap_or(0);
+            let wait = wait.map(ms);
             if let Some(d) = duration {
-                acc.durations.push(u64::try_from(d).unwrap_or(0));
+                acc.durations.push(ms(d).saturating_sub(wait.unwrap_or(0)));
+            }
+            if let Some(w) = wait {
+                acc.waits.push(w);
             }
         }
         let mut out: Vec<ReportRow> = groups.into_iter().map(|(k, a)| finish(k, a)).collect();
@@ -165,6 +190,7 @@ impl Store {
 
 fn finish(key: String, mut acc: Acc) -> ReportRow {
     acc.durations.sort_unstable();
+    acc.waits.sort_unstable();
     let mut reasons: Vec<ReasonCount> = acc
         .reasons
         .into_iter()
@@ -186,6 +212,9 @@ fn finish(key: String, mut acc: Acc) -> ReportRow {
         p50_ms: percentile_nearest_rank(&acc.durations, 50),
         p95_ms: percentile_nearest_rank(&acc.durations, 95),
         p99_ms: percentile_nearest_rank(&acc.durations, 99),
+        waited: acc.waits.len() as u64,
+        wait_p50_ms: percentile_nearest_rank(&acc.waits, 50),
+        wait_p95_ms: percentile_nearest_rank(&acc.waits, 95),
     }
 }
 

@@ -20,7 +20,9 @@ pub enum ReportFormat {
     Csv,
 }
 
-const HEADERS: [&str; 8] = [
+/// The latency columns are the calls' own time (toolgate and the tool); the wait columns are the time calls
+/// spent waiting for a human, over the `waited` calls that did.
+const HEADERS: [&str; 11] = [
     "group",
     "count",
     "succeeded",
@@ -28,8 +30,13 @@ const HEADERS: [&str; 8] = [
     "p50_ms",
     "p95_ms",
     "p99_ms",
+    "waited",
+    "wait_p50_ms",
+    "wait_p95_ms",
     "top_reasons",
 ];
+/// Where the reasons are, the one free-text column besides the group.
+const REASONS: usize = HEADERS.len() - 1;
 
 impl Report {
     /// Renders in `format`.
@@ -49,7 +56,7 @@ impl Report {
         lines.extend(self.rows.iter().map(|r| {
             let mut cells = cells(r, format!("{:.1}%", r.success_rate * 100.0));
             cells[0] = printable(&cells[0]);
-            cells[7] = printable(&cells[7]);
+            cells[REASONS] = printable(&cells[REASONS]);
             cells
         }));
         let mut widths = [0usize; HEADERS.len()];
@@ -66,7 +73,7 @@ impl Report {
                     text.push_str("  ");
                 }
                 // Numbers right-aligned, text left-aligned.
-                if (1..=6).contains(&i) {
+                if (1..REASONS).contains(&i) {
                     let _ = write!(text, "{c:>w$}");
                 } else {
                     let _ = write!(text, "{c:<w$}");
@@ -114,6 +121,9 @@ fn cells(r: &ReportRow, rate: String) -> Vec<String> {
         ms(r.p50_ms),
         ms(r.p95_ms),
         ms(r.p99_ms),
+        r.waited.to_string(),
+        ms(r.wait_p50_ms),
+        ms(r.wait_p95_ms),
         reasons.join(";"),
     ]
 }
@@ -162,6 +172,9 @@ mod tests {
                     p50_ms: Some(10),
                     p95_ms: Some(40),
                     p99_ms: Some(40),
+                    waited: 2,
+                    wait_p50_ms: Some(61_000),
+                    wait_p95_ms: Some(95_000),
                 },
                 ReportRow {
                     key: "=cmd,\"x\"\u{1b}".into(),
@@ -172,6 +185,9 @@ mod tests {
                     p50_ms: None,
                     p95_ms: None,
                     p99_ms: None,
+                    waited: 0,
+                    wait_p50_ms: None,
+                    wait_p95_ms: None,
                 },
             ],
         }
@@ -180,9 +196,9 @@ mod tests {
     #[test]
     fn table_is_aligned() {
         let expected = "\
-server     count  succeeded  success_rate  p50_ms  p95_ms  p99_ms  top_reasons
-fs             4          3         75.0%      10      40      40  RULE_ALLOW:4
-=cmd,\"x\"?      1          0          0.0%       -       -       -
+server     count  succeeded  success_rate  p50_ms  p95_ms  p99_ms  waited  wait_p50_ms  wait_p95_ms  top_reasons
+fs             4          3         75.0%      10      40      40       2        61000        95000  RULE_ALLOW:4
+=cmd,\"x\"?      1          0          0.0%       -       -       -       0            -            -
 ";
         assert_eq!(report().render_table(), expected);
     }
@@ -193,10 +209,16 @@ fs             4          3         75.0%      10      40      40  RULE_ALLOW:4
         let lines: Vec<&str> = csv.split("\r\n").collect();
         assert_eq!(
             lines[0],
-            "group,count,succeeded,success_rate,p50_ms,p95_ms,p99_ms,top_reasons"
+            "group,count,succeeded,success_rate,p50_ms,p95_ms,p99_ms,waited,wait_p50_ms,wait_p95_ms,top_reasons"
         );
-        assert_eq!(lines[1], "fs,4,3,0.7500,10,40,40,RULE_ALLOW:4");
-        assert_eq!(lines[2], "\"'=cmd,\"\"x\"\"\u{1b}\",1,0,0.0000,-,-,-,");
+        assert_eq!(
+            lines[1],
+            "fs,4,3,0.7500,10,40,40,2,61000,95000,RULE_ALLOW:4"
+        );
+        assert_eq!(
+            lines[2],
+            "\"'=cmd,\"\"x\"\"\u{1b}\",1,0,0.0000,-,-,-,0,-,-,"
+        );
     }
 
     #[test]

@@ -185,6 +185,7 @@ fn readable(event: &Value) -> String {
     for key in [
         "profile",
         "rule_id",
+        "rule_at",
         "request_id",
         "actor",
         "duration_ms",

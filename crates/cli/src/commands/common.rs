@@ -16,6 +16,10 @@ pub struct ConfigArgs {
     /// The policy profile to apply (overrides "profile" in the config).
     #[arg(long, short, global = true)]
     pub profile: Option<String>,
+    /// The state directory: approvals, pins, audit and reports (overrides "stateDir" in the config and
+    /// TOOLGATE_STATE_DIR). `approvals watch` says which one it reads and where else requests wait.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 impl ConfigArgs {
@@ -30,11 +34,18 @@ impl ConfigArgs {
     }
 
     fn load_for(&self, used: crate::runtime::ConfigUse) -> anyhow::Result<config::Config> {
-        crate::runtime::load_config(
+        let mut config = crate::runtime::load_config(
             self.config.as_deref(),
             self.workspace.clone(),
             self.profile.clone(),
             used,
-        )
+        )?;
+        if let Some(dir) = &self.state_dir {
+            config.state_dir = Some(config::Setting {
+                value: std::path::absolute(dir)?,
+                from: config::Provenance::Flag("--state-dir"),
+            });
+        }
+        Ok(config)
     }
 }

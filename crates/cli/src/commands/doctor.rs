@@ -395,8 +395,12 @@ async fn upstreams(
     if !flagged.is_empty() {
         println!("held back (hidden and refused until reviewed with `toolgate pins`):");
         for (name, pin) in flagged {
-            if pin.quarantined {
-                println!("  {name}: QUARANTINED (changed since it was pinned, or new on a server already listed)");
+            if pin.quarantined && pin.new {
+                println!(
+                    "  {name}: NEW (not offered when its server was first listed; never accepted)"
+                );
+            } else if pin.quarantined {
+                println!("  {name}: QUARANTINED (changed since it was accepted)");
             }
             for f in &pin.flags {
                 println!("  {name}: flagged — {f}");

@@ -1,6 +1,8 @@
 //! `toolgate pins list | diff NAME | accept NAME`: the human's side of rug-pull defence. Every upstream tool,
 //! prompt, resource, resource template and server instructions is pinned on first sight; a changed definition
-//! (and a tool or prompt new to an already-pinned server) stays held until it is reviewed here. Flags (hidden
+//! (and a tool or prompt new to an already-pinned server) stays held until it is reviewed here. A held item is
+//! NEW when nothing of it was ever accepted (its whole definition is what to review) and QUARANTINED when its
+//! accepted definition changed (the diff is what to review). Flags (hidden
 //! instructions, invisible characters, look-alike names) are recomputed from the stored definitions, so the
 //! listing needs no running server. Accepting a flagged definition is a separate, explicit override
 //! (`--despite-flags`) that is written to the audit log; without it the command refuses and says why.
@@ -29,10 +31,11 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Action {
-    /// Every pinned tool: state, definition hash, and any poisoning flags.
+    /// Every pinned tool: state (ACCEPTED; NEW: held, new on a server listed before it; QUARANTINED: changed since
+    /// accepted), definition hash, and any poisoning flags.
     List,
-    /// What changed in a quarantined tool's definition (accepted → observed); for a server, in each of its held
-    /// tools.
+    /// What changed in a quarantined tool's definition (accepted → observed), or a new tool's whole definition;
+    /// for a server, for each of its held tools.
     Diff {
         /// A tool as `pins list` names it (`server__tool`), or a server's name: each of its held tools.
         name: String,
@@ -86,21 +89,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Action::Diff { name } => {
             let pin = find(&pins, &name)?;
-            let (Some(candidate), Some(hash)) = (&pin.candidate_json, &pin.candidate_sha256) else {
-                println!(
-                    "{name} is {} and has no pending change",
-                    state_name(pin.state)
-                );
+            if pin.candidate_json.is_none() && !pin.never_accepted() {
+                println!("{name} is {} and has no pending change", state_name(pin));
                 return Ok(ExitCode::SUCCESS);
-            };
-            println!(
-                "{name}: accepted {:.16} → observed {hash:.16}",
-                pin.definition_sha256
-            );
-            print!(
-                "{}",
-                diff(&pretty(&pin.definition_json), &pretty(candidate))
-            );
+            }
+            show_diff(pin);
         }
         Action::Accept {
             name,
@@ -126,13 +119,14 @@ fn held_of<'a>(pins: &'a [ToolPin], server: &str) -> Vec<&'a ToolPin> {
         .collect()
 }
 
-/// One held tool's change, accepted → observed.
+/// One held tool's change, accepted → observed; for a new one (nothing accepted), its whole definition.
 fn show_diff(pin: &ToolPin) {
     let Some(candidate) = &pin.candidate_json else {
         println!(
-            "{}: held, definition {:.16}",
+            "{}: new, never accepted; observed {:.16}",
             pin.name, pin.definition_sha256
         );
+        print!("{}", diff("", &pretty(&pin.definition_json)));
         return;
     };
     println!(
@@ -153,9 +147,11 @@ fn find<'a>(pins: &'a [ToolPin], name: &str) -> anyhow::Result<&'a ToolPin> {
         .with_context(|| format!("no pinned tool named {name}"))
 }
 
-fn state_name(s: PinState) -> &'static str {
-    match s {
+/// ACCEPTED; NEW (held, nothing of it ever accepted); QUARANTINED (its accepted definition changed).
+fn state_name(pin: &ToolPin) -> &'static str {
+    match pin.state {
         PinState::Accepted => "ACCEPTED",
+        PinState::Quarantined if pin.never_accepted() => "NEW",
         PinState::Quarantined => "QUARANTINED",
     }
 }
@@ -270,7 +266,7 @@ fn list(pins: &[ToolPin]) {
         println!(
             "{:<40} {:<11} {:.12}{pending}",
             pin.name,
-            state_name(pin.state),
+            state_name(pin),
             pin.definition_sha256
         );
         let overridden = if pin.flags_overridden() {

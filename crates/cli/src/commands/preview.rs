@@ -208,7 +208,10 @@ fn print_table(profile: Option<&str>, rows: &[Row]) {
             r.exposed,
             visibility(r.entry.visibility),
             why,
-            r.entry.rule_id.as_deref().unwrap_or("-")
+            r.entry.rule_id.as_deref().map_or_else(
+                || "-".to_owned(),
+                |id| policy::rule_label(id, r.entry.rule_at.as_deref())
+            )
         );
     }
     let count = |v: Visibility| rows.iter().filter(|r| r.entry.visibility == v).count();

@@ -1,7 +1,7 @@
 //! `toolgate report`: aggregate tool use from the workspace's metadata-only reporting events.
 //!
 //! Counts, success rate, top reason codes and nearest-rank latency percentiles per server, tool, profile or
-//! decision, as a table, JSON or CSV. The aggregation and the renderings (with their terminal and spreadsheet
+//! decision, as a table, JSON or CSV; a call's wait for a human (an `ask`) is reported apart from its latency. The aggregation and the renderings (with their terminal and spreadsheet
 //! escaping) are the store's; this file parses the arguments, `--since` among them, and prints. Reporting events
 //! hold no arguments or results, so neither can a report.
 
@@ -19,7 +19,9 @@ const UNITS: [(char, i64); 5] = [
     ('w', 604_800_000),
 ];
 
-/// Summarise tool use (counts, success rate, top reasons, p50/p95/p99 latency) from the reporting events.
+/// Summarise tool use from the reporting events: counts, success rate, top reasons, p50/p95/p99 latency (the
+/// calls' own time, toolgate's and the tool's), and apart from it how many calls waited for a human and how long
+/// (wait_p50_ms, wait_p95_ms).
 #[derive(clap::Args)]
 pub struct Args {
     /// What each row of the report is.
@@ -46,6 +48,8 @@ enum Group {
     Profile,
     /// By policy decision (allow, ask, deny).
     Decision,
+    /// By the rule that decided, as written in the config and where (`-`: the default decided).
+    Rule,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -74,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Group::Tool => GroupBy::Tool,
         Group::Profile => GroupBy::Profile,
         Group::Decision => GroupBy::Decision,
+        Group::Rule => GroupBy::Rule,
     };
     let since = args.since.map(|s| match s {
         Since::Ago(ms) => Timestamp::from_millis(Timestamp::now().as_millis().saturating_sub(ms)),

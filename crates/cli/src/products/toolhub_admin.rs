@@ -71,7 +71,7 @@ pub fn main() -> anyhow::Result<ExitCode> {
     let state = crate::runtime::state(&config)?;
     use crate::commands::{approvals, audit};
     match cli.command {
-        Command::List => approvals::list(&state, None),
+        Command::List => approvals::list(None, &state, None),
         Command::Approve {
             request_id,
             operator_key,

@@ -380,6 +380,54 @@ async fn elicitation_allow_session_answers_the_identical_call_without_asking_aga
     );
 }
 
+/// `ask` latency in the report used to include the human's wait, so a call held while a human took a second and
+/// a half read as a 1.5 s call. The report shows the wait apart: the call's own time in the latency columns, the
+/// human's in the wait columns.
+#[tokio::test]
+async fn the_report_shows_a_humans_wait_apart_from_the_calls_latency() {
+    const HUMAN: Duration = Duration::from_millis(1500);
+    let a = Approvals::new(30);
+    let client = Arc::new(a.client().await);
+    let held = {
+        let c = Arc::clone(&client);
+        tokio::spawn(async move { call(&c, "fx__echo", json!({"text": "after a while"})).await })
+    };
+    let id = wait_for_pending(&a).await;
+    tokio::time::sleep(HUMAN).await;
+    a.approve(&id);
+    let result = tokio::time::timeout(Duration::from_secs(10), held)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(text(&result), "after a while");
+    // Reading the recent audit waits for the writer, which writes the reporting events too.
+    call(&client, "toolgate_audit_recent", json!({"limit": 5}))
+        .await
+        .unwrap();
+    let report = std::process::Command::new(toolgate())
+        .args(["report", "--format", "json", "--config"])
+        .arg(&a.setup.config)
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{report:?}");
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let row = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "fx/echo")
+        .unwrap_or_else(|| panic!("{report}"));
+    let ms = |k: &str| row[k].as_u64().unwrap_or_else(|| panic!("{k}: {row}"));
+    let human = HUMAN.as_millis() as u64;
+    assert_eq!(ms("waited"), 1, "{row}");
+    assert!(ms("wait_p50_ms") >= human, "{row}");
+    assert!(
+        ms("p50_ms") < human,
+        "the call's own time leaves the wait out: {row}"
+    );
+}
+
 #[tokio::test]
 async fn secrets_in_arguments_never_reach_audit_or_reports() {
     let a = Approvals::new(0);

@@ -56,15 +56,7 @@ fn doctor_reports_what_each_client_setting_does() {
         .skip_while(|l| *l != "servers in the config:")
         .take_while(|l| *l == "servers in the config:" || l.starts_with(' '))
         .collect();
-    let golden =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/doctor_codex_servers.txt");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, section.join("\n") + "\n").unwrap();
-    }
-    assert_eq!(
-        section.join("\n") + "\n",
-        std::fs::read_to_string(golden).unwrap()
-    );
+    insta::assert_snapshot!("doctor_codex_servers", section.join("\n") + "\n");
 }
 
 #[test]
@@ -175,9 +167,59 @@ fn approvals_list_names_where_it_looked_and_where_requests_wait() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("1 pending for workspace {}", served.display())),
+        text.contains(&format!(
+            "1 request for workspace {} in this state: toolgate approvals watch --workspace {}",
+            served.display(),
+            served.display()
+        )),
         "{text}"
     );
+}
+
+/// A client that starts toolgate with a trimmed environment (no `TOOLGATE_STATE_DIR`) keeps its requests under
+/// the per-user default; `approvals watch` run from a shell that sets `TOOLGATE_STATE_DIR` says which state it
+/// reads, finds them there, and names the command that watches them; its `--state-dir` reads them.
+#[test]
+fn approvals_watch_names_its_state_and_finds_requests_of_a_trimmed_client() {
+    let setup = Setup::new(json!({}));
+    let ws = setup.workspace();
+    let dir = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let trimmed_root = dir.join("home/.local/state/toolgate");
+    let ns = store::Namespace::open(&trimmed_root, &ws).unwrap();
+    let now = store::Timestamp::now();
+    let snapshot = json!({"kind": "tools/call", "server": "fx", "tool": "echo", "arguments": {}});
+    let waiting = store::Store::open(&ns)
+        .unwrap()
+        .create_request("fx__echo", &snapshot, now, now.plus_millis(600_000))
+        .unwrap();
+    let watch = |extra: &[&str], key: &Path| {
+        let out = trimmed(&dir)
+            .args(["approvals", "watch", "--workspace"])
+            .arg(&ws)
+            .args(extra)
+            .arg("--operator-key")
+            .arg(key)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out).replace(&*dir.to_string_lossy(), "[TMP]")
+    };
+    let shell = watch(&[], &dir.join("state/operator.key"));
+    insta::assert_snapshot!("watch_from_a_shell_with_toolgate_state_dir", shell);
+    let root = trimmed_root.to_str().unwrap();
+    let there = watch(&["--state-dir", root], &trimmed_root.join("operator.key"));
+    assert!(
+        there.contains(
+            "reading state [TMP]/home/.local/state/toolgate (from command line (--state-dir))\n"
+        ),
+        "{there}"
+    );
+    let listed = trimmed(&dir)
+        .args(["approvals", "list", "--state-dir", root, "--workspace"])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    assert!(stdout(&listed).contains(&waiting.id), "{}", stdout(&listed));
 }
 
 #[test]

@@ -48,6 +48,7 @@ mod path_resolution;
 mod pins;
 mod policy;
 mod policy_cli;
+mod rule_origins;
 mod support;
 mod switch_links;
 mod tool_spellings;

@@ -278,3 +278,74 @@ async fn pins_accept_server_accepts_each_held_tool_of_it_showing_its_diff() {
     let (ok, again) = pins(&setup, &["accept", "fx"]);
     assert!(ok && again.contains("no held tools"), "{again}");
 }
+
+/// After a server's upgrade, the tools its old version never had are new, not changed: their refusal, `pins
+/// list` and `toolgate_status` say so, and only the tool whose accepted definition differs is "changed".
+/// `toolgate_status` lists every held tool and says how many of the server's tools its client does not see,
+/// instead of an empty `held` beside a count of tools the client never gets.
+#[tokio::test]
+async fn after_an_upgrade_new_tools_are_new_and_only_a_changed_one_is_changed() {
+    let setup = Setup::fixture(&["--tools", "1"], json!({}));
+    let client = legacy(&setup).await;
+    call(&client, "fx__tool_0", json!({})).await.unwrap();
+    drop(client);
+    // The upgrade: tool_0's description grows, tool_1 and tool_2 appear.
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&setup.config).unwrap()).unwrap();
+    config["mcpServers"]["fx"]["args"] = json!([
+        "fixture-server",
+        "--tools",
+        "3",
+        "--description-bytes",
+        "40"
+    ]);
+    std::fs::write(&setup.config, serde_json::to_vec(&config).unwrap()).unwrap();
+    let client = legacy(&setup).await;
+    let new = call(&client, "fx__tool_1", json!({})).await.unwrap();
+    let changed = call(&client, "fx__tool_0", json!({})).await.unwrap();
+    for refused in [&new, &changed] {
+        assert_eq!(
+            refused["structuredContent"]["error"]["code"], "TOOL_QUARANTINED",
+            "{refused}"
+        );
+    }
+    insta::assert_snapshot!("upgrade_refusal_of_a_new_tool", text(&new));
+    insta::assert_snapshot!("upgrade_refusal_of_a_changed_tool", text(&changed));
+    let status = call(&client, "toolgate_status", json!({})).await.unwrap();
+    insta::assert_snapshot!("upgrade_status", text(&status));
+    let held: Vec<(&str, &str)> = status["structuredContent"]["held"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["kind"].as_str().unwrap(), h["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        held,
+        [("tool", "tool_0"), ("tool", "tool_1"), ("tool", "tool_2")],
+        "{status}"
+    );
+    let (ok, listed) = pins(&setup, &["list"]);
+    assert!(ok, "{listed}");
+    let state_of = |name: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("{name} in {listed}"))
+            .to_owned()
+    };
+    assert_eq!(
+        [
+            state_of("fx__tool_0 "),
+            state_of("fx__tool_1 "),
+            state_of("fx__echo ")
+        ],
+        ["QUARANTINED", "NEW", "ACCEPTED"]
+    );
+    let (ok, diff) = pins(&setup, &["diff", "fx__tool_1"]);
+    assert!(
+        ok && diff.starts_with("fx__tool_1: new, never accepted")
+            && diff.contains("+  \"name\": \"tool_1\""),
+        "the whole new definition is shown:\n{diff}"
+    );
+}

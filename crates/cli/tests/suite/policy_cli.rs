@@ -1,6 +1,6 @@
 //! The policy command line: `policy init | check | explain | test` and `preview`, run as the real binary.
-//! User-visible text is compared with golden files in `tests/fixtures/policy_cli/` (temporary paths replaced by
-//! `[TMP]`); `TOOLGATE_BLESS=1` rewrites them after an intended change.
+//! User-visible text is compared with insta snapshots (`snapshots/`, temporary paths replaced by `[TMP]`); the
+//! cases files the tests read are in `tests/fixtures/policy_cli/`.
 
 use crate::support::{fixture, toolgate, Setup};
 use pretty_assertions::assert_eq;
@@ -52,18 +52,6 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/policy_cli")
 }
 
-/// Compares `actual` with the golden file `name`, or rewrites it under `TOOLGATE_BLESS=1`.
-fn golden(name: &str, actual: &str) {
-    let path = fixtures().join(name);
-    if std::env::var_os("TOOLGATE_BLESS").is_some() {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (TOOLGATE_BLESS=1 writes it)", path.display()));
-    assert_eq!(expected, actual, "golden file {name}");
-}
-
 /// A fixture upstream whose `reflect` tool reads `path` (by mapping), a workspace with `pub/escape` linking to
 /// `/etc`, reads of `pub` allowed and reads of `/etc` denied.
 fn reads_setup() -> Setup {
@@ -86,7 +74,7 @@ fn init_writes_the_starter_policy_and_never_overwrites_a_file() {
     let root = std::fs::canonicalize(dir.path()).unwrap();
     let first = run_in(&root, &["policy", "init"], None);
     assert_eq!((first.code, first.stderr.as_str()), (0, ""));
-    golden("init.txt", &first.stdout);
+    insta::assert_snapshot!("init", &first.stdout);
     let written = std::fs::read_to_string(root.join("toolgate.toml")).unwrap();
     assert_eq!(written, policy::STARTER_POLICY);
 
@@ -124,7 +112,7 @@ async fn the_starter_policy_passes_check_and_serve_runs_it() {
         None,
     );
     assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
-    golden("check_starter.txt", &check.stdout);
+    insta::assert_snapshot!("check_starter", &check.stdout);
 
     // The file is a whole config: served as written, and with an upstream table added below the policy.
     let path = root.join("toolgate.toml");
@@ -189,7 +177,7 @@ fn check_reports_shadowed_rules_even_by_built_in_ones_and_a_duplicate_id() {
     }));
     let out = run(&setup, &["policy", "check"]);
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    golden("check_problems.txt", &out.stdout);
+    insta::assert_snapshot!("check_problems", &out.stdout);
 }
 
 #[test]
@@ -197,7 +185,7 @@ fn check_says_when_there_is_no_policy_at_all() {
     let setup = Setup::new(json!({"mcpServers": {}}));
     let out = run(&setup, &["policy", "check"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    golden("check_no_policy.txt", &out.stdout);
+    insta::assert_snapshot!("check_no_policy", &out.stdout);
 }
 
 #[test]
@@ -212,7 +200,7 @@ fn explain_shows_the_deciding_rule_of_an_allowed_call() {
         Some(call),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    golden("explain_allowed.txt", &out.stdout);
+    insta::assert_snapshot!("explain_allowed", &out.stdout);
 }
 
 #[test]
@@ -227,14 +215,15 @@ fn explain_judges_a_symlink_out_of_an_allowed_directory_by_its_target() {
     let call = call.to_str().unwrap();
     let out = run(&setup, &["policy", "explain", "--call", call]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    golden("explain_denied.txt", &out.stdout);
+    insta::assert_snapshot!("explain_denied", &out.stdout);
 
     let json = run(&setup, &["policy", "explain", "--json", "--call", call]);
     let e: Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(
         (&e["decision"], &e["action"]["paths"]),
         (
-            &json!({"effect": "deny", "reason": "DENY_RULE", "rule_id": "Read(//etc)", "operation": "fs.read", "unknown": null}),
+            &json!({"effect": "deny", "reason": "DENY_RULE", "rule_id": "Read(//etc)", "rule_at": "toolgate.json:28",
+                    "operation": "fs.read", "unknown": null}),
             &json!(["/etc/passwd"])
         )
     );
@@ -298,7 +287,7 @@ fn explain_of_a_wrapped_server_uses_the_kind_the_call_gives() {
     };
     let with_kind = explain(&call("filesystem"));
     assert_eq!(with_kind.code, 0, "{}", with_kind.stderr);
-    golden("explain_wrapped.txt", &with_kind.stdout);
+    insta::assert_snapshot!("explain_wrapped", &with_kind.stdout);
     let without = explain(&call(""));
     assert!(
         without.stdout.contains("give `kind` in the call")
@@ -317,7 +306,7 @@ fn test_passes_correct_cases_and_shows_a_diff_for_a_wrong_expectation() {
         &["policy", "test", "--cases", cases.to_str().unwrap()],
     );
     assert_eq!(ok.code, 0, "{}{}", ok.stdout, ok.stderr);
-    golden("test_pass.txt", &ok.stdout);
+    insta::assert_snapshot!("test_pass", &ok.stdout);
 
     let wrong = fixtures().join("cases_wrong.toml");
     let bad = run(
@@ -325,7 +314,7 @@ fn test_passes_correct_cases_and_shows_a_diff_for_a_wrong_expectation() {
         &["policy", "test", "--cases", wrong.to_str().unwrap()],
     );
     assert_eq!(bad.code, 1, "{}{}", bad.stdout, bad.stderr);
-    golden("test_fail.txt", &bad.stdout);
+    insta::assert_snapshot!("test_fail", &bad.stdout);
 }
 
 fn surface_row<'a>(surface: &'a Value, name: &str) -> &'a Value {
@@ -419,7 +408,7 @@ fn check_reports_a_toolscript_list_whose_meaning_changes_under_deny_overrides() 
     }));
     let out = run(&setup, &["policy", "check"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    golden("check_toolscript_order.txt", &out.stdout);
+    insta::assert_snapshot!("check_toolscript_order", &out.stdout);
 }
 
 /// `preview` shows visible exactly what a client's `tools/list` gives, for each profile and mode: toolgate's own
@@ -568,9 +557,5 @@ fn doctor_says_why_a_hung_server_is_still_starting() {
         .skip_while(|l| !l.starts_with("upstreams:"))
         .find(|l| l.trim_start().starts_with(name))
         .unwrap_or_else(|| panic!("{}", out.stdout));
-    assert!(
-        line.contains(&format!("{name} starting"))
-            && line.contains("no answer to the handshake within 1 s"),
-        "{line}"
-    );
+    insta::assert_snapshot!("doctor_hung_server", line);
 }

@@ -160,9 +160,8 @@ pub(crate) fn program_ask(
         return Ok(());
     }
     let rule = decision
-        .rule_id
-        .as_deref()
-        .unwrap_or(decision.reason.as_str());
+        .rule()
+        .unwrap_or_else(|| decision.reason.as_str().to_owned());
     let message = format!(
         "toolgate refused {name}: its calls need a human's approval ({rule}) and this run was not approved \
          for this one. A run is approved only for the calls its program writes as call(\"<tool>\", …) with the \

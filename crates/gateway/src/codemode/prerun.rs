@@ -169,9 +169,13 @@ fn strictest(guard: &Guard, server: &str, tool: &str) -> Verdict {
     };
     let operation = own.as_ref().map_or(Operation::Unknown, |t| t.operation);
     let commands = operation == Operation::ShellExec;
-    let decision = |effect, reason, rule_id| Decision {
+    let decision = |effect, reason, rule_id: Option<String>| Decision {
         effect,
         reason,
+        rule_at: rule_id
+            .as_deref()
+            .and_then(|id| guard.policy().rule_origin(id))
+            .map(str::to_owned),
         rule_id,
         operation,
         unknown: None,
@@ -206,7 +210,11 @@ fn blocked(written: &str, entry: &SurfaceEntry) -> Option<Refusal> {
         return None;
     }
     let start = "toolgate did not start this program";
-    let refusal = match (entry.reason, &entry.rule_id) {
+    let rule = entry
+        .rule_id
+        .as_deref()
+        .map(|id| policy::rule_label(id, entry.rule_at.as_deref()));
+    let refusal = match (entry.reason, &rule) {
         (SurfaceReason::DenyRule, Some(rule)) => Refusal::new(
             RefusalCode::Policy(ReasonCode::DenyRule),
             format!("{start}: it calls {written:?}, which rule {rule} (DENY_RULE) denies for every call"),
@@ -218,8 +226,8 @@ fn blocked(written: &str, entry: &SurfaceEntry) -> Option<Refusal> {
         (SurfaceReason::Quarantined, _) => Refusal::new(
             RefusalCode::ToolQuarantined,
             format!(
-                "{start}: it calls {written:?}, whose definition changed and is quarantined until a human \
-                 accepts it (toolgate pins diff / pins accept)"
+                "{start}: it calls {written:?}, which is held until a human reviews and accepts its definition \
+                 (new on its server, or changed since it was accepted: toolgate pins diff / pins accept)"
             ),
         ),
         (SurfaceReason::ServerUnavailable, _) => Refusal::new(

@@ -100,7 +100,10 @@ impl PinCache {
                     Some(PinEffect::Accepted { flags_overridden }) => {
                         entry.flags_overridden = flags_overridden;
                     }
-                    Some(PinEffect::Held) => entry.quarantined = true,
+                    Some(PinEffect::Held { new }) => {
+                        entry.quarantined = true;
+                        entry.new = new;
+                    }
                     None => {}
                 }
             }
@@ -271,7 +274,7 @@ fn check_pins(
             tracing::warn!("pin transaction failed ({e}); quarantining every item");
             for (_, s, _) in seen.iter_mut() {
                 for item in &mut s.items {
-                    item.pin = Some(PinEffect::Held);
+                    item.pin = Some(PinEffect::Held { new: false });
                 }
             }
             return None;

@@ -11,7 +11,9 @@ use crate::client::{Client, LogLevel};
 use crate::guard::Guard;
 use jsonrpc::Id;
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// Where a governed request came from.
@@ -111,6 +113,49 @@ impl RunApproval {
     }
 }
 
+/// The time a request spent waiting for a human (held for approval, asked through the client), shared by the
+/// clones of its context, so its records report that wait apart from the time toolgate and the tool took.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HumanWait(Arc<WaitClock>);
+
+#[derive(Debug, Default)]
+struct WaitClock {
+    micros: AtomicU64,
+    started: AtomicBool,
+}
+
+impl HumanWait {
+    /// Counts the time from now until the returned guard is dropped (also when the wait is cut short).
+    pub(crate) fn start(&self) -> Waiting<'_> {
+        self.0.started.store(true, Ordering::Relaxed);
+        Waiting {
+            clock: self,
+            since: Instant::now(),
+        }
+    }
+
+    /// The time waited; `None` when the request never waited for a human (a grant, an allow, a resume).
+    pub(crate) fn total(&self) -> Option<Duration> {
+        self.0
+            .started
+            .load(Ordering::Relaxed)
+            .then(|| Duration::from_micros(self.0.micros.load(Ordering::Relaxed)))
+    }
+}
+
+/// A wait for a human in progress (`HumanWait::start`).
+pub(crate) struct Waiting<'a> {
+    clock: &'a HumanWait,
+    since: Instant,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let micros = u64::try_from(self.since.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.clock.0.micros.fetch_add(micros, Ordering::Relaxed);
+    }
+}
+
 /// One governed request's context.
 #[derive(Clone)]
 pub(crate) struct CallContext {
@@ -135,6 +180,8 @@ pub(crate) struct CallContext {
     /// Who the front end authenticated as the requester (`key:ci`, `jwt:<iss>#<sub>`); `None` on stdio. It is
     /// recorded with the call, and a held call can be resumed or read only by the same identity.
     pub principal: Option<String>,
+    /// How long the request waited for a human, for its records.
+    pub human_wait: HumanWait,
 }
 
 impl CallContext {
@@ -158,6 +205,7 @@ impl CallContext {
             run_approval: None,
             guard,
             principal: None,
+            human_wait: HumanWait::default(),
         }
     }
 

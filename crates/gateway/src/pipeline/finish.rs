@@ -43,6 +43,8 @@ pub(crate) struct Finish {
     hooks: Option<(Hooked, Arc<Registry>)>,
     registry: Arc<Registry>,
     started: Instant,
+    /// The request's wait for a human, reported apart from the rest of its time.
+    human_wait: super::HumanWait,
     closed: bool,
 }
 
@@ -73,6 +75,7 @@ impl Finish {
             hooks: None,
             registry: Arc::clone(&recorder.hooks),
             started: Instant::now(),
+            human_wait: ctx.human_wait.clone(),
             closed: false,
         }
     }
@@ -160,8 +163,9 @@ impl Finish {
         self.commit();
         if let Some(state) = &self.state {
             let took = self.started.elapsed();
+            let waited = self.human_wait.total();
             self.record
-                .finished(state, outcome.name(), outcome.result(), took);
+                .finished(state, outcome.name(), outcome.result(), took, waited);
         }
     }
 }

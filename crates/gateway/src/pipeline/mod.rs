@@ -27,8 +27,8 @@ mod tool;
 
 pub(crate) use asks::govern_upstream_request;
 pub(crate) use context::{
-    AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
-    Requester,
+    AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, HumanWait, Origin, Progress,
+    ProgressSink, Requester,
 };
 pub(crate) use execute::{execute, Exec};
 pub(crate) use finish::Finish;
@@ -129,7 +129,10 @@ pub(crate) async fn approval_stage(
     snapshot: Snapshot,
     decision: policy::Decision,
 ) -> CallOutcome {
-    match approval::hold(gw, ctx, snapshot, decision).await {
+    let waiting = ctx.human_wait.start();
+    let held = approval::hold(gw, ctx, snapshot, decision).await;
+    drop(waiting);
+    match held {
         Held::Approved(snapshot) => after_approval(gw, ctx, &snapshot).await,
         Held::Answer(outcome) => outcome,
         Held::Cancelled => CallOutcome::Cancelled,
@@ -163,7 +166,7 @@ pub(super) fn pin_stage(
     let mut quarantined = false;
     if pin.quarantined && !gw.recheck_pin(server, tool) {
         if !gw.opts.quarantine_asks {
-            return Err(Refusal::quarantined(name));
+            return Err(Refusal::quarantined(name, server, pin.new));
         }
         quarantined = true;
     }

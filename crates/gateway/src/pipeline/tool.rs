@@ -142,8 +142,7 @@ async fn decide(
         let mut d = d.clone();
         d.effect = policy::Effect::Ask;
         d.reason = policy::ReasonCode::AskRule;
-        d.rule_id = Some(crate::pins::QUARANTINE_RULE.to_owned());
-        verdict = Verdict::Ask(d);
+        verdict = Verdict::Ask(d.ruled_by(Some(crate::pins::QUARANTINE_RULE.to_owned())));
     }
     let hooked = match &verdict {
         Verdict::Refuse(_) => None,

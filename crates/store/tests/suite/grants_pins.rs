@@ -108,6 +108,51 @@ fn first_use_quarantine_needs_acceptance() {
     assert_eq!(s.list_pins().unwrap().len(), 1);
 }
 
+/// A tool held on first sight that the server changes again before anyone looked is still new, not "changed":
+/// nothing was ever accepted for it to differ from. The pin holds the newest definition, which is what is
+/// reviewed and accepted; a tool accepted once and then changed is the one that is changed.
+#[test]
+fn a_new_tool_stays_new_until_accepted_however_often_it_changes() {
+    use store::{Observed, PinObservation};
+    let env = Env::new();
+    let mut s = env.store();
+    let (v1, v2) = (json!({"name": "t", "v": 1}), json!({"name": "t", "v": 2}));
+    let observe = |s: &mut store::Store, v: &serde_json::Value| -> Observed {
+        let item = PinObservation {
+            name: "srv__t",
+            definition: v,
+            sha256: None,
+            first_use: FirstUse::Quarantine,
+        };
+        s.observe_pins(&[item], T0).unwrap().remove(0).unwrap()
+    };
+    let first = observe(&mut s, &v1);
+    assert_eq!(
+        (first.check, first.never_accepted),
+        (PinCheck::New(PinState::Quarantined), true)
+    );
+    let again = observe(&mut s, &v2);
+    assert_eq!(
+        (again.check, again.never_accepted),
+        (PinCheck::Quarantined, true)
+    );
+    let pin = s.get_pin("srv__t").unwrap().unwrap();
+    assert!(pin.never_accepted(), "{pin:?}");
+    assert_eq!(
+        (pin.definition_sha256.as_str(), pin.candidate_sha256),
+        (definition_hash(&v2).as_str(), None)
+    );
+    assert!(s.accept_pin("srv__t", &definition_hash(&v1), T0).is_err());
+    s.accept_pin("srv__t", &definition_hash(&v2), T0).unwrap();
+    let changed = observe(&mut s, &v1);
+    assert!(
+        matches!(changed.check, PinCheck::Changed { .. }),
+        "{changed:?}"
+    );
+    assert!(!changed.never_accepted);
+    assert!(!s.get_pin("srv__t").unwrap().unwrap().never_accepted());
+}
+
 #[test]
 fn batch_observe_matches_one_by_one_and_keeps_each_result() {
     use store::{Observed, PinObservation};
@@ -165,14 +210,17 @@ fn batch_observe_matches_one_by_one_and_keeps_each_result() {
                     observed_sha256: definition_hash(&a2),
                 },
                 flags_overridden: false,
+                never_accepted: false,
             },
             Observed {
                 check: PinCheck::Unchanged,
                 flags_overridden: true,
+                never_accepted: false,
             },
             Observed {
                 check: PinCheck::Quarantined,
                 flags_overridden: false,
+                never_accepted: true,
             },
         ]
     );

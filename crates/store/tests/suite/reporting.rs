@@ -30,8 +30,76 @@ fn event(
         },
         outcome: outcome.into(),
         duration_ms: ms,
+        wait_ms: None,
+        rule: None,
         error_class: None,
     }
+}
+
+/// `ask` latency used to include the human's wait: a call held a minute for a human read as a minute-long call.
+/// The wait is reported apart, with percentiles of its own over the calls that waited, and the latency is the
+/// rest; an event written before waits were recorded counts whole as latency.
+#[test]
+fn a_human_wait_is_reported_apart_from_the_calls_own_time() {
+    let env = Env::new();
+    let mut s = env.store();
+    let asked = |total: u64, wait: u64| ReportEvent {
+        wait_ms: Some(wait),
+        ..event("fs", "write_file", Decision::Ask, "SUCCEEDED", Some(total))
+    };
+    for (total, wait) in [(60_012, 60_000), (5_020, 5_000), (90_011, 90_000)] {
+        s.record_event(&asked(total, wait)).unwrap();
+    }
+    // Allowed calls never waited; an older event has no wait recorded.
+    s.record_event(&event(
+        "fs",
+        "write_file",
+        Decision::Allow,
+        "SUCCEEDED",
+        Some(9),
+    ))
+    .unwrap();
+    s.record_event(&event(
+        "fs",
+        "write_file",
+        Decision::Ask,
+        "SUCCEEDED",
+        Some(14),
+    ))
+    .unwrap();
+    let r = s.report(GroupBy::Tool, None).unwrap();
+    let row = &r.rows[0];
+    assert_eq!(
+        (row.count, row.p50_ms, row.p95_ms, row.p99_ms),
+        (5, Some(12), Some(20), Some(20))
+    );
+    assert_eq!(
+        (row.waited, row.wait_p50_ms, row.wait_p95_ms),
+        (3, Some(60_000), Some(90_000))
+    );
+    let table = r.render(ReportFormat::Table).unwrap();
+    insta::assert_snapshot!("report_with_human_waits", table);
+}
+
+/// A report names rules as refusals do, with where they are written; calls no rule decided are `-`.
+#[test]
+fn a_report_groups_by_the_rule_that_decided() {
+    let env = Env::new();
+    let mut s = env.store();
+    let by = |rule: Option<&str>| ReportEvent {
+        rule: rule.map(str::to_owned),
+        ..event("fs", "read_file", Decision::Deny, "DENIED", None)
+    };
+    for rule in [
+        Some("Read(**/.env) at toolgate.json:6"),
+        Some("Read(**/.env) at toolgate.json:6"),
+        None,
+    ] {
+        s.record_event(&by(rule)).unwrap();
+    }
+    let r = s.report(GroupBy::Rule, None).unwrap();
+    let rows: Vec<(&str, u64)> = r.rows.iter().map(|r| (r.key.as_str(), r.count)).collect();
+    assert_eq!(rows, [("Read(**/.env) at toolgate.json:6", 2), ("-", 1)]);
 }
 
 #[test]
@@ -130,7 +198,9 @@ fn reporting_schema_has_no_payload_columns() {
             "outcome",
             "duration_ms",
             "error_class",
-            "principal"
+            "principal",
+            "wait_ms",
+            "rule"
         ]
     );
 }

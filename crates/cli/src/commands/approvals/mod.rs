@@ -6,6 +6,7 @@
 //! the operator key presented by a script; a process the gateway started can do neither (`trust`). Each decision
 //! is also written to the audit log. Creating, waiting on and consuming requests belong to the gateway, not here.
 
+mod elsewhere;
 mod render;
 mod trust;
 mod watch;
@@ -138,7 +139,10 @@ enum Verdict {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = &args.config;
     match args.action {
-        Action::List(a) => list(&state(config)?, a.status),
+        Action::List(a) => {
+            let config = config.load()?;
+            list(Some(&config), &crate::runtime::state(&config)?, a.status)
+        }
         Action::Show(a) => show(&state(config)?, &a.id),
         Action::Approve(a) => approve(
             &state(config)?,
@@ -146,7 +150,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             a.operator.operator_key.as_deref(),
         ),
         Action::Reject(a) => reject(&state(config)?, &a.id),
-        Action::Watch(a) => watch::run(&state(config)?, a.operator.operator_key.as_deref()),
+        Action::Watch(a) => {
+            let config = config.load()?;
+            let state = crate::runtime::state(&config)?;
+            let whereabouts = elsewhere::lines(&config, &state);
+            watch::run(&state, &whereabouts, a.operator.operator_key.as_deref())
+        }
         Action::Prune(a) => prune(&state(config)?, a.older_than_days, a.apply),
     }
 }
@@ -154,15 +163,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// The approval terminal on a state opened by the caller (`toolfence approvals`, which finds the state as its
 /// `wrap` does rather than through a config file). `list`, `approve`, `reject` and `prune` below take such a
 /// state too (`mcp-toolhub-admin`, which finds it from ToolHub's environment).
-pub(crate) fn watch_state(state: &gateway::State) -> anyhow::Result<ExitCode> {
-    watch::run(state, None)
+pub(crate) fn watch_state(
+    config: &config::Config,
+    state: &gateway::State,
+) -> anyhow::Result<ExitCode> {
+    watch::run(state, &elsewhere::lines(config, state), None)
 }
 
 fn state(config: &ConfigArgs) -> anyhow::Result<gateway::State> {
     crate::runtime::state(&config.load()?)
 }
 
-pub(crate) fn list(state: &gateway::State, status: Option<Status>) -> anyhow::Result<ExitCode> {
+pub(crate) fn list(
+    config: Option<&config::Config>,
+    state: &gateway::State,
+    status: Option<Status>,
+) -> anyhow::Result<ExitCode> {
     let status = status.map(ApprovalStatus::from);
     let all = state
         .store(|s| s.list_requests(status, Timestamp::now()))
@@ -172,11 +188,15 @@ pub(crate) fn list(state: &gateway::State, status: Option<Status>) -> anyhow::Re
             Some(s) => println!("no {s} approval requests"),
             None => println!("no approval requests"),
         }
-        // Say where this looked, and where requests are waiting: the served workspace may be another one.
+        // Say where this looked, and where requests are waiting: the served workspace, or the state directory
+        // of the toolgate a client started, may be another one.
         eprintln!("looked in {}", crate::runtime::where_state_is(state));
-        for (workspace, n) in crate::runtime::pending_elsewhere(state) {
-            let w = workspace.display();
-            eprintln!("  {n} pending for workspace {w} (see them with --workspace {w})");
+        // A product's state (ToolHub's) is bound where its environment says: nowhere else to point at.
+        for line in config
+            .map(|c| elsewhere::lines(c, state))
+            .unwrap_or_default()
+        {
+            eprintln!("{line}");
         }
     } else {
         print!("{}", render::list(&all, Timestamp::now()));

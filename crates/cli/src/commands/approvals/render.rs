@@ -36,9 +36,10 @@ const SECTION_KEYS: [&str; 2] = ["decision", "arguments"];
 /// Width of the field-name column of the detail view.
 const FIELD: usize = 12;
 
-/// One row per request: id, status, age, created, expires, server, tool (or prompt, or URI), trace id.
+/// One row per request: id, status, age, created, expires, server, tool (or prompt, or URI), trace id, and the
+/// rule that asked, where it was written.
 pub fn list(approvals: &[Approval], now: Timestamp) -> String {
-    let mut rows: Vec<[String; 8]> = vec![[
+    let mut rows: Vec<[String; 9]> = vec![[
         "ID".into(),
         "STATUS".into(),
         "AGE".into(),
@@ -47,6 +48,7 @@ pub fn list(approvals: &[Approval], now: Timestamp) -> String {
         "SERVER".into(),
         "TARGET".into(),
         "TRACE".into(),
+        "RULE".into(),
     ]];
     rows.extend(approvals.iter().map(|a| {
         [
@@ -58,9 +60,10 @@ pub fn list(approvals: &[Approval], now: Timestamp) -> String {
             snapshot_field(&a.snapshot, "server"),
             target(&a.snapshot),
             label(&a.trace_id),
+            rule(&a.snapshot).unwrap_or_else(|| "-".to_owned()),
         ]
     }));
-    let mut widths = [0usize; 8];
+    let mut widths = [0usize; 9];
     for row in &rows {
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
@@ -110,8 +113,37 @@ pub fn detail(a: &Approval, now: Timestamp) -> String {
         field("consumed", &at.to_rfc3339());
     }
     field("snapshot", &format!("sha256 {}", a.snapshot_sha256));
+    if let Some(rule) = rule(&a.snapshot) {
+        field("asked by", &rule);
+    }
     snapshot(&mut out, &a.snapshot);
     out
+}
+
+/// The rule that asked, as the user wrote it and where (`Edit(./src/**) at toolgate.toml:12 (ASK_RULE)`), as a
+/// refusal and `policy explain` name it; `None` when no rule asked (the default did). Printable ASCII only.
+fn rule(snapshot: &Value) -> Option<String> {
+    let decision = snapshot.get("decision")?;
+    let text = |k: &str| decision.get(k).and_then(Value::as_str);
+    let id = text("rule_id")?;
+    let mut shown = printable(id);
+    if let Some(at) = text("rule_at") {
+        shown.push_str(&format!(" at {}", printable(at)));
+    }
+    if let Some(reason) = text("reason") {
+        shown.push_str(&format!(" ({})", printable(reason)));
+    }
+    Some(shown)
+}
+
+/// Text shown bare when it is visible ASCII without spaces (a rule such as `Read(**/.env)`), else quoted and
+/// escaped, so nothing in it can pass for layout or for other text.
+fn printable(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_graphic()) {
+        s.to_owned()
+    } else {
+        quoted(s)
+    }
 }
 
 /// The snapshot: header fields, then the decision and the arguments, then every other key.
@@ -271,7 +303,8 @@ mod tests {
             "kind": "tools/call", "server": "fs", "tool": "write_file", "exposed": "fs__write_file",
             "arguments": {"path": "a.txt", "content": "x\ny\u{202e}z", "n": [1, {"b": true}]},
             "definition_sha256": "cd".repeat(32),
-            "decision": {"effect": "ask", "reason": "writes need a human", "rule_id": "r3", "operation": "fs.write"},
+            "decision": {"effect": "ask", "reason": "ASK_RULE", "rule_id": "Edit(./**)", "rule_at": "toolgate.toml:12",
+                         "operation": "fs.write"},
             "extra key": "\u{1b}[2J",
         }));
         let expected = format!(
@@ -283,15 +316,17 @@ trace       tr-1
 created     1970-01-01T00:00:00.000Z
 expires     1970-01-01T00:10:00.000Z (in 8m 20s)
 snapshot    sha256 {ab}
+asked by    Edit(./**) at toolgate.toml:12 (ASK_RULE)
 kind        tools/call
 server      fs
 tool        write_file
 exposed as  fs__write_file
 definition  {cd}
-decision (4)
+decision (5)
   effect = \"ask\"
-  reason = \"writes need a human\"
-  rule_id = \"r3\"
+  reason = \"ASK_RULE\"
+  rule_id = \"Edit(./**)\"
+  rule_at = \"toolgate.toml:12\"
   operation = \"fs.write\"
 arguments (3)
   path = \"a.txt\"
@@ -363,7 +398,7 @@ other (1)
             "{text}"
         );
         let cells: Vec<&str> = lines[1].split_whitespace().collect();
-        assert_eq!(cells[6..], ["\"s\\u202e\"", "t", "tr-1"], "{text}");
+        assert_eq!(cells[6..], ["\"s\\u202e\"", "t", "tr-1", "-"], "{text}");
     }
 
     #[test]

@@ -56,7 +56,13 @@ enum Next {
     Quit,
 }
 
-pub fn run(state: &gateway::State, key: Option<&Path>) -> anyhow::Result<ExitCode> {
+/// Follows `state`'s pending requests; `whereabouts` says which state it reads and where else requests wait
+/// (`elsewhere`), printed once under the first line.
+pub fn run(
+    state: &gateway::State,
+    whereabouts: &[String],
+    key: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
     let source: Box<dyn Read + Send> = match trust::operator(state.namespace().state_root(), key) {
         Ok(trust::Operator::Terminal(tty)) => Box::new(tty),
         Ok(trust::Operator::Key) => Box::new(std::io::stdin()),
@@ -68,6 +74,9 @@ pub fn run(state: &gateway::State, key: Option<&Path>) -> anyhow::Result<ExitCod
         "watching approval requests for {} (a approve, r reject, s skip, q quit)",
         state.namespace().workspace().display()
     );
+    for line in whereabouts {
+        println!("{line}");
+    }
     // Set while idle: the store as it was when the requests were last listed with nothing left to show.
     let mut idle_since: Option<store::ChangeMark> = None;
     loop {

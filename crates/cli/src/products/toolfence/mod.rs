@@ -83,7 +83,7 @@ fn approvals(args: &StateArgs) -> anyhow::Result<ExitCode> {
         value: workspace(args)?,
         from: config::Provenance::Flag("--workspace"),
     });
-    crate::commands::approvals::watch_state(&crate::runtime::state(&config)?)
+    crate::commands::approvals::watch_state(&config, &crate::runtime::state(&config)?)
 }
 
 /// The state root and the workspace's namespace, their permissions, and what reaches a human.

@@ -33,7 +33,9 @@ fn list_shows_requests_and_filters_by_status() {
             &expires,
             "fs",
             "write_file",
-            "trace-7"
+            "trace-7",
+            "writes",
+            "(RULE_ASK)"
         ]
     );
     let approved = env.run(&["approvals", "list", "--status", "approved"]);

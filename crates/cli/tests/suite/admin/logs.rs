@@ -101,11 +101,13 @@ fn report_renders_table_json_and_csv() {
     let env = Env::new();
     let now = Timestamp::now();
     let mut store = env.store();
-    for (server, outcome, ms, age_ms) in [
-        ("fs", "SUCCEEDED", 10, 0),
-        ("fs", "FAILED", 30, 0),
-        ("git", "SUCCEEDED", 5, 0),
-        ("old", "SUCCEEDED", 1, 3 * 86_400_000),
+    // One call waited a minute for a human: 20 ms of its own, reported apart from the wait.
+    for (server, outcome, ms, wait_ms, age_ms) in [
+        ("fs", "SUCCEEDED", 10, None, 0),
+        ("fs", "FAILED", 30, None, 0),
+        ("fs", "SUCCEEDED", 60_020, Some(60_000), 0),
+        ("git", "SUCCEEDED", 5, None, 0),
+        ("old", "SUCCEEDED", 1, None, 3 * 86_400_000),
     ] {
         store
             .record_event(&store::ReportEvent {
@@ -116,24 +118,25 @@ fn report_renders_table_json_and_csv() {
                 server: server.into(),
                 tool: "t".into(),
                 operation: "fs.read".into(),
-                decision: store::Decision::Allow,
-                reason_code: "RULE_ALLOW".into(),
+                decision: match wait_ms {
+                    Some(_) => store::Decision::Ask,
+                    None => store::Decision::Allow,
+                },
+                reason_code: match wait_ms {
+                    Some(_) => "RULE_ASK".into(),
+                    None => "RULE_ALLOW".into(),
+                },
                 outcome: outcome.into(),
                 duration_ms: Some(ms),
+                wait_ms,
+                rule: None,
                 error_class: None,
             })
             .unwrap();
     }
     let table = env.run(&["report", "--group-by", "server", "--since", "24h"]);
     assert_eq!(table.code, 0, "{}", table.stderr);
-    assert_eq!(
-        table.stdout,
-        "\
-server  count  succeeded  success_rate  p50_ms  p95_ms  p99_ms  top_reasons
-fs          2          1         50.0%      10      30      30  RULE_ALLOW:2
-git         1          1        100.0%       5       5       5  RULE_ALLOW:1
-"
-    );
+    insta::assert_snapshot!("report_table_by_server", table.stdout);
     let json = env.run(&["report", "--group-by", "decision", "--format", "json"]);
     let v: Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(
@@ -150,7 +153,12 @@ git         1          1        100.0%       5       5       5  RULE_ALLOW:1
         "--since",
         &since,
     ]);
-    assert_eq!(csv.stdout, "group,count,succeeded,success_rate,p50_ms,p95_ms,p99_ms,top_reasons\r\nfs/t,2,1,0.5000,10,30,30,RULE_ALLOW:2\r\ngit/t,1,1,1.0000,5,5,5,RULE_ALLOW:1\r\n");
+    assert_eq!(
+        csv.stdout,
+        "group,count,succeeded,success_rate,p50_ms,p95_ms,p99_ms,waited,wait_p50_ms,wait_p95_ms,top_reasons\r\n\
+         fs/t,3,2,0.6667,20,30,30,1,60000,60000,RULE_ALLOW:2;RULE_ASK:1\r\n\
+         git/t,1,1,1.0000,5,5,5,0,-,-,RULE_ALLOW:1\r\n"
+    );
     let bad = env.run(&["report", "--group-by", "server", "--since", "yesterday"]);
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("neither a span"), "{}", bad.stderr);

@@ -174,6 +174,8 @@ fn event(tool: &str, ms: Option<u64>, outcome: &str, time: store::Timestamp) -> 
         reason_code: "RULE_ALLOW".into(),
         outcome: outcome.into(),
         duration_ms: ms,
+        wait_ms: None,
+        rule: None,
         error_class: None,
     }
 }
