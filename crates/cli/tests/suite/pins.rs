@@ -262,6 +262,7 @@ async fn pins_accept_server_accepts_each_held_tool_of_it_showing_its_diff() {
     assert!(!ok && refused.contains("one by one"), "{refused}");
     let (ok, accepted) = pins(&setup, &["accept", "fx"]);
     assert!(ok, "{accepted}");
+    insta::assert_snapshot!("pins_accept_server", accepted);
     assert_eq!(
         accepted.matches("fx__echo: accepted").count(),
         1,

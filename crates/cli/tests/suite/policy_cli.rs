@@ -467,6 +467,14 @@ async fn preview_equals_the_client_s_tools_list_for_each_profile_and_mode() {
             "{profile:?}: {}",
             out.stderr
         );
+        if warned {
+            let warnings: Vec<&str> = out
+                .stderr
+                .lines()
+                .filter(|l| l.starts_with("warning:"))
+                .collect();
+            insta::assert_snapshot!("preview_hides_approval_tools", warnings.join("\n"));
+        }
         if profile == Some("coder") {
             assert!(!listed.iter().any(|t| t.starts_with("fx__")), "{listed:?}");
             assert_eq!(surface_row(&surface, "fx__echo")["reason"], "CODE_MODE");

@@ -73,6 +73,24 @@ fn show_prints_each_argument_json_escaped_on_its_own_line() {
     assert!(lines
         .iter()
         .any(|l| l.starts_with(&format!("expires     {} (in ", a.expires_at))));
+    // What the operator reads, with this run's id and times put by.
+    let expires_line = lines
+        .iter()
+        .find(|l| l.starts_with("expires"))
+        .copied()
+        .unwrap_or_default();
+    let asked_line = lines
+        .iter()
+        .find(|l| l.starts_with("asked "))
+        .copied()
+        .unwrap_or_default();
+    let shown = out
+        .stdout
+        .replace(asked_line, "asked       <age> ago")
+        .replace(&a.id, "<id>")
+        .replace(&a.created_at.to_string(), "<created>")
+        .replace(expires_line, "expires     <expires> (in <left>)");
+    insta::assert_snapshot!("approvals_show", shown);
     assert!(
         !out.stdout.contains('\u{202e}'),
         "a bidi override reached the terminal"
