@@ -252,30 +252,17 @@ pub(crate) async fn retry(
         "resources/read" => method.to_owned(),
         _ => target.clone(),
     };
-    if let Some(refusal) = audit_refusal(gw, &name) {
-        return refused(
-            gw,
-            ctx,
-            &name,
-            arguments,
-            Some((&server, &recorded)),
-            refusal,
-        )
-        .await;
-    }
+    // The audit gate, then the request state: either refusal is recorded as this retry's own.
     let binding = Binding::request(client.identity(), method, (&server, &target), &arguments);
-    let mut ex = match gw.bridge.take(&state, &binding) {
+    let taken = match audit_refusal(gw, &name) {
+        Some(refusal) => Err(refusal),
+        None => gw.bridge.take(&state, &binding),
+    };
+    let mut ex = match taken {
         Ok(ex) => ex,
         Err(refusal) => {
-            return refused(
-                gw,
-                ctx,
-                &name,
-                arguments,
-                Some((&server, &recorded)),
-                refusal,
-            )
-            .await
+            let routed = Some((server.as_str(), recorded.as_str()));
+            return refused(gw, ctx, &name, arguments, routed, refusal).await;
         }
     };
     // The upstream's progress now goes to the retry, under its own token (when it asked for progress).
