@@ -201,6 +201,10 @@ pub trait ReportStore {
     /// Number of stored events.
     fn event_count(&self) -> Result<u64>;
 
+    /// The newest `limit` events at or after `since` (all when `None`), oldest first, as stored: metadata only,
+    /// which is all an event holds.
+    fn export_events(&self, since: Option<Timestamp>, limit: u64) -> Result<Vec<ReportEvent>>;
+
     /// Aggregates events at or after `since`, with nearest-rank duration percentiles.
     fn report(&self, group_by: GroupBy, since: Option<Timestamp>) -> Result<Report>;
 

@@ -223,6 +223,10 @@ impl ReportStore for SqliteStore {
         self.lock().event_count()
     }
 
+    fn export_events(&self, since: Option<Timestamp>, limit: u64) -> Result<Vec<ReportEvent>> {
+        self.lock().export_events(since, limit)
+    }
+
     fn report(&self, group_by: GroupBy, since: Option<Timestamp>) -> Result<Report> {
         self.lock().report(group_by, since)
     }

@@ -10,6 +10,7 @@ pub mod links;
 mod toolfence;
 mod toolscript;
 mod unified;
+mod unified_events;
 mod unified_gateway;
 mod unified_profiles;
 

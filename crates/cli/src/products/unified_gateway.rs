@@ -1,15 +1,13 @@
 //! The `mcp-unified-gateway` verbs that ask a gateway: `explain-policy` and `preview-profile-tools` start one on
 //! the config (as `toolgate preview` does: upstreams listed once, then shut down, nothing called) and ask it the
 //! admin surface's questions, `Gateway::explain_call` and `Gateway::tool_preview`, whose answers hold no raw
-//! arguments (size and SHA-256 only) and which are audited; `tool-events` applies the config's reporting
-//! retention and runs `toolgate report`.
+//! arguments (size and SHA-256 only) and which are audited.
 //!
 //! MCP Unified's tool names name toolgate's workspace tools (`fs.read` is `filesystem_read_file`); any other name
 //! is the exposed name a client calls.
 
 use crate::products::unified::Place;
 use anyhow::Context;
-use clap::Parser;
 use policy::Visibility;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -70,41 +68,6 @@ pub(crate) struct ExplainArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-    #[command(flatten)]
-    place: Place,
-}
-
-#[derive(clap::Args)]
-pub(crate) struct EventsArgs {
-    #[command(subcommand)]
-    command: Events,
-}
-
-#[derive(clap::Subcommand)]
-enum Events {
-    /// Aggregate counts, success rates, top reason codes and latency percentiles.
-    Report(ReportArgs),
-    /// Delete the events past the configured retention now.
-    Cleanup(CleanupArgs),
-}
-
-#[derive(clap::Args)]
-struct ReportArgs {
-    /// server, tool, profile or decision.
-    #[arg(long, value_name = "GROUP")]
-    group_by: String,
-    /// Only events at or after this (24h, 7d, or an RFC 3339 time).
-    #[arg(long)]
-    since: Option<String>,
-    /// table, json or csv.
-    #[arg(long)]
-    format: Option<String>,
-    #[command(flatten)]
-    place: Place,
-}
-
-#[derive(clap::Args)]
-struct CleanupArgs {
     #[command(flatten)]
     place: Place,
 }
@@ -285,63 +248,4 @@ fn category_of(config: &config::Config, row: &Value) -> &'static str {
     } else {
         "generic"
     }
-}
-
-pub(crate) fn events(args: EventsArgs) -> anyhow::Result<ExitCode> {
-    match args.command {
-        Events::Report(a) => {
-            retention(&a.place)?;
-            #[derive(Parser)]
-            struct Report {
-                #[command(flatten)]
-                args: crate::commands::report::Args,
-            }
-            let mut argv: Vec<std::ffi::OsString> = vec![
-                "tool-events report".into(),
-                "--group-by".into(),
-                a.group_by.into(),
-            ];
-            for (flag, value) in [("--since", a.since), ("--format", a.format)] {
-                if let Some(v) = value {
-                    argv.extend([flag.into(), v.into()]);
-                }
-            }
-            if let Some(p) = a.place.path() {
-                argv.extend(["--config".into(), p.into()]);
-            }
-            let ws = match a.place.workspace {
-                Some(w) => w,
-                None => std::env::current_dir().context("cannot read the current directory")?,
-            };
-            argv.extend(["--workspace".into(), ws.into()]);
-            let parsed = Report::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
-            crate::commands::report::run(parsed.args)
-        }
-        Events::Cleanup(a) => {
-            let removed = retention(&a.place)?;
-            println!("removed {removed} tool-use events past the retention");
-            Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-/// Refuses when reporting is off; otherwise deletes what the configured retention no longer keeps.
-fn retention(place: &Place) -> anyhow::Result<u64> {
-    let config = place.load(None, crate::runtime::ConfigUse::Read)?;
-    let r = &config.reporting;
-    anyhow::ensure!(
-        r.enabled.value,
-        "tool-use reporting is disabled (tool_use_reporting.enabled, {}); set \"tool_use_reporting\": \
-         {{\"enabled\": true}} in the config",
-        r.enabled.from
-    );
-    super::unified::state_outside_workspace(&config)?;
-    let state = crate::runtime::state(&config)?;
-    let retention = store::Retention {
-        max_age_days: r.max_age_days,
-        max_events: r.max_events,
-    };
-    state
-        .store(|s| s.apply_retention(&retention, store::Timestamp::now()))
-        .context("cannot apply the reporting retention")
 }

@@ -272,15 +272,142 @@ fn tool_use_reporting_decides_whether_a_report_is_made() {
         inside.err
     );
     // The same file with its store outside the project: the report is made from toolgate's reporting events.
-    let outside = u.root.join("gateway-state");
-    std::fs::create_dir_all(&outside).unwrap();
-    let moved = REPORTING.replace("./mcp-", &format!("{}/mcp-", outside.display()));
-    u.write("gateway.json", &moved);
+    let outside = reporting_outside(&u);
     let report = u.ok(line);
     assert!(report.starts_with("profile "), "{report}");
     assert!(outside.join("mcp-gateway.db.d").is_dir());
     let cleanup = u.ok("mcp-unified-gateway tool-events cleanup --config ./gateway.json");
     assert!(cleanup.contains("removed 0"), "{cleanup}");
+}
+
+/// The sheet's reporting config with its stores moved out of the project, where toolgate keeps state.
+fn reporting_outside(u: &Unified) -> PathBuf {
+    let outside = u.root.join("gateway-state");
+    std::fs::create_dir_all(&outside).unwrap();
+    let moved = REPORTING.replace("./mcp-", &format!("{}/mcp-", outside.display()));
+    u.write("gateway.json", &moved);
+    outside
+}
+
+/// `toolgate serve` on the project's `gateway.json` over stdio, as a client entry starts it.
+fn serve(u: &Unified) -> test_support::StdioClient {
+    let config = u.ws.join("gateway.json");
+    test_support::StdioClient::spawn(
+        &crate::support::toolgate(),
+        &[
+            "serve",
+            "--config",
+            config.to_str().unwrap(),
+            "--workspace",
+            u.ws.to_str().unwrap(),
+        ],
+        &[],
+        std::collections::HashMap::new(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn tool_events_export_holds_no_arguments_results_or_secrets() {
+    let u = Unified::new(MINIMAL);
+    reporting_outside(&u);
+    let content = "SECRET-CONTENT-0123456789";
+    let secret_arg = "SECRET-ARGUMENT-9876543210";
+    u.write("src/notes.txt", content);
+    let mut client = serve(&u);
+    client
+        .initialize("2025-11-25", serde_json::json!({}))
+        .await
+        .unwrap();
+    let read = crate::support::call(
+        &client,
+        "filesystem_read_file",
+        serde_json::json!({"path": "src/notes.txt"}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        read.to_string().contains(content),
+        "the call itself works: {read}"
+    );
+    let refused = crate::support::call(
+        &client,
+        "filesystem_read_file",
+        serde_json::json!({"path": format!("../{secret_arg}")}),
+    )
+    .await;
+    assert!(!format!("{refused:?}").is_empty());
+    client.close(std::time::Duration::from_secs(10)).await;
+
+    let lines = u.ok(
+        "mcp-unified-gateway tool-events export --format jsonl --since 7d --config ./gateway.json",
+    );
+    assert!(
+        !lines.contains(content) && !lines.contains(secret_arg),
+        "{lines}"
+    );
+    let events: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reads: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["tool"] == "filesystem_read_file")
+        .collect();
+    assert_eq!(reads.len(), 2, "{lines}");
+    let keys: Vec<&str> = reads[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "time",
+            "time_ms",
+            "trace_id",
+            "profile",
+            "principal",
+            "server",
+            "tool",
+            "operation",
+            "decision",
+            "reason_code",
+            "outcome",
+            "duration_ms",
+            "error_class"
+        ],
+        "metadata only: nowhere to put arguments or results"
+    );
+    assert_eq!(reads[0]["profile"], "project-researcher");
+    assert_eq!(reads[0]["outcome"], "SUCCEEDED");
+    assert_ne!(reads[1]["outcome"], "SUCCEEDED", "{}", reads[1]);
+    let array = u.ok(
+        "mcp-unified-gateway tool-events export --format json --limit 1 --config ./gateway.json",
+    );
+    let array: Vec<serde_json::Value> = serde_json::from_str(&array).unwrap();
+    assert_eq!(array, [events.last().unwrap().clone()], "the newest one");
+    let kept =
+        u.ok("mcp-unified-gateway tool-events cleanup --max-events 1 --config ./gateway.json");
+    assert!(
+        kept.contains(&format!("removed {}", events.len() - 1)),
+        "{kept}"
+    );
+    let left = u.ok("mcp-unified-gateway tool-events export --config ./gateway.json");
+    assert_eq!(left.lines().count(), 1, "{left}");
+    // Reporting off: nothing is exported, and the user is told why.
+    u.write("gateway.json", MINIMAL);
+    let off = u.sh(
+        "mcp-unified-gateway tool-events export --config ./gateway.json",
+        None,
+    );
+    assert_eq!(off.code, 2, "{}{}", off.out, off.err);
+    assert!(
+        off.err.contains("tool-use reporting is disabled"),
+        "{}",
+        off.err
+    );
 }
 
 #[test]

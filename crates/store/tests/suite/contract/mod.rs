@@ -90,6 +90,7 @@ macro_rules! contract {
                 rest::flag_overrides_name_the_accepted_definition,
                 rest::report_percentiles_rates_and_since,
                 rest::retention_keeps_the_newest_events,
+                rest::export_gives_the_newest_events_oldest_first_as_stored,
                 rest::audit_head_only_moves_forward_and_anchors_are_kept_once,
                 feed::a_change_by_another_handle_wakes_a_waiter_before_its_deadline,
                 feed::a_write_through_the_same_handle_wakes_its_waiter,
