@@ -304,7 +304,14 @@ async fn serve_http_until_signal(
         Some(a) => a,
         None => frontend::DEFAULT_LISTEN.parse()?,
     };
-    let server = frontend::HttpServer::bind(Arc::clone(gw), &config.http, addr).await?;
+    let profiles = if config.profile_store.is_some() {
+        frontend::ProfileStore::File
+    } else {
+        frontend::ProfileStore::Config
+    };
+    let server = frontend::HttpServer::bind(Arc::clone(gw), &config.http, addr)
+        .await?
+        .profile_store(profiles);
     // The one line a user needs to connect a client; stdout stays free of anything but protocol bytes.
     eprintln!(
         "toolgate: serving MCP over HTTP at http://{}/mcp",

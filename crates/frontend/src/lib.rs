@@ -8,5 +8,5 @@
 mod http;
 mod stdio;
 
-pub use http::{HttpError, HttpServer, DEFAULT_LISTEN};
+pub use http::{HttpError, HttpServer, ProfileStore, DEFAULT_LISTEN};
 pub use stdio::serve_stdio;

@@ -124,26 +124,77 @@ impl Gateway {
         self.opts.code.on()
     }
 
-    /// Readiness for the admin surface: how many upstreams are up and down, and what is wrong, without secrets.
-    pub fn readiness(&self) -> Value {
+    /// Readiness, as `GET /mcp/status` gives it: the runtime, the served (default) profile, the state store,
+    /// the upstream servers up and down, whether the audit log is written, and what is wrong with what to do
+    /// about it. Nothing secret: no key, token, argument or path. Servers are named only when `named` (the
+    /// admin asks); anyone else gets counts, so a caller learns no server its profile may not see.
+    pub fn readiness(&self, named: bool) -> Value {
         let statuses = self.statuses();
-        let up = statuses
-            .iter()
-            .filter(|s| s.state == upstream::State::Ready)
-            .count();
-        let mut warnings: Vec<String> = statuses
+        let down: Vec<&upstream::Status> = statuses
             .iter()
             .filter(|s| s.state != upstream::State::Ready)
-            .map(|s| format!("server {} is {}", s.server, s.state.as_str()))
             .collect();
-        if let crate::status::AuditHealth::Failing(p) = self.audit_health() {
-            warnings.push(format!("the audit log cannot be written: {p}"));
+        let (mut warnings, mut next): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+        if named {
+            for s in &down {
+                warnings.push(format!("server {} is {}", s.server, s.state.as_str()));
+                next.push(format!(
+                    "see why server {} is not ready: toolgate doctor --config <this config>",
+                    s.server
+                ));
+            }
+        } else if !down.is_empty() {
+            warnings.push(format!(
+                "{} of {} servers are not ready",
+                down.len(),
+                statuses.len()
+            ));
+            next.push("ask the operator: the admin's status names the servers".to_owned());
+        }
+        let health = self.audit_health();
+        match &health {
+            crate::status::AuditHealth::Failing(p) => {
+                warnings.push(if named {
+                    format!("the audit log cannot be written: {p}")
+                } else {
+                    "the audit log cannot be written".to_owned()
+                });
+                next.push("calls are refused until the audit log can be written again".to_owned());
+            }
+            crate::status::AuditHealth::Off => {
+                warnings
+                    .push("no state store: nothing is audited and every ask is refused".to_owned());
+                next.push(
+                    "serve with a state directory (TOOLGATE_STATE_DIR or \"stateDir\")".to_owned(),
+                );
+            }
+            crate::status::AuditHealth::Ok => {}
+        }
+        let profile = self.profile_guard(None).ok();
+        let mut servers = json!({"total": statuses.len(), "up": statuses.len() - down.len(),
+                                 "down": down.len()});
+        if named {
+            servers["not_ready"] = down
+                .iter()
+                .map(|s| json!({"name": s.server, "state": s.state.as_str()}))
+                .collect();
         }
         json!({
             "ready": warnings.is_empty(),
-            "servers": {"up": up, "down": statuses.len() - up},
-            "audit": !matches!(self.audit_health(), crate::status::AuditHealth::Off),
+            "runtime": {"name": "toolgate", "version": env!("CARGO_PKG_VERSION"),
+                        "protocol_versions": crate::session::SUPPORTED_VERSIONS},
+            "default_profile": {
+                "id": profile.as_ref().map_or("default", |g| g.profile().unwrap_or("default")),
+                "state": if profile.is_some() { "loaded" } else { "unavailable" },
+            },
+            "state_store": match &self.state {
+                Some(state) => json!({"kind": state.store(|s| s.backend()), "persistent": true}),
+                None => json!({"kind": "none", "persistent": false}),
+            },
+            "servers": servers,
+            "audit": !matches!(health, crate::status::AuditHealth::Off),
             "warnings": warnings,
+            "next_actions": next,
         })
     }
 

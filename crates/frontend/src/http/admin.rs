@@ -1,13 +1,13 @@
 //! The admin surface, as MCP Unified documents it, under the endpoint's path: `POST /mcp/policy/explain` (how a
-//! profile would decide a hypothetical call), `POST /mcp/profiles/{id}/tool-preview` (a profile's tool surface)
-//! and `GET /mcp/status` (readiness). Routed only when `http.admin` names a key, so every admin route is 404
-//! otherwise.
+//! profile would decide a hypothetical call) and `POST /mcp/profiles/{id}/tool-preview` (a profile's tool
+//! surface). Routed only when `http.admin` names a key, so every admin route is 404 otherwise. `GET /mcp/status`
+//! is `status`'s: the admin reads it with more detail, but it is not admin-only.
 //!
 //! The admin key comes in `X-MCP-Gateway-Admin-Key` (or `Authorization: Bearer`), compared by SHA-256 digest
 //! in constant time; an MCP API key is never an admin key (config refuses the same digest for both, and only the
 //! admin digest is compared here). Answers never echo raw arguments (sizes and hashes only), and each request is
 //! audited without them. The Host/Origin gate applies as it does for `/mcp`. The answers are the gateway's
-//! (`Gateway::explain_call`, `tool_preview`, `readiness`); this module only carries them.
+//! (`Gateway::explain_call`, `tool_preview`); this module only carries them.
 
 use crate::http::connections::Ticket;
 use crate::http::reply::json;
@@ -17,7 +17,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::Router;
 use policy::Visibility;
 use serde_json::{json as value, Value};
@@ -28,25 +28,18 @@ use std::sync::Arc;
 pub(crate) const ADMIN_HEADER: &str = "x-mcp-gateway-admin-key";
 
 /// The identity admin connections count under; no API key or token identity is spelled so.
-const ADMIN_IDENTITY: &str = "admin";
+pub(crate) const ADMIN_IDENTITY: &str = "admin";
 
 /// The admin routes, behind the admin key `digest`.
 pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
     Router::new()
         .route("/mcp/policy/explain", post(explain))
         .route("/mcp/profiles/{id}/tool-preview", post(preview))
-        .route("/mcp/status", get(status))
         .route_layer(middleware::from_fn(
             move |request: Request, next: Next| async move {
                 if admitted(&digest, request.headers()) {
-                    // The admin is an identity of its own among connections (`connections`): its connection is
-                    // no longer closed as unauthenticated, and counts against its own share.
-                    let ticket = request.extensions().get::<Arc<Ticket>>();
-                    if ticket.is_some_and(|t| !t.authenticated(&Some(ADMIN_IDENTITY.to_owned()))) {
-                        return problem(
-                            StatusCode::TOO_MANY_REQUESTS,
-                            "the admin holds its share of open connections (http.limits.maxConnectionsPerIdentity)",
-                        );
+                    if let Err(refused) = count_admin_connection(&request) {
+                        return refused;
                     }
                     next.run(request).await
                 } else {
@@ -57,8 +50,21 @@ pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
         ))
 }
 
+/// The admin is an identity of its own among connections (`connections`): its connection is no longer closed as
+/// unauthenticated, and counts against its own share; 429 past it.
+pub(crate) fn count_admin_connection(request: &Request) -> Result<(), Response> {
+    let ticket = request.extensions().get::<Arc<Ticket>>();
+    if ticket.is_some_and(|t| !t.authenticated(&Some(ADMIN_IDENTITY.to_owned()))) {
+        return Err(problem(
+            StatusCode::TOO_MANY_REQUESTS,
+            "the admin holds its share of open connections (http.limits.maxConnectionsPerIdentity)",
+        ));
+    }
+    Ok(())
+}
+
 /// Whether the request carries the admin key: in its own header, else as a bearer token; exactly one value.
-fn admitted(digest: &[u8; 32], headers: &HeaderMap) -> bool {
+pub(crate) fn admitted(digest: &[u8; 32], headers: &HeaderMap) -> bool {
     let mut own = headers.get_all(ADMIN_HEADER).iter();
     let presented = match (own.next(), own.next()) {
         (Some(v), None) => v.to_str().ok().map(str::trim),
@@ -88,7 +94,7 @@ fn admitted(digest: &[u8; 32], headers: &HeaderMap) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-fn problem(status: StatusCode, message: &str) -> Response {
+pub(crate) fn problem(status: StatusCode, message: &str) -> Response {
     json(status, value!({"error": message}).to_string())
 }
 
@@ -197,13 +203,4 @@ async fn preview(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body
         Ok(preview) => json(StatusCode::OK, preview.to_string()),
         Err(e) => no_profile(&e),
     }
-}
-
-/// `GET /mcp/status`: readiness, with whether the admin surface is configured (it is, or this is a 404).
-async fn status(State(app): State<Arc<App>>) -> Response {
-    app.gateway.audit_admin("admin.status", None, None);
-    let mut ready = app.gateway.readiness();
-    ready["admin"] = value!(true);
-    ready["auth"] = value!(app.auth.configured());
-    json(StatusCode::OK, ready.to_string()).into_response()
 }
