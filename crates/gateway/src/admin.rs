@@ -52,7 +52,7 @@ impl Gateway {
     }
 
     /// `profile`'s tool surface: every tool of the merged catalog as visible, deferred, blocked or unavailable,
-    /// with the reason and rule, plus one unavailable row per server that is down. `category` keeps one kind;
+    /// with the reason, rule and category (`category_of`), plus one unavailable row per server that is down. `category` keeps one kind;
     /// blocked tools are left out unless `include_denied`.
     pub fn tool_preview(
         &self,
@@ -76,8 +76,8 @@ impl Gateway {
             .filter(|(v, ..)| include_denied || *v != Visibility::Blocked)
             .filter(|(v, ..)| category.is_none_or(|c| c == *v))
             .map(|(v, exposed, server, entry)| {
-                json!({"name": exposed, "server": server, "visibility": v,
-                       "reason": entry.reason, "rule_id": entry.rule_id})
+                json!({"name": exposed, "server": server, "category": category_of(&guard, server, &exposed),
+                       "visibility": v, "reason": entry.reason, "rule_id": entry.rule_id})
             })
             .collect();
         let down = self
@@ -88,6 +88,7 @@ impl Gateway {
             for s in down {
                 rows.push(
                     json!({"name": format!("{}__*", s.server), "server": s.server,
+                                 "category": category_of(&guard, &s.server, ""),
                                  "visibility": Visibility::Unavailable, "reason": "SERVER_DOWN",
                                  "rule_id": null}),
                 );
@@ -209,5 +210,27 @@ impl Gateway {
         e.tool = tool.unwrap_or_default().to_owned();
         e.actor = Some("admin".to_owned());
         state.audit(&e);
+    }
+}
+
+/// A tool's category, as MCP Unified's previews group tools: its server's kind (filesystem, git, fetch), and for
+/// toolgate's own tools the kind their name says; anything else is generic.
+fn category_of(guard: &crate::guard::Guard, server: &str, tool: &str) -> &'static str {
+    let kind = if server == OWN_SERVER {
+        if tool.starts_with("filesystem_") {
+            Some(policy::ServerKind::Filesystem)
+        } else if tool.starts_with("git_") {
+            Some(policy::ServerKind::Git)
+        } else {
+            None
+        }
+    } else {
+        guard.server_kind(server)
+    };
+    match kind {
+        Some(policy::ServerKind::Filesystem) => "filesystem",
+        Some(policy::ServerKind::Git) => "git",
+        Some(policy::ServerKind::Fetch) => "fetch",
+        Some(policy::ServerKind::Toolgate) | None => "generic",
     }
 }

@@ -13,6 +13,7 @@ mod unified;
 mod unified_events;
 mod unified_gateway;
 mod unified_profiles;
+mod unified_remote;
 
 use std::ffi::OsStr;
 use std::path::Path;

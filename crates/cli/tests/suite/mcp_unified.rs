@@ -70,10 +70,16 @@ impl Unified {
 
     /// One command line of the sheet, split as the shell splits it (no quoting in them but `"$VAR"`).
     fn sh(&self, line: &str, stdin: Option<&str>) -> Run {
+        self.sh_env(line, stdin, &[])
+    }
+
+    /// `sh` with `env` added, as exported before the line.
+    fn sh_env(&self, line: &str, stdin: Option<&str>, env: &[(&str, &str)]) -> Run {
         let words: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(words[0], "mcp-unified-gateway");
         let mut child = Command::new(self.bin.join(words[0]))
             .args(&words[1..])
+            .envs(env.iter().copied())
             .current_dir(&self.ws)
             .env("HOME", self.root.join("home"))
             .env("TOOLGATE_STATE_DIR", self.root.join("state"))
@@ -407,6 +413,167 @@ async fn tool_events_export_holds_no_arguments_results_or_secrets() {
         off.err.contains("tool-use reporting is disabled"),
         "{}",
         off.err
+    );
+}
+
+const ADMIN_KEY: &str = "replace-with-admin-key";
+
+/// A `gateway.json` for serving over HTTP: the store outside the project, the sheet's admin key configured by
+/// digest. Returns where the state is.
+fn http_gateway_json(u: &Unified) -> PathBuf {
+    let outside = u.root.join("gateway-state");
+    std::fs::create_dir_all(&outside).unwrap();
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(ADMIN_KEY.as_bytes()));
+    let config = serde_json::json!({
+        "store": {"kind": "sqlite", "sqlite_path": outside.join("mcp-gateway.db")},
+        "default_preset_id": "project-researcher",
+        "http": {"admin": {"keySha256": digest}},
+    });
+    u.write("gateway.json", &config.to_string());
+    outside
+}
+
+/// `toolgate serve --http` on the project's `gateway.json`.
+fn serve_http(u: &Unified) -> crate::support::ServedHttp {
+    let mut cmd = Command::new(crate::support::toolgate());
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--config"])
+        .arg(u.ws.join("gateway.json"))
+        .arg("--workspace")
+        .arg(&u.ws);
+    crate::support::ServedHttp::spawn(cmd)
+}
+
+/// Every audit record under `dir`.
+fn audit_under(dir: &Path) -> String {
+    let mut text = String::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                text.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+    }
+    text
+}
+
+#[test]
+fn the_sheets_remote_examples_ask_the_running_gateway() {
+    let u = Unified::new(MINIMAL);
+    let state = http_gateway_json(&u);
+    u.ok("mcp-unified-gateway duplicate-preset project-researcher --profile-id team-researcher");
+    let served = serve_http(&u);
+    let env = [
+        ("MCP_UNIFIED_GATEWAY_URL", served.url.as_str()),
+        ("MCP_UNIFIED_GATEWAY_ADMIN_KEY", ADMIN_KEY),
+    ];
+    let explain = "mcp-unified-gateway explain-policy \
+                   --remote --profile team-researcher --tool fs.read --args-stdin";
+    let r = u.sh_env(explain, Some("{\"path\":\"src/app.py\"}\n"), &env);
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(r.out.contains("decision   allow"), "{}", r.out);
+    assert!(r.out.contains("team-researcher.read"), "{}", r.out);
+    let secret = "hunter2-remote-do-not-show";
+    let r = u.sh_env(
+        explain,
+        Some(&format!(
+            "{{\"path\":\"src/app.py\",\"note\":\"{secret}\"}}"
+        )),
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(
+        r.out.contains("arguments  ") && r.out.contains("sha256"),
+        "{}",
+        r.out
+    );
+    assert!(
+        !r.out.contains(secret) && !r.err.contains(secret),
+        "{}{}",
+        r.out,
+        r.err
+    );
+    let preview = "mcp-unified-gateway preview-profile-tools --remote --profile team-researcher \
+                   --category filesystem --session-id session-1 --exclude-denied";
+    let r = u.sh_env(preview, None, &env);
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    let names: Vec<&str> = r
+        .out
+        .lines()
+        .skip(1)
+        .filter(|l| !l.starts_with("session "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(names.contains(&"filesystem_read_file"), "{}", r.out);
+    assert!(
+        names.iter().all(|n| n.starts_with("filesystem_")),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out
+            .contains("session session-1: no tool's visibility depends on a session"),
+        "{}",
+        r.out
+    );
+    // The running gateway audited both questions, never the arguments.
+    let audit = audit_under(&state);
+    assert!(
+        audit.contains("admin.policy_explain") && audit.contains("admin.tool_preview"),
+        "{audit}"
+    );
+    assert!(!audit.contains(secret));
+
+    // What goes wrong is said in terms of what to change.
+    let fails = |env: &[(&str, &str)], line: &str, expected: &str| {
+        let r = u.sh_env(line, Some("{}"), env);
+        assert_ne!(r.code, 0, "{line}: {}", r.out);
+        assert!(
+            r.err.contains(expected),
+            "{line}: expected {expected:?} in {}",
+            r.err
+        );
+        assert!(
+            !r.err.contains(ADMIN_KEY) && !r.out.contains(ADMIN_KEY),
+            "{}",
+            r.err
+        );
+    };
+    fails(&[], explain, "MCP_UNIFIED_GATEWAY_URL");
+    fails(&env[..1], explain, "MCP_UNIFIED_GATEWAY_ADMIN_KEY");
+    let wrong = [env[0], ("MCP_UNIFIED_GATEWAY_ADMIN_KEY", "not-the-key")];
+    fails(&wrong, explain, "refused the admin key");
+    let unreachable = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!("http://{}/mcp", unreachable.local_addr().unwrap());
+    drop(unreachable);
+    fails(
+        &[("MCP_UNIFIED_GATEWAY_URL", &closed), env[1]],
+        explain,
+        "cannot reach the gateway",
+    );
+    let elsewhere = served.url.replace("/mcp", "/elsewhere");
+    fails(
+        &[("MCP_UNIFIED_GATEWAY_URL", &elsewhere), env[1]],
+        explain,
+        "has no admin API there",
+    );
+    fails(
+        &[
+            ("MCP_UNIFIED_GATEWAY_URL", "http://gateway.example:8787/mcp"),
+            env[1],
+        ],
+        explain,
+        "in the clear",
+    );
+    let nobody = explain.replace("team-researcher", "nobody");
+    fails(&env, &nobody, "no such profile is served here");
+    fails(
+        &env,
+        &format!("{explain} --config ./gateway.json"),
+        "cannot be used with",
     );
 }
 

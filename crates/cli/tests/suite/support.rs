@@ -280,3 +280,51 @@ pub fn product_links(dir: &Path) -> PathBuf {
     );
     bin
 }
+
+/// `toolgate serve --http` as `cmd` starts it, once it says where it serves: the endpoint URL, and the process,
+/// killed when dropped.
+pub struct ServedHttp {
+    pub child: std::process::Child,
+    /// `http://ADDR/mcp`.
+    pub url: String,
+}
+
+impl ServedHttp {
+    /// Runs `cmd` (a `serve --http` command line) with its stderr read here for the URL it logs.
+    pub fn spawn(mut cmd: std::process::Command) -> Self {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn toolgate serve --http");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Some(url) = line
+                    .split(" at ")
+                    .nth(1)
+                    .filter(|u| u.starts_with("http://"))
+                {
+                    let _ = tx.send(url.trim().to_owned());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("toolgate logs the URL it serves");
+        Self { child, url }
+    }
+}
+
+impl Drop for ServedHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -170,24 +170,34 @@ async fn explain(State(app): State<Arc<App>>, body: Body) -> Response {
     }
 }
 
-/// `POST /mcp/profiles/{id}/tool-preview` `{"category"?, "include_denied"?}`.
+/// The categories a preview is narrowed to: a visibility, or a kind of tool (`Gateway::tool_preview`'s
+/// `category` of each row).
+const KINDS: [&str; 4] = ["filesystem", "git", "fetch", "generic"];
+
+/// What a session changes in a preview, said whenever one is named: nothing, by toolgate's design.
+const SESSION_NOTE: &str =
+    "no tool's visibility depends on a session: a session grant covers one call's \
+                            arguments (or a command prefix), never a whole tool";
+
+/// `POST /mcp/profiles/{id}/tool-preview` `{"category"?, "include_denied"?, "session_id"?}`.
 async fn preview(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Response {
     let map = match object(&app, body).await {
         Ok(m) => m,
         Err(r) => return r.into_response(),
     };
-    let category = match text(&map, "category") {
-        Ok(None) => None,
-        Ok(Some("visible")) => Some(Visibility::Visible),
-        Ok(Some("deferred")) => Some(Visibility::Deferred),
-        Ok(Some("blocked")) => Some(Visibility::Blocked),
-        Ok(Some("unavailable")) => Some(Visibility::Unavailable),
-        Ok(Some(_)) => {
-            return problem(
-                StatusCode::BAD_REQUEST,
-                "category is one of visible, deferred, blocked, unavailable",
-            )
-        }
+    let (visibility, kind) = match text(&map, "category") {
+        Ok(None) => (None, None),
+        Ok(Some(c)) => match serde_json::from_value::<Visibility>(Value::String(c.to_owned())) {
+            Ok(v) => (Some(v), None),
+            Err(_) if KINDS.contains(&c) => (None, Some(c.to_owned())),
+            Err(_) => {
+                return problem(
+                    StatusCode::BAD_REQUEST,
+                    "category is a visibility (visible, deferred, blocked, unavailable) or a kind (filesystem, \
+                     git, fetch, generic)",
+                )
+            }
+        },
         Err(r) => return r.into_response(),
     };
     let include_denied = match map.get("include_denied") {
@@ -195,12 +205,35 @@ async fn preview(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body
         Some(Value::Bool(b)) => *b,
         Some(_) => return problem(StatusCode::BAD_REQUEST, "include_denied must be a boolean"),
     };
+    let session = match text(&map, "session_id") {
+        Ok(None) => None,
+        Ok(Some(s)) if is_session_id(s) => Some(s.to_owned()),
+        Ok(Some(_)) => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "session_id must be 1 to 128 visible ASCII characters",
+            )
+        }
+        Err(r) => return r.into_response(),
+    };
     app.gateway
         .audit_admin("admin.tool_preview", Some(&id), None);
     // Blocked tools are what `include_denied` asks for; a category of blocked asks for them too.
-    let include = include_denied || category == Some(Visibility::Blocked);
-    match app.gateway.tool_preview(Some(&id), category, include) {
-        Ok(preview) => json(StatusCode::OK, preview.to_string()),
-        Err(e) => no_profile(&e),
+    let include = include_denied || visibility == Some(Visibility::Blocked);
+    let mut preview = match app.gateway.tool_preview(Some(&id), visibility, include) {
+        Ok(preview) => preview,
+        Err(e) => return no_profile(&e),
+    };
+    if let (Some(kind), Some(rows)) = (kind, preview["tools"].as_array_mut()) {
+        rows.retain(|row| row["category"] == kind.as_str());
     }
+    if let Some(session) = session {
+        preview["session"] = value!({"id": session, "effect": SESSION_NOTE});
+    }
+    json(StatusCode::OK, preview.to_string())
+}
+
+/// A session id as a client holds one (an `Mcp-Session-Id`): short visible ASCII, so it can be shown back.
+fn is_session_id(s: &str) -> bool {
+    (1..=128).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic())
 }

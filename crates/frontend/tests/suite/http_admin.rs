@@ -163,6 +163,46 @@ async fn tool_preview_is_per_profile() {
         .send("POST", "/mcp/profiles/nobody/tool-preview", &key, None)
         .await;
     assert_eq!(missing.status, 404);
+    // A kind narrows by category; a session is said back with what it changes (nothing).
+    let generic = s
+        .send(
+            "POST",
+            "/mcp/profiles/a/tool-preview",
+            &key,
+            Some(&json!({"category": "generic", "session_id": "s-1"})),
+        )
+        .await;
+    let doc: Value = serde_json::from_str(&generic.body).unwrap();
+    let rows = doc["tools"].as_array().unwrap();
+    assert!(
+        !rows.is_empty() && rows.iter().all(|t| t["category"] == "generic"),
+        "{doc}"
+    );
+    assert_eq!(doc["session"]["id"], "s-1");
+    let filesystem = s
+        .send(
+            "POST",
+            "/mcp/profiles/a/tool-preview",
+            &key,
+            Some(&json!({"category": "filesystem"})),
+        )
+        .await;
+    let doc: Value = serde_json::from_str(&filesystem.body).unwrap();
+    assert_eq!(
+        doc["tools"],
+        json!([]),
+        "the fixture has no filesystem tools"
+    );
+    for bad in [
+        json!({"category": "everything"}),
+        json!({"session_id": "a\nb"}),
+        json!({"session_id": "x".repeat(129)}),
+    ] {
+        let answer = s
+            .send("POST", "/mcp/profiles/a/tool-preview", &key, Some(&bad))
+            .await;
+        assert_eq!(answer.status, 400, "{bad}: {}", answer.body);
+    }
 }
 
 #[tokio::test]
