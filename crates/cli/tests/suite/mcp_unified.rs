@@ -578,6 +578,37 @@ fn the_sheets_remote_examples_ask_the_running_gateway() {
 }
 
 #[test]
+fn the_official_typescript_client_calls_tools_over_the_websocket_entry_point() {
+    let u = Unified::new(MINIMAL);
+    http_gateway_json(&u);
+    let served = serve_http(&u);
+    let ws = format!("{}/ws", served.url.replacen("http://", "ws://", 1));
+    let script = crate::support::peers().join("ts_ws_client.mjs");
+    let out = Command::new(crate::support::node22())
+        .arg(&script)
+        .args([&ws, "filesystem_read_file", r#"{"path": "src/app.py"}"#])
+        .current_dir(crate::support::peers())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["serverInfo"]["name"], "toolgate");
+    let tools = summary["tools"].as_array().unwrap();
+    assert!(
+        tools.contains(&serde_json::json!("filesystem_read_file")),
+        "{summary}"
+    );
+    let call = &summary["call"];
+    assert_eq!(call["isError"], false, "{call}");
+    assert!(call.to_string().contains("print('hi')"), "{call}");
+}
+
+#[test]
 fn validate_config_refuses_a_gateway_json_key_toolgate_does_not_support() {
     let u = Unified::new(
         r#"{"store": {"kind": "sqlite", "sqlite_path": "./mcp-gateway.db"},

@@ -141,6 +141,17 @@ pub fn peers() -> PathBuf {
     dir
 }
 
+/// The Node.js 22 the Inspector and Node's own WebSocket client need, installed as a pinned test peer (npm
+/// package `node`).
+pub fn node22() -> PathBuf {
+    let node = peers().join("node_modules/.bin/node");
+    assert!(
+        node.is_file(),
+        "Node.js 22 is not installed in the test peers: run scripts/test"
+    );
+    node
+}
+
 /// The operator key of a state root, as a script of the operator presents it (`--operator-key`).
 pub fn operator_key(state_root: &Path) -> PathBuf {
     state_root.join("operator.key")

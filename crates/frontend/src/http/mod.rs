@@ -1,4 +1,5 @@
-//! The Streamable HTTP front end: `toolgate serve --http`, the MCP endpoint at `/mcp`.
+//! The Streamable HTTP front end: `toolgate serve --http`, the MCP endpoint at `/mcp`, with a WebSocket entry point
+//! beside it at `/mcp/ws` (`ws`: one message per text frame, a session per socket, the same gates and limits).
 //!
 //! Every request passes the same gates in order, each before anything later reads it: `Host` and `Origin`
 //! (`origin`, 403), then the caller (`auth`, 401), then the method (405 with `Allow`), then what the route
@@ -27,6 +28,7 @@ mod sse;
 mod status;
 mod streams;
 mod table;
+mod ws;
 
 use crate::http::auth::Authenticator;
 use crate::http::connections::{Pending, Rules, Ticket};
@@ -102,6 +104,8 @@ pub(crate) struct App {
     pub bodies: Arc<Shares>,
     /// The limits messages are decoded under: the gateway's, as every session has them.
     pub decode_limits: jsonrpc::Limits,
+    /// Cancelled when the server begins to shut down; ends every WebSocket (legacy sessions end through `sessions`).
+    pub shutdown: CancellationToken,
 }
 
 /// A bound, not yet serving, HTTP front end.
@@ -163,6 +167,7 @@ impl HttpServer {
             ),
             decode_limits,
             gateway,
+            shutdown: CancellationToken::new(),
         };
         Ok(Self {
             listener,
@@ -188,8 +193,8 @@ impl HttpServer {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), HttpError> {
-        let stop = CancellationToken::new();
         let app = Arc::new(self.app);
+        let stop = app.shutdown.clone();
         let sessions = Arc::clone(&app.sessions);
         let sweeper = tokio::spawn(sweep(Arc::clone(&sessions), stop.clone()));
         let trigger = stop.clone();
@@ -224,8 +229,8 @@ impl HttpServer {
     }
 }
 
-/// The routes: `/mcp` behind the caller check, `/mcp/status` behind the caller or the admin check (`status`), the
-/// admin routes behind the admin check, everything behind the Host/Origin check.
+/// The routes: `/mcp` and `/mcp/ws` behind the caller check, `/mcp/status` behind the caller or the admin check
+/// (`status`), the admin routes behind the admin check, everything behind the Host/Origin check.
 fn router(app: Arc<App>) -> Router {
     let mcp = route_post(post::post)
         .get(session_routes::get)
@@ -234,8 +239,13 @@ fn router(app: Arc<App>) -> Router {
             Arc::clone(&app),
             authenticate,
         ));
+    let ws = axum::routing::get(ws::upgrade).route_layer(middleware::from_fn_with_state(
+        Arc::clone(&app),
+        authenticate,
+    ));
     let mut routes = Router::new()
         .route("/mcp", mcp)
+        .route(ws::PATH, ws)
         .route(
             auth::METADATA_PATH,
             axum::routing::get(auth::metadata_route),
