@@ -158,6 +158,16 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE approvals ADD COLUMN owner TEXT NOT NULL DEFAULT '';
     CREATE INDEX approvals_by_owner ON approvals(owner, status);
     ",
+    // Advisory leases on workspace paths (`locks`): the lease id only as its digest.
+    "
+    CREATE TABLE path_locks (
+        path         TEXT PRIMARY KEY NOT NULL,
+        lease_sha256 TEXT NOT NULL,
+        owner        TEXT NOT NULL,
+        acquired_at  INTEGER NOT NULL,
+        expires_at   INTEGER NOT NULL
+    ) STRICT;
+    ",
 ];
 
 /// The schema version this build writes.
