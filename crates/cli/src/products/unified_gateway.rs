@@ -22,6 +22,8 @@ const TOOL_NAMES: &[(&str, &str)] = &[
     ("fs.read", builtin::READ_FILE),
     ("fs.write", builtin::WRITE_FILE),
     ("fs.patch", builtin::APPLY_PATCH),
+    ("fs.lock_acquire", builtin::LOCK_ACQUIRE),
+    ("fs.lock_release", builtin::LOCK_RELEASE),
     ("git.status", builtin::GIT_STATUS),
     ("git.diff", builtin::GIT_DIFF),
     ("shell.run", builtin::SHELL_RUN),
@@ -98,7 +100,7 @@ fn with_gateway<T>(
         tracing::warn!("not audited: {}", crate::runtime::error_chain(&e));
         None
     });
-    let builtin = crate::runtime::builtin_tools(config)?;
+    let builtin = crate::runtime::builtin_tools(config, state.as_deref())?;
     let rt = crate::runtime::tokio()?;
     Ok(rt.block_on(async {
         let gw = gateway::Gateway::start_with(

@@ -608,6 +608,90 @@ fn the_official_typescript_client_calls_tools_over_the_websocket_entry_point() {
     assert!(call.to_string().contains("print('hi')"), "{call}");
 }
 
+/// The structured result of a tool call.
+fn structured(result: &Result<serde_json::Value, serde_json::Value>) -> serde_json::Value {
+    match result {
+        Ok(r) => r["structuredContent"].clone(),
+        Err(e) => panic!("a result, not {e}"),
+    }
+}
+
+#[tokio::test]
+async fn two_gateways_on_one_store_share_read_before_mutate_locks() {
+    let u = Unified::new(MINIMAL);
+    reporting_outside(&u);
+    u.write("editor.json", r#"{"id": "editor", "default": "allow"}"#);
+    u.ok("mcp-unified-gateway create-profile --profile-file ./editor.json --config ./gateway.json");
+    let config = std::fs::read_to_string(u.ws.join("gateway.json")).unwrap();
+    u.write(
+        "gateway.json",
+        &config.replace("project-researcher", "editor"),
+    );
+    let (a, b) = (serve(&u), serve(&u));
+    for client in [&a, &b] {
+        client
+            .initialize("2025-11-25", serde_json::json!({}))
+            .await
+            .unwrap();
+    }
+    let call = |client, name: &str, args: serde_json::Value| {
+        let (client, name): (&test_support::StdioClient, String) = (client, name.to_owned());
+        async move { structured(&crate::support::call(client, &name, args).await) }
+    };
+    let lock = call(
+        &a,
+        "filesystem_lock_acquire",
+        serde_json::json!({"path": "src/app.py", "owner": "agent-a"}),
+    )
+    .await;
+    assert_eq!(lock["outcome"], "SUCCEEDED", "{lock}");
+    let lease = lock["lease_id"].as_str().unwrap().to_owned();
+    // The other gateway, another process on the same store, is refused the file and told who holds it.
+    let refused = call(
+        &b,
+        "filesystem_write_file",
+        serde_json::json!({"path": "src/app.py", "content": "b"}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], "LOCK_CONFLICT", "{refused}");
+    assert!(
+        refused.to_string().contains("agent-a") && !refused.to_string().contains(&lease),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(u.ws.join("src/app.py")).unwrap(),
+        "print('hi')\n"
+    );
+    let wrote = call(
+        &a,
+        "filesystem_write_file",
+        serde_json::json!({"path": "src/app.py", "content": "print('a')\n", "lock_lease_id": lease}),
+    )
+    .await;
+    assert_eq!(wrote["outcome"], "SUCCEEDED", "{wrote}");
+    let released = call(
+        &a,
+        "filesystem_lock_release",
+        serde_json::json!({"path": "src/app.py", "lease_id": lease}),
+    )
+    .await;
+    assert_eq!(released["released"], true);
+    let after = call(
+        &b,
+        "filesystem_write_file",
+        serde_json::json!({"path": "src/app.py", "content": "b"}),
+    )
+    .await;
+    assert_eq!(after["outcome"], "SUCCEEDED", "{after}");
+    // The explanation knows the lock tools by MCP Unified's names: taking a lock is a write.
+    let r = u.sh(
+        "mcp-unified-gateway explain-policy --profile project-researcher --tool fs.lock_acquire --args-stdin",
+        Some("{\"path\":\"src/app.py\"}"),
+    );
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(r.out.contains("operation  fs.write"), "{}", r.out);
+}
+
 #[test]
 fn validate_config_refuses_a_gateway_json_key_toolgate_does_not_support() {
     let u = Unified::new(
