@@ -38,7 +38,7 @@ pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
         .route_layer(middleware::from_fn(
             move |request: Request, next: Next| async move {
                 if admitted(&digest, request.headers()) {
-                    if let Err(refused) = count_admin_connection(&request) {
+                    if let Some(refused) = count_admin_connection(&request) {
                         return refused;
                     }
                     next.run(request).await
@@ -51,16 +51,17 @@ pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
 }
 
 /// The admin is an identity of its own among connections (`connections`): its connection is no longer closed as
-/// unauthenticated, and counts against its own share; 429 past it.
-pub(crate) fn count_admin_connection(request: &Request) -> Result<(), Response> {
+/// unauthenticated, and counts against its own share. The 429 to answer past it, if it is past it.
+pub(crate) fn count_admin_connection(request: &Request) -> Option<Response> {
     let ticket = request.extensions().get::<Arc<Ticket>>();
-    if ticket.is_some_and(|t| !t.authenticated(&Some(ADMIN_IDENTITY.to_owned()))) {
-        return Err(problem(
-            StatusCode::TOO_MANY_REQUESTS,
-            "the admin holds its share of open connections (http.limits.maxConnectionsPerIdentity)",
-        ));
-    }
-    Ok(())
+    ticket
+        .is_some_and(|t| !t.authenticated(&Some(ADMIN_IDENTITY.to_owned())))
+        .then(|| {
+            problem(
+                StatusCode::TOO_MANY_REQUESTS,
+                "the admin holds its share of open connections (http.limits.maxConnectionsPerIdentity)",
+            )
+        })
 }
 
 /// Whether the request carries the admin key: in its own header, else as a bearer token; exactly one value.

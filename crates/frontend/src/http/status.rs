@@ -37,7 +37,7 @@ pub(crate) async fn status(State(app): State<Arc<App>>, request: Request) -> Res
     let headers = request.headers();
     let admin = app.admin.is_some_and(|d| admitted(&d, headers));
     if admin {
-        if let Err(refused) = count_admin_connection(&request) {
+        if let Some(refused) = count_admin_connection(&request) {
             return refused;
         }
         app.gateway.audit_admin("admin.status", None, None);
