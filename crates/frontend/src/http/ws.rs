@@ -22,7 +22,7 @@ use crate::http::shares::Held;
 use crate::http::sse::answers;
 use crate::http::App;
 use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use futures_util::stream::SplitSink;
@@ -56,11 +56,11 @@ type InFlight = Arc<Mutex<HashMap<Id, Held>>>;
 pub(crate) async fn upgrade(
     State(app): State<Arc<App>>,
     Extension(principal): Extension<Principal>,
+    ticket: Option<Extension<Arc<Ticket>>>,
     ws: WebSocketUpgrade,
-    request: Request,
 ) -> Response {
     // The connection stays counted against its identity for as long as the socket is open.
-    let ticket = request.extensions().get::<Arc<Ticket>>().cloned();
+    let ticket = ticket.map(|Extension(t)| t);
     let place = match app.sessions.hold(&principal.identity) {
         Ok(held) => held,
         Err(refusal) => return refusal.into_response(),
@@ -184,7 +184,8 @@ impl Reader<'_> {
             }
         };
         match &message {
-            gateway::Message::Request { id, .. } => {
+            // An id already in flight holds its slot; the session answers the second one with an error.
+            gateway::Message::Request { id, .. } if !lock(self.in_flight).contains_key(id) => {
                 match self.app.requests.take(&self.meta.identity) {
                     Ok(held) => {
                         lock(self.in_flight).insert(id.clone(), held);
