@@ -252,6 +252,12 @@ impl Builtin {
         &self.inner.ws
     }
 
+    /// What the tools were configured with (their size caps and `shell_run` settings), for discovery tools that
+    /// tell an agent its public limits.
+    pub fn config(&self) -> &BuiltinConfig {
+        &self.inner.config
+    }
+
     /// Calls a tool by name. `Err` only for unknown tools and malformed arguments (protocol errors).
     pub async fn call(&self, name: &str, args: Value) -> Result<ToolOutcome> {
         let this = self.clone();

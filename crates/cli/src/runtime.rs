@@ -244,6 +244,16 @@ pub enum Transport {
 /// Serves MCP on stdin/stdout until stdin closes, or over HTTP; either until a signal arrives. Then every session
 /// ends and every upstream process group with it.
 pub fn serve(config: Config, wrap: bool, transport: Transport) -> anyhow::Result<ExitCode> {
+    let options = gateway_options(&config, wrap);
+    serve_with(config, options, transport)
+}
+
+/// `serve` with the gateway's options given (a product's surface of the own tools, `mcp-toolhub`'s).
+pub fn serve_with(
+    config: Config,
+    options: Options,
+    transport: Transport,
+) -> anyhow::Result<ExitCode> {
     // Before any key is read or any child started: nothing this process starts may read its memory or
     // environment, inherit its terminal, or leave its tree.
     crate::harden::gateway();
@@ -252,13 +262,7 @@ pub fn serve(config: Config, wrap: bool, transport: Transport) -> anyhow::Result
     let builtin = builtin_tools(&config, state.as_deref())?;
     let rt = tokio()?;
     let code = rt.block_on(async move {
-        let gw = Gateway::start_with(
-            &config,
-            gateway_options(&config, wrap),
-            guard,
-            state,
-            builtin,
-        );
+        let gw = Gateway::start_with(&config, options, guard, state, builtin);
         gw.set_hooks(gateway::command_hooks(
             &config.hooks,
             &protected_paths(&config),

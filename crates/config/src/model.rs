@@ -15,8 +15,13 @@ pub const FIXTURE_SUBCOMMAND: &str = "fixture-server";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Provenance {
     Default,
-    File { path: PathBuf, key: String },
+    File {
+        path: PathBuf,
+        key: String,
+    },
     Flag(&'static str),
+    /// An environment variable a product reads instead of a flag (`TOOLHUB_WORKSPACE_ROOT`).
+    Env(&'static str),
 }
 
 impl std::fmt::Display for Provenance {
@@ -25,6 +30,7 @@ impl std::fmt::Display for Provenance {
             Provenance::Default => f.write_str("default"),
             Provenance::File { path, key } => write!(f, "{} ({key})", path.display()),
             Provenance::Flag(flag) => write!(f, "command line ({flag})"),
+            Provenance::Env(name) => write!(f, "environment ({name})"),
         }
     }
 }

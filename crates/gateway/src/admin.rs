@@ -63,7 +63,7 @@ impl Gateway {
         let guard = self.profile_guard(profile)?;
         let agg = self.aggregate();
         let pins = self.pins();
-        let surface = guard.surface(&agg.tool_owners, &pins, self.opts.quarantine_asks);
+        let surface = guard.surface(&agg.tool_owners, &pins, self.stages.opts.quarantine_asks);
         let mut rows: Vec<Value> = agg
             .tools
             .iter()
@@ -101,7 +101,7 @@ impl Gateway {
     /// toolgate's own tools included, and in code mode only what code mode lists. `preview` shows this set.
     pub fn listed_tools(&self, profile: Option<&str>) -> Result<Vec<String>, Error> {
         let guard = self.profile_guard(profile)?;
-        let (agg, visible) = self.visible_tools(&guard);
+        let (agg, visible) = self.stages.visible_tools(&guard);
         Ok(visible
             .iter()
             .filter_map(|&i| agg.tools.get(i)?.get("name")?.as_str().map(str::to_owned))
@@ -122,7 +122,7 @@ impl Gateway {
 
     /// Whether a client of `profile` is served in code mode (it lists `search_tools` and `run_code`).
     pub fn code_mode(&self) -> bool {
-        self.opts.code.on()
+        self.stages.opts.code.on()
     }
 
     /// Readiness, as `GET /mcp/status` gives it: the runtime, the served (default) profile, the state store,
@@ -188,7 +188,7 @@ impl Gateway {
                 "id": profile.as_ref().map_or("default", |g| g.profile().unwrap_or("default")),
                 "state": if profile.is_some() { "loaded" } else { "unavailable" },
             },
-            "state_store": match &self.state {
+            "state_store": match &self.stages.state {
                 Some(state) => json!({"kind": state.store(|s| s.backend()), "persistent": true}),
                 None => json!({"kind": "none", "persistent": false}),
             },
@@ -202,7 +202,9 @@ impl Gateway {
     /// Records one admin request: the route, the profile and tool it asked about, by the admin; never its
     /// arguments.
     pub fn audit_admin(&self, route: &str, profile: Option<&str>, tool: Option<&str>) {
-        let Some(state) = &self.state else { return };
+        let Some(state) = &self.stages.state else {
+            return;
+        };
         let now = store::Timestamp::now().as_millis();
         let mut e = AuditEvent::new(EventKind::Admin, now, &crate::ids::trace_id());
         e.operation = route.to_owned();

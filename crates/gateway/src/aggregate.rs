@@ -9,7 +9,6 @@
 //! reason for `doctor` and the status tool. This module does not page lists (`cursor` does) or decide
 //! visibility (the guard does).
 
-use crate::names::expose;
 pub use crate::spellings::Spelled;
 use crate::spellings::{self, Named, Table};
 use serde_json::{json, Map, Value};
@@ -87,16 +86,6 @@ pub struct Aggregate {
     sources: Vec<(String, Arc<Catalog>)>,
 }
 
-/// One upstream tool or prompt that passed the per-server checks and now claims an exposed name.
-struct Claim<'a> {
-    server: &'a str,
-    original: &'a str,
-    exposed: String,
-    def: &'a Value,
-    /// Its catalog is the very one the previous aggregate was built from.
-    same_source: bool,
-}
-
 impl Aggregate {
     /// Merges `catalogs` (in config order) plus toolgate's own tools.
     pub fn build(
@@ -119,20 +108,7 @@ impl Aggregate {
             sources: catalogs.to_vec(),
             ..Aggregate::default()
         };
-        let mut own_names = Vec::new();
-        for tool in own_tools {
-            let name = tool
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            agg.tool_index.insert(name.clone(), agg.tools.len());
-            agg.tool_owners
-                .push((crate::guard::OWN_SERVER.to_owned(), name.clone()));
-            agg.tool_sizes.push(size_of(tool));
-            agg.tools.push(tool.clone());
-            own_names.push(name);
-        }
+        let own_names = agg.own(own_tools);
         let tools = agg.claims(
             catalogs,
             "tool",
@@ -181,166 +157,78 @@ impl Aggregate {
             agg.prompt_routes
                 .insert(claim.exposed.clone(), route(&claim));
         }
-        for (server, catalog) in catalogs {
-            for resource in &catalog.resources {
-                let Some(uri) = resource.get("uri").and_then(Value::as_str) else {
-                    continue;
-                };
-                if let Some(owner) = agg.resource_routes.get(uri) {
-                    tracing::warn!(
-                        "resource {uri} is offered by {owner} and {server}; {owner} keeps it"
-                    );
-                    continue;
-                }
-                let Some(size) = agg.fits(server, "resource", uri, resource, layout) else {
-                    continue;
-                };
-                agg.resource_routes.insert(uri.to_owned(), server.clone());
-                agg.resource_sizes.push(size);
-                agg.resources.push(resource.clone());
-            }
-            for template in &catalog.resource_templates {
-                let Some(t) = template.get("uriTemplate").and_then(Value::as_str) else {
-                    continue;
-                };
-                let Some(size) = agg.fits(server, "resource template", t, template, layout) else {
-                    continue;
-                };
-                let prefix = t.split('{').next().unwrap_or_default().to_owned();
-                agg.template_routes.push((prefix, server.clone()));
-                agg.template_sizes.push(size);
-                agg.templates.push(template.clone());
-            }
-            if catalog.has("resources") {
-                agg.resource_servers.push(server.clone());
-            }
-        }
-        agg.template_routes
-            .sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
+        agg.merge_resources(catalogs, layout);
         agg.capabilities = capabilities(catalogs, !own_tools.is_empty(), layout.awaiting);
         agg.instructions = instructions(catalogs);
         agg
     }
 
-    /// The tools (or prompts) of every catalog that may be served under their exposed names, in config order,
-    /// with their renamed definitions and sizes; everything else goes to `held`. With `previous` (the tools of
-    /// the previous aggregate), a definition from an unchanged catalog is taken from it as it was made there.
-    fn claims<'a>(
-        &mut self,
-        catalogs: &'a [(String, Arc<Catalog>)],
-        kind: &'static str,
-        list: fn(&Catalog) -> &Vec<Value>,
-        reserved: &[String],
-        layout: &Layout,
-        previous: Option<&Aggregate>,
-    ) -> Vec<(Claim<'a>, Value, usize)> {
-        let mut claims = Vec::new();
-        for (server, catalog) in catalogs {
-            let same_source = previous.is_some_and(|p| {
-                p.sources
-                    .iter()
-                    .any(|(s, c)| s == server && Arc::ptr_eq(c, catalog))
-            });
-            let items = list(catalog);
-            let mut listed: HashMap<&str, usize> = HashMap::new();
-            for item in items {
-                if let Some(name) = item.get("name").and_then(Value::as_str) {
-                    *listed.entry(name).or_default() += 1;
-                }
-            }
-            for item in items {
-                let Some(original) = item.get("name").and_then(Value::as_str) else {
-                    tracing::warn!(server, "ignoring a {kind} without a name");
-                    continue;
+    /// toolgate's own tools, first and under their own names; their names.
+    fn own(&mut self, own_tools: &[Value]) -> Vec<String> {
+        let mut names = Vec::new();
+        for tool in own_tools {
+            let name = tool
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            self.tool_index.insert(name.clone(), self.tools.len());
+            // Listed under a product's name (`filesystem.read_file`), it is still the own tool it stands for.
+            let own = crate::own::internal(&name).map_or_else(|| name.clone(), str::to_owned);
+            if own != name {
+                let route = Route {
+                    server: crate::guard::OWN_SERVER.to_owned(),
+                    name: own.clone(),
                 };
-                match listed.get(original) {
-                    // Which of the definitions a call would reach is the server's secret: serve neither.
-                    Some(&n) if n > 1 => self.hold(
-                        server,
-                        kind,
-                        original,
-                        format!("the server lists {n} {kind}s named {original:?}"),
-                    ),
-                    _ => claims.push(Claim {
-                        server,
-                        original,
-                        exposed: expose(
-                            server,
-                            original,
-                            &layout.naming.separator,
-                            layout.naming.prefix,
-                        ),
-                        def: item,
-                        same_source,
-                    }),
-                }
+                self.tool_routes.insert(name.clone(), route);
             }
+            self.tool_owners
+                .push((crate::guard::OWN_SERVER.to_owned(), own));
+            self.tool_sizes.push(size_of(tool));
+            self.tools.push(tool.clone());
+            names.push(name);
         }
-        // Indices of the claims of each exposed name; the text naming them is written only for a shared name.
-        let mut claimants: HashMap<&str, Vec<usize>> = HashMap::with_capacity(claims.len());
-        for (i, c) in claims.iter().enumerate() {
-            claimants.entry(c.exposed.as_str()).or_default().push(i);
-        }
-        let shared: HashMap<String, String> = claimants
-            .values()
-            .filter(|ids| ids.len() > 1)
-            .map(|ids| {
-                let names: Vec<String> = ids
-                    .iter()
-                    .map(|&i| {
-                        let c = &claims[i];
-                        format!("{kind} {:?} of server {}", c.original, c.server)
-                    })
-                    .collect();
-                (claims[ids[0]].exposed.clone(), names.join(" and "))
-            })
-            .collect();
-        drop(claimants);
-        let hint = hint(layout);
-        let mut out = Vec::new();
-        for c in claims {
-            let why = if reserved.contains(&c.exposed) {
-                Some(format!(
-                    "the exposed name {:?} is toolgate's own tool",
-                    c.exposed
-                ))
-            } else {
-                shared.get(&c.exposed).map(|sources| {
-                    format!(
-                        "the exposed name {:?} would mean {sources}; {hint}",
-                        c.exposed
-                    )
-                })
-            };
-            if let Some(reason) = why {
-                self.hold(c.server, kind, c.original, reason);
-                continue;
-            }
-            if let Some((def, size)) = previous.and_then(|p| p.reused(&c)) {
-                out.push((c, def, size));
-                continue;
-            }
-            let mut def = c.def.clone();
-            def["name"] = Value::String(c.exposed.clone());
-            if let Some(size) = self.fits(c.server, kind, c.original, &def, layout) {
-                out.push((c, def, size));
-            }
-        }
-        out
+        names
     }
 
-    /// The renamed definition and size of `c` in this aggregate, when `c` comes from the catalog this was built
-    /// from and this served it under the same name.
-    fn reused(&self, c: &Claim) -> Option<(Value, usize)> {
-        if !c.same_source {
-            return None;
+    /// Every catalog's resources (the first server to offer a URI keeps it) and templates, in config order.
+    fn merge_resources(&mut self, catalogs: &[(String, Arc<Catalog>)], layout: &Layout) {
+        for (server, catalog) in catalogs {
+            for resource in &catalog.resources {
+                let Some(uri) = resource.get("uri").and_then(Value::as_str) else {
+                    continue;
+                };
+                if let Some(owner) = self.resource_routes.get(uri) {
+                    tracing::warn!(
+                        "resource {uri} is offered by {owner} and {server}; {owner} keeps it"
+                    );
+                    continue;
+                }
+                let Some(size) = self.fits(server, "resource", uri, resource, layout) else {
+                    continue;
+                };
+                self.resource_routes.insert(uri.to_owned(), server.clone());
+                self.resource_sizes.push(size);
+                self.resources.push(resource.clone());
+            }
+            for template in &catalog.resource_templates {
+                let Some(t) = template.get("uriTemplate").and_then(Value::as_str) else {
+                    continue;
+                };
+                let Some(size) = self.fits(server, "resource template", t, template, layout) else {
+                    continue;
+                };
+                let prefix = t.split('{').next().unwrap_or_default().to_owned();
+                self.template_routes.push((prefix, server.clone()));
+                self.template_sizes.push(size);
+                self.templates.push(template.clone());
+            }
+            if catalog.has("resources") {
+                self.resource_servers.push(server.clone());
+            }
         }
-        let i = *self.tool_index.get(&c.exposed)?;
-        let (server, name) = self.tool_owners.get(i)?;
-        if server != c.server || name != c.original {
-            return None;
-        }
-        Some((self.tools.get(i)?.clone(), *self.tool_sizes.get(i)?))
+        self.template_routes
+            .sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
     }
 
     /// The serialised size of `def` when it fits in a list page; else it is held and `None`.
@@ -427,7 +315,7 @@ fn hint(layout: &Layout) -> &'static str {
     }
 }
 
-fn route(claim: &Claim) -> Route {
+fn route(claim: &claims::Claim) -> Route {
     Route {
         server: claim.server.to_owned(),
         name: claim.original.to_owned(),
@@ -512,6 +400,8 @@ fn instructions(catalogs: &[(String, Arc<Catalog>)]) -> Option<String> {
         .collect();
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
+
+mod claims;
 
 #[cfg(test)]
 #[path = "aggregate_tests.rs"]

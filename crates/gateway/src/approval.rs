@@ -15,17 +15,17 @@
 //! nothing here runs a call. What runs an approved snapshot is the pipeline's execute stage, after the audit
 //! gate is passed again (`pipeline::after_approval`).
 //!
-//! Everything here is a function of the `Gateway` and the call's `CallContext`: whose grants apply, where the
+//! Everything here is a function of the `Stages` and the call's `CallContext`: whose grants apply, where the
 //! "still waiting" progress goes, who else may be asked, and whether the call waits at all (`HoldPolicy`: a
 //! caller that resumes on its own schedule gets its handle at once).
 
-use crate::contract;
 use crate::elicit;
-use crate::gateway::Gateway;
 use crate::outcome::{ApprovalState, CallOutcome, HeldCall, Refusal, RefusalCode};
-use crate::pipeline::{CallContext, HoldPolicy};
+use crate::own::Resumer;
+use crate::pipeline::context::{CallContext, HoldPolicy};
 use crate::snapshot::Kind;
 pub(crate) use crate::snapshot::Snapshot;
+use crate::stages::Stages;
 use crate::state::State;
 use crate::wakeups::Waiter;
 use policy::Decision;
@@ -71,7 +71,7 @@ fn now() -> Timestamp {
 /// Handles an `ask`: a grant of the call's scope for exactly these arguments (or, for a command, for a prefix
 /// of its args the human chose) lets it through; otherwise a request is created and the call is held.
 pub(crate) async fn hold(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     snapshot: Snapshot,
     decision: Decision,
@@ -169,7 +169,7 @@ pub(crate) async fn hold(
 /// Waits, bounded by `approvals.wait`, for a human's decision on `approval`; the row is read again only when the
 /// store may have changed, at its expiry, or at the deadline.
 async fn wait(
-    gw: &Gateway,
+    gw: &Stages,
     ctx: &CallContext,
     state: &Arc<State>,
     approval: &Approval,
@@ -247,7 +247,7 @@ async fn wait(
 
 /// `toolgate_request_status`: strictly read-only.
 pub(crate) fn request_status(
-    gw: &Gateway,
+    gw: &Stages,
     principal: Option<&str>,
     request_id: &str,
 ) -> CallOutcome {
@@ -263,17 +263,25 @@ pub(crate) fn request_status(
 }
 
 /// `toolgate_resume`: claims the approved snapshot of a tool call, once (atomically: of concurrent resumers
-/// exactly one wins). Anything else is answered: not found, tampered, not approved, not a tool call.
+/// exactly one wins). Anything else is answered: not found, tampered, not approved, not a tool call. A resume
+/// bound to one tool (`only`, ToolHub's `*_approved`) finds no request of another tool.
 pub(crate) fn claim(
-    gw: &Gateway,
+    gw: &Stages,
     principal: Option<&str>,
     request_id: &str,
+    only: Option<&str>,
 ) -> Result<Claimed, CallOutcome> {
     let Some(state) = gw.state.clone() else {
         return Err(not_found(request_id));
     };
+    let other_tool = |a: &Approval| {
+        only.is_some_and(|tool| {
+            Snapshot::from_json(&a.snapshot)
+                .is_none_or(|s| s.tool != tool || s.server != crate::own::OWN_SERVER)
+        })
+    };
     match state.store(|s| s.get_request(request_id, now())) {
-        Ok(a) if !owned_by(&a, principal) => Err(not_found(request_id)),
+        Ok(a) if !owned_by(&a, principal) || other_tool(&a) => Err(not_found(request_id)),
         Ok(a) if !a.authentic => Err(tampered(&a.id)),
         Ok(a) if a.status == ApprovalStatus::Approved => {
             match Snapshot::from_json(&a.snapshot).map(|s| s.kind) {
@@ -341,6 +349,10 @@ fn approved(state: &Arc<State>, id: &str) -> Held {
 
 fn status_outcome(a: &Approval) -> CallOutcome {
     let (handle, id) = (a.handle(), &a.id);
+    let resume = Snapshot::from_json(&a.snapshot).map_or(Resumer::TOOLGATE, |s| {
+        Resumer::of(&s.server, &s.tool, &s.exposed)
+    });
+    let resume_tool = resume.name();
     let (state, message) = match a.status {
         ApprovalStatus::Pending => (
             ApprovalState::Pending,
@@ -348,10 +360,7 @@ fn status_outcome(a: &Approval) -> CallOutcome {
         ),
         ApprovalStatus::Approved => (
             ApprovalState::Approved,
-            format!(
-                "request {id} is approved; call {} to run it",
-                contract::RESUME_TOOL
-            ),
+            format!("request {id} is approved; call {resume_tool} to run it"),
         ),
         ApprovalStatus::Rejected => (
             ApprovalState::Rejected,
@@ -380,30 +389,38 @@ fn status_outcome(a: &Approval) -> CallOutcome {
         trace_id: a.trace_id.clone(),
         handle,
         message,
+        resume,
     })
 }
 
 /// The answer when the wait ran out before a decision.
 fn pending_answer(snapshot: &Snapshot, current: &Approval, trace_id: &str) -> CallOutcome {
     let id = &current.id;
+    let resume = Resumer::of(&snapshot.server, &snapshot.tool, &snapshot.exposed);
+    let resume_tool = resume.name();
     let then = match snapshot.kind {
-        Kind::ToolCall | Kind::CodeRun => {
-            format!("then call {} with this request_id", contract::RESUME_TOOL)
-        }
+        Kind::ToolCall | Kind::CodeRun => format!("then call {resume_tool} with this request_id"),
         Kind::Prompt | Kind::Resource => format!(
             "then repeat this {} request on this connection",
             snapshot.kind.method()
         ),
     };
+    // Named as the operator knows the admin command: ToolHub's for a call made by a ToolHub name.
+    let approve = if resume == Resumer::TOOLGATE {
+        "toolgate approvals approve"
+    } else {
+        "mcp-toolhub-admin approve"
+    };
     let msg = format!(
         "this call needs a human's approval; request {id} is pending. An operator approves it with \
-         `toolgate approvals approve {id}`; {then}."
+         `{approve} {id}`; {then}."
     );
     CallOutcome::Held(HeldCall {
         state: ApprovalState::Required,
         trace_id: trace_id.to_owned(),
         handle: current.handle(),
         message: msg,
+        resume,
     })
 }
 

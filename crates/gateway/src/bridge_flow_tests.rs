@@ -24,11 +24,11 @@ fn fixture(era: &str) -> FixtureOptions {
     }
 }
 
-async fn legacy_upstream() -> Harness {
+pub(super) async fn legacy_upstream() -> Harness {
     Harness::start(policy(), fixture("legacy")).await
 }
 
-const ASKS: &str = r#"{"elicitation": {}, "sampling": {}, "roots": {}}"#;
+pub(super) const ASKS: &str = r#"{"elicitation": {}, "sampling": {}, "roots": {}}"#;
 
 /// A modern `tools/call` from a client that declared `caps`, with `extra` params (a retry's, more `_meta`);
 /// the whole response.
@@ -54,7 +54,7 @@ async fn modern_call(
 }
 
 /// The `input_required` result of a response, checked for its shape.
-fn input_required(answer: &Value) -> (serde_json::Map<String, Value>, String) {
+pub(super) fn input_required(answer: &Value) -> (serde_json::Map<String, Value>, String) {
     let r = &answer["result"];
     assert_eq!(r["resultType"], "input_required", "{answer}");
     let state = r["requestState"].as_str().unwrap().to_owned();
@@ -66,7 +66,7 @@ fn retry(state: &str, responses: Value) -> Value {
     json!({"requestState": state, "inputResponses": responses})
 }
 
-fn accept() -> Value {
+pub(super) fn accept() -> Value {
     json!({"action": "accept", "content": {"ok": true}})
 }
 
@@ -75,7 +75,7 @@ fn sampled(text: &str) -> Value {
 }
 
 /// The key of the only input request.
-fn only_key(requests: &serde_json::Map<String, Value>) -> String {
+pub(super) fn only_key(requests: &serde_json::Map<String, Value>) -> String {
     assert_eq!(requests.len(), 1, "{requests:?}");
     requests.keys().next().unwrap().clone()
 }

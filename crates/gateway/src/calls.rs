@@ -1,17 +1,19 @@
 //! The execute stage: what runs once a governed request is decided (and approved when it had to be) —
 //! toolgate's intrinsic tools, its built-in workspace tools, and requests forwarded to the owning upstream with
 //! the requester's progress token remapped. Deciding and recording are the pipeline's; nothing here decides.
-//! Each step is a function of the `Gateway` and, where it reaches the requester, the call's `CallContext`.
+//! Each step is a function of the `Stages` (the ports) and, where it reaches the requester, the call's `CallContext`.
 
 use crate::approval;
 use crate::bridge;
-use crate::gateway::Gateway;
+use crate::client::ClientEra;
 use crate::guard::{Verdict, OWN_SERVER};
 use crate::outbox::Stream;
 use crate::outcome::{CallError, CallOutcome, Completion, Refusal, RefusalCode};
-use crate::own::OwnTool;
-use crate::pipeline::{request_id, CallContext};
-use crate::session::ClientEra;
+use crate::own::{OwnTool, Surface};
+use crate::pipeline::context::CallContext;
+use crate::pipeline::finish::Finish;
+use crate::pipeline::request_id;
+use crate::stages::Stages;
 use crate::status;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -23,7 +25,7 @@ const OWN_RECORDS_SCAN: usize = 1000;
 /// toolgate's own tools, after the policy allowed them (`toolgate_resume` is the pipeline's: it re-enters
 /// it).
 pub(crate) async fn intrinsic(
-    gw: &Gateway,
+    gw: &Stages,
     ctx: &CallContext,
     tool: &OwnTool,
     arguments: &Value,
@@ -34,6 +36,9 @@ pub(crate) async fn intrinsic(
             let principal = ctx.principal.as_deref();
             return approval::request_status(gw, principal, &request_id(arguments));
         }
+        OwnTool::Capabilities if gw.opts.surface == Surface::ToolHub => {
+            crate::toolhub::capabilities(&toolhub_limits(gw))
+        }
         OwnTool::Capabilities => {
             let a = &gw.opts.approvals;
             crate::intrinsics::capabilities(
@@ -43,6 +48,7 @@ pub(crate) async fn intrinsic(
                 gw.opts.limits.max_message_bytes,
             )
         }
+        OwnTool::Ping if gw.opts.surface == Surface::ToolHub => crate::toolhub::ping(arguments),
         OwnTool::Ping => json!({"content": [{"type": "text", "text": "pong"}]}),
         OwnTool::SearchTools => return crate::codemode::search(gw, &ctx.guard, arguments),
         OwnTool::AuditRecent => {
@@ -70,7 +76,7 @@ pub(crate) async fn intrinsic(
         }
         OwnTool::Builtin(name) => return run_builtin(gw, name, arguments.clone(), None).await,
         // The pipeline's own: resume re-enters it, and a program runs in the call's context.
-        OwnTool::Resume | OwnTool::RunCode => {
+        OwnTool::Resume | OwnTool::ResumeOf(_) | OwnTool::RunCode => {
             let why = format!("{} is not run as an intrinsic", tool.name());
             return refused(RefusalCode::Failed, why);
         }
@@ -78,10 +84,24 @@ pub(crate) async fn intrinsic(
     CallOutcome::Complete(result, Completion::Succeeded)
 }
 
+/// The public limits `toolhub.capabilities` reports: the workspace tools' as configured.
+fn toolhub_limits(gw: &Stages) -> crate::toolhub::Limits {
+    let config = gw.builtin.as_ref().map(|b| b.config().clone());
+    let config = config.unwrap_or_else(|| builtin::BuiltinConfig::new("/"));
+    crate::toolhub::Limits {
+        max_read_file_bytes: config.limits.max_read_bytes,
+        max_write_bytes: config.limits.max_write_bytes,
+        max_patch_chars: config.limits.max_patch_bytes,
+        max_shell_timeout_seconds: config.shell.max_timeout_seconds,
+        output_retained: sandbox::MAX_CAPTURE_BYTES_PER_STREAM as u64,
+        approval_expires_seconds: gw.opts.approvals.expire.value.as_secs(),
+    }
+}
+
 /// For `shell_run`, resolves the command now, so the approval binds the executable's identity; a command
 /// that cannot be resolved is refused before anyone is asked.
 pub(crate) fn prepare_command(
-    gw: &Gateway,
+    gw: &Stages,
     server: &str,
     tool: &str,
     arguments: &Value,
@@ -104,7 +124,7 @@ pub(crate) fn prepare_command(
 
 /// Runs one of toolgate's workspace tools (after the policy, and the approval when one was needed).
 pub(crate) async fn run_builtin(
-    gw: &Gateway,
+    gw: &Stages,
     tool: &str,
     arguments: Value,
     command: Option<Value>,
@@ -134,7 +154,7 @@ pub(crate) async fn run_builtin(
 
 /// Exposed names of tools whose calls the policy would not simply allow with empty arguments: a hint for
 /// agents, not a promise (the decision depends on the arguments).
-fn approval_gated(gw: &Gateway, guard: &crate::guard::Guard) -> Vec<String> {
+fn approval_gated(gw: &Stages, guard: &crate::guard::Guard) -> Vec<String> {
     let agg = gw.aggregate();
     let empty = Value::Object(Default::default());
     agg.tools
@@ -152,7 +172,7 @@ fn approval_gated(gw: &Gateway, guard: &crate::guard::Guard) -> Vec<String> {
 /// Sends a request to `server` on behalf of the call's requester, with its progress token replaced by a
 /// gateway token, and waits.
 pub(crate) async fn forward(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     server: &str,
     method: &str,
@@ -178,23 +198,32 @@ pub(crate) async fn forward(
         }
     }
     let progress = replace_progress_token(gw, ctx, &mut params);
-    let requester = ctx
-        .requester
-        .as_ref()
-        .and_then(|r| Some((r.session.upgrade()?, r)));
-    let client_era = requester.as_ref().map(|(s, _)| s.lock().era.clone());
-    // A modern client's tool call on a legacy upstream: what the upstream asks becomes input_required (`bridge`).
-    if let (Some((session, _)), Some(ClientEra::Modern), Some(Era::Legacy(_)), "tools/call") =
-        (&requester, &client_era, conn.era(), method)
+    let requester = ctx.requester.as_ref().and_then(|r| Some((r.client()?, r)));
+    let client_era = requester.as_ref().map(|(c, _)| c.era());
+    // A modern client's tool call, prompt get or read on a legacy upstream: what the upstream asks meanwhile
+    // becomes input_required (`bridge`).
+    let bridged = bridge::BRIDGED.iter().find(|m| **m == method);
+    if let (Some((client, _)), Some(ClientEra::Modern), Some(Era::Legacy(_)), Some(method)) =
+        (&requester, &client_era, conn.era(), bridged)
     {
-        return bridge::forward(gw, ctx, session, &up, conn, params, progress).await;
+        return bridge::forward(
+            gw,
+            ctx,
+            client.as_ref(),
+            &up,
+            conn,
+            method,
+            params,
+            progress,
+        )
+        .await;
     }
     // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
     // client request that caused it); with no client behind the call it goes nowhere (`route`).
     let call = match &requester {
-        Some((session, r)) => {
+        Some((client, r)) => {
             gw.correlation
-                .begin_logging(server, session, Some(r.request.clone()), r.log_level)
+                .begin_logging(server, client, Some(r.request.clone()), r.log_level)
         }
         None => gw.correlation.begin_unowned(server, &ctx.trace_id),
     };
@@ -214,7 +243,7 @@ pub(crate) async fn forward(
         .unwrap_or_default();
     let answer = match (answer, method) {
         (Ok(v), "tools/call") => {
-            match gw.adopt_task((server, tool), requester.as_ref().map(|(s, _)| s), v) {
+            match gw.adopt_task((server, tool), requester.as_ref().map(|(c, _)| c), v) {
                 Ok(v) => Ok(v),
                 Err(why) => return refused(RefusalCode::Failed, why),
             }
@@ -223,37 +252,54 @@ pub(crate) async fn forward(
     };
     // A modern upstream's input_required for a legacy client: toolgate asks the client and retries (`bridge`).
     match (answer, &requester, client_era) {
-        (Ok(answer), Some((session, r)), Some(ClientEra::Legacy(_)))
+        (Ok(answer), Some((client, r)), Some(ClientEra::Legacy(_)))
             if bridge::is_input_required(&answer) =>
         {
             let stream = Stream::Request(r.request.clone());
             let timeout = up.request_timeout();
             bridge::answer_for_legacy(
-                gw, ctx, session, stream, &conn, timeout, method, params, answer,
+                gw, ctx, client, stream, &conn, timeout, method, params, answer,
             )
             .await
         }
-        (mut answer, _, _) => {
-            // A modern client gets the upstream's input requests as they are, but for the label naming who asks.
-            if let Ok(a) = &mut answer {
-                crate::elicit::label_input_requests(conn.server(), a);
+        (answer, _, _) => passed_through(gw, ctx, server, answer).await,
+    }
+}
+
+/// An upstream's answer as the requester receives it. A modern client gets the upstream's input requests as
+/// they are, but for the label naming who asks, once each is governed as the request it stands for; the first
+/// one refused refuses the call.
+async fn passed_through(
+    gw: &Stages,
+    ctx: &CallContext,
+    server: &str,
+    mut answer: upstream::Result<Value>,
+) -> CallOutcome {
+    if let Ok(a) = &mut answer {
+        crate::elicit::label_input_requests(server, a);
+        if let Some(requests) = bridge::input_requests(a) {
+            let governed =
+                crate::pipeline::asks::govern_input_requests(gw, ctx, server, requests).await;
+            match governed {
+                Err(refused) => return CallOutcome::Refused(refused),
+                Ok(governed) => handed(governed, requests).await,
             }
-            CallOutcome::from_upstream(answer)
         }
     }
+    CallOutcome::from_upstream(answer)
 }
 
 /// The requester's token never reaches the upstream: with a way back it is replaced by a gateway token routed to
 /// the requester for as long as the call runs; without one it is dropped.
 fn replace_progress_token(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     params: &mut Value,
 ) -> Option<crate::progress::ProgressGuard> {
     match (params.pointer("/_meta/progressToken"), &ctx.progress) {
         (None, _) => None,
         (Some(_), Some(progress)) => {
-            let route = gw.register_progress(progress.clone());
+            let route = gw.progress.register(progress.clone());
             params["_meta"]["progressToken"] = Value::String(route.token.clone());
             Some(route)
         }
@@ -263,6 +309,15 @@ fn replace_progress_token(
             }
             None
         }
+    }
+}
+
+/// Input requests handed to the client in a result: their records end there (the answers come with a retry,
+/// which is a request of its own).
+async fn handed(governed: Vec<(String, Finish)>, requests: &serde_json::Map<String, Value>) {
+    for (key, finish) in governed {
+        let shown = requests.get(&key).cloned().unwrap_or_default();
+        finish.close(&CallOutcome::InputRequired(shown)).await;
     }
 }
 

@@ -46,16 +46,17 @@ struct Approval<'a> {
     request_id: &'a str,
     status: &'static str,
     expires_at: String,
+    /// `toolgate_resume`, or for a call made by a ToolHub name its `*_approved` tool (`own::resume_tool`).
     resume_tool: &'static str,
 }
 
 impl<'a> Approval<'a> {
-    fn of(handle: &'a ApprovalHandle) -> Self {
+    fn of(handle: &'a ApprovalHandle, resume_tool: &'static str) -> Self {
         Self {
             request_id: &handle.request_id,
             status: handle.status.as_str(),
             expires_at: handle.expires_at.to_rfc3339(),
-            resume_tool: RESUME_TOOL,
+            resume_tool,
         }
     }
 }
@@ -101,14 +102,14 @@ fn to_value(fields: impl Serialize) -> Value {
 fn approval_outcome(
     outcome: &str,
     trace_id: &str,
-    handle: &ApprovalHandle,
+    (handle, resume_tool): (&ApprovalHandle, &'static str),
     message: String,
     error: bool,
 ) -> Value {
     let structured = to_value(ApprovalFields {
         outcome,
         trace_id,
-        approval: Approval::of(handle),
+        approval: Approval::of(handle, resume_tool),
         error: error.then(|| V1Error {
             code: outcome,
             message: &message,
@@ -190,10 +191,23 @@ pub fn held(h: &HeldCall) -> Value {
     approval_outcome(
         h.state.as_str(),
         &h.trace_id,
-        &h.handle,
+        (&h.handle, h.resume.name()),
         h.message.clone(),
         h.state.is_final_refusal(),
     )
+}
+
+/// Adds `fields` to a result toolgate wrote itself, in `structuredContent` and its `_meta` copy alike; a field
+/// already there is kept.
+pub fn add_fields(result: &mut Value, fields: Vec<(&str, Value)>) {
+    let meta = format!("/_meta/{}", META_KEY.replace('/', "~1"));
+    for at in ["/structuredContent", meta.as_str()] {
+        if let Some(s) = result.pointer_mut(at).and_then(Value::as_object_mut) {
+            for (k, v) in &fields {
+                s.entry(*k).or_insert_with(|| v.clone());
+            }
+        }
+    }
 }
 
 /// The contract's own spelling of `outcome` (so reports hold only known tokens).
@@ -207,7 +221,7 @@ pub fn outcome_name(outcome: &str) -> &'static str {
 
 #[cfg(test)]
 #[path = "contract_tests.rs"]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 #[path = "contract_fit_tests.rs"]

@@ -69,7 +69,7 @@ fn own_results() -> Vec<Value> {
         all.push(approval_outcome(
             outcome,
             "trace-1",
-            &handle(status),
+            (&handle(status), RESUME_TOOL),
             message,
             error,
         ));
@@ -96,7 +96,7 @@ fn hold_on_tool_with_output_schema_becomes_an_error_result_with_its_request_id()
     let held = approval_outcome(
         "APPROVAL_REQUIRED",
         "trace-1",
-        &handle(ApprovalStatus::Pending),
+        (&handle(ApprovalStatus::Pending), RESUME_TOOL),
         message,
         false,
     );
@@ -258,6 +258,7 @@ fn v1_fields_keep_the_bytes_they_were_written_with() {
             trace_id: "trace-1".to_owned(),
             handle: handle(ApprovalStatus::Pending),
             message: "waiting \u{202e}".to_owned(),
+            resume: crate::own::Resumer::TOOLGATE,
         };
         let result = held(&h);
         let want = approval_fields_before(&h).to_string();

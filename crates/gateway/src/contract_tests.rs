@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 /// Drops what may change without breaking a client: descriptions and titles.
-fn normalise(v: &Value) -> Value {
+pub(crate) fn normalise(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.iter()
@@ -21,7 +21,8 @@ fn normalise(v: &Value) -> Value {
     }
 }
 
-fn digest(v: Option<&Value>) -> Value {
+/// SHA-256 of a schema's normalised canonical JSON; null for none.
+pub(crate) fn digest(v: Option<&Value>) -> Value {
     match v {
         None => Value::Null,
         Some(v) => {

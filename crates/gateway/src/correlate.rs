@@ -17,8 +17,8 @@
 //! routed either); otherwise a log line written just before the answer would find no call and go to every client.
 
 use crate::bridge::AskSink;
-use crate::route::LogLevel;
-use crate::session::Session;
+use crate::client::Client;
+use crate::client::LogLevel;
 use jsonrpc::Id;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -33,7 +33,8 @@ pub(crate) enum Cause {
     /// Every call in flight on the upstream came from this session; `request` names the client request when
     /// exactly one call is in flight.
     Call {
-        session: Weak<Session>,
+        /// `None`: no client stands behind the call (a code-mode run's, a bridged one), or it is not known.
+        client: Option<Weak<dyn Client>>,
         request: Option<Id>,
         /// Set when the call is bridged for a modern client (`bridge`): the upstream's requests go there, to
         /// become `inputRequests` of the client's result, instead of to a session.
@@ -51,7 +52,7 @@ pub(crate) enum Cause {
 struct Call {
     server: String,
     session_id: String,
-    session: Weak<Session>,
+    client: Option<Weak<dyn Client>>,
     request: Option<Id>,
     bridge: Option<AskSink>,
     log_level: Option<LogLevel>,
@@ -62,8 +63,8 @@ struct Call {
 #[derive(Default)]
 struct Inner {
     calls: HashMap<u64, Call>,
-    /// Upstream requests relayed to a client: (server, the upstream's id as JSON text) → that client's session.
-    relays: HashMap<(String, String), Weak<Session>>,
+    /// Upstream requests relayed to a client: (server, the upstream's id as JSON text) → that client.
+    relays: HashMap<(String, String), Weak<dyn Client>>,
 }
 
 #[derive(Default)]
@@ -125,27 +126,28 @@ impl Correlation {
     /// Records that `session` has a call in flight on `server`, caused by its client request `request` (the
     /// call's `Requester`); the guard removes it when the call ends, however it ends.
     #[cfg(test)]
-    pub(crate) fn begin_for(
+    pub(crate) fn begin_for<C: Client + 'static>(
         self: &Arc<Self>,
         server: &str,
-        session: &Arc<Session>,
+        client: &Arc<C>,
         request: Option<Id>,
     ) -> CallGuard {
-        self.begin_logging(server, session, request, None)
+        let client: Arc<dyn Client> = Arc::clone(client) as Arc<dyn Client>;
+        self.begin_logging(server, &client, request, None)
     }
 
     /// `begin_for`, with the log level a modern client's request asked for.
     pub(crate) fn begin_logging(
         self: &Arc<Self>,
         server: &str,
-        session: &Arc<Session>,
+        client: &Arc<dyn Client>,
         request: Option<Id>,
         log_level: Option<LogLevel>,
     ) -> CallGuard {
         let guard = self.insert(
             server,
-            session.id.clone(),
-            Arc::downgrade(session),
+            client.session_id().to_owned(),
+            Some(Arc::downgrade(client)),
             request,
             None,
         );
@@ -160,21 +162,21 @@ impl Correlation {
     /// in flight is ambiguous and refused, as between two sessions.
     pub(crate) fn begin_bridged(self: &Arc<Self>, server: &str, sink: AskSink) -> CallGuard {
         let key = format!("bridged call {}", crate::ids::session_id());
-        self.insert(server, key, Weak::new(), None, Some(sink))
+        self.insert(server, key, None, None, Some(sink))
     }
 
     /// Records a call in flight on `server` that no client session stands behind (a code-mode run's call):
     /// what the upstream asks while it runs has no client to go to, so it is refused, and it is never
     /// attributed to some other session that happens to be open.
     pub(crate) fn begin_unowned(self: &Arc<Self>, server: &str, trace_id: &str) -> CallGuard {
-        self.insert(server, format!("call {trace_id}"), Weak::new(), None, None)
+        self.insert(server, format!("call {trace_id}"), None, None, None)
     }
 
     fn insert(
         self: &Arc<Self>,
         server: &str,
         session_id: String,
-        session: Weak<Session>,
+        client: Option<Weak<dyn Client>>,
         request: Option<Id>,
         bridge: Option<AskSink>,
     ) -> CallGuard {
@@ -184,7 +186,7 @@ impl Correlation {
             Call {
                 server: server.to_owned(),
                 session_id,
-                session,
+                client,
                 request,
                 bridge,
                 log_level: None,
@@ -207,13 +209,13 @@ impl Correlation {
         let inner = self.lock();
         match inner.calls.get(&key).filter(|c| c.server == server) {
             Some(call) => Cause::Call {
-                session: call.session.clone(),
+                client: call.client.clone(),
                 request: call.request.clone(),
                 bridge: call.bridge.clone(),
                 log_level: call.log_level,
             },
             None => Cause::Call {
-                session: Weak::new(),
+                client: None,
                 request: None,
                 bridge: None,
                 log_level: None,
@@ -238,7 +240,7 @@ impl Correlation {
         }
         match sessions.len() {
             1 => Cause::Call {
-                session: first.session.clone(),
+                client: first.client.clone(),
                 request: if count == 1 {
                     first.request.clone()
                 } else {
@@ -251,15 +253,15 @@ impl Correlation {
         }
     }
 
-    /// Records that the upstream request `upstream_id` of `server` was relayed to `session`.
-    pub(crate) fn relayed(&self, server: &str, upstream_id: &Value, session: &Arc<Session>) {
+    /// Records that the upstream request `upstream_id` of `server` was relayed to `client`.
+    pub(crate) fn relayed(&self, server: &str, upstream_id: &Value, client: Weak<dyn Client>) {
         self.lock()
             .relays
-            .insert(relay_key(server, upstream_id), Arc::downgrade(session));
+            .insert(relay_key(server, upstream_id), client);
     }
 
-    /// Forgets a relayed request (answered, withdrawn or never delivered); returns the session it went to.
-    pub(crate) fn relay_ended(&self, server: &str, upstream_id: &Value) -> Option<Arc<Session>> {
+    /// Forgets a relayed request (answered, withdrawn or never delivered); returns the client it went to.
+    pub(crate) fn relay_ended(&self, server: &str, upstream_id: &Value) -> Option<Arc<dyn Client>> {
         self.lock()
             .relays
             .remove(&relay_key(server, upstream_id))

@@ -16,9 +16,10 @@
 //! upstream's own elicitation, relayed, is labelled with its server here too (`label_relayed`), so toolgate's
 //! question and an upstream's can always be told apart.
 
-use crate::gateway::Gateway;
-use crate::pipeline::{AskHuman, GrantScope};
+use crate::client::AskHuman;
+use crate::pipeline::context::GrantScope;
 use crate::snapshot::{Kind, Snapshot, MAX_PREFIX_ARGS};
+use crate::stages::Stages;
 use policy::{Decision, Operation};
 use serde_json::{json, Value};
 use store::Timestamp;
@@ -91,7 +92,7 @@ pub(crate) fn label_input_requests(server: &str, result: &mut Value) {
 
 /// Whether this ask may also go to the human through `asker`: it must be enabled, the asker able to ask, and —
 /// for anything that is not approved in band by default (`in_band`) — enabled for writes too.
-pub(crate) fn may_elicit(gw: &Gateway, asker: &dyn AskHuman, in_band: bool) -> bool {
+pub(crate) fn may_elicit(gw: &Stages, asker: &dyn AskHuman, in_band: bool) -> bool {
     let a = &gw.opts.approvals;
     a.elicitation.value && (in_band || a.elicitation_for_writes.value) && asker.can_ask()
 }
@@ -121,7 +122,7 @@ pub(crate) struct Offer {
 /// The offer for `snapshot` held with `decision`: a tool call's follows from its decision and definition; a
 /// run's from the calls that asked (`codemode::offer`); prompts and resources are reads.
 pub(crate) fn offer(
-    gw: &Gateway,
+    gw: &Stages,
     guard: &crate::guard::Guard,
     snapshot: &Snapshot,
     decision: &Decision,
@@ -141,7 +142,7 @@ pub(crate) fn offer(
 
 /// Asks the human through `asker` and applies the answer to request `id`; a session grant goes to `grants`.
 pub(crate) async fn elicit(
-    gw: &Gateway,
+    gw: &Stages,
     asker: &dyn AskHuman,
     grants: &GrantScope,
     id: &str,

@@ -4,10 +4,11 @@
 //! transport: a front end decodes its frames, calls `Session::handle`, and writes what the session's `Drain`
 //! yields to the stream each message names.
 
+use crate::client::ClientEra;
 use crate::errors::{invalid_request, unsupported_version};
 use crate::gateway::Gateway;
 use crate::outbox::{Drain, Outbox, Stream};
-use crate::session::{ClientEra, Session, SUPPORTED_VERSIONS};
+use crate::session::{Session, SUPPORTED_VERSIONS};
 use jsonrpc::{error_object, error_response, DecodeError, Id, Message};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -50,7 +51,7 @@ impl Session {
     /// gateway's message limit. The session lives while the front end holds it and its requests run; the drain
     /// ends once the session is closed by overflow, or once it is gone and its last message was taken.
     pub fn open(gateway: &Arc<Gateway>) -> (Arc<Session>, Drain) {
-        let (outbox, drain) = Outbox::new(gateway.opts.limits.max_message_bytes);
+        let (outbox, drain) = Outbox::new(gateway.stages.opts.limits.max_message_bytes);
         (Session::new(Arc::clone(gateway), outbox), drain)
     }
 
@@ -62,7 +63,7 @@ impl Session {
         profile: Option<&str>,
     ) -> Result<(Arc<Session>, Drain), crate::Error> {
         let guard = gateway.guard_for(profile)?;
-        let (outbox, drain) = Outbox::new(gateway.opts.limits.max_message_bytes);
+        let (outbox, drain) = Outbox::new(gateway.stages.opts.limits.max_message_bytes);
         Ok((Session::new_as(Arc::clone(gateway), outbox, guard), drain))
     }
 
@@ -76,7 +77,7 @@ impl Session {
 
     /// The limits the front end decodes this session's frames under.
     pub fn limits(&self) -> jsonrpc::Limits {
-        self.gateway.opts.limits
+        self.gateway.stages.opts.limits
     }
 
     /// Resolves once the session can no longer deliver: its client stopped reading and its outbox overflowed
@@ -91,7 +92,7 @@ impl Session {
         let (id, error) = match error {
             FramingError::Undecodable(e) => (e.id, error_object(e.code, e.message, None)),
             FramingError::Oversized { len, id } => {
-                let max = self.gateway.opts.limits.max_message_bytes;
+                let max = self.gateway.stages.opts.limits.max_message_bytes;
                 let why = format!("message of {len} bytes exceeds the limit of {max} bytes");
                 (id, error_object(jsonrpc::PARSE_ERROR, why, None))
             }

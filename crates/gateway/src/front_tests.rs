@@ -4,7 +4,8 @@
 use crate::front::FramingError;
 use crate::gateway::Gateway;
 use crate::outbox::Stream;
-use crate::session::{ListKind, Session};
+use crate::rebuild::ListKind;
+use crate::session::Session;
 use crate::state::State;
 use crate::testkit::Wire;
 use jsonrpc::Id;
@@ -190,7 +191,7 @@ async fn forwarded_progress_carries_the_stream_of_the_request_that_gave_the_toke
     client.request(id, "tools/call", params).await;
     let (_, waiting) = client.next().await;
     assert_eq!(waiting["method"], "notifications/progress");
-    let routes = gw.progress_routes();
+    let routes: Arc<dyn upstream::ProgressRoutes> = gw.stages.progress.clone();
     for (client_token, expected) in [
         (json!("tok"), Stream::Request(Id::Int(9))),
         (json!("other"), Stream::Request(Id::Int(10))),
@@ -198,8 +199,10 @@ async fn forwarded_progress_carries_the_stream_of_the_request_that_gave_the_toke
         let Stream::Request(request) = &expected else {
             unreachable!()
         };
-        let route =
-            gw.register_progress(client.session().progress_for(request, client_token.clone()));
+        let route = gw
+            .stages
+            .progress
+            .register(client.session().progress_for(request, client_token.clone()));
         assert!(routes.deliver(&json!({"progressToken": route.token, "progress": 1})));
         let (stream, progress) = loop {
             let (stream, msg) = client.next().await;

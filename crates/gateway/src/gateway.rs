@@ -1,5 +1,5 @@
-//! The `Gateway`: upstream supervisors, the merged catalog, live sessions, and the routing tables that outlive
-//! one request (progress tokens). One per process; front ends create sessions on it.
+//! The `Gateway`: composition (it starts the upstreams and composes the `Stages` the pipeline runs on), the live
+//! sessions, and the event loop over what upstreams send. One per process; front ends create sessions on it.
 //!
 //! Concurrency: upstream events arrive on one bounded channel and are handled by one task, in order, so catalog
 //! rebuilds and the `list_changed` notifications they cause never interleave. A rebuild runs on a blocking thread
@@ -8,17 +8,16 @@
 
 use crate::aggregate::Aggregate;
 use crate::correlate::Correlation;
-use crate::cursor::PageLimits;
 use crate::guard::Guard;
 pub use crate::options::Options;
 use crate::pins::PinView;
 use crate::progress::ProgressTable;
-use crate::rebuild::{Inputs, Merged};
-use crate::session::{ListKind, Session};
+use crate::rebuild::ListKind;
+use crate::session::Session;
+use crate::stages::{Parts, Stages};
 use crate::state::State;
 use crate::status;
 use config::Config;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -34,40 +33,16 @@ const EVENT_CAPACITY: usize = 1024;
 /// from exiting.
 const SETTLE_WAIT: Duration = Duration::from_secs(2);
 
+/// Composition, sessions and the event loop: the stages run on `stages`, which knows no session.
 pub struct Gateway {
-    pub(crate) opts: Options,
-    /// The served profile's guard: the stdio session's, and every session opened without a profile of its own.
-    pub(crate) guard: Arc<Guard>,
+    pub(crate) stages: Arc<Stages>,
     /// The guards of other profiles an HTTP caller's sessions run under.
     profiles: crate::profiles::Profiles,
-    /// Approvals, pins, reporting and audit; `None` when this workspace has no usable state directory, in which
-    /// case every ask fails closed.
-    pub(crate) state: Option<Arc<State>>,
-    /// toolgate's own workspace tools, served when a workspace was given explicitly.
-    pub(crate) builtin: Option<Arc<builtin::Builtin>>,
-    /// Pre- and post-call hooks, in order (`set_hooks`).
-    pub(crate) hooks: crate::hooks::Registry,
-    upstreams: Vec<Arc<Upstream>>,
-    /// The merged catalog and pin view, published by each rebuild.
-    merged: Arc<Merged>,
-    sessions: Mutex<Vec<Weak<Session>>>,
-    pub(crate) progress: Arc<ProgressTable>,
-    /// Which session and request caused each call in flight, and where upstream requests were relayed (`route`).
-    pub(crate) correlation: Arc<Correlation>,
-    /// Calls bridged for modern clients that wait for the clients' answers, by request state (`bridge`).
-    pub(crate) bridge: Arc<crate::bridge::Bridge>,
-    /// Upstream tasks under toolgate's ids, each bound to its owner (`tasks`).
-    pub(crate) tasks: crate::tasks::Tasks,
+    /// Live sessions by id: where what an upstream sends on its own is delivered (`route`).
+    sessions: Mutex<HashMap<String, Weak<Session>>>,
     /// Set once the first list has waited (bounded) for upstreams still starting.
     first_list: OnceCell<()>,
-    /// Legacy clients' subscriptions on modern upstreams, as `subscriptions/listen` streams (`bridge::listen`).
-    pub(crate) listens: crate::bridge::Listens,
     shutdown: CancellationToken,
-    /// Each client session's code-mode state (call numbers for `recall`, saved files).
-    pub(crate) code_sessions: crate::codemode::Sessions,
-    /// Runs code-mode programs; it keeps one locked-down worker ready from the first run on, so a run does not
-    /// wait for a worker to start and lock itself down.
-    pub(crate) code_runner: codemode::Runner,
 }
 
 impl Gateway {
@@ -129,33 +104,26 @@ impl Gateway {
                 None => Upstream::start(s.clone(), opts.upstream.clone(), sinks.clone()),
             })
             .collect();
-        let code_runner = codemode::Runner::new(opts.code.worker.clone(), opts.code.limits.clone())
-            .with_spare(true);
         let profiles = crate::profiles::Profiles::new(config, Arc::clone(&guard), opts.code.mode);
-        let bridge = crate::bridge::Bridge::new(opts.bridge_wait);
-        let gw = Arc::new(Self {
-            code_runner,
+        let stages = Arc::new(Stages::new(Parts {
             opts,
             guard,
-            profiles,
             state,
             builtin,
-            hooks: Default::default(),
             upstreams,
-            merged: Arc::default(),
-            sessions: Mutex::new(Vec::new()),
             progress,
             correlation,
-            bridge,
-            tasks: Default::default(),
+        }));
+        let gw = Arc::new(Self {
+            stages,
+            profiles,
+            sessions: Mutex::new(HashMap::new()),
             first_list: OnceCell::new(),
-            listens: Default::default(),
             shutdown: CancellationToken::new(),
-            code_sessions: Default::default(),
         });
         // What toolgate offers before any upstream has answered: its own tools, and every list kind to come (no
         // upstream catalog yet, so this build is small enough to run here).
-        gw.merged.rebuild(&gw.rebuild_inputs());
+        gw.stages.merged.rebuild(&gw.stages.rebuild_inputs());
         tokio::spawn(Arc::clone(&gw).event_loop(rx));
         gw
     }
@@ -164,7 +132,8 @@ impl Gateway {
     /// from what came up (for `doctor` and `preview`, which report on the whole start). Nothing here is fatal: an
     /// upstream that failed is reported by its status, an item that cannot be served by the aggregate's `held`.
     pub async fn ready(&self) {
-        self.wait_settled(self.opts.startup_timeout, true).await;
+        self.wait_settled(self.stages.opts.startup_timeout, true)
+            .await;
         self.rebuild().await;
     }
 
@@ -174,10 +143,11 @@ impl Gateway {
     pub(crate) async fn first_list(&self) {
         self.first_list
             .get_or_init(|| async {
-                self.wait_settled(self.opts.first_list_wait, false).await;
+                self.wait_settled(self.stages.opts.first_list_wait, false)
+                    .await;
                 self.rebuild().await;
                 // From here on a list may be served, so later rebuilds announce what they change.
-                self.merged.mark_listed();
+                self.stages.merged.mark_listed();
             })
             .await;
     }
@@ -186,7 +156,7 @@ impl Gateway {
     /// own start-up timeout (Codex `startup_timeout_sec`) replaces `limit` for that server.
     async fn wait_settled(&self, limit: Duration, own_timeouts: bool) {
         let mut waits = tokio::task::JoinSet::new();
-        for up in &self.upstreams {
+        for up in self.stages.upstreams() {
             let up = Arc::clone(up);
             let limit = match up.config().startup_timeout {
                 Some(own) if own_timeouts => own,
@@ -195,13 +165,6 @@ impl Gateway {
             waits.spawn(async move { up.wait_settled(limit).await });
         }
         while waits.join_next().await.is_some() {}
-    }
-
-    /// The aggregate and which of its tools `guard`'s policy shows (indices into `tools`), cached until either
-    /// the aggregate or the pin view is replaced: listing a large catalog page by page must not recompute it.
-    pub(crate) fn visible_tools(&self, guard: &Arc<Guard>) -> (Arc<Aggregate>, Arc<Vec<usize>>) {
-        self.merged
-            .visible_tools(guard, self.opts.quarantine_asks, self.opts.code.on())
     }
 
     /// The guard sessions of `profile` decide with (`None`: the served profile's). It fails for a profile the
@@ -219,112 +182,6 @@ impl Gateway {
     /// The guard of `profile` for admin explanations and previews (`None`: the served profile's).
     pub fn profile_guard(&self, profile: Option<&str>) -> Result<Arc<Guard>, crate::Error> {
         self.profiles.guard(profile)
-    }
-
-    /// What one page of a merged list may hold.
-    pub(crate) fn page_limits(&self) -> PageLimits {
-        PageLimits::new(self.opts.page_size, self.opts.limits.max_message_bytes)
-    }
-
-    pub fn aggregate(&self) -> Arc<Aggregate> {
-        self.merged.aggregate()
-    }
-
-    /// Code mode's search index over the current merged catalog as `guard`'s profile sees it (empty in direct
-    /// mode).
-    pub(crate) fn search_index(&self, guard: &Arc<Guard>) -> Arc<codemode::SearchIndex> {
-        if !self.opts.code.on() {
-            return self.merged.search();
-        }
-        let served = Arc::ptr_eq(guard, self.profiles.served());
-        self.merged
-            .search_for(guard, served, self.opts.quarantine_asks)
-    }
-
-    /// Pin and poisoning status of every upstream tool, keyed `server__tool`.
-    pub fn pins(&self) -> Arc<PinView> {
-        self.merged.pins()
-    }
-
-    /// A quarantined or flagged tool may have been accepted by a human since the view was built: ask the store
-    /// again with the tool's current definition, and update the view when the pin now matches (lifting the
-    /// quarantine, and the flags' block when that exact definition was accepted despite them). Returns whether
-    /// the pin now matches.
-    pub(crate) fn recheck_pin(&self, server: &str, tool: &str) -> bool {
-        let (Some(state), Some(up)) = (&self.state, self.upstream(server)) else {
-            return false;
-        };
-        let catalog = up.catalog();
-        let Some(def) = catalog
-            .tools
-            .iter()
-            .find(|t| t.get("name").and_then(Value::as_str) == Some(tool))
-        else {
-            return false;
-        };
-        let key = format!("{server}__{tool}");
-        let now = store::Timestamp::now();
-        let checked = state.store(|s| {
-            let check = s.observe_tool(&key, def, store::FirstUse::Accept, now)?;
-            let overridden = s.get_pin(&key)?.is_some_and(|p| p.flags_overridden());
-            Ok::<_, store::Error>((check, overridden))
-        });
-        let Ok((store::PinCheck::Unchanged, overridden)) = checked else {
-            return false;
-        };
-        let mut slot = self.merged.pins.write().unwrap_or_else(|p| p.into_inner());
-        let mut view = (**slot).clone();
-        if let Some(p) = view.get_mut(&key) {
-            p.quarantined = false;
-            p.flags_overridden = overridden;
-        }
-        *slot = Arc::new(view);
-        true
-    }
-
-    /// Whether audit records are being written (for `toolgate_status` and `doctor`).
-    pub fn audit_health(&self) -> status::AuditHealth {
-        match &self.state {
-            None => status::AuditHealth::Off,
-            Some(s) => match s.audit_problem() {
-                None => status::AuditHealth::Ok,
-                Some(p) => status::AuditHealth::Failing(p),
-            },
-        }
-    }
-
-    /// Whether a flagged tool is still blocked after asking the store again (a human may have accepted it
-    /// despite its flags since the view was built).
-    pub(crate) fn flags_still_block(&self, server: &str, tool: &str) -> bool {
-        !self.recheck_pin(server, tool)
-            || self
-                .pins()
-                .get(&format!("{server}__{tool}"))
-                .is_none_or(crate::pins::PinStatus::blocked_by_flags)
-    }
-
-    /// Answers a request an upstream sent, if that upstream is still connected (else there is no one to answer).
-    pub(crate) async fn answer_upstream(
-        &self,
-        server: &str,
-        id: Value,
-        outcome: Result<Value, Value>,
-    ) {
-        if let Some(conn) = self.upstream(server).and_then(|u| u.connection().ok()) {
-            let _ = conn.respond(id, outcome).await;
-        }
-    }
-
-    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
-        self.upstreams.iter().find(|u| u.name() == name)
-    }
-
-    pub fn upstreams(&self) -> &[Arc<Upstream>] {
-        &self.upstreams
-    }
-
-    pub fn statuses(&self) -> Vec<Status> {
-        self.upstreams.iter().map(|u| u.status()).collect()
     }
 
     /// Closes every session still open, lets the calls that cancels record how they ended (bounded), writes what
@@ -350,55 +207,79 @@ impl Gateway {
         }
         drop(sessions);
         // Calls waiting for a client's answers are cancelled upstream and recorded before the flush.
-        self.bridge.abandon_all().await;
-        if let Some(state) = &self.state {
+        self.stages.bridge.abandon_all().await;
+        if let Some(state) = &self.stages.state {
             // What calls left queued for the audit log and the report is written before toolgate exits.
             state.flush();
         }
         let mut stops = tokio::task::JoinSet::new();
-        for up in &self.upstreams {
+        for up in self.stages.upstreams() {
             let up = Arc::clone(up);
             stops.spawn(async move { up.shutdown().await });
         }
         while stops.join_next().await.is_some() {}
     }
 
-    /// toolgate's own tools, listed before upstream tools.
-    pub(crate) fn own_tools(&self) -> Vec<Value> {
-        let mut tools = Vec::new();
-        if !self.opts.wrap {
-            tools.push(status::definition());
-        }
-        // The approval tools come with approvals: without state there is nothing to resume.
-        if self.state.is_some() {
-            tools.extend(crate::intrinsics::definitions());
-        }
-        if self.opts.code.on() && !self.opts.wrap {
-            tools.extend(crate::codemode::definitions());
-        }
-        if self.builtin.is_some() {
-            tools.extend(builtin::tool_definitions());
-            tools.extend(crate::intrinsics::workspace_definitions());
-        }
-        tools
-    }
-
     pub(crate) fn register_session(&self, session: &Arc<Session>) {
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.retain(|s| s.strong_count() > 0);
-        sessions.push(Arc::downgrade(session));
+        sessions.retain(|_, s| s.strong_count() > 0);
+        sessions.insert(session.id.clone(), Arc::downgrade(session));
     }
 
     pub(crate) fn live_sessions(&self) -> Vec<Arc<Session>> {
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.iter().filter_map(Weak::upgrade).collect()
+        sessions.values().filter_map(Weak::upgrade).collect()
+    }
+
+    /// The live session with this id, if it is still there.
+    pub(crate) fn session(&self, id: &str) -> Option<Arc<Session>> {
+        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.get(id).and_then(Weak::upgrade)
+    }
+
+    /// Registers the call hooks, in order, replacing any registered before. Meant for start-up, before
+    /// serving: a call already under way keeps the list it started with.
+    pub fn set_hooks(&self, hooks: Vec<Arc<dyn crate::hooks::CallHook>>) {
+        self.stages.hooks.set(hooks);
+    }
+
+    /// Post-hook runs that failed (error, timeout, panic) since start; none of them changed a result.
+    pub fn hook_failures(&self) -> u64 {
+        self.stages.hooks.failures()
+    }
+
+    /// The merged catalog as it is now.
+    pub fn aggregate(&self) -> Arc<Aggregate> {
+        self.stages.aggregate()
+    }
+
+    /// Pin and poisoning status of every upstream tool, keyed `server__tool`.
+    pub fn pins(&self) -> Arc<PinView> {
+        self.stages.pins()
+    }
+
+    /// Whether audit records are being written (for `toolgate_status` and `doctor`).
+    pub fn audit_health(&self) -> status::AuditHealth {
+        self.stages.audit_health()
+    }
+
+    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.stages.upstream(name)
+    }
+
+    pub fn upstreams(&self) -> &[Arc<Upstream>] {
+        self.stages.upstreams()
+    }
+
+    pub fn statuses(&self) -> Vec<Status> {
+        self.stages.statuses()
     }
 
     /// Rebuilds the merged catalog on a blocking thread; returns which lists changed. The build publishes before
     /// it ends, even when the caller stops waiting for it.
     async fn rebuild(&self) -> Vec<ListKind> {
-        let merged = Arc::clone(&self.merged);
-        let inputs = self.rebuild_inputs();
+        let merged = Arc::clone(&self.stages.merged);
+        let inputs = self.stages.rebuild_inputs();
         match tokio::task::spawn_blocking(move || merged.rebuild(&inputs)).await {
             Ok(changed) => changed,
             Err(e) => {
@@ -409,29 +290,15 @@ impl Gateway {
         }
     }
 
-    fn rebuild_inputs(&self) -> Inputs {
-        Inputs {
-            upstreams: self.upstreams.clone(),
-            state: self.state.clone(),
-            guard: Arc::clone(&self.guard),
-            naming: self.opts.naming.clone(),
-            max_item_bytes: self.page_limits().bytes,
-            hold_new_tools: self.opts.hold_new_tools,
-            quarantine_asks: self.opts.quarantine_asks,
-            own_tools: self.own_tools(),
-            code_mode: self.opts.code.on(),
-        }
-    }
-
     async fn event_loop(self: Arc<Self>, mut rx: mpsc::Receiver<Event>) {
         loop {
             let event = tokio::select! {
                 e = rx.recv() => match e { Some(e) => e, None => return },
                 () = self.shutdown.cancelled() => return,
             };
-            self.correlation.took_one();
+            self.stages.correlation.took_one();
             self.on_event(event).await;
-            self.correlation.handled_one();
+            self.stages.correlation.handled_one();
         }
     }
 
@@ -451,7 +318,7 @@ impl Gateway {
                 }
             }
             Event::StatusChanged { server } => {
-                let s = self.upstream(&server).map(|u| u.status());
+                let s = self.stages.upstream(&server).map(|u| u.status());
                 if let Some(s) = s {
                     tracing::info!(server, state = s.state.as_str(), "upstream state changed");
                 }

@@ -146,5 +146,5 @@ pub fn audit_recent(records: Vec<Value>) -> Value {
         })
         .collect();
     json!({"content": [{"type": "text", "text": format!("{} recent audit events", events.len())}],
-           "structuredContent": {"events": events}})
+           "structuredContent": {"count": events.len(), "events": events}})
 }

@@ -1,8 +1,9 @@
 //! What each client request does: the era gate, then the method. Results are fitted to the era of the request.
 
+use crate::client::ClientEra;
 use crate::cursor;
 use crate::errors::{invalid_params, invalid_request, unsupported_version};
-use crate::session::{ClientEra, Session, SUPPORTED_VERSIONS};
+use crate::session::{Session, SUPPORTED_VERSIONS};
 use crate::wire::{self, Reply};
 use jsonrpc::{error_object, Id};
 use serde_json::{json, Map, Value};
@@ -18,6 +19,8 @@ const REMOVED_IN_MODERN: &[&str] = &[
     "logging/setLevel",
     "resources/subscribe",
     "resources/unsubscribe",
+    // The tasks extension of 2026-07-28 inlines a task's result in `tasks/get`.
+    "tasks/result",
 ];
 
 impl Session {
@@ -37,7 +40,7 @@ impl Session {
             method,
             "initialize" | "ping" | "server/discover" | "subscriptions/listen"
         );
-        if !handshake || self.gateway.opts.wrap {
+        if !handshake || self.gateway.stages.opts.wrap {
             self.gateway.first_list().await;
         }
         let reply = match method {
@@ -162,7 +165,11 @@ impl Session {
             "capabilities": agg.capabilities,
             "serverInfo": self.server_info(),
         });
-        if let Some(i) = self.gateway.instructions(agg.instructions.as_deref()) {
+        if let Some(i) = self
+            .gateway
+            .stages
+            .instructions(agg.instructions.as_deref())
+        {
             result["instructions"] = Value::String(i);
         }
         Ok(result)
@@ -177,7 +184,11 @@ impl Session {
             "ttlMs": 0,
             "cacheScope": "private",
         });
-        if let Some(i) = self.gateway.instructions(agg.instructions.as_deref()) {
+        if let Some(i) = self
+            .gateway
+            .stages
+            .instructions(agg.instructions.as_deref())
+        {
             result["instructions"] = Value::String(i);
         }
         result
@@ -187,7 +198,7 @@ impl Session {
     fn server_info(&self) -> Value {
         let own =
             json!({"name": "toolgate", "title": "toolgate", "version": env!("CARGO_PKG_VERSION")});
-        if !self.gateway.opts.wrap {
+        if !self.gateway.stages.opts.wrap {
             return own;
         }
         let info = self
@@ -231,14 +242,19 @@ impl Session {
 
     /// Only what the active profile lets a client see. Listing is not enforcement: calls are decided again.
     fn list_tools(&self, params: &Value) -> Result<Value, Value> {
-        let (agg, visible) = self.gateway.visible_tools(&self.guard);
+        let (agg, visible) = self.gateway.stages.visible_tools(&self.guard);
         let list = cursor::Listing {
             len: visible.len(),
             item: |i| &agg.tools[visible[i]],
             size: |i| agg.tool_sizes[visible[i]],
             key: "tools",
         };
-        cursor::page(list, params.get("cursor"), self.gateway.page_limits()).map_err(invalid_params)
+        cursor::page(
+            list,
+            params.get("cursor"),
+            self.gateway.stages.page_limits(),
+        )
+        .map_err(invalid_params)
     }
 
     fn list(
@@ -254,7 +270,7 @@ impl Session {
             sizes,
             key,
             params.get("cursor"),
-            self.gateway.page_limits(),
+            self.gateway.stages.page_limits(),
         )
         .map_err(invalid_params)
     }

@@ -31,6 +31,8 @@ pub struct Options {
     pub code: crate::codemode::options::CodeOptions,
     /// How long a call bridged for a modern client waits for the client's retry with its answers (`bridge`).
     pub bridge_wait: Duration,
+    /// The names toolgate's own tools are listed under: its own, or ToolHub's (`mcp-toolhub`).
+    pub surface: crate::own::Surface,
 }
 
 impl Options {
@@ -60,6 +62,7 @@ impl Options {
             code: crate::codemode::options::CodeOptions::from_config(config),
             // The upstream call cannot outlive its request timeout, so a longer wait would gain nothing.
             bridge_wait: config.limits.request_timeout.value,
+            surface: crate::own::Surface::Toolgate,
         }
     }
 }

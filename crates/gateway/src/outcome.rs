@@ -197,6 +197,8 @@ pub struct HeldCall {
     pub trace_id: String,
     pub handle: ApprovalHandle,
     pub message: String,
+    /// The tool that resumes it (`own::resume_tool` of the held call).
+    pub resume: crate::own::Resumer,
 }
 
 /// Why a request could not be carried out (not a refusal: nothing decided against it).

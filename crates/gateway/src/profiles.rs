@@ -31,10 +31,6 @@ impl Profiles {
         }
     }
 
-    pub(crate) fn served(&self) -> &Arc<Guard> {
-        &self.served
-    }
-
     /// The guard of `profile` (`None`, or the served profile's name: the gateway's own).
     pub(crate) fn guard(&self, profile: Option<&str>) -> Result<Arc<Guard>, Error> {
         let Some(name) = profile.filter(|p| Some(*p) != self.served.profile()) else {

@@ -2,42 +2,30 @@
 //! forwarded, so an upstream's progress notifications reach the requester (and the call) that asked for them,
 //! through the call's `Progress` sink. The route lives exactly as long as the call (`ProgressGuard`).
 
-use crate::gateway::Gateway;
-use crate::pipeline::Progress;
+use crate::client::Progress;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-impl Gateway {
-    /// A gateway token, unique across requesters, routed to `progress`; the guard removes it when the call ends.
-    pub(crate) fn register_progress(&self, progress: Progress) -> ProgressGuard {
-        let token = format!(
-            "tg-progress-{}",
-            self.progress.next.fetch_add(1, Ordering::Relaxed)
-        );
-        self.progress.lock().insert(token.clone(), progress);
-        ProgressGuard {
-            table: Arc::clone(&self.progress),
-            token,
-        }
-    }
-
-    /// What the upstreams' readers deliver progress through.
-    #[cfg(test)]
-    pub(crate) fn progress_routes(&self) -> Arc<dyn upstream::ProgressRoutes> {
-        self.progress.clone()
-    }
-}
-
 /// Gateway progress token → the requester's own token and sink.
 #[derive(Default)]
 pub(crate) struct ProgressTable {
     routes: Mutex<HashMap<String, Progress>>,
-    pub(crate) next: AtomicU64,
+    next: AtomicU64,
 }
 
 impl ProgressTable {
+    /// A gateway token, unique across requesters, routed to `progress`; the guard removes it when the call ends.
+    pub(crate) fn register(self: &Arc<Self>, progress: Progress) -> ProgressGuard {
+        let token = format!("tg-progress-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        self.lock().insert(token.clone(), progress);
+        ProgressGuard {
+            table: Arc::clone(self),
+            token,
+        }
+    }
+
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Progress>> {
         self.routes.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -10,7 +10,6 @@
 use crate::aggregate::{Aggregate, Layout, Naming};
 use crate::guard::Guard;
 use crate::pins::{PinCache, PinView};
-use crate::session::ListKind;
 use crate::state::State;
 use codemode::SearchIndex;
 use serde_json::Value;
@@ -18,6 +17,31 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 use upstream::Upstream;
+
+/// A merged list whose change sessions are told of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+}
+
+impl ListKind {
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => "notifications/tools/list_changed",
+            ListKind::Prompts => "notifications/prompts/list_changed",
+            ListKind::Resources => "notifications/resources/list_changed",
+        }
+    }
+    pub(crate) fn filter_key(self) -> &'static str {
+        match self {
+            ListKind::Tools => "toolsListChanged",
+            ListKind::Prompts => "promptsListChanged",
+            ListKind::Resources => "resourcesListChanged",
+        }
+    }
+}
 
 /// What one build reads besides the upstream catalogs; owned, so a build can run on another thread.
 pub(crate) struct Inputs {

@@ -173,12 +173,13 @@ async fn sampling_asked_during_a_call_with_no_client_session_is_refused_and_the_
         origin,
         HoldPolicy::HandleNow,
         CancellationToken::new(),
-        std::sync::Arc::clone(&h.gateway.guard),
+        std::sync::Arc::clone(&h.gateway.stages.guard),
     );
     let params = call("fx__sample", json!({"prompt": "hi"}));
-    let outcome = tokio::time::timeout(WAIT, pipeline::govern_tool(&h.gateway, &ctx, params))
-        .await
-        .expect("refused at once, not left waiting for a client to answer");
+    let outcome =
+        tokio::time::timeout(WAIT, pipeline::govern_tool(&h.gateway.stages, &ctx, params))
+            .await
+            .expect("refused at once, not left waiting for a client to answer");
     let CallOutcome::Failed(failure) = &outcome else {
         panic!("the call must fail with the refusal: {outcome:?}");
     };

@@ -3,6 +3,7 @@
 //! request's records), or until the upstream withdraws them. Whether a request may be relayed at all, and to
 //! whom, is decided before (`route`, `pipeline::asks`).
 
+use crate::client::{Client, Relay};
 use crate::outbox::Stream;
 use crate::session::{Relayed, Session};
 use jsonrpc::{error_object, Id};
@@ -13,40 +14,45 @@ use std::sync::Arc;
 impl Session {
     /// Relays an upstream's request to this client (`route` decided it is this client's); `cause` is the client
     /// request whose call caused it, when one did.
-    pub(crate) async fn relay(
-        self: &Arc<Self>,
-        server: &str,
-        upstream_id: Value,
-        method: String,
-        params: Option<Value>,
-        cause: Option<Id>,
-        finish: crate::pipeline::Finish,
-    ) {
+    pub(crate) async fn relay(self: &Arc<Self>, relay: Relay) {
+        let Relay {
+            server,
+            upstream_id,
+            method,
+            params,
+            cause,
+            records,
+        } = relay;
+        let server = server.as_str();
         let id = Id::Str(format!(
             "tg-relay-{}",
             self.next_relay.fetch_add(1, Ordering::Relaxed)
         ));
-        self.gateway.correlation.relayed(server, &upstream_id, self);
+        let client: Arc<dyn Client> = Arc::clone(self) as Arc<dyn Client>;
+        let stages = &self.gateway.stages;
+        stages
+            .correlation
+            .relayed(server, &upstream_id, Arc::downgrade(&client));
         // It belongs on the stream of the request whose call caused it.
         let stream = cause.clone().map_or(Stream::Session, Stream::Request);
         let relayed = Relayed {
             server: server.to_owned(),
             upstream_id,
             cause,
-            finish: Some(finish),
+            records: Some(records),
         };
         self.lock().relayed.insert(id.clone(), relayed);
         if !self.post_on(stream, jsonrpc::request(&id, &method, params)) {
             let Some(r) = self.lock().relayed.remove(&id) else {
                 return;
             };
-            self.gateway.correlation.relay_ended(server, &r.upstream_id);
+            stages.correlation.relay_ended(server, &r.upstream_id);
             let err = error_object(
                 jsonrpc::INTERNAL_ERROR,
                 "the request could not be queued for the client (its session is closed, or it is over the message limit)",
                 None,
             );
-            self.gateway
+            stages
                 .answer_upstream(server, r.upstream_id, Err(err))
                 .await;
         }

@@ -4,15 +4,19 @@
 //!
 //! It runs no stage itself: the pipeline does, given the context; here the outcome is only shaped for the wire.
 
+use crate::client::{Client, ClientEra, LogLevel, Relay};
+use crate::guard::Guard;
 use crate::outbox::Stream;
 use crate::pipeline::{
     self, AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
     Requester,
 };
-use crate::session::{ClientEra, Session};
+use crate::session::Session;
 use crate::wire::{self, Reply, Shape};
 use jsonrpc::Id;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -47,9 +51,10 @@ impl Session {
         let log_level = params
             .pointer("/_meta/io.modelcontextprotocol~1logLevel")
             .and_then(Value::as_str)
-            .and_then(crate::route::LogLevel::parse);
+            .and_then(LogLevel::parse);
+        let client: Arc<dyn Client> = Arc::clone(self) as Arc<dyn Client>;
         ctx.requester = Some(Requester {
-            session: Arc::downgrade(self),
+            client: Arc::downgrade(&client),
             request: request.clone(),
             log_level,
         });
@@ -83,12 +88,12 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Reply {
         let definition = params.get("name").and_then(Value::as_str).and_then(|name| {
-            let agg = self.gateway.aggregate();
+            let agg = self.gateway.stages.aggregate();
             let exposed = crate::codemode::resolve(&agg, name)?;
             agg.tool_definition(&exposed).cloned()
         });
         let ctx = self.call_context(request, &params, cancel);
-        let outcome = pipeline::govern_tool(&self.gateway, &ctx, params).await;
+        let outcome = pipeline::govern_tool(&self.gateway.stages, &ctx, params).await;
         wire::reply(outcome, Shape::ToolResult, definition.as_ref())
     }
 
@@ -102,7 +107,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Reply {
         let ctx = self.call_context(request, &params, cancel);
-        let outcome = pipeline::govern_read(&self.gateway, &ctx, method, params).await;
+        let outcome = pipeline::govern_read(&self.gateway.stages, &ctx, method, params).await;
         wire::reply(outcome, Shape::RpcError, None)
     }
 
@@ -115,7 +120,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Reply {
         let ctx = self.call_context(request, &params, cancel);
-        pipeline::govern_task(&self.gateway, &ctx, self, method, params).await
+        pipeline::govern_task(&self.gateway.stages, &ctx, method, params).await
     }
 }
 
@@ -148,5 +153,49 @@ impl AskHuman for RequestChannel {
             self.session
                 .ask_client(self.stream.clone(), "elicitation/create", params),
         )
+    }
+}
+
+/// The session as the stages see it (`client`): nothing of how it is kept or framed.
+impl Client for Session {
+    fn session_id(&self) -> &str {
+        &self.id
+    }
+
+    fn era(&self) -> ClientEra {
+        self.lock().era.clone()
+    }
+
+    fn identity(&self) -> Option<String> {
+        Session::identity(self)
+    }
+
+    fn guard(&self) -> Arc<Guard> {
+        Arc::clone(&self.guard)
+    }
+
+    fn capabilities(&self) -> Value {
+        self.lock().client_caps.clone()
+    }
+
+    fn relay_refusal(&self, method: &str, cap: &str) -> Option<String> {
+        Session::relay_refusal(self, method, cap)
+    }
+
+    fn ask(&self, stream: Stream, method: &str, params: Value) -> AskFuture<'_> {
+        let method = method.to_owned();
+        Box::pin(async move { self.ask_client(stream, &method, params).await })
+    }
+
+    fn subscribed(&self, server: &str, uri: &str) {
+        Session::subscribed(self, server, uri)
+    }
+
+    fn unsubscribe(&self, server: &str, uri: &str) -> bool {
+        Session::unsubscribe(self, server, uri)
+    }
+
+    fn relay(self: Arc<Self>, relay: Relay) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move { Session::relay(&self, relay).await })
     }
 }

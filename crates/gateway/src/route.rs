@@ -25,78 +25,18 @@
 //! hears log messages only on the stream of a request that asked for them (`_meta` log level) while that
 //! request's call is the only one in flight on the upstream; it has no session stream for anything else.
 
-use crate::bridge::AskSink;
+use crate::client::{needed_capability, Client, LogLevel};
 use crate::correlate::Cause;
 use crate::errors::invalid_params;
 use crate::gateway::Gateway;
 use crate::outbox::Stream;
+use crate::pipeline::asks::Target;
 use crate::session::{Left, Session};
-use jsonrpc::{error_object, Id};
+use jsonrpc::error_object;
 use serde_json::{json, Value};
 use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
 use upstream::Upstream;
-
-/// MCP's log levels (RFC 5424's), least severe first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum LogLevel {
-    Debug,
-    Info,
-    Notice,
-    Warning,
-    Error,
-    Critical,
-    Alert,
-    Emergency,
-}
-
-impl LogLevel {
-    const ALL: [LogLevel; 8] = [
-        LogLevel::Debug,
-        LogLevel::Info,
-        LogLevel::Notice,
-        LogLevel::Warning,
-        LogLevel::Error,
-        LogLevel::Critical,
-        LogLevel::Alert,
-        LogLevel::Emergency,
-    ];
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Notice => "notice",
-            LogLevel::Warning => "warning",
-            LogLevel::Error => "error",
-            LogLevel::Critical => "critical",
-            LogLevel::Alert => "alert",
-            LogLevel::Emergency => "emergency",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|l| l.as_str() == s)
-    }
-}
-
-/// Where an upstream's request goes.
-pub(crate) enum Target {
-    /// Relayed to this session, on the stream of the client request that caused it (when one did).
-    Session(Arc<Session>, Option<Id>),
-    /// Caught for a call bridged for a modern client (of this session, whose guard decides it).
-    Bridge(AskSink, Weak<Session>),
-}
-
-/// The client capability an upstream request needs; `None` for requests toolgate never relays.
-pub(crate) fn needed_capability(method: &str) -> Option<&'static str> {
-    match method {
-        "sampling/createMessage" => Some("sampling"),
-        "elicitation/create" => Some("elicitation"),
-        "roots/list" => Some("roots"),
-        _ => None,
-    }
-}
 
 impl Gateway {
     /// The session an upstream's request goes to and the client request that caused it (when one did), or the
@@ -113,29 +53,29 @@ impl Gateway {
             return refused(format!("toolgate does not relay {method} to clients"));
         };
         // The client's roots would replace the directories the policy resolves this server's paths in.
-        if cap == "roots" && self.guard.keeps_own_directories(server) {
+        if cap == "roots" && self.stages.guard.keeps_own_directories(server) {
             return refused(format!(
                 "toolgate does not relay {method} to {server}: its policy resolves paths in the directories the \
                  server was started with"
             ));
         }
-        match self.correlation.cause_of(server, caller) {
+        match self.stages.correlation.cause_of(server, caller) {
             Cause::Call {
                 bridge: Some(sink),
-                session,
+                client,
                 ..
-            } => Ok(Target::Bridge(sink, session)),
+            } => Ok(Target::Bridge(sink, client)),
             Cause::Call {
-                session, request, ..
+                client, request, ..
             } => {
-                let Some(session) = session.upgrade().filter(|s| s.is_open()) else {
+                let Some(session) = self.session_of(client.as_ref()).filter(|s| s.is_open()) else {
                     return unattributed(format!(
                         "toolgate cannot relay {method}: the call that caused it has no client to ask (the client is gone, or no client session stands behind the call)"
                     ));
                 };
                 match session.relay_refusal(method, cap) {
                     Some(why) => refused(why),
-                    None => Ok(Target::Session(session, request)),
+                    None => Ok(Target::Client(session, request)),
                 }
             }
             Cause::Ambiguous { sessions } => unattributed(format!(
@@ -153,7 +93,7 @@ impl Gateway {
                     .filter(|s| s.relay_refusal(method, cap).is_none())
                     .collect();
                 match (able.as_slice(), open.as_slice()) {
-                    ([one], _) => Ok(Target::Session(Arc::clone(one), None)),
+                    ([one], _) => Ok(Target::Client(Arc::clone(one) as Arc<dyn Client>, None)),
                     ([], []) => unattributed("no client is connected".to_owned()),
                     ([], [only]) => refused(only.relay_refusal(method, cap).unwrap_or_default()),
                     ([], _) => refused(format!(
@@ -179,7 +119,9 @@ impl Gateway {
         params: Option<Value>,
         caller: Option<u64>,
     ) {
-        crate::pipeline::govern_upstream_request(self, server, id, method, params, caller).await;
+        let routed = self.route_request(server, &method, caller);
+        crate::pipeline::govern_upstream_request(&self.stages, server, id, method, params, routed)
+            .await;
     }
 
     /// An upstream's notification other than what its reader delivered itself (routed progress).
@@ -197,17 +139,24 @@ impl Gateway {
                 let Some(id) = params.as_ref().and_then(|p| p.get("requestId")) else {
                     return;
                 };
-                if let Some(session) = self.correlation.relay_ended(server, id) {
+                let client = self.stages.correlation.relay_ended(server, id);
+                if let Some(session) = client.and_then(|c| self.session(c.session_id())) {
                     session.relay_cancelled(server, id).await;
                 }
             }
             "notifications/tasks/status" | "notifications/tasks" => {
                 if let Some(params) = params {
-                    self.on_task_status(server, &method, params).await;
+                    // To the session that owns the task, under toolgate's id.
+                    let owned = self.stages.task_status(server, params);
+                    if let Some((session, params)) = owned {
+                        if let Some(session) = self.session(&session) {
+                            session.forward_notification(&method, Some(params)).await;
+                        }
+                    }
                 }
             }
             "notifications/subscriptions/acknowledged" => {
-                self.listens.acknowledged(server, params.as_ref())
+                self.stages.listens.acknowledged(server, params.as_ref())
             }
             "notifications/resources/updated" => {
                 let Some(uri) = params
@@ -234,13 +183,13 @@ impl Gateway {
                     .unwrap_or(LogLevel::Debug);
                 // A modern client's request that opted in hears its call's log lines on its own stream.
                 if let Cause::Call {
-                    session,
+                    client,
                     request: Some(request),
                     log_level: Some(least),
                     ..
-                } = self.correlation.cause(server)
+                } = self.stages.correlation.cause(server)
                 {
-                    if let Some(s) = session.upgrade().filter(|s| s.is_modern()) {
+                    if let Some(s) = self.session_of(client.as_ref()).filter(|s| s.is_modern()) {
                         if level >= least {
                             s.notify_on(Stream::Request(request), &method, params.clone());
                         }
@@ -261,11 +210,17 @@ impl Gateway {
         }
     }
 
+    /// The live session behind a client the correlation table names.
+    fn session_of(&self, client: Option<&Weak<dyn Client>>) -> Option<Arc<Session>> {
+        let client = client?.upgrade()?;
+        self.session(client.session_id())
+    }
+
     /// The sessions a notification of `server` concerns: the one whose calls are the only ones in flight on it,
     /// else every session.
     fn concerned(&self, server: &str) -> Vec<Arc<Session>> {
-        match self.correlation.cause(server) {
-            Cause::Call { session, .. } => session.upgrade().into_iter().collect(),
+        match self.stages.correlation.cause(server) {
+            Cause::Call { client, .. } => self.session_of(client.as_ref()).into_iter().collect(),
             Cause::Ambiguous { .. } | Cause::Idle => self.live_sessions(),
         }
     }
@@ -275,7 +230,7 @@ impl Gateway {
         self.upstreams()
             .iter()
             .filter(|up| {
-                matches!(self.route_request(up.name(), "roots/list", None), Ok(Target::Session(s, _)) if s.id == session.id)
+                matches!(self.route_request(up.name(), "roots/list", None), Ok(Target::Client(c, _)) if c.session_id() == session.id)
             })
             .cloned()
             .collect()
@@ -316,13 +271,16 @@ impl Gateway {
     /// open (unchanged when no open session set one: MCP has no way back to a server's default).
     pub(crate) async fn session_closed(self: Arc<Self>, left: Left) {
         for r in left.relayed {
-            self.correlation.relay_ended(&r.server, &r.upstream_id);
+            self.stages
+                .correlation
+                .relay_ended(&r.server, &r.upstream_id);
             let err = error_object(
                 jsonrpc::INTERNAL_ERROR,
                 "the client this request was relayed to has disconnected",
                 None,
             );
-            self.answer_upstream(&r.server, r.upstream_id, Err(err))
+            self.stages
+                .answer_upstream(&r.server, r.upstream_id, Err(err))
                 .await;
         }
         for (server, uri) in left.subscriptions {
@@ -338,7 +296,7 @@ impl Gateway {
 
     /// Tells `server` that nobody is subscribed to `uri` any more; best effort (the upstream may be gone).
     async fn end_subscription(self: Arc<Self>, server: String, uri: String) {
-        if self.listens.close(&server, &uri) {
+        if self.stages.listens.close(&server, &uri) {
             return;
         }
         let Some(up) = self.upstream(&server).cloned() else {

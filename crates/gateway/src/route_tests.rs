@@ -10,6 +10,7 @@
 
 use super::*;
 use crate::testkit::Wire;
+use jsonrpc::Id;
 use std::time::Duration;
 use upstream::Event;
 
@@ -113,8 +114,11 @@ fn note(server: &str, method: &str, params: Value) -> Event {
 /// The error the upstream is answered with; failing the test when the request was routed to a client.
 fn refusal(gw: &Gateway, server: &str, method: &str) -> Value {
     match gw.route_request(server, method, None) {
-        Ok(Target::Session(session, _)) => {
-            panic!("{method} of {server} was routed to session {}", session.id)
+        Ok(Target::Client(session, _)) => {
+            panic!(
+                "{method} of {server} was routed to session {}",
+                session.session_id()
+            )
         }
         Ok(Target::Bridge(..)) => panic!("{method} of {server} was routed to a bridged call"),
         Err(e) => e,
@@ -122,9 +126,13 @@ fn refusal(gw: &Gateway, server: &str, method: &str) -> Value {
 }
 
 /// The session a request was routed to and its cause; failing the test when it was refused or bridged.
-fn routed(gw: &Gateway, server: &str, method: &str) -> (Arc<Session>, Option<Id>) {
+fn routed(
+    gw: &Gateway,
+    server: &str,
+    method: &str,
+) -> (Arc<dyn crate::client::Client>, Option<Id>) {
     match gw.route_request(server, method, None) {
-        Ok(Target::Session(session, cause)) => (session, cause),
+        Ok(Target::Client(session, cause)) => (session, cause),
         Ok(Target::Bridge(..)) => panic!("{method} of {server} was routed to a bridged call"),
         Err(e) => panic!("{method} of {server} was refused: {e}"),
     }
@@ -141,12 +149,18 @@ async fn upstream_withdrawal_of_a_relayed_request_reaches_only_the_client_it_wen
     let mut a = Client::open(&gw, json!({"sampling": {}})).await;
     let mut b = Client::open(&gw, json!({"sampling": {}})).await;
 
-    let a_call = gw.correlation.begin_for("fx", &a.session, Some(Id::Int(7)));
+    let a_call = gw
+        .stages
+        .correlation
+        .begin_for("fx", &a.session, Some(Id::Int(7)));
     gw.on_event(sampling(1)).await;
     let to_a = a.received().await;
     assert_eq!(to_a.len(), 1, "{to_a:?}");
     drop(a_call);
-    let b_call = gw.correlation.begin_for("fx", &b.session, Some(Id::Int(3)));
+    let b_call = gw
+        .stages
+        .correlation
+        .begin_for("fx", &b.session, Some(Id::Int(3)));
     gw.on_event(sampling(2)).await;
     assert_eq!(b.received().await.len(), 1);
 
@@ -175,10 +189,16 @@ async fn upstream_request_during_several_calls_of_one_client_goes_to_it_and_is_r
     let a = Client::open(&gw, json!({"sampling": {}})).await;
     let mut b = Client::open(&gw, json!({"sampling": {}})).await;
 
-    let first = gw.correlation.begin_for("fx", &a.session, Some(Id::Int(1)));
-    let second = gw.correlation.begin_for("fx", &a.session, Some(Id::Int(2)));
+    let first = gw
+        .stages
+        .correlation
+        .begin_for("fx", &a.session, Some(Id::Int(1)));
+    let second = gw
+        .stages
+        .correlation
+        .begin_for("fx", &a.session, Some(Id::Int(2)));
     let (to, cause) = routed(&gw, "fx", "sampling/createMessage");
-    assert_eq!((to.id.as_str(), cause), (a.session.id.as_str(), None));
+    assert_eq!((to.session_id(), cause), (a.session.id.as_str(), None));
 
     a.session.close();
     let err = refusal(&gw, "fx", "sampling/createMessage");
@@ -200,7 +220,7 @@ async fn upstream_request_never_falls_back_to_another_client() {
     let mut b = Client::open(&gw, json!({"sampling": {}, "roots": {}})).await;
 
     // A's call caused it and A cannot answer: refused although B could.
-    let call = gw.correlation.begin_for("fx", &a.session, None);
+    let call = gw.stages.correlation.begin_for("fx", &a.session, None);
     let err = refusal(&gw, "fx", "sampling/createMessage");
     assert!(
         err["message"]
@@ -215,7 +235,7 @@ async fn upstream_request_never_falls_back_to_another_client() {
 
     // Outside any call: the only client that can answer it.
     let (to, _) = routed(&gw, "fx", "roots/list");
-    assert_eq!(to.id, b.session.id);
+    assert_eq!(to.session_id(), b.session.id);
     let mut c = Client::open(&gw, json!({"roots": {}})).await;
     let err = refusal(&gw, "fx", "roots/list");
     assert!(
@@ -331,12 +351,12 @@ async fn roots_change_of_one_client_does_not_reach_an_upstream_for_another() {
     // Both can: each reaches only the upstream its own call runs on, and none outside a call.
     let b = Client::open(&gw, json!({"roots": {}})).await;
     assert!(gw.roots_targets(&a.session).is_empty());
-    let on_a = gw.correlation.begin_for("a", &a.session, None);
-    let on_b = gw.correlation.begin_for("b", &b.session, None);
+    let on_a = gw.stages.correlation.begin_for("a", &a.session, None);
+    let on_b = gw.stages.correlation.begin_for("b", &b.session, None);
     assert_eq!(names(gw.roots_targets(&a.session)), ["a"]);
     assert_eq!(names(gw.roots_targets(&b.session)), ["b"]);
     // A filesystem server keeps the directories it was started with, whoever calls it.
-    let on_files = gw.correlation.begin_for("files", &a.session, None);
+    let on_files = gw.stages.correlation.begin_for("files", &a.session, None);
     assert_eq!(names(gw.roots_targets(&a.session)), ["a"]);
     drop((on_a, on_b, on_files));
     gw.shutdown().await;
@@ -352,7 +372,7 @@ async fn log_line_queued_before_the_answer_is_still_attributed_to_its_call() {
     let a = Client::open(&gw, json!({})).await;
     let (tx, mut rx) = tokio::sync::mpsc::channel(8);
     let table = Arc::new(crate::correlate::Correlation::watching(tx.downgrade()));
-    let attributed = |table: &crate::correlate::Correlation| matches!(table.cause("fx"), Cause::Call { session, .. } if session.upgrade().unwrap().id == a.session.id);
+    let attributed = |table: &crate::correlate::Correlation| matches!(table.cause("fx"), Cause::Call { client: Some(c), .. } if c.upgrade().unwrap().session_id() == a.session.id);
     let call = table.begin_for("fx", &a.session, None);
     for level in ["info", "debug"] {
         tx.send(note("fx", "notifications/message", json!({"level": level})))
@@ -386,7 +406,7 @@ async fn log_line_taken_but_not_yet_handled_when_its_call_ends_is_still_attribut
     let a = Client::open(&gw, json!({})).await;
     let (tx, mut rx) = tokio::sync::mpsc::channel(8);
     let table = Arc::new(crate::correlate::Correlation::watching(tx.downgrade()));
-    let attributed = |table: &crate::correlate::Correlation| matches!(table.cause("fx"), Cause::Call { session, .. } if session.upgrade().unwrap().id == a.session.id);
+    let attributed = |table: &crate::correlate::Correlation| matches!(table.cause("fx"), Cause::Call { client: Some(c), .. } if c.upgrade().unwrap().session_id() == a.session.id);
 
     // Taken, queue empty: the call ends while the loop handles the one event.
     let call = table.begin_for("fx", &a.session, None);
@@ -433,16 +453,19 @@ async fn upstream_request_naming_its_call_reaches_that_calls_client_and_no_other
     let gw = gateway(dir.path(), &[("fx", GENERIC)]);
     let a = Client::open(&gw, json!({"sampling": {}})).await;
     let b = Client::open(&gw, json!({"sampling": {}})).await;
-    let a_call = gw.correlation.begin_for("fx", &a.session, Some(Id::Int(7)));
-    let b_call = gw.correlation.begin_for("fx", &b.session, None);
+    let a_call = gw
+        .stages
+        .correlation
+        .begin_for("fx", &a.session, Some(Id::Int(7)));
+    let b_call = gw.stages.correlation.begin_for("fx", &b.session, None);
     assert!(refusal(&gw, "fx", "sampling/createMessage")["message"]
         .as_str()
         .unwrap()
         .contains("calls of 2 clients are in flight"));
     match gw.route_request("fx", "sampling/createMessage", Some(a_call.key())) {
-        Ok(Target::Session(to, cause)) => {
+        Ok(Target::Client(to, cause)) => {
             assert_eq!(
-                (to.id.as_str(), cause),
+                (to.session_id(), cause),
                 (a.session.id.as_str(), Some(Id::Int(7)))
             )
         }

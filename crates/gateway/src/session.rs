@@ -13,10 +13,11 @@
 //! `_meta["io.modelcontextprotocol/protocolVersion"]` makes it modern. `server/discover` may come first either way,
 //! because clients probe with it before choosing.
 
+use crate::client::{ClientEra, LogLevel};
 use crate::front::{Binding, RequestMeta};
 use crate::gateway::Gateway;
 use crate::outbox::{Outbox, Stream};
-use crate::route::LogLevel;
+use crate::rebuild::ListKind;
 use crate::wire::Reply;
 use jsonrpc::{error_object, error_response, notification, result_response, Id, Message};
 use serde_json::{json, Value};
@@ -40,37 +41,6 @@ pub const SUPPORTED_VERSIONS: &[&str] = &[
 /// for any agent's parallel calls, small enough that a flood costs a bounded amount of memory. A request held
 /// for approval counts too; approval waits are bounded, so the slot comes back.
 pub const MAX_IN_FLIGHT: usize = 64;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ClientEra {
-    Unknown,
-    Legacy(String),
-    Modern,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ListKind {
-    Tools,
-    Prompts,
-    Resources,
-}
-
-impl ListKind {
-    fn method(self) -> &'static str {
-        match self {
-            ListKind::Tools => "notifications/tools/list_changed",
-            ListKind::Prompts => "notifications/prompts/list_changed",
-            ListKind::Resources => "notifications/resources/list_changed",
-        }
-    }
-    fn filter_key(self) -> &'static str {
-        match self {
-            ListKind::Tools => "toolsListChanged",
-            ListKind::Prompts => "promptsListChanged",
-            ListKind::Resources => "resourcesListChanged",
-        }
-    }
-}
 
 pub(crate) struct State {
     pub era: ClientEra,
@@ -98,7 +68,7 @@ pub(crate) struct Relayed {
     /// The client request whose call caused it, when one did: the stream the request belongs to.
     pub cause: Option<Id>,
     /// Its records, closed with the client's answer (dropped unanswered: recorded as cancelled).
-    pub finish: Option<crate::pipeline::Finish>,
+    pub records: Option<Box<dyn crate::client::RelayEnd>>,
 }
 
 /// What a closed session leaves upstream for `Gateway::session_closed` to settle.
@@ -127,7 +97,7 @@ pub struct Session {
 
 impl Session {
     pub(crate) fn new(gateway: Arc<Gateway>, out: Outbox) -> Arc<Self> {
-        let guard = Arc::clone(&gateway.guard);
+        let guard = Arc::clone(&gateway.stages.guard);
         Self::new_as(gateway, out, guard)
     }
 
@@ -210,8 +180,8 @@ impl Session {
             };
             tokio::spawn(Arc::clone(&self.gateway).session_closed(left));
         }
-        self.gateway.code_sessions.forget(&self.id);
-        if let Some(state) = &self.gateway.state {
+        self.gateway.stages.code_sessions.forget(&self.id);
+        if let Some(state) = &self.gateway.stages.state {
             if let Err(e) = state.store(|s| s.revoke_session(&self.id)) {
                 tracing::warn!("session grants not revoked: {e}");
             }
@@ -332,15 +302,12 @@ impl Session {
                     let _ = waiter.send(outcome);
                 } else if let Some(mut r) = relayed {
                     tracing::debug!(server = r.server, cause = ?r.cause, "relayed request answered");
-                    if let Some(finish) = r.finish.take() {
-                        finish
-                            .close(&crate::pipeline::relay_outcome(&outcome))
-                            .await;
+                    if let Some(records) = r.records.take() {
+                        records.answered(&outcome).await;
                     }
-                    self.gateway
-                        .correlation
-                        .relay_ended(&r.server, &r.upstream_id);
-                    self.gateway
+                    let stages = &self.gateway.stages;
+                    stages.correlation.relay_ended(&r.server, &r.upstream_id);
+                    stages
                         .answer_upstream(&r.server, r.upstream_id, outcome)
                         .await;
                 }

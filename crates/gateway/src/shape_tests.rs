@@ -153,19 +153,11 @@ fn use_groups_and_nested_paths_name_their_files_and_text_names_none() {
     assert!(!graph.contains_key("testkit.rs"));
 }
 
-/// Files of the core over the limit today, each to be split where it lives. The list only shrinks: a file on it
-/// that is within the limit fails this test until it is taken off, and a file not on it may not grow past it.
-const FILES_OVER_TODAY: &[&str] = &["aggregate.rs"];
-
 #[test]
 fn no_core_file_is_over_500_lines() {
     let over = long_files(&crate_sources(), MAX_FILE_LINES);
-    report_over("file", &over, FILES_OVER_TODAY, |(f, _)| f.as_str());
+    report_over("file", &over);
 }
-
-/// Production functions over the limit today (`file::name`), to be shortened where they live; shrinks only, as
-/// `FILES_OVER_TODAY` does.
-const FUNCTIONS_OVER_TODAY: &[&str] = &["aggregate.rs::build_after", "aggregate.rs::claims"];
 
 #[test]
 fn no_production_function_is_over_100_lines() {
@@ -180,50 +172,14 @@ fn no_production_function_is_over_100_lines() {
     for (label, n) in &named {
         eprintln!("{label}: {n} lines");
     }
-    report_over("function", &keyed, FUNCTIONS_OVER_TODAY, |(f, _)| {
-        f.as_str()
-    });
+    report_over("function", &keyed);
 }
 
-/// Fails naming every item over its limit that is not on `known`, and every item on `known` no longer over it.
-fn report_over<T: std::fmt::Debug>(
-    what: &str,
-    over: &[T],
-    known: &[&str],
-    name: impl Fn(&T) -> &str,
-) {
-    let new: Vec<&T> = over.iter().filter(|o| !known.contains(&name(o))).collect();
-    let fixed: Vec<&&str> = known
-        .iter()
-        .filter(|k| !over.iter().any(|o| name(o) == **k))
-        .collect();
+/// Fails naming every item over its limit: split or shorten it where it lives.
+fn report_over<T: std::fmt::Debug>(what: &str, over: &[T]) {
     eprintln!("{what}s over the limit: {over:#?}");
-    assert!(new.is_empty(), "{what}s over the limit: {new:#?}");
-    assert!(
-        fixed.is_empty(),
-        "now within the limit, take them off the list: {fixed:?}"
-    );
+    assert!(over.is_empty(), "{what}s over the limit: {over:#?}");
 }
-
-/// The files of the one circle over the limit today: the stages still reach each other through the gateway rather
-/// than through ports. Shrinks only, as `FILES_OVER_TODAY` does: a file joining a circle fails, and one that left
-/// must be taken off.
-const CIRCLE_TODAY: &[&str] = &[
-    "approval.rs",
-    "bridge/mod.rs",
-    "codemode/bounds.rs",
-    "codemode/mod.rs",
-    "correlate.rs",
-    "elicit.rs",
-    "front.rs",
-    "gateway.rs",
-    "pipeline/mod.rs",
-    "progress.rs",
-    "rebuild.rs",
-    "route.rs",
-    "session.rs",
-    "tasks.rs",
-];
 
 #[test]
 fn no_import_circle_of_more_than_4_files() {
@@ -234,25 +190,9 @@ fn no_import_circle_of_more_than_4_files() {
             eprintln!("  {file} -> {}", to.join(", "));
         }
     }
-    let mut in_circles: Vec<&str> = found
-        .iter()
-        .flat_map(|c| c.iter().map(|(file, _)| file.as_str()))
-        .collect();
-    in_circles.sort_unstable();
-    let new: Vec<&&str> = in_circles
-        .iter()
-        .filter(|f| !CIRCLE_TODAY.contains(f))
-        .collect();
-    let left: Vec<&&str> = CIRCLE_TODAY
-        .iter()
-        .filter(|f| !in_circles.contains(f))
-        .collect();
     assert!(
-        new.is_empty(),
-        "files joined an import circle of more than {MAX_CIRCLE_FILES} files (listed above): {new:?}"
-    );
-    assert!(
-        left.is_empty(),
-        "no longer in a circle, take them off CIRCLE_TODAY: {left:?}"
+        found.is_empty(),
+        "an import circle of more than {MAX_CIRCLE_FILES} files (listed above): the stages reach each other \
+         through ports (`stages`, `client`, `pipeline::context`), never through the gateway or a session"
     );
 }

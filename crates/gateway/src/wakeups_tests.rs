@@ -85,7 +85,7 @@ fn waiting(gw: &Gateway, cancel: &CancellationToken) -> CallContext {
         origin,
         HoldPolicy::Wait,
         cancel.clone(),
-        Arc::clone(&gw.guard),
+        Arc::clone(&gw.stages.guard),
     );
     ctx.trace_id = "trace-wakeups".into();
     ctx.grants = GrantScope::Session("s-wakeups".into());
@@ -122,7 +122,7 @@ async fn held_call_is_released_by_an_approval_from_another_process_without_polli
         let gw = Arc::clone(&gw);
         async move {
             let ctx = waiting(&gw, &CancellationToken::new());
-            hold(&gw, &ctx, snapshot, decision).await
+            hold(&gw.stages, &ctx, snapshot, decision).await
         }
     });
     let id = f.pending().await;
@@ -169,9 +169,12 @@ async fn held_call_whose_request_expires_before_its_wait_ends_is_answered_at_exp
     });
     let (snapshot, decision) = ask();
     let ctx = waiting(&gw, &CancellationToken::new());
-    let held = tokio::time::timeout(Duration::from_secs(10), hold(&gw, &ctx, snapshot, decision))
-        .await
-        .expect("answered long before the 30 s wait ends");
+    let held = tokio::time::timeout(
+        Duration::from_secs(10),
+        hold(&gw.stages, &ctx, snapshot, decision),
+    )
+    .await
+    .expect("answered long before the 30 s wait ends");
     let Held::Answer(answer) = held else {
         panic!("an expired request does not run");
     };

@@ -27,6 +27,7 @@ fn held(state: ApprovalState, status: ApprovalStatus) -> CallOutcome {
             expires_at: Timestamp::from_millis(1_800_000_000_000),
         },
         message: format!("request req-1: {}", state.as_str()),
+        resume: crate::own::Resumer::TOOLGATE,
     })
 }
 

@@ -47,7 +47,9 @@ pub use handle::{Limits, Store, StoreStats};
 pub use locks::{Acquired, Lease, LockCheck, Released};
 // The form pins are stored in (`ToolPin::definition_json`), re-exported for callers that hash the same way.
 pub use jsonrpc::canonical_json;
-pub use namespace::{pending_elsewhere, resolve_state_root, Namespace, StateRootInputs};
+pub use namespace::{
+    bind_state_root, pending_elsewhere, resolve_state_root, Namespace, StateRootInputs,
+};
 pub use operator::{
     ensure_operator_key, operator_key_matches, operator_key_path, OPERATOR_KEY_FILE,
 };

@@ -96,24 +96,11 @@ impl Namespace {
     /// Refuses a state root inside the workspace, and a namespace already bound to a
     /// different workspace.
     pub fn open(state_root: &Path, workspace: &Path) -> Result<Self> {
-        let workspace = fs::canonicalize(workspace)
-            .map_err(|_| Error::WorkspaceNotDirectory(workspace.to_path_buf()))?;
-        if !workspace.is_dir() {
-            return Err(Error::WorkspaceNotDirectory(workspace));
-        }
-        if !state_root.is_absolute() {
-            return Err(Error::StateRootNotAbsolute);
-        }
-        // Check before creating anything, so a refused root leaves no directory behind
-        // in the workspace (resolving symlinks in the part that already exists); then
-        // again on the canonical path once it exists.
-        if is_inside(&resolve_existing_prefix(state_root), &workspace) {
-            return Err(Error::StateRootInsideWorkspace);
-        }
-        create_private_dir_all(state_root)?;
-        let state_root = fs::canonicalize(state_root)?;
-        if is_inside(&state_root, &workspace) {
-            return Err(Error::StateRootInsideWorkspace);
+        let workspace = canonical_workspace(workspace)?;
+        let state_root = create_root(state_root, &workspace)?;
+        // A root bound as a whole (`bind_state_root`) serves its one workspace and no other.
+        if fs::symlink_metadata(state_root.join(BINDING_FILE)).is_ok() {
+            check_binding(&state_root, &workspace)?;
         }
         let id = workspace_id(&workspace);
         let workspaces = state_root.join(WORKSPACES_DIR);
@@ -155,6 +142,46 @@ impl Namespace {
     pub fn db_path(&self) -> PathBuf {
         self.dir.join("state.db")
     }
+}
+
+/// Binds the state root itself to `workspace`, forever: from then on `Namespace::open` serves that root to this
+/// workspace only (a root given for one workspace, as ToolHub's `TOOLHUB_STATE_ROOT` is, must not quietly hold
+/// another's approvals). The root is created (0700) on first use and refused inside the workspace, as
+/// `Namespace::open` refuses it; a root already bound to another workspace is `NamespaceBoundElsewhere`, never
+/// rebound. Returns the canonical root.
+pub fn bind_state_root(state_root: &Path, workspace: &Path) -> Result<PathBuf> {
+    let workspace = canonical_workspace(workspace)?;
+    let root = create_root(state_root, &workspace)?;
+    bind(&root, &workspace)?;
+    Ok(root)
+}
+
+/// The workspace, canonical; it must be an existing directory.
+fn canonical_workspace(workspace: &Path) -> Result<PathBuf> {
+    let canonical = fs::canonicalize(workspace)
+        .map_err(|_| Error::WorkspaceNotDirectory(workspace.to_path_buf()))?;
+    if !canonical.is_dir() {
+        return Err(Error::WorkspaceNotDirectory(canonical));
+    }
+    Ok(canonical)
+}
+
+/// Creates the state root (0700) unless it would lie inside `workspace` (canonical), and returns it canonical.
+/// Checked before creating anything, so a refused root leaves no directory behind in the workspace (resolving
+/// symlinks in the part that already exists); then again on the canonical path once it exists.
+fn create_root(state_root: &Path, workspace: &Path) -> Result<PathBuf> {
+    if !state_root.is_absolute() {
+        return Err(Error::StateRootNotAbsolute);
+    }
+    if is_inside(&resolve_existing_prefix(state_root), workspace) {
+        return Err(Error::StateRootInsideWorkspace);
+    }
+    create_private_dir_all(state_root)?;
+    let state_root = fs::canonicalize(state_root)?;
+    if is_inside(&state_root, workspace) {
+        return Err(Error::StateRootInsideWorkspace);
+    }
+    Ok(state_root)
 }
 
 /// Other workspaces under `state_root` that hold pending (undecided, unexpired) approval requests, with their
@@ -280,11 +307,10 @@ fn path_bytes(p: &Path) -> Vec<u8> {
 /// reads and checks the winner's binding instead of overwriting it.
 fn bind(dir: &Path, workspace: &Path) -> Result<()> {
     let path = dir.join(BINDING_FILE);
-    let want = hex::encode(path_bytes(workspace));
     if !path.exists() {
         let binding = Binding {
             version: BINDING_VERSION,
-            workspace_hex: want.clone(),
+            workspace_hex: hex::encode(path_bytes(workspace)),
             workspace: workspace.to_string_lossy().into_owned(),
         };
         // A random suffix: threads of one process may race here too.
@@ -306,7 +332,14 @@ fn bind(dir: &Path, workspace: &Path) -> Result<()> {
             Err(e) => return Err(e.into()),
         }
     }
-    let bytes = fs::read(&path)?;
+    check_binding(dir, workspace)
+}
+
+/// Checks the binding `dir` holds: it must name exactly `workspace`; one that cannot be read is refused, never
+/// rewritten.
+fn check_binding(dir: &Path, workspace: &Path) -> Result<()> {
+    let want = hex::encode(path_bytes(workspace));
+    let bytes = fs::read(dir.join(BINDING_FILE))?;
     let existing: Binding = serde_json::from_slice(&bytes).map_err(|_| Error::CorruptBinding)?;
     if existing.version != BINDING_VERSION {
         return Err(Error::CorruptBinding);

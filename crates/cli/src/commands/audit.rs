@@ -115,7 +115,8 @@ fn refuse_gateway_descendant(what: &str) -> Option<ExitCode> {
     Some(ExitCode::from(1))
 }
 
-fn prune(state: &State, keep: u64, apply: bool) -> anyhow::Result<ExitCode> {
+/// Keeps the newest `keep` events of the log `state` holds (a dry run unless `apply`).
+pub(crate) fn prune(state: &State, keep: u64, apply: bool) -> anyhow::Result<ExitCode> {
     if apply {
         if let Some(refused) = refuse_gateway_descendant("pruned") {
             return Ok(refused);

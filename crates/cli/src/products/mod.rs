@@ -1,5 +1,5 @@
-//! The products toolgate replaces, spoken under their own command names: installed or linked as `toolscript-mcp`
-//! or `toolfence`, the binary reads that product's files and flags and answers its commands, with toolgate's
+//! The products toolgate replaces, spoken under their own command names: installed or linked as `toolscript-mcp`,
+//! `toolfence`, `mcp-toolhub`, `mcp-toolhub-admin` or `mcp-unified-gateway`, the binary reads that product's files and flags and answers its commands, with toolgate's
 //! policy engine, store, sandbox and audit underneath (nothing here is a second implementation). `dispatch`
 //! chooses by the name the process was started under (`argv[0]`); `links` writes those names beside the binary.
 //!
@@ -8,6 +8,8 @@
 
 pub mod links;
 mod toolfence;
+mod toolhub;
+mod toolhub_admin;
 mod toolscript;
 mod unified;
 mod unified_events;
@@ -42,12 +44,12 @@ pub const PRODUCTS: &[Product] = &[
     Product {
         name: "mcp-toolhub",
         replaces: "ToolHub's server (`mcp-toolhub serve` and its 14 tools)",
-        supported: false,
+        supported: true,
     },
     Product {
         name: "mcp-toolhub-admin",
         replaces: "ToolHub's admin CLI",
-        supported: false,
+        supported: true,
     },
     Product {
         name: "mcp-unified-gateway",
@@ -69,6 +71,8 @@ pub fn dispatch() -> Option<ExitCode> {
     let result = match product.name {
         "toolscript-mcp" => toolscript::main(),
         "toolfence" => toolfence::main(),
+        "mcp-toolhub" => toolhub::main(),
+        "mcp-toolhub-admin" => toolhub_admin::main(),
         "mcp-unified-gateway" => unified::main(),
         _ => {
             eprintln!(

@@ -26,16 +26,35 @@ const UNKNOWN_TOOL: &str = "the scenario calls a tool the server does not list: 
 /// `(revision, scenario, check id, reason)`. The tasks extension is not served through toolgate (see
 /// `tests/conformance/server-expected-failures.yml`); these are its checks that a server without it passes.
 const EXCUSED: &[(&str, &str, &str, &str)] = &[
-    ("2026-07-28", "tasks-capability-negotiation", "sep-2663-server-rejects-undeclared-client", UNKNOWN_TOOL),
-    ("2026-07-28", "tasks-dispatch-and-envelope", "sep-2663-legacy-task-param-ignored", UNKNOWN_TOOL),
-    ("2026-07-28", "tasks-dispatch-and-envelope", "tasks-immediate-result-shortcut", UNKNOWN_TOOL),
-    ("2026-07-28", "tasks-dispatch-and-envelope", "tasks-result-type-complete-on-non-task-responses", UNKNOWN_TOOL),
-    ("2026-07-28", "tasks-lifecycle", "tasks-sync-tool-call", UNKNOWN_TOOL),
+    (
+        "2026-07-28",
+        "tasks-capability-negotiation",
+        "sep-2663-server-rejects-undeclared-client",
+        UNKNOWN_TOOL,
+    ),
     (
         "2026-07-28",
         "tasks-dispatch-and-envelope",
-        "sep-2663-tasks-result-removed-method-not-found",
-        "toolgate answers tasks/result for a task id it never minted with -32602 (an unknown task), not -32601",
+        "sep-2663-legacy-task-param-ignored",
+        UNKNOWN_TOOL,
+    ),
+    (
+        "2026-07-28",
+        "tasks-dispatch-and-envelope",
+        "tasks-immediate-result-shortcut",
+        UNKNOWN_TOOL,
+    ),
+    (
+        "2026-07-28",
+        "tasks-dispatch-and-envelope",
+        "tasks-result-type-complete-on-non-task-responses",
+        UNKNOWN_TOOL,
+    ),
+    (
+        "2026-07-28",
+        "tasks-lifecycle",
+        "tasks-sync-tool-call",
+        UNKNOWN_TOOL,
     ),
 ];
 

@@ -5,7 +5,7 @@
 //! 100,000 calls, as the audit's promise is stated for; a debug build takes a few minutes for them on a 2-core
 //! machine (docs/BENCHMARKS.md has the timings). `TOOLGATE_FLOOD_CALLS=N` runs a shorter flood while working.
 
-use crate::support::{toolgate, Setup};
+use crate::support::{audit_records, toolgate, Setup};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -20,27 +20,6 @@ fn calls() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_CALLS)
-}
-
-/// Every audit record of the namespace's log (there is one workspace, so one log).
-fn audit_records(state: &std::path::Path) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut dirs = vec![state.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.file_name().is_some_and(|n| n == "audit.jsonl") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                out.extend(
-                    text.lines()
-                        .map(|l| serde_json::from_str::<Value>(l).unwrap()),
-                );
-            }
-        }
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,9 +10,18 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A server process on a port of its own, killed when dropped.
-struct Served {
+pub(crate) struct Served {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
+}
+
+impl Served {
+    /// Ends the process as an operator would (SIGTERM), so that it shuts down cleanly, and waits for it.
+    pub(crate) fn stop(mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = self.child.wait();
+    }
 }
 
 impl Drop for Served {
@@ -23,7 +32,7 @@ impl Drop for Served {
 }
 
 /// `toolgate serve --http` on a free port with `setup`, once it listens; killed when dropped.
-fn serve_http(setup: &Setup, stderr: Stdio) -> Served {
+pub(crate) fn serve_http(setup: &Setup, stderr: Stdio) -> Served {
     let port = free_port();
     let child = Command::new(toolgate())
         .args(["serve", "--config"])
@@ -39,7 +48,7 @@ fn serve_http(setup: &Setup, stderr: Stdio) -> Served {
     Served { child, port }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -253,7 +262,7 @@ async fn modern_server_over_http_is_used_modern() {
 }
 
 /// The dual-era Python SDK 2.x server of `conformance_server.py` on `transport` (`http` or `sse`).
-fn dual_era(transport: &str, port: u16) -> Served {
+pub(crate) fn dual_era(transport: &str, port: u16) -> Served {
     let peers = peers();
     let child = Command::new(peers.join(".venv-servers/bin/python"))
         .arg(peers.join("conformance_server.py"))

@@ -443,23 +443,6 @@ fn serve_http(u: &Unified) -> crate::support::ServedHttp {
     crate::support::ServedHttp::spawn(cmd)
 }
 
-/// Every audit record under `dir`.
-fn audit_under(dir: &Path) -> String {
-    let mut text = String::new();
-    let mut todo = vec![dir.to_owned()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                todo.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                text.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
-            }
-        }
-    }
-    text
-}
-
 #[test]
 fn the_sheets_remote_examples_ask_the_running_gateway() {
     let u = Unified::new(MINIMAL);
@@ -519,13 +502,20 @@ fn the_sheets_remote_examples_ask_the_running_gateway() {
         "{}",
         r.out
     );
-    // The running gateway audited both questions, never the arguments.
-    let audit = audit_under(&state);
-    assert!(
-        audit.contains("admin.policy_explain") && audit.contains("admin.tool_preview"),
-        "{audit}"
-    );
-    assert!(!audit.contains(secret));
+    // The running gateway audited both questions (written behind the calls: waited for), never the arguments.
+    let audited = |text: &str| {
+        crate::support::audit_records(&state)
+            .iter()
+            .any(|r| r.to_string().contains(text))
+    };
+    for _ in 0..100 {
+        if audited("admin.policy_explain") && audited("admin.tool_preview") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(audited("admin.policy_explain") && audited("admin.tool_preview"));
+    assert!(!audited(secret));
 
     // What goes wrong is said in terms of what to change.
     let fails = |env: &[(&str, &str)], line: &str, expected: &str| {

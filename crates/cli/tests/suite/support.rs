@@ -339,3 +339,27 @@ impl Drop for ServedHttp {
         let _ = self.child.wait();
     }
 }
+
+/// Every audit record under a state directory (one workspace there, so one log), read after toolgate stopped.
+pub fn audit_records(state: &Path) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut dirs = vec![state.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n == "audit.jsonl") {
+                let text = std::fs::read_to_string(&path).expect("audit log");
+                out.extend(
+                    text.lines()
+                        .map(|l| serde_json::from_str::<Value>(l).expect("a record")),
+                );
+            }
+        }
+    }
+    out
+}

@@ -7,13 +7,14 @@
 //! It decides nothing: the request was decided before it was forwarded; the retries repeat it unchanged but for
 //! the answers.
 
-use crate::gateway::Gateway;
+use crate::client::{needed_capability, Client};
 use crate::outbox::Stream;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
-use crate::pipeline::CallContext;
-use crate::route::needed_capability;
-use crate::session::Session;
-use serde_json::{Map, Value};
+use crate::pipeline::asks::relay_outcome;
+use crate::pipeline::context::CallContext;
+use crate::pipeline::finish::Finish;
+use crate::stages::Stages;
+use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -29,18 +30,27 @@ fn failed(why: String) -> CallOutcome {
     CallOutcome::Refused(Refusal::new(RefusalCode::Failed, why))
 }
 
+/// The input requests of an upstream's answer that asks for input (`None` for any other answer, or a malformed
+/// one, which is not carried).
+pub(crate) fn input_requests(answer: &Value) -> Option<&Map<String, Value>> {
+    is_input_required(answer)
+        .then(|| answer.get("inputRequests"))
+        .flatten()
+        .and_then(Value::as_object)
+}
+
 /// Whether an upstream's answer asks for input.
 pub(crate) fn is_input_required(answer: &Value) -> bool {
     answer.get("resultType").and_then(Value::as_str) == Some("input_required")
 }
 
-/// The upstream answered `method` with `answer`, which asks for input: asks `session`'s client on `stream`,
+/// The upstream answered `method` with `answer`, which asks for input: asks the client on `stream`,
 /// retries, and returns the final outcome.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn answer_for_legacy(
-    gw: &Gateway,
+    gw: &Stages,
     ctx: &CallContext,
-    session: &Arc<Session>,
+    client: &Arc<dyn Client>,
     stream: Stream,
     conn: &Connection,
     timeout: Duration,
@@ -57,7 +67,7 @@ pub(crate) async fn answer_for_legacy(
             Some(Value::Object(m)) => m.clone(),
             Some(_) => return failed("the upstream's inputRequests is not an object".to_owned()),
         };
-        let responses = match ask_all(gw, ctx, session, &stream, conn.server(), requests).await {
+        let responses = match ask_all(gw, ctx, client, &stream, conn.server(), requests).await {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
@@ -90,9 +100,9 @@ pub(crate) async fn answer_for_legacy(
 /// Asks the client every input request of one round at once; the answers by key, or the outcome that ends
 /// the request (a request the client cannot take, an error it answered with, its cancellation).
 async fn ask_all(
-    gw: &Gateway,
+    gw: &Stages,
     ctx: &CallContext,
-    session: &Arc<Session>,
+    client: &Arc<dyn Client>,
     stream: &Stream,
     server: &str,
     requests: Map<String, Value>,
@@ -123,7 +133,7 @@ async fn ask_all(
                  server was started with"
             )));
         }
-        if let Some(why) = session.relay_refusal(&method, cap) {
+        if let Some(why) = client.relay_refusal(&method, cap) {
             return Err(failed(why));
         }
         let params = request
@@ -134,11 +144,22 @@ async fn ask_all(
             .unwrap_or_else(|| Value::Object(Map::new()));
         checked.push((key, method, params));
     }
+    // Each is a request the upstream sends toward the client: decided and recorded before the client is asked.
+    let shown: Map<String, Value> = checked
+        .iter()
+        .map(|(key, method, params)| (key.clone(), json!({"method": method, "params": params})))
+        .collect();
+    let governed = match crate::pipeline::asks::govern_input_requests(gw, ctx, server, &shown).await
+    {
+        Ok(governed) => governed,
+        Err(refused) => return Err(CallOutcome::Refused(refused)),
+    };
+    let mut records: std::collections::HashMap<String, Finish> = governed.into_iter().collect();
     let mut asks = JoinSet::new();
     for (key, method, params) in checked {
-        let (session, stream) = (Arc::clone(session), stream.clone());
+        let (client, stream) = (Arc::clone(client), stream.clone());
         asks.spawn(async move {
-            let answer = session.ask_client(stream, &method, params).await;
+            let answer = client.ask(stream, &method, params).await;
             (key, method, answer)
         });
     }
@@ -151,9 +172,15 @@ async fn ask_all(
         match next {
             None => return Ok(responses),
             Some(Ok((key, _, Ok(answer)))) => {
+                if let Some(finish) = records.remove(&key) {
+                    finish.close(&relay_outcome(&Ok(answer.clone()))).await;
+                }
                 responses.insert(key, answer);
             }
-            Some(Ok((_, method, Err(error)))) => {
+            Some(Ok((key, method, Err(error)))) => {
+                if let Some(finish) = records.remove(&key) {
+                    finish.close(&relay_outcome(&Err(error.clone()))).await;
+                }
                 let message = error
                     .get("message")
                     .and_then(Value::as_str)

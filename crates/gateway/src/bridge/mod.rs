@@ -25,12 +25,12 @@ mod legacy;
 mod listen;
 mod modern;
 
-pub(crate) use legacy::{answer_for_legacy, is_input_required};
+pub(crate) use legacy::{answer_for_legacy, input_requests, is_input_required};
 pub(crate) use listen::Listens;
-pub(crate) use modern::{forward, retry, retry_state};
+pub(crate) use modern::{forward, retry, retry_state, Retry};
 
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
-use crate::pipeline::Finish;
+use crate::pipeline::finish::Finish;
 use crate::progress::ProgressGuard;
 use jsonrpc::error_object;
 use rand::TryRng;
@@ -74,27 +74,54 @@ pub(crate) type AskSink = mpsc::Sender<Asked>;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Binding {
     identity: Option<String>,
-    method: &'static str,
+    method: String,
     server: String,
-    tool: String,
+    /// The upstream's own name of the tool or prompt, or the resource's URI.
+    target: String,
     /// SHA-256 of the canonical arguments.
     arguments: String,
 }
 
 impl Binding {
-    pub(crate) fn tool_call(
+    /// `identity`'s request `method` for `target` on `server` with `arguments`.
+    pub(crate) fn request(
         identity: Option<String>,
-        server: &str,
-        tool: &str,
+        method: &str,
+        (server, target): (&str, &str),
         arguments: &Value,
     ) -> Self {
         Self {
             identity,
-            method: "tools/call",
+            method: method.to_owned(),
             server: server.to_owned(),
-            tool: tool.to_owned(),
+            target: target.to_owned(),
             arguments: jsonrpc::sha256_hex(jsonrpc::canonical_json(arguments).as_bytes()),
         }
+    }
+}
+
+/// The requests bridged for a modern client on a legacy upstream: those a legacy server may ask during.
+pub(crate) const BRIDGED: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// What a bridged request names and with what arguments: a tool or a prompt by name with its arguments, a
+/// resource by its URI.
+pub(crate) fn target_of(method: &str, params: &Value) -> (String, Value) {
+    let text = |k: &str| {
+        params
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let arguments = || {
+        params
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Default::default()))
+    };
+    match method {
+        "resources/read" => (text("uri"), Value::Object(Default::default())),
+        _ => (text("name"), arguments()),
     }
 }
 
@@ -213,9 +240,10 @@ impl Bridge {
         let b = &ex.binding;
         let why = if b.identity != binding.identity {
             Some("it was issued to another identity")
-        } else if (b.method, &b.server, &b.tool) != (binding.method, &binding.server, &binding.tool)
+        } else if (&b.method, &b.server, &b.target)
+            != (&binding.method, &binding.server, &binding.target)
         {
-            Some("it was issued for a call of another tool")
+            Some("it was issued for another request")
         } else if b.arguments != binding.arguments {
             Some("it was issued for a call with other arguments")
         } else {
@@ -262,3 +290,6 @@ impl Bridge {
 #[cfg(test)]
 #[path = "../bridge_flow_tests.rs"]
 mod flow_tests;
+#[cfg(test)]
+#[path = "../bridge_reads_flow_tests.rs"]
+mod reads_flow_tests;

@@ -6,13 +6,13 @@
 //!
 //! It does not decide the call (the pipeline did, before `forward`); it only carries answers to it.
 
-use super::{Asked, Binding, Exchange, ASK_CAPACITY, SETTLE, STATE_PREFIX};
-use crate::gateway::Gateway;
+use super::{target_of, Asked, Binding, Exchange, ASK_CAPACITY, SETTLE, STATE_PREFIX};
+use crate::client::needed_capability;
+use crate::client::Client;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
 use crate::pipeline::{audit_refusal, CallContext, Finish};
 use crate::progress::ProgressGuard;
-use crate::route::needed_capability;
-use crate::session::Session;
+use crate::stages::Stages;
 use jsonrpc::error_object;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -29,27 +29,23 @@ pub(crate) fn retry_state(params: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Forwards `tools/call` (`params` already name the upstream's tool) to a legacy upstream for a modern client:
-/// the upstream call runs on its own task, so that it outlives this request when the upstream asks something.
+/// Forwards `method` (`tools/call`, `prompts/get` or `resources/read`; `params` already name the upstream's tool
+/// or prompt) to a legacy upstream for a modern client: the upstream call runs on its own task, so that it
+/// outlives this request when the upstream asks something.
+#[allow(clippy::too_many_arguments)] // The request, where it goes, and who asked: one call site, in `calls`.
 pub(crate) async fn forward(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
-    session: &Arc<Session>,
+    client: &dyn Client,
     up: &Upstream,
     conn: Arc<Connection>,
+    method: &'static str,
     params: Value,
     progress: Option<ProgressGuard>,
 ) -> CallOutcome {
     let (server, timeout) = (up.name(), up.request_timeout());
-    let tool = params
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let arguments = params
-        .get("arguments")
-        .cloned()
-        .unwrap_or_else(|| Value::Object(Default::default()));
-    let binding = Binding::tool_call(session.identity(), server, tool, &arguments);
+    let (target, arguments) = target_of(method, &params);
+    let binding = Binding::request(client.identity(), method, (server, &target), &arguments);
     let (sink, asks) = mpsc::channel(ASK_CAPACITY);
     let (tx, answer) = oneshot::channel();
     let cancel = CancellationToken::new();
@@ -57,13 +53,7 @@ pub(crate) async fn forward(
     let (task_conn, task_cancel) = (Arc::clone(&conn), cancel.clone());
     tokio::spawn(async move {
         let answer = task_conn
-            .request_for(
-                call.key(),
-                "tools/call",
-                Some(params),
-                timeout,
-                &task_cancel,
-            )
+            .request_for(call.key(), method, Some(params), timeout, &task_cancel)
             .await;
         drop(call);
         let _ = tx.send(answer);
@@ -80,14 +70,13 @@ pub(crate) async fn forward(
         finish: None,
         progress,
     });
-    let caps = session.lock().client_caps.clone();
-    drive(gw, ctx, &caps, ex).await
+    drive(gw, ctx, &client.capabilities(), ex).await
 }
 
 /// Waits for the upstream's next move: its answer (the call's outcome; the parked finishing guard, if any, is
 /// closed with it), or requests (parked as another `input_required` round), or the client's cancellation.
 async fn drive(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     caps: &Value,
     mut ex: Box<Exchange>,
@@ -176,7 +165,7 @@ async fn take(ex: &mut Exchange, caps: &Value, asked: Asked) {
 /// Parks the call with its outstanding requests: the `input_required` result the client gets now. When it
 /// cannot be parked, the requests are refused upstream and the call goes on (`Err`).
 fn park(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     ex: Box<Exchange>,
 ) -> Result<CallOutcome, Box<Exchange>> {
@@ -216,49 +205,77 @@ fn park(
     }
 }
 
-/// A modern client's retry of a bridged call (`tools/call` with toolgate's `requestState`): checked against
-/// what the state is bound to, then its answers go upstream and the call goes on. Not decided again (see the
-/// module's governance note); refused retries are recorded as refusals of their own.
+/// What a retry names once routed: the request, the name its records show, its arguments, and the upstream and
+/// the upstream's own name of its target (`None`: nothing here has that name, refused as unknown).
+pub(crate) struct Retry {
+    pub method: &'static str,
+    pub shown: String,
+    pub arguments: Value,
+    pub routed: Option<(String, String)>,
+}
+
+/// A modern client's retry of a bridged call (`tools/call`, `prompts/get` or `resources/read` with toolgate's
+/// `requestState`): checked against what the state is bound to, then its answers go upstream and the call goes
+/// on. Not decided again (see the module's governance note); refused retries are recorded as refusals of their
+/// own.
 pub(crate) async fn retry(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
+    r: Retry,
     params: Value,
     state: String,
 ) -> CallOutcome {
-    let name = params
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let arguments = params
-        .get("arguments")
-        .cloned()
-        .unwrap_or_else(|| Value::Object(Default::default()));
+    let Retry {
+        method,
+        shown: name,
+        arguments,
+        routed,
+    } = r;
     let refuse =
         |code, why: &str| Refusal::new(code, format!("toolgate refused this retry: {why}"));
-    let Some(session) = ctx.requester.as_ref().and_then(|r| r.session.upgrade()) else {
+    let Some(client) = ctx.requester.as_ref().and_then(|r| r.client()) else {
         let refusal = refuse(
             RefusalCode::RequestNotFound,
             "only a client's own request can retry a call waiting for its answers",
         );
         return refused(gw, ctx, &name, arguments, None, refusal).await;
     };
-    let route = gw
-        .aggregate()
-        .route_tool(&name)
-        .map(|r| (r.server.clone(), r.name.clone()));
-    let Some((server, tool)) = route else {
-        let refusal = Refusal::new(RefusalCode::UnknownTarget, format!("unknown tool: {name}"));
+    let Some((server, target)) = routed else {
+        let refusal = Refusal::new(
+            RefusalCode::UnknownTarget,
+            format!("unknown target of {method}: {name}"),
+        );
         return refused(gw, ctx, &name, arguments, None, refusal).await;
     };
+    // A resource's records name the method, never the URI (it can carry secrets).
+    let recorded = match method {
+        "resources/read" => method.to_owned(),
+        _ => target.clone(),
+    };
     if let Some(refusal) = audit_refusal(gw, &name) {
-        return refused(gw, ctx, &name, arguments, Some((&server, &tool)), refusal).await;
+        return refused(
+            gw,
+            ctx,
+            &name,
+            arguments,
+            Some((&server, &recorded)),
+            refusal,
+        )
+        .await;
     }
-    let binding = Binding::tool_call(session.identity(), &server, &tool, &arguments);
+    let binding = Binding::request(client.identity(), method, (&server, &target), &arguments);
     let mut ex = match gw.bridge.take(&state, &binding) {
         Ok(ex) => ex,
         Err(refusal) => {
-            return refused(gw, ctx, &name, arguments, Some((&server, &tool)), refusal).await
+            return refused(
+                gw,
+                ctx,
+                &name,
+                arguments,
+                Some((&server, &recorded)),
+                refusal,
+            )
+            .await
         }
     };
     // The upstream's progress now goes to the retry, under its own token (when it asked for progress).
@@ -270,20 +287,19 @@ pub(crate) async fn retry(
         let answer = legacy_answer(&asked.method, responses.and_then(|r| r.get(&key)));
         let _ = ex.conn.respond(asked.upstream_id, answer).await;
     }
-    let caps = session.lock().client_caps.clone();
-    drive(gw, ctx, &caps, ex).await
+    drive(gw, ctx, &client.capabilities(), ex).await
 }
 
 /// A refused retry: its own trace, one decision record (the refusal) and one finished record.
 async fn refused(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     name: &str,
     arguments: Value,
     routed: Option<(&str, &str)>,
     refusal: Refusal,
 ) -> CallOutcome {
-    let mut finish = Finish::new(gw, ctx, name, arguments);
+    let mut finish = Finish::new(&gw.recorder, ctx, name, arguments);
     if let Some((server, tool)) = routed {
         finish.routed(server, tool);
     }

@@ -12,7 +12,7 @@
 //! program may call.
 
 use crate::outcome::{Refusal, RefusalCode};
-use crate::pipeline::CallContext;
+use crate::pipeline::context::CallContext;
 use codemode::session::{DISK_CEILING, DISK_SHARE, MEMORY_CEILING, MEMORY_SHARE};
 use codemode::{FairGate, Quota, TooManyWaiting};
 use std::sync::Arc;

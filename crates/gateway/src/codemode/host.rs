@@ -8,9 +8,10 @@
 //! the program sees is `to_program`.
 
 use super::resolve;
-use crate::gateway::Gateway;
 use crate::outcome::{CallError, CallOutcome};
-use crate::pipeline::{self, CallContext, HoldPolicy, Origin, RunApproval};
+use crate::pipeline::context::{CallContext, HoldPolicy, Origin, RunApproval};
+use crate::pipeline::govern_tool;
+use crate::stages::Stages;
 use codemode::{CallFailure, HostFuture, NestedCall, ToolHost};
 use serde_json::json;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The calls of one run.
 pub(crate) struct Host {
-    pub gw: Arc<Gateway>,
+    pub gw: Arc<Stages>,
     pub run_trace_id: String,
     /// Cancelled when the run ends (answer, deadline, error), so a call still in flight stops and one made
     /// after the end is refused.
@@ -66,7 +67,7 @@ impl ToolHost for Host {
             // Its own task, so a call the program drops still runs its cancellation to the end (the upstream told,
             // the record finished) instead of vanishing mid-flight; the slot is held until then.
             let task = tokio::spawn(async move {
-                let outcome = pipeline::govern_tool(&gw, &ctx, params).await;
+                let outcome = govern_tool(&gw, &ctx, params).await;
                 drop(slot);
                 outcome
             });

@@ -5,7 +5,7 @@
 use super::host::Host;
 use super::tests::harness;
 use super::{RUN_TOOL, SEARCH_TOOL};
-use crate::pipeline::RunApproval;
+use crate::pipeline::context::RunApproval;
 use crate::testkit::Harness;
 use codemode::{CallFailure, NestedCall, ToolHost};
 use pretty_assertions::assert_eq;
@@ -19,7 +19,7 @@ const RUN: &str = "run-trace-1";
 /// The host of run `RUN`, approved for `approved` (none: no approval at all).
 fn host(h: &Harness, approved: Option<&[&str]>) -> Host {
     Host {
-        gw: Arc::clone(&h.gateway),
+        gw: Arc::clone(&h.gateway.stages),
         run_trace_id: RUN.to_owned(),
         cancel: CancellationToken::new(),
         approval: approved.map(|names| {
@@ -29,7 +29,7 @@ fn host(h: &Harness, approved: Option<&[&str]>) -> Host {
             }
             Arc::new(approval)
         }),
-        guard: Arc::clone(&h.gateway.guard),
+        guard: Arc::clone(&h.gateway.stages.guard),
         principal: None,
         identity: super::bounds::LOCAL.to_owned(),
         party: RUN.to_owned(),
@@ -257,7 +257,7 @@ async fn call_dropped_by_a_returning_program_is_cancelled_upstream() {
 async fn run_code_fan_out_is_bounded() {
     let h = harness().await;
     let host = Arc::new(host(&h, None));
-    let gate = h.gateway.code_sessions.bounds.calls.clone();
+    let gate = h.gateway.stages.code_sessions.bounds.calls.clone();
     let share = gate.share();
     let fan_out = 6 * share;
     let peak = Arc::new(std::sync::atomic::AtomicUsize::new(0));

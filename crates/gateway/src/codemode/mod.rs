@@ -24,11 +24,10 @@ pub(crate) use tools::{offer, prepare, run_approved, run_unapproved, search, Pre
 
 use crate::aggregate::Aggregate;
 use crate::contract::{CAPABILITIES_TOOL, RESUME_TOOL, STATUS_TOOL};
-use crate::gateway::Gateway;
 use crate::guard::{Guard, OWN_SERVER};
 use crate::outcome::{Refusal, RefusalCode};
 use crate::pins::PinView;
-use crate::pipeline::{CallContext, Origin};
+use crate::pipeline::context::{CallContext, Origin};
 use codemode::{SearchIndex, ToolDoc};
 use policy::Visibility;
 use serde_json::{json, Value};
@@ -91,21 +90,10 @@ pub(crate) fn definitions() -> Vec<Value> {
 }
 
 /// What a model is told first in code mode, before the upstreams' own instructions.
-const INSTRUCTIONS: &str = "toolgate is in code mode: find tools with search_tools, then call them from one \
+pub(crate) const INSTRUCTIONS: &str = "toolgate is in code mode: find tools with search_tools, then call them from one \
     run_code program (`await call(name, args)`, `return` the answer); filter and join inside the program and \
     return only what is needed. Calls the policy refuses throw; a run that needs a human's approval returns a \
     request id to resume with toolgate_resume.";
-
-impl Gateway {
-    /// The instructions a client gets: the upstreams' (`upstream`), after code mode's own in code mode.
-    pub(crate) fn instructions(&self, upstream: Option<&str>) -> Option<String> {
-        match (self.opts.code.on() && !self.opts.wrap, upstream) {
-            (true, Some(u)) => Some(format!("{INSTRUCTIONS}\n\n{u}")),
-            (true, None) => Some(INSTRUCTIONS.to_owned()),
-            (false, u) => u.map(str::to_owned),
-        }
-    }
-}
 
 /// Whether a client lists tool `owner` in this mode (the profile's visibility applies on top).
 pub(crate) fn client_lists(code_mode: bool, owner: &(String, String)) -> bool {
@@ -115,7 +103,7 @@ pub(crate) fn client_lists(code_mode: bool, owner: &(String, String)) -> bool {
 /// The route-stage refusal of a call this mode does not allow from where it came: in code mode a client calls
 /// only the listed tools; a program calls no control tool, and nothing once its run has ended.
 pub(crate) fn route_refusal(
-    gw: &Gateway,
+    code_mode: bool,
     ctx: &CallContext,
     server: &str,
     tool: &str,
@@ -133,7 +121,7 @@ pub(crate) fn route_refusal(
         )),
         Origin::CodeRun { .. } => None,
         Origin::Client { .. } | Origin::Resume
-            if gw.opts.code.on() && !client_lists(true, &(server.to_owned(), tool.to_owned())) =>
+            if code_mode && !client_lists(true, &(server.to_owned(), tool.to_owned())) =>
         {
             Some(Refusal::new(
                 RefusalCode::Refused,

@@ -15,10 +15,10 @@
 use super::{NOT_FROM_PROGRAMS, SEARCH_TOOL};
 use crate::aggregate::Spelled;
 use crate::elicit;
-use crate::gateway::Gateway;
 use crate::guard::{Guard, Verdict, OWN_SERVER};
 use crate::outcome::{Refusal, RefusalCode};
-use crate::pipeline::RunApproval;
+use crate::pipeline::context::RunApproval;
+use crate::stages::Stages;
 use codemode::Scan;
 use policy::{Decision, Operation, ReasonCode, SurfaceEntry, SurfaceReason, Visibility};
 use serde_json::json;
@@ -62,7 +62,7 @@ impl Plan {
 }
 
 /// Checks the literal calls of `scan` against the current catalog and policy.
-pub(crate) fn check(gw: &Gateway, guard: &Guard, scan: &Scan) -> PreRun {
+pub(crate) fn check(gw: &Stages, guard: &Guard, scan: &Scan) -> PreRun {
     let agg = gw.aggregate();
     let pins = gw.pins();
     let mut plan = Plan {

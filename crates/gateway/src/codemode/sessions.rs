@@ -7,7 +7,7 @@
 //! gateway that died left behind (its process is gone) is deleted by the next one to start a session.
 
 use super::bounds::Bounds;
-use crate::gateway::Gateway;
+use crate::stages::Stages;
 use codemode::{CodeSession, Shares};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ impl Default for Sessions {
 impl Sessions {
     /// The code state of session `id`, serving `identity` (a run with no session gets its own, which nothing
     /// else shares and which ends with the run).
-    pub(crate) fn get(&self, gw: &Gateway, id: Option<&str>, identity: &str) -> Arc<CodeSession> {
+    pub(crate) fn get(&self, gw: &Stages, id: Option<&str>, identity: &str) -> Arc<CodeSession> {
         let root = self.root(gw);
         let shares = Shares {
             identity: identity.to_owned(),
@@ -63,7 +63,7 @@ impl Sessions {
         drop(gone);
     }
 
-    fn root(&self, gw: &Gateway) -> Option<&Path> {
+    fn root(&self, gw: &Stages) -> Option<&Path> {
         self.root
             .get_or_init(|| {
                 let files = gw.state.as_ref()?.namespace().dir().join("code-files");

@@ -94,7 +94,7 @@ async fn search_tools_finds_upstream_tools_and_never_a_tool_denied_for_every_cal
     assert_eq!(tools[0]["name"], "fx__add", "{answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("fx__add("), "{text}");
-    let index = h.gateway.search_index(&h.gateway.guard);
+    let index = h.gateway.stages.search_index(&h.gateway.stages.guard);
     let names: Vec<String> = index
         .search("env keys", 50)
         .into_iter()
@@ -113,8 +113,13 @@ async fn search_tools_finds_upstream_tools_and_never_a_tool_denied_for_every_cal
 #[tokio::test]
 async fn pre_run_check_stops_a_denied_literal_and_asks_for_an_ask_literal() {
     let h = harness().await;
-    let check =
-        |program: &str| prerun::check(&h.gateway, &h.gateway.guard, &codemode::scan(program));
+    let check = |program: &str| {
+        prerun::check(
+            &h.gateway.stages,
+            &h.gateway.stages.guard,
+            &codemode::scan(program),
+        )
+    };
     match check(r#"call("fx__add", {a: 1, b: 2}); call("mcp__fx__env_keys", {})"#) {
         PreRun::Stop(r) => {
             assert!(r.message.contains("\"mcp__fx__env_keys\""), "{}", r.message);
@@ -369,7 +374,7 @@ async fn search_tools_lists_servers_that_failed_to_start_with_why() {
     let gw = crate::testkit::gateway(&config, dir.path(), None);
     gw.ready().await;
     let CallOutcome::Complete(result, _) =
-        tools::search(&gw, &gw.guard, &json!({"query": "anything"}))
+        tools::search(&gw.stages, &gw.stages.guard, &json!({"query": "anything"}))
     else {
         panic!("search answers");
     };
@@ -392,8 +397,13 @@ async fn pre_run_check_does_not_ask_for_a_call_the_policy_will_refuse() {
         "pins": {"newTools": "accept"},
     });
     let h = Harness::start(policy, FixtureOptions::default()).await;
-    let check =
-        |program: &str| prerun::check(&h.gateway, &h.gateway.guard, &codemode::scan(program));
+    let check = |program: &str| {
+        prerun::check(
+            &h.gateway.stages,
+            &h.gateway.stages.guard,
+            &codemode::scan(program),
+        )
+    };
     // Refused by default with these arguments: the program may start, and the call is refused when made.
     match check(r#"call("fx__echo", {text: "hi"})"#) {
         PreRun::Start(plan) => assert!(plan.ask.is_none(), "{plan:?}"),
@@ -409,7 +419,7 @@ async fn pre_run_check_does_not_ask_for_a_call_the_policy_will_refuse() {
 #[tokio::test]
 async fn concurrent_workers_are_bounded_overall() {
     let h = harness().await;
-    let gate = h.gateway.code_sessions.bounds.workers.clone();
+    let gate = h.gateway.stages.code_sessions.bounds.workers.clone();
     // Other identities hold every worker slot, each its share.
     let mut held = Vec::new();
     for i in 0..gate.capacity().div_ceil(gate.share()) {

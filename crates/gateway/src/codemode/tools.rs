@@ -13,12 +13,12 @@ use super::host::Host;
 use super::prerun::{self, PreRun};
 use super::{DEFAULT_HITS, MAX_HITS, MAX_PROGRAM_BYTES, RUN_TOOL};
 use crate::elicit;
-use crate::gateway::Gateway;
 use crate::guard::OWN_SERVER;
 use crate::outcome::{CallOutcome, Completion, Refusal};
-use crate::pipeline::{CallContext, HoldPolicy, RunApproval};
+use crate::pipeline::context::{CallContext, HoldPolicy, RunApproval};
 use crate::snapshot::Kind;
 use crate::snapshot::Snapshot;
+use crate::stages::Stages;
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ use upstream::State as UpstreamState;
 /// `search_tools`: the best hits for the query, as signatures to call from, and the servers that are not
 /// connected, with why.
 pub(crate) fn search(
-    gw: &Gateway,
+    gw: &Stages,
     guard: &Arc<crate::guard::Guard>,
     arguments: &Value,
 ) -> CallOutcome {
@@ -99,7 +99,7 @@ pub(crate) enum Prepared<'a> {
 }
 
 /// The pre-run check of `run_code` the policy allowed.
-pub(crate) fn prepare<'a>(gw: &Gateway, ctx: &CallContext, arguments: &'a Value) -> Prepared<'a> {
+pub(crate) fn prepare<'a>(gw: &Stages, ctx: &CallContext, arguments: &'a Value) -> Prepared<'a> {
     let program = match program(arguments) {
         Ok(p) => p,
         Err(refused) => return Prepared::Stop(refused),
@@ -142,7 +142,7 @@ pub(crate) fn prepare<'a>(gw: &Gateway, ctx: &CallContext, arguments: &'a Value)
 
 /// Runs a program that asked nothing.
 pub(crate) async fn run_unapproved(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     program: &str,
 ) -> CallOutcome {
@@ -152,7 +152,7 @@ pub(crate) async fn run_unapproved(
 /// A held run a human approved (through elicitation, the admin CLI or a session grant): exactly the stored
 /// program, checked again (a deny added since stops it), with the calls that asked approved for the run.
 pub(crate) async fn run_approved(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     snapshot: &Snapshot,
 ) -> CallOutcome {
@@ -169,7 +169,7 @@ pub(crate) async fn run_approved(
 /// How a held run may be answered through the client: as its calls that ask could be (`prerun::Plan`); a run
 /// that would not start now is offered nothing in band.
 pub(crate) fn offer(
-    gw: &Gateway,
+    gw: &Stages,
     guard: &crate::guard::Guard,
     snapshot: &Snapshot,
 ) -> elicit::Offer {
@@ -203,7 +203,7 @@ fn program(arguments: &Value) -> Result<&str, Refusal> {
 
 /// Runs `program` in a worker, its calls governed under the run's trace id, and projects the report.
 async fn run(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     program: &str,
     approval: Option<Arc<RunApproval>>,

@@ -8,43 +8,53 @@
 //! What is refused is answered to the upstream with a JSON-RPC error and never reaches a client.
 
 use super::{audit_refusal, decide, record_decision, CallContext, Finish, HoldPolicy, Origin};
-use crate::bridge::Asked;
-use crate::gateway::Gateway;
+use crate::bridge::{AskSink, Asked};
+use crate::client::{Client, Relay, RelayEnd};
 use crate::guard::Verdict;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
-use crate::route::Target;
-use jsonrpc::error_object;
+use crate::stages::Stages;
+use jsonrpc::{error_object, Id};
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
 
-/// One request `server` sent toward a client, with the upstream's id.
+/// Where an upstream's request goes (`route::route_request` finds it: the route stage of these requests).
+pub(crate) enum Target {
+    /// Relayed to this client, on the stream of the client request that caused it (when one did).
+    Client(Arc<dyn Client>, Option<Id>),
+    /// Caught for a call bridged for a modern client (of this client, whose guard decides it).
+    Bridge(AskSink, Option<Weak<dyn Client>>),
+}
+
+/// One request `server` sent toward a client, with the upstream's id, and where the route stage found it goes
+/// (or the error the upstream is answered with).
 pub(crate) async fn govern_upstream_request(
-    gw: &Gateway,
+    gw: &Stages,
     server: &str,
     id: Value,
     method: String,
     params: Option<Value>,
-    caller: Option<u64>,
+    routed: Result<Target, Value>,
 ) {
     let params = crate::elicit::label_relayed(server, &method, params);
-    let routed = gw.route_request(server, &method, caller);
-    let session = match &routed {
-        Ok(Target::Session(session, _)) => Some(Arc::clone(session)),
-        Ok(Target::Bridge(_, session)) => session.upgrade(),
+    let client = match &routed {
+        Ok(Target::Client(client, _)) => Some(Arc::clone(client)),
+        Ok(Target::Bridge(_, client)) => client.as_ref().and_then(Weak::upgrade),
         Err(_) => None,
     };
-    let guard = session
+    let guard = client
         .as_ref()
-        .map_or_else(|| Arc::clone(&gw.guard), |s| Arc::clone(&s.guard));
+        .map_or_else(|| Arc::clone(&gw.guard), |c| c.guard());
     let origin = Origin::Upstream {
         server: server.to_owned(),
     };
     let never = CancellationToken::new();
     let mut ctx = CallContext::new(origin, HoldPolicy::HandleNow, never, guard);
-    ctx.principal = session.as_ref().and_then(|s| s.identity());
+    ctx.principal = client.as_ref().and_then(|c| c.identity());
     let arguments = params.clone().unwrap_or_else(|| json!({}));
-    let mut finish = Finish::new(gw, &ctx, &method, arguments);
+    let mut finish = Finish::new(&gw.recorder, &ctx, &method, arguments);
     finish.routed(server, &method);
     let target = match routed {
         Ok(target) => target,
@@ -65,9 +75,51 @@ pub(crate) async fn govern_upstream_request(
     relay(gw, server, target, id, method, params, finish).await;
 }
 
+/// The input requests of an upstream's `input_required` result (`{key: {method, params}}`) are requests that
+/// upstream sends toward the client in the 2026-07-28 form: each is governed as one before the client sees it
+/// (audit gate, decision under the caller's guard, decision record, the call that caused it as its parent).
+/// Their finished records are written when the caller closes what this returns: with the client's answer, or
+/// as handed to the client. The first refusal refuses the whole round, and nothing of it reaches the client.
+pub(crate) async fn govern_input_requests(
+    gw: &Stages,
+    ctx: &CallContext,
+    server: &str,
+    requests: &serde_json::Map<String, Value>,
+) -> Result<Vec<(String, Finish)>, Refusal> {
+    let mut governed = Vec::with_capacity(requests.len());
+    for (key, request) in requests {
+        let method = request
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let origin = Origin::Upstream {
+            server: server.to_owned(),
+        };
+        let never = CancellationToken::new();
+        let mut asked =
+            CallContext::new(origin, HoldPolicy::HandleNow, never, Arc::clone(&ctx.guard));
+        asked.principal = ctx.principal.clone();
+        let arguments = request.get("params").cloned().unwrap_or_else(|| json!({}));
+        let mut finish = Finish::new(&gw.recorder, &asked, method, arguments);
+        finish.routed(server, method);
+        finish.parent(&ctx.trace_id);
+        if let Some(refused) = decided(gw, &asked, &mut finish, server, method) {
+            tracing::info!(
+                server,
+                method,
+                "an upstream's input request refused by toolgate"
+            );
+            finish.close(&CallOutcome::Refused(refused.clone())).await;
+            return Err(refused);
+        }
+        governed.push((key.clone(), finish));
+    }
+    Ok(governed)
+}
+
 /// The audit gate and the decision, recorded; the refusal when the request must not reach the client.
 fn decided(
-    gw: &Gateway,
+    gw: &Stages,
     ctx: &CallContext,
     finish: &mut Finish,
     server: &str,
@@ -88,7 +140,7 @@ fn decided(
 /// The execute step of an upstream's request: to the session (its answer closes the records), or to the
 /// bridged call as one of its input requests.
 async fn relay(
-    gw: &Gateway,
+    gw: &Stages,
     server: &str,
     target: Target,
     id: Value,
@@ -97,10 +149,16 @@ async fn relay(
     finish: Finish,
 ) {
     match target {
-        Target::Session(session, cause) => {
-            session
-                .relay(server, id, method, params, cause, finish)
-                .await
+        Target::Client(client, cause) => {
+            let relay = Relay {
+                server: server.to_owned(),
+                upstream_id: id,
+                method,
+                params,
+                cause,
+                records: Box::new(finish),
+            };
+            client.relay(relay).await
         }
         Target::Bridge(sink, _) => {
             let asked = Asked {
@@ -131,5 +189,16 @@ pub(crate) fn relay_outcome(answer: &Result<Value, Value>) -> CallOutcome {
     match answer {
         Ok(v) => CallOutcome::complete(v.clone()),
         Err(e) => CallOutcome::Failed(crate::outcome::CallError::BadRequest(e.to_string())),
+    }
+}
+
+/// A relayed request's records close with the client's answer.
+impl RelayEnd for Finish {
+    fn answered(
+        self: Box<Self>,
+        answer: &Result<Value, Value>,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        let outcome = relay_outcome(answer);
+        Box::pin(async move { self.close(&outcome).await })
     }
 }

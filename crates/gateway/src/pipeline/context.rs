@@ -2,16 +2,15 @@
 //! whoever asked. Its trace id, where it came from, whose session grants apply, where progress goes, whether and
 //! how a human can be asked, whether a held call waits, and its cancellation. It holds no transport: a front end
 //! (a client session today, an HTTP request or a code-mode run later) builds one per request, and the pipeline
-//! reaches the requester only through the two small traits here.
+//! reaches the requester only through the traits of `client`: never a concrete session.
 //!
 //! It decides nothing and records nothing.
 
+pub(crate) use crate::client::{AskFuture, AskHuman, Progress, ProgressSink};
+use crate::client::{Client, LogLevel};
 use crate::guard::Guard;
-use crate::session::Session;
 use jsonrpc::Id;
 use serde_json::Value;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
 
@@ -58,50 +57,23 @@ pub(crate) enum HoldPolicy {
     HandleNow,
 }
 
-/// How progress reaches whoever asked for a call. Implementations never wait: they run on an upstream's reader
-/// and inside held calls, and a requester that does not read must stall neither.
-pub(crate) trait ProgressSink: Send + Sync {
-    /// Posts one `notifications/progress` with these params; false when it could not be queued.
-    fn post_progress(&self, params: Value) -> bool;
-}
-
-/// Progress the requester asked for: its own token, and where the notifications go.
-#[derive(Clone)]
-pub(crate) struct Progress {
-    pub token: Value,
-    pub sink: Arc<dyn ProgressSink>,
-}
-
-impl Progress {
-    /// One notification, `params` carrying the requester's own token (an upstream's carries the gateway's).
-    pub(crate) fn report(&self, mut params: Value) -> bool {
-        params["progressToken"] = self.token.clone();
-        self.sink.post_progress(params)
-    }
-}
-
-/// What `AskHuman::ask` returns: the answer, or the error the requester gave (or made up when it could not ask).
-pub(crate) type AskFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, Value>> + Send + 'a>>;
-
-/// A way to put a held request to a human besides the admin channels (today: MCP elicitation through the
-/// client). Only the asking is the requester's; the question and what the answer does are `elicit`'s.
-pub(crate) trait AskHuman: Send + Sync {
-    /// Whether a human can be asked this way at all (the client declared elicitation).
-    fn can_ask(&self) -> bool;
-    /// Sends one `elicitation/create` with these params and waits, bounded, for the answer.
-    fn ask(&self, params: Value) -> AskFuture<'_>;
-}
-
-/// The client request a governed request serves: the session it came on and its id there. What an upstream
+/// The client request a governed request serves: the client it came on and its id there. What an upstream
 /// asks while the request runs belongs to it.
 #[derive(Clone)]
-#[allow(dead_code)] // Read by the routing of upstream-initiated requests to the call that caused them.
 pub(crate) struct Requester {
-    pub session: Weak<Session>,
+    /// Weak: a call that outlives its client (a bridged call parked for a retry) does not keep it open.
+    pub client: Weak<dyn Client>,
     pub request: Id,
     /// The least severe log message a modern client asked to receive on this request's stream
     /// (`_meta["io.modelcontextprotocol/logLevel"]`); `None`: none.
-    pub log_level: Option<crate::route::LogLevel>,
+    pub log_level: Option<LogLevel>,
+}
+
+impl Requester {
+    /// The client, while it is still there.
+    pub(crate) fn client(&self) -> Option<Arc<dyn Client>> {
+        self.client.upgrade()
+    }
 }
 
 /// What a human approved for one code-mode run, before it started: the calls its program writes with a

@@ -8,11 +8,11 @@
 use super::{approval_stage, CallContext};
 use crate::calls;
 use crate::codemode::{self, Prepared};
-use crate::gateway::Gateway;
 use crate::guard::{Verdict, OWN_SERVER};
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
 use crate::own::OwnTool;
 use crate::snapshot::{Kind, Snapshot};
+use crate::stages::Stages;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
@@ -45,7 +45,7 @@ pub(crate) type ExecFuture<'a> = Pin<Box<dyn Future<Output = CallOutcome> + Send
 
 /// Runs `exec` in the call's context.
 pub(crate) fn execute<'a>(
-    gw: &'a Arc<Gateway>,
+    gw: &'a Arc<Stages>,
     ctx: &'a CallContext,
     exec: Exec<'a>,
 ) -> ExecFuture<'a> {
@@ -83,7 +83,7 @@ pub(crate) fn execute<'a>(
 /// An approved snapshot, run if the policy does not now refuse it and, for a tool, the tool still has the
 /// definition that was approved.
 pub(crate) async fn approved(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     snapshot: &Snapshot,
 ) -> CallOutcome {
@@ -120,7 +120,7 @@ pub(crate) async fn approved(
 
 /// What an approved tool call runs, checked again against the catalog and the policy.
 fn approved_tool<'a>(
-    gw: &Gateway,
+    gw: &Stages,
     ctx: &CallContext,
     snapshot: &'a Snapshot,
 ) -> Result<Exec<'a>, Refusal> {

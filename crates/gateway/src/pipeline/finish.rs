@@ -5,8 +5,7 @@
 //!
 //! It does not decide, run or shape anything.
 
-use crate::gateway::Gateway;
-use crate::hooks::Hooked;
+use crate::hooks::{Hooked, Registry};
 use crate::outcome::{CallOutcome, RefusalCode};
 use crate::record::{CallRecord, RecordDecision};
 use crate::state::State;
@@ -25,6 +24,14 @@ enum Decided {
     Written,
 }
 
+/// Where every governed request's records and post-hooks go: the stages' recorder port.
+#[derive(Clone)]
+pub(crate) struct Recorder {
+    /// Where the records go (none: a gateway without state).
+    pub(crate) state: Option<Arc<State>>,
+    pub(crate) hooks: Arc<Registry>,
+}
+
 /// The records and post-hooks of one governed request. Create it when the request is first seen; `close` it
 /// with the outcome.
 pub(crate) struct Finish {
@@ -32,15 +39,16 @@ pub(crate) struct Finish {
     state: Option<Arc<State>>,
     record: CallRecord,
     decided: Decided,
-    /// The post-hooks, and the gateway that runs them.
-    hooks: Option<(Hooked, Arc<Gateway>)>,
+    /// The post-hooks to run, and the registry that runs them.
+    hooks: Option<(Hooked, Arc<Registry>)>,
+    registry: Arc<Registry>,
     started: Instant,
     closed: bool,
 }
 
 impl Finish {
     pub(crate) fn new(
-        gateway: &Gateway,
+        recorder: &Recorder,
         ctx: &super::CallContext,
         tool: &str,
         arguments: Value,
@@ -48,7 +56,7 @@ impl Finish {
         let trace_id = &ctx.trace_id;
         let profile = ctx.guard.profile().unwrap_or("default").to_owned();
         Self {
-            state: gateway.state.clone(),
+            state: recorder.state.clone(),
             record: CallRecord {
                 trace_id: trace_id.to_owned(),
                 profile,
@@ -63,9 +71,15 @@ impl Finish {
             },
             decided: Decided::No,
             hooks: None,
+            registry: Arc::clone(&recorder.hooks),
             started: Instant::now(),
             closed: false,
         }
+    }
+
+    /// The trace the request's records carry: its own, or for a resumed call the held call's.
+    pub(crate) fn trace_id(&self) -> &str {
+        &self.record.trace_id
     }
 
     /// The request is a call a code-mode program made in run `run_trace_id`: its records name that run.
@@ -95,9 +109,9 @@ impl Finish {
         self.decided = Decided::Pending;
     }
 
-    /// Post-hooks to run on leaving, by `gateway`: only calls that went ahead (ran or were held) get them.
-    pub(crate) fn post_hooks(&mut self, gateway: &Arc<Gateway>, hooks: Option<Hooked>) {
-        self.hooks = hooks.map(|h| (h, Arc::clone(gateway)));
+    /// Post-hooks to run on leaving: only calls that went ahead (ran or were held) get them.
+    pub(crate) fn post_hooks(&mut self, hooks: Option<Hooked>) {
+        self.hooks = hooks.map(|h| (h, Arc::clone(&self.registry)));
     }
 
     /// Writes the decision record now: before anything runs or anyone is asked.
@@ -124,9 +138,9 @@ impl Finish {
     pub(crate) async fn close(mut self, outcome: &CallOutcome) {
         self.closed = true;
         self.write(outcome);
-        if let Some((h, gateway)) = self.hooks.take() {
-            gateway
-                .post_hooks(&h, outcome.name(), outcome.result(), self.started.elapsed())
+        if let Some((h, hooks)) = self.hooks.take() {
+            hooks
+                .post(&h, outcome.name(), outcome.result(), self.started.elapsed())
                 .await;
         }
     }
@@ -161,15 +175,15 @@ impl Drop for Finish {
         }
         self.closed = true;
         self.write(&CallOutcome::Cancelled);
-        let (Some((h, gateway)), Ok(runtime)) =
+        let (Some((h, hooks)), Ok(runtime)) =
             (self.hooks.take(), tokio::runtime::Handle::try_current())
         else {
             return;
         };
         let took = self.started.elapsed();
         runtime.spawn(async move {
-            gateway
-                .post_hooks(&h, CallOutcome::Cancelled.name(), None, took)
+            hooks
+                .post(&h, CallOutcome::Cancelled.name(), None, took)
                 .await;
         });
     }

@@ -8,25 +8,27 @@
 //! re-enters at `after_approval`; only the execute stage (`execute`) runs anything. Each stage returns typed
 //! values; the wire form is made once, in `wire`.
 //!
-//! The stages are functions of the `Gateway`, the request and its `CallContext`: no client session stands
-//! behind them. What only the requester has (progress, a human to ask, its grants, whether a held call waits)
-//! comes in the context, so a client's request and a code-mode program's call take the same path.
+//! The stages are functions of the `Stages` (the ports: catalog, state and recorder, hooks, upstreams, built-in
+//! tools, code runner, the tables that outlive a request), the request and its `CallContext`: neither the
+//! `Gateway` nor a client session stands behind them. What only the requester has (progress, a human to ask,
+//! its grants, whether a held call waits, the client itself as `client::Client`) comes in the context, so a
+//! client's request and a code-mode program's call take the same path.
 
-mod asks;
-mod context;
+pub(crate) mod asks;
+pub(crate) mod context;
 mod decide;
 mod execute;
-mod finish;
+pub(crate) mod finish;
 mod reads;
 mod task_methods;
 #[cfg(test)]
 mod tests;
 mod tool;
 
-pub(crate) use asks::{govern_upstream_request, relay_outcome};
+pub(crate) use asks::govern_upstream_request;
 pub(crate) use context::{
     AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
-    Requester, RunApproval,
+    Requester,
 };
 pub(crate) use execute::{execute, Exec};
 pub(crate) use finish::Finish;
@@ -35,16 +37,16 @@ pub(crate) use task_methods::govern_task;
 
 use crate::approval::{self, Held, Snapshot};
 use crate::errors::to_client;
-use crate::gateway::Gateway;
 use crate::guard::Verdict;
 use crate::outcome::{CallError, CallOutcome, Refusal, RefusalCode};
 use crate::record::{CallRecord, RecordDecision};
+use crate::stages::Stages;
 use serde_json::Value;
 use std::sync::Arc;
 
 /// Fail closed on evidence: while the audit log cannot be written nothing runs, because a call that runs must
 /// leave a record. Only `toolgate_status` still answers, so an agent can see why.
-pub(crate) fn audit_refusal(gateway: &crate::Gateway, what: &str) -> Option<Refusal> {
+pub(crate) fn audit_refusal(gateway: &crate::stages::Stages, what: &str) -> Option<Refusal> {
     let problem = gateway.state.as_ref()?.audit_problem()?;
     let message = format!(
         "toolgate refused {what}: its audit log cannot be written ({problem}); an administrator must repair it \
@@ -73,14 +75,21 @@ pub(crate) fn request_id(arguments: &Value) -> String {
 }
 
 /// Runs one tool call (`tools/call` params) through every stage and the finishing guard.
-pub(crate) async fn govern_tool(
-    gw: &Arc<Gateway>,
-    ctx: &CallContext,
-    params: Value,
-) -> CallOutcome {
+pub(crate) async fn govern_tool(gw: &Arc<Stages>, ctx: &CallContext, params: Value) -> CallOutcome {
     // The retry of a call that waits for the client's answers in the bridge: not decided again (`bridge`).
     if let Some(state) = crate::bridge::retry_state(&params) {
-        return crate::bridge::retry(gw, ctx, params, state).await;
+        let (shown, arguments) = crate::bridge::target_of("tools/call", &params);
+        let routed = gw
+            .aggregate()
+            .route_tool(&shown)
+            .map(|r| (r.server.clone(), r.name.clone()));
+        let retry = crate::bridge::Retry {
+            method: "tools/call",
+            shown,
+            arguments,
+            routed,
+        };
+        return crate::bridge::retry(gw, ctx, retry, params, state).await;
     }
     let name = params
         .get("name")
@@ -91,11 +100,18 @@ pub(crate) async fn govern_tool(
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| Value::Object(Default::default()));
-    let mut finish = Finish::new(gw, ctx, &name, arguments.clone());
+    let mut finish = Finish::new(&gw.recorder, ctx, &name, arguments.clone());
     if let Origin::CodeRun { run_trace_id } = &ctx.origin {
         finish.parent(run_trace_id);
     }
+    // ToolHub's clients read a trace id and request id that toolgate's answers leave out (`toolhub`).
+    let toolhub = (gw.opts.surface == crate::own::Surface::ToolHub)
+        .then(|| (name.clone(), request_id(&arguments)));
     let outcome = tool::stages(gw, ctx, &mut finish, name, params, arguments).await;
+    let outcome = match &toolhub {
+        None => outcome,
+        Some((name, id)) => crate::toolhub::complete(outcome, name, finish.trace_id(), id),
+    };
     tracing::debug!(trace = %ctx.trace_id, origin = ?ctx.origin, outcome = outcome.name(), "tool call");
     match &outcome {
         // The call goes on upstream: its records are written once, when it ends (`bridge`).
@@ -108,7 +124,7 @@ pub(crate) async fn govern_tool(
 /// The approval stage and what follows it: an `ask` is held until a human decides (or a grant covers it);
 /// approved, it passes the audit gate again and runs.
 pub(crate) async fn approval_stage(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     snapshot: Snapshot,
     decision: policy::Decision,
@@ -123,7 +139,7 @@ pub(crate) async fn approval_stage(
 /// An approved snapshot (approved while held, covered by a grant, or claimed by `toolgate_resume`) re-enters
 /// here: the audit gate again, since the log may have become unwritable during the wait, then the execute stage.
 pub(crate) async fn after_approval(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     snapshot: &Snapshot,
 ) -> CallOutcome {
@@ -135,7 +151,7 @@ pub(crate) async fn after_approval(
 
 /// Quarantined and flagged definitions: `Ok(true)` when a quarantined tool's calls must ask instead.
 pub(super) fn pin_stage(
-    gw: &Gateway,
+    gw: &Stages,
     server: &str,
     tool: &str,
     name: &str,
@@ -160,15 +176,17 @@ pub(super) fn pin_stage(
 
 /// `toolgate_resume` the policy allowed: the approved call is claimed and re-enters after the approval
 /// stage, recorded under the held call's trace id and tool name, with its post-hooks. A request that cannot
-/// be claimed is answered, and recorded as the `toolgate_resume` call it was.
+/// be claimed is answered, and recorded as the `toolgate_resume` call it was. A resume bound to one tool
+/// (`only`) claims only that tool's requests.
 pub(super) async fn resume_stage(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     finish: &mut Finish,
     arguments: &Value,
+    only: Option<&str>,
 ) -> CallOutcome {
     let request_id = request_id(arguments);
-    let claimed = match approval::claim(gw, ctx.principal.as_deref(), &request_id) {
+    let claimed = match approval::claim(gw, ctx.principal.as_deref(), &request_id, only) {
         Ok(c) => c,
         Err(answer) => {
             finish.commit();
@@ -203,7 +221,7 @@ pub(super) async fn resume_stage(
             parent_trace_id: None,
         },
     );
-    finish.post_hooks(gw, hooked);
+    finish.post_hooks(hooked);
     match after_approval(gw, &ctx, s).await {
         // The resume itself succeeded; what failed is the call it ran, which the agent reads as a result.
         CallOutcome::Failed(CallError::Upstream(e)) => match to_client(e) {

@@ -11,10 +11,10 @@
 //! at once; it is decided as its resource (a deny keeps the upstream from being told) and recorded.
 
 use super::{audit_refusal, execute, CallContext, Exec, Finish};
-use crate::gateway::Gateway;
 use crate::guard::Verdict;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
 use crate::snapshot::{Kind, Snapshot};
+use crate::stages::Stages;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -37,29 +37,69 @@ enum Then {
 
 /// `prompts/get`, `resources/read`, `resources/subscribe`, `resources/unsubscribe` and `completion/complete`.
 pub(crate) async fn govern_read(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     method: &str,
     params: Value,
 ) -> CallOutcome {
     if method == "resources/unsubscribe" {
-        let mut finish = Finish::new(gw, ctx, method, json!({}));
+        let mut finish = Finish::new(&gw.recorder, ctx, method, json!({}));
         let outcome = unsubscribe(gw, ctx, &mut finish, params).await;
         finish.close(&outcome).await;
         return outcome;
+    }
+    // The retry of a prompt get or read that waits for the client's answers in the bridge: not decided again.
+    if let (Some(state), Some(method)) = (
+        crate::bridge::retry_state(&params),
+        crate::bridge::BRIDGED
+            .iter()
+            .find(|m| **m == method && **m != "tools/call"),
+    ) {
+        return retry(gw, ctx, method, params, state).await;
     }
     let arguments = params
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let mut finish = Finish::new(gw, ctx, method, arguments);
+    let mut finish = Finish::new(&gw.recorder, ctx, method, arguments);
     let outcome = read_stages(gw, ctx, &mut finish, method, params).await;
-    finish.close(&outcome).await;
+    match &outcome {
+        // The request goes on upstream: its records are written once, when it ends (`bridge`).
+        CallOutcome::Bridged { state, .. } => gw.bridge.adopt(state, finish).await,
+        _ => finish.close(&outcome).await,
+    }
     outcome
 }
 
+/// A modern client's retry of a prompt get or read bridged to a legacy upstream, routed as the first request
+/// was; the bridge checks it against what its request state is bound to.
+async fn retry(
+    gw: &Arc<Stages>,
+    ctx: &CallContext,
+    method: &'static str,
+    params: Value,
+    state: String,
+) -> CallOutcome {
+    let (target, _) = crate::bridge::target_of(method, &params);
+    let routed = match method {
+        "prompts/get" => route(gw, method, &Target::Prompt { name: target }),
+        _ => route(gw, method, &Target::Resource { uri: target }),
+    };
+    let arguments = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let retry = crate::bridge::Retry {
+        method,
+        shown: method.to_owned(),
+        arguments,
+        routed: routed.ok(),
+    };
+    crate::bridge::retry(gw, ctx, retry, params, state).await
+}
+
 async fn read_stages(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     finish: &mut Finish,
     method: &str,
@@ -165,7 +205,7 @@ fn what(method: &str, params: &Value) -> Result<(Target, Then, &'static str), Ca
 }
 
 /// Route: the upstream that owns the prompt or resource, and its own name there.
-fn route(gw: &Gateway, method: &str, target: &Target) -> Result<(String, String), CallOutcome> {
+fn route(gw: &Stages, method: &str, target: &Target) -> Result<(String, String), CallOutcome> {
     let agg = gw.aggregate();
     let routed = match &target {
         Target::Prompt { name } => agg
@@ -190,7 +230,7 @@ fn route(gw: &Gateway, method: &str, target: &Target) -> Result<(String, String)
 /// After the decision: refused, forwarded (an ask of a subscription proceeds), refused on an ask (a completion),
 /// or held for a human (the approval stage).
 async fn then_stages(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     method: &str,
     params: Value,
@@ -207,7 +247,7 @@ async fn then_stages(
                 if let (Target::Resource { uri }, CallOutcome::Complete(..), "resources/subscribe") =
                     (&target, &outcome, method)
                 {
-                    if let Some(session) = ctx.requester.as_ref().and_then(|r| r.session.upgrade()) {
+                    if let Some(session) = ctx.requester.as_ref().and_then(|r| r.client()) {
                         session.subscribed(server, uri);
                     }
                 }
@@ -252,7 +292,7 @@ async fn then_stages(
 /// runs nothing); the upstream's subscription is shared, so it is told only when no other session is still
 /// subscribed there, and only when the policy does not refuse the resource. Recorded like every request.
 async fn unsubscribe(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     finish: &mut Finish,
     params: Value,
@@ -267,7 +307,7 @@ async fn unsubscribe(
     };
     finish.routed(&server, "resources/unsubscribe");
     finish.touches(vec![uri.clone()]);
-    let session = ctx.requester.as_ref().and_then(|r| r.session.upgrade());
+    let session = ctx.requester.as_ref().and_then(|r| r.client());
     let last = session.is_none_or(|s| s.unsubscribe(&server, &uri));
     if let Some(refused) = audit_refusal(gw, &format!("unsubscribing from {uri}")) {
         return CallOutcome::Refused(refused);

@@ -152,7 +152,7 @@ async fn every_message_kind_leaves_one_decision_by_the_policy_and_at_most_one_fi
     let origin = Origin::CodeRun {
         run_trace_id: "run-table".into(),
     };
-    let guard = Arc::clone(&h.gateway.guard);
+    let guard = Arc::clone(&h.gateway.stages.guard);
     let ctx = CallContext::new(
         origin,
         HoldPolicy::HandleNow,
@@ -160,7 +160,7 @@ async fn every_message_kind_leaves_one_decision_by_the_policy_and_at_most_one_fi
         guard,
     );
     let params = json!({"name": "fx__add", "arguments": {"a": 2, "b": 2}});
-    let outcome = pipeline::govern_tool(&h.gateway, &ctx, params).await;
+    let outcome = pipeline::govern_tool(&h.gateway.stages, &ctx, params).await;
     assert!(matches!(outcome, CallOutcome::Complete(..)), "{outcome:?}");
     governed(&h, before, "a program's call", &["add"], "table").await;
     h.stop(&[&old, &new]).await;
@@ -270,4 +270,82 @@ async fn a_deny_rule_on_upstream_sampling_stops_it_and_records_the_refusal() {
         "{left:#?}"
     );
     h.stop(&[&c]).await;
+}
+
+/// A modern upstream asks in its result (`input_required`), not with a request: those input requests are the
+/// same requests toward the client, so a deny rule on `mcp.sample` stops them too. Handed to a legacy client as
+/// requests (toolgate asks and retries), or passed through to a modern client in the result, the round with a
+/// refused request never reaches the client, the call is refused, and each request asked is recorded under the
+/// call that caused it.
+#[tokio::test]
+async fn a_deny_rule_on_sampling_stops_a_modern_upstreams_input_requests_for_either_client() {
+    let deny = json!([{"id": "no-sampling", "effect": "deny", "operations": ["mcp.sample"]}]);
+    let fixture = FixtureOptions {
+        era: "modern".into(),
+        bridging: true,
+        ..FixtureOptions::default()
+    };
+    let h = Harness::start(policy(deny), fixture).await;
+    let both = json!({"name": "fx__confirm", "arguments": {"message": "go?", "both": true}});
+    let mut old = legacy(&h, json!({"sampling": {}, "elicitation": {}})).await;
+    let before = h.audit().len();
+    let answer = old.request("tools/call", both.clone()).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(!old
+        .kept(|m| m["method"] == "sampling/createMessage" || m["method"] == "elicitation/create"));
+    let mut new = h.client();
+    let answer = new.modern("tools/call", both).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(answer["result"].get("inputRequests").is_none(), "{answer}");
+    let left = left_since(&h, before, 2).await;
+    let sampled: Vec<_> = left
+        .values()
+        .filter(|l| l.tool == "sampling/createMessage")
+        .collect();
+    assert_eq!(sampled.len(), 2, "one refused round per client: {left:#?}");
+    for s in sampled {
+        assert_eq!(
+            (s.rules.clone(), s.finished),
+            (vec!["no-sampling".to_owned()], 1),
+            "{left:#?}"
+        );
+    }
+    h.stop(&[&old, &new]).await;
+}
+
+/// Allowed, a modern upstream's input requests are governed like every message: one decision and one finished
+/// record each, whether toolgate asks a legacy client or hands them to a modern one.
+#[tokio::test]
+async fn a_modern_upstreams_input_requests_leave_one_decision_and_one_finished_record_each() {
+    let fixture = FixtureOptions {
+        era: "modern".into(),
+        bridging: true,
+        ..FixtureOptions::default()
+    };
+    let h = Harness::start(policy(json!([])), fixture).await;
+    let both = json!({"name": "fx__confirm", "arguments": {"message": "go?", "both": true}});
+    let mut new = h.client();
+    let before = h.audit().len();
+    let answer = new.modern("tools/call", both).await;
+    assert_eq!(answer["result"]["resultType"], "input_required", "{answer}");
+    let left = left_since(&h, before, 3).await;
+    let mut asked: Vec<&str> = left
+        .values()
+        .filter(|l| l.tool != "confirm")
+        .map(|l| l.tool.as_str())
+        .collect();
+    asked.sort_unstable();
+    assert_eq!(
+        asked,
+        ["elicitation/create", "sampling/createMessage"],
+        "{left:#?}"
+    );
+    for l in left.values() {
+        assert_eq!(
+            (l.rules.clone(), l.finished),
+            (vec!["table".to_owned()], 1),
+            "{left:#?}"
+        );
+    }
+    h.stop(&[&new]).await;
 }

@@ -6,49 +6,50 @@
 //! The tasks table itself (ids, owners, forwarding under the upstream's id) is `tasks`'.
 
 use super::{audit_refusal, decide, record_decision, CallContext, Finish};
-use crate::gateway::Gateway;
+use crate::client::Client;
 use crate::guard::{Verdict, OWN_SERVER};
 use crate::outcome::{CallError, CallOutcome, Refusal, RefusalCode};
-use crate::session::Session;
+use crate::stages::Stages;
 use crate::wire::{self, Reply, Shape};
 use serde_json::Value;
 use std::sync::Arc;
 
-/// One task method of `session`'s client.
+/// One task method of the client behind `ctx` (a task belongs to its client: without one, every task is
+/// unknown).
 pub(crate) async fn govern_task(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
-    session: &Arc<Session>,
     method: &str,
     params: Value,
 ) -> Reply {
-    let mut finish = Finish::new(gw, ctx, method, params.clone());
-    let (answer, outcome) = task_stages(gw, ctx, session, &mut finish, method, params).await;
+    let mut finish = Finish::new(&gw.recorder, ctx, method, params.clone());
+    let client = ctx.requester.as_ref().and_then(|r| r.client());
+    let (answer, outcome) =
+        task_stages(gw, ctx, client.as_deref(), &mut finish, method, params).await;
     finish.close(&outcome).await;
     answer
 }
 
 /// The stages; the reply, and the outcome the records carry.
 async fn task_stages(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
-    session: &Arc<Session>,
+    client: Option<&dyn Client>,
     finish: &mut Finish,
     method: &str,
     params: Value,
 ) -> (Reply, CallOutcome) {
     // Route: toolgate's own list, or the caller's own task.
     let listing = method == "tasks/list";
-    let routed = if listing {
-        Some((OWN_SERVER.to_owned(), method.to_owned()))
-    } else {
-        let ours = params
-            .get("taskId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        session.task_target(ours)
-    };
-    let Some((server, tool)) = routed else {
+    let routed = client.and_then(|client| match listing {
+        true => Some((client, OWN_SERVER.to_owned(), method.to_owned())),
+        false => {
+            let ours = params.get("taskId").and_then(Value::as_str)?;
+            let (server, tool) = gw.task_target(client, ours)?;
+            Some((client, server, tool))
+        }
+    });
+    let Some((client, server, tool)) = routed else {
         let ours = params
             .get("taskId")
             .and_then(Value::as_str)
@@ -75,8 +76,8 @@ async fn task_stages(
     }
     // Execute: the tasks table forwards under the upstream's id.
     let answer = match listing {
-        true => session.list_tasks(&ctx.cancel).await,
-        false => session.task_request(method, params, &ctx.cancel).await,
+        true => gw.list_tasks(client, &ctx.cancel).await,
+        false => gw.task_request(client, method, params, &ctx.cancel).await,
     };
     let outcome = match &answer {
         Ok(v) => CallOutcome::complete(v.clone()),

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::contract;
+use crate::gateway::Gateway;
 use crate::gateway::Options;
 use crate::guard::Guard;
 use crate::guard::OWN_SERVER;
@@ -95,7 +96,7 @@ fn code_run(gw: &Gateway, hold: HoldPolicy) -> CallContext {
         origin,
         hold,
         CancellationToken::new(),
-        Arc::clone(&gw.guard),
+        Arc::clone(&gw.stages.guard),
     )
 }
 
@@ -108,7 +109,7 @@ fn sessionless(gw: &Gateway, hold: HoldPolicy) -> CallContext {
         origin,
         hold,
         CancellationToken::new(),
-        Arc::clone(&gw.guard),
+        Arc::clone(&gw.stages.guard),
     )
 }
 
@@ -127,7 +128,7 @@ fn held(outcome: &CallOutcome) -> &crate::outcome::HeldCall {
 async fn code_run_call_the_policy_allows_runs_with_no_session() {
     let f = Fixture::new(|_| {});
     let ctx = code_run(&f.gw, HoldPolicy::HandleNow);
-    let outcome = govern_tool(&f.gw, &ctx, call(ALLOWED)).await;
+    let outcome = govern_tool(&f.gw.stages, &ctx, call(ALLOWED)).await;
     let CallOutcome::Complete(result, _) = &outcome else {
         panic!("did not run: {outcome:?}");
     };
@@ -143,7 +144,7 @@ async fn sessionless_ask_gets_a_contract_handle_at_once_and_one_decision_record(
     let f = Fixture::new(|a| a.wait.value = Duration::from_secs(30));
     let ctx = sessionless(&f.gw, HoldPolicy::HandleNow);
     let started = Instant::now();
-    let outcome = govern_tool(&f.gw, &ctx, call(ASKED)).await;
+    let outcome = govern_tool(&f.gw.stages, &ctx, call(ASKED)).await;
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "waited {:?}",
@@ -183,7 +184,7 @@ async fn sessionless_ask_gets_a_contract_handle_at_once_and_one_decision_record(
 async fn code_run_ask_without_the_run_approval_is_refused_not_held() {
     let f = Fixture::new(|a| a.wait.value = Duration::from_secs(30));
     let ctx = code_run(&f.gw, HoldPolicy::HandleNow);
-    let outcome = govern_tool(&f.gw, &ctx, call(ASKED)).await;
+    let outcome = govern_tool(&f.gw.stages, &ctx, call(ASKED)).await;
     let CallOutcome::Refused(refusal) = &outcome else {
         panic!("not refused: {outcome:?}");
     };
@@ -203,7 +204,7 @@ async fn code_run_ask_without_the_run_approval_is_refused_not_held() {
 async fn code_run_cannot_resume_a_held_call() {
     let f = Fixture::new(|_| {});
     let outcome = govern_tool(
-        &f.gw,
+        &f.gw.stages,
         &sessionless(&f.gw, HoldPolicy::HandleNow),
         call(ASKED),
     )
@@ -213,7 +214,12 @@ async fn code_run_cannot_resume_a_held_call() {
         .store(|s| s.approve(&id, "operator", Timestamp::now()))
         .unwrap();
     let params = json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}});
-    let ran = govern_tool(&f.gw, &code_run(&f.gw, HoldPolicy::HandleNow), params).await;
+    let ran = govern_tool(
+        &f.gw.stages,
+        &code_run(&f.gw, HoldPolicy::HandleNow),
+        params,
+    )
+    .await;
     assert!(matches!(ran, CallOutcome::Refused(_)), "{ran:?}");
     let row = f
         .state
@@ -231,7 +237,7 @@ async fn code_run_cannot_resume_a_held_call() {
 async fn code_run_call_the_policy_denies_is_refused_and_recorded_once() {
     let f = Fixture::new(|_| {});
     let ctx = code_run(&f.gw, HoldPolicy::HandleNow);
-    let outcome = govern_tool(&f.gw, &ctx, call(DENIED)).await;
+    let outcome = govern_tool(&f.gw.stages, &ctx, call(DENIED)).await;
     let CallOutcome::Refused(refusal) = &outcome else {
         panic!("not refused: {outcome:?}");
     };
@@ -256,11 +262,16 @@ async fn handle_now_answers_at_once_where_wait_blocks_for_the_wait() {
     const WAIT: Duration = Duration::from_millis(600);
     let f = Fixture::new(|a| a.wait.value = WAIT);
     let waited = Instant::now();
-    let waiting = govern_tool(&f.gw, &sessionless(&f.gw, HoldPolicy::Wait), call(ASKED)).await;
+    let waiting = govern_tool(
+        &f.gw.stages,
+        &sessionless(&f.gw, HoldPolicy::Wait),
+        call(ASKED),
+    )
+    .await;
     let waited = waited.elapsed();
     let at_once = Instant::now();
     let now = govern_tool(
-        &f.gw,
+        &f.gw.stages,
         &sessionless(&f.gw, HoldPolicy::HandleNow),
         call(ASKED),
     )
@@ -284,14 +295,14 @@ async fn handle_now_answers_at_once_where_wait_blocks_for_the_wait() {
 async fn handle_now_call_resumes_after_approval_under_its_own_trace() {
     let f = Fixture::new(|_| {});
     let first = sessionless(&f.gw, HoldPolicy::HandleNow);
-    let outcome = govern_tool(&f.gw, &first, call(ASKED)).await;
+    let outcome = govern_tool(&f.gw.stages, &first, call(ASKED)).await;
     let id = held(&outcome).handle.request_id.clone();
     f.state
         .store(|s| s.approve(&id, "operator", Timestamp::now()))
         .unwrap();
     let resume = sessionless(&f.gw, HoldPolicy::HandleNow);
     let params = json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}});
-    let ran = govern_tool(&f.gw, &resume, params).await;
+    let ran = govern_tool(&f.gw.stages, &resume, params).await;
     assert!(matches!(ran, CallOutcome::Complete(..)), "{ran:?}");
     let outcomes: Vec<(String, Value)> = f
         .records(&first.trace_id)
@@ -312,7 +323,7 @@ async fn handle_now_call_resumes_after_approval_under_its_own_trace() {
         f.records(&resume.trace_id).is_empty(),
         "the resume is recorded as the call it ran"
     );
-    let again = govern_tool(&f.gw, &sessionless(&f.gw, HoldPolicy::HandleNow), {
+    let again = govern_tool(&f.gw.stages, &sessionless(&f.gw, HoldPolicy::HandleNow), {
         json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}})
     })
     .await;
@@ -353,7 +364,7 @@ async fn empty_session_grant_does_not_cover_a_call_without_a_session() {
         })
         .unwrap();
     let outcome = govern_tool(
-        &f.gw,
+        &f.gw.stages,
         &sessionless(&f.gw, HoldPolicy::HandleNow),
         call(ASKED),
     )
@@ -393,7 +404,7 @@ async fn sessionless_call_with_its_own_asker_runs_once_its_human_allows() {
     ctx.asker = Some(asker.clone());
     let outcome = tokio::time::timeout(
         Duration::from_secs(10),
-        govern_tool(&f.gw, &ctx, call(ASKED)),
+        govern_tool(&f.gw.stages, &ctx, call(ASKED)),
     )
     .await
     .expect("released by the answer, long before the wait ends");
@@ -411,7 +422,7 @@ async fn sessionless_call_with_its_own_asker_runs_once_its_human_allows() {
 async fn approved_intrinsic_runs_instead_of_failing_as_an_unknown_workspace_tool() {
     let f = Fixture::new(|_| {});
     let outcome = govern_tool(
-        &f.gw,
+        &f.gw.stages,
         &sessionless(&f.gw, HoldPolicy::HandleNow),
         call(ASKED),
     )
@@ -421,7 +432,12 @@ async fn approved_intrinsic_runs_instead_of_failing_as_an_unknown_workspace_tool
         .store(|s| s.approve(&id, "operator", Timestamp::now()))
         .unwrap();
     let params = json!({"name": contract::RESUME_TOOL, "arguments": {"request_id": id}});
-    let ran = govern_tool(&f.gw, &sessionless(&f.gw, HoldPolicy::HandleNow), params).await;
+    let ran = govern_tool(
+        &f.gw.stages,
+        &sessionless(&f.gw, HoldPolicy::HandleNow),
+        params,
+    )
+    .await;
     let CallOutcome::Complete(result, _) = &ran else {
         panic!("the approved call did not run: {ran:?}");
     };

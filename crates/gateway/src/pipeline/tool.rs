@@ -7,13 +7,13 @@ use super::{
     Origin,
 };
 use crate::calls;
-use crate::gateway::Gateway;
 use crate::guard::{Verdict, OWN_SERVER};
 use crate::hooks::Hooked;
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
 use crate::own::OwnTool;
 use crate::record::RecordDecision;
 use crate::snapshot::{Kind, Snapshot};
+use crate::stages::Stages;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -34,7 +34,7 @@ impl Routed {
 }
 
 pub(super) async fn stages(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     finish: &mut Finish,
     name: String,
@@ -46,7 +46,9 @@ pub(super) async fn stages(
         Err(refused) => return CallOutcome::Refused(refused),
     };
     finish.routed(&r.server, &r.tool);
-    if let Some(refused) = crate::codemode::route_refusal(gw, ctx, &r.server, &r.tool, &r.name) {
+    if let Some(refused) =
+        crate::codemode::route_refusal(gw.opts.code.on(), ctx, &r.server, &r.tool, &r.name)
+    {
         return CallOutcome::Refused(refused);
     }
     if let Some(refused) = audit_refusal(gw, &r.name).filter(|_| !r.audit_exempt()) {
@@ -59,12 +61,13 @@ pub(super) async fn stages(
     finish.decide(record_decision(&verdict));
     // Post-hooks see calls that went ahead (ran or were held), not ones refused before running.
     if !matches!(verdict, Verdict::Refuse(_)) {
-        finish.post_hooks(gw, hooked);
+        finish.post_hooks(hooked);
     }
-    if let (Verdict::Allow(_), Some(OwnTool::Resume)) =
-        (&verdict, OwnTool::parse(&r.server, &r.tool))
-    {
-        return resume_stage(gw, ctx, finish, &arguments).await;
+    if let (Verdict::Allow(_), Some(only)) = (
+        &verdict,
+        OwnTool::parse(&r.server, &r.tool).and_then(|t| t.resumes()),
+    ) {
+        return resume_stage(gw, ctx, finish, &arguments, only).await;
     }
     finish.commit();
     // Writing the decision may have found the audit writer stalled (bounded wait): then nothing runs.
@@ -92,7 +95,7 @@ pub(super) async fn stages(
 }
 
 /// Route: any spelling of a tool names it (`spellings`); one that could mean two tools names none.
-fn route(gw: &Gateway, name: &str, params: &Value) -> Result<Routed, Refusal> {
+fn route(gw: &Stages, name: &str, params: &Value) -> Result<Routed, Refusal> {
     let unknown = |why: String| Refusal::new(RefusalCode::UnknownTarget, why);
     if params.get("name").and_then(Value::as_str).is_none() {
         return Err(unknown("tools/call needs a string \"name\"".to_owned()));
@@ -123,7 +126,7 @@ fn route(gw: &Gateway, name: &str, params: &Value) -> Result<Routed, Refusal> {
 /// stricter (a hook's decision replaces the policy's in the records): the verdict, the hook's note for a held
 /// call, and the post-hooks to run.
 async fn decide(
-    gw: &Arc<Gateway>,
+    gw: &Arc<Stages>,
     ctx: &CallContext,
     finish: &mut Finish,
     r: &Routed,
@@ -161,7 +164,7 @@ async fn decide(
 /// What a held tool call stores for its human: for `shell_run` the command is resolved first, so the approval
 /// binds it.
 fn snapshot(
-    gw: &Gateway,
+    gw: &Stages,
     r: &Routed,
     arguments: &Value,
     note: Option<String>,

@@ -110,3 +110,36 @@ fn stats_report_occupancy_against_the_ceilings() {
     let later = s.stats(T0.plus_millis(MINUTE)).unwrap();
     assert_eq!(later.approvals_by_status.get("EXPIRED"), Some(&2));
 }
+
+/// ToolHub's ceilings are the store's own defaults: 10,000 records and 16 MiB of snapshots, exactly at either
+/// allowed. Filled to 16 MiB for real (the record ceiling's refusal is `full_store_refuses_new_requests_and_evicts
+/// _nothing`, at a small ceiling: ten thousand committed transactions take half a minute), a new request fails
+/// closed and leaves the store as it was.
+#[test]
+fn at_the_default_ceilings_of_10000_records_and_16_mib_a_new_request_fails_closed() {
+    assert_eq!(Limits::DEFAULT.max_approval_records, 10_000);
+    assert_eq!(Limits::DEFAULT.max_total_snapshot_bytes, 16 * 1024 * 1024);
+    let env = Env::new();
+    let mut s = env.store();
+    let exp = T0.plus_millis(MINUTE);
+    // 256 snapshots of 64 KiB (the per-snapshot ceiling) fill 16 MiB exactly.
+    let big = json!("z".repeat(64 * 1024 - 2));
+    for i in 0..256 {
+        s.create_request(&format!("b{i}"), &big, T0, exp).unwrap();
+    }
+    let before = s.stats(T0).unwrap();
+    assert_eq!(
+        before.snapshot_bytes,
+        16 * 1024 * 1024,
+        "exactly at the ceiling is allowed"
+    );
+    assert!(matches!(
+        s.create_request("b", &json!(1), T0, exp),
+        Err(Error::StoreBytesFull { .. })
+    ));
+    let after = s.stats(T0).unwrap();
+    assert_eq!(
+        (after.approval_records, after.snapshot_bytes),
+        (before.approval_records, before.snapshot_bytes)
+    );
+}

@@ -213,3 +213,55 @@ fn pending_elsewhere_names_other_workspaces_with_pending_requests() {
             .is_empty()
     );
 }
+
+/// A state root given for one workspace (ToolHub's `TOOLHUB_STATE_ROOT`) is bound as a whole: it never serves
+/// another workspace, whether through `bind_state_root` again or through `Namespace::open`.
+#[cfg(unix)]
+#[test]
+fn a_bound_state_root_serves_its_one_workspace_only() {
+    let env = Env::new();
+    let other_ws = env.workspace.with_file_name("other-ws");
+    fs::create_dir(&other_ws).unwrap();
+    let root = store::bind_state_root(&env.state_root, &env.workspace).unwrap();
+    assert_eq!(root, fs::canonicalize(&env.state_root).unwrap());
+    // Binding again to the same workspace (every start does) is fine, also through a symlinked spelling.
+    let link = env.workspace.with_file_name("ws-link");
+    std::os::unix::fs::symlink(&env.workspace, &link).unwrap();
+    store::bind_state_root(&env.state_root, &link).unwrap();
+    env.namespace();
+    let binding = fs::read(env.state_root.join("workspace-binding.json")).unwrap();
+    assert!(matches!(
+        store::bind_state_root(&env.state_root, &other_ws),
+        Err(Error::NamespaceBoundElsewhere)
+    ));
+    assert!(matches!(
+        Namespace::open(&env.state_root, &other_ws),
+        Err(Error::NamespaceBoundElsewhere)
+    ));
+    // Refused without a trace: the binding is unchanged and no namespace was made for the other workspace.
+    assert_eq!(
+        fs::read(env.state_root.join("workspace-binding.json")).unwrap(),
+        binding
+    );
+    assert_eq!(
+        fs::read_dir(env.state_root.join("workspaces"))
+            .unwrap()
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_state_root_is_not_bound_inside_the_workspace_nor_relative() {
+    let env = Env::new();
+    let inside = env.workspace.join("state");
+    assert!(matches!(
+        store::bind_state_root(&inside, &env.workspace),
+        Err(Error::StateRootInsideWorkspace)
+    ));
+    assert!(!inside.exists(), "a refused root must not be created");
+    assert!(matches!(
+        store::bind_state_root(std::path::Path::new("rel"), &env.workspace),
+        Err(Error::StateRootNotAbsolute)
+    ));
+}

@@ -106,7 +106,7 @@ struct PruneArgs {
 
 /// A request state, as typed on the command line.
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum Status {
+pub(crate) enum Status {
     Pending,
     Approved,
     Rejected,
@@ -152,7 +152,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The approval terminal on a state opened by the caller (`toolfence approvals`, which finds the state as its
-/// `wrap` does rather than through a config file).
+/// `wrap` does rather than through a config file). `list`, `approve`, `reject` and `prune` below take such a
+/// state too (`mcp-toolhub-admin`, which finds it from ToolHub's environment).
 pub(crate) fn watch_state(state: &gateway::State) -> anyhow::Result<ExitCode> {
     watch::run(state, None)
 }
@@ -161,7 +162,7 @@ fn state(config: &ConfigArgs) -> anyhow::Result<gateway::State> {
     crate::runtime::state(&config.load()?)
 }
 
-fn list(state: &gateway::State, status: Option<Status>) -> anyhow::Result<ExitCode> {
+pub(crate) fn list(state: &gateway::State, status: Option<Status>) -> anyhow::Result<ExitCode> {
     let status = status.map(ApprovalStatus::from);
     let all = state
         .store(|s| s.list_requests(status, Timestamp::now()))
@@ -194,7 +195,11 @@ fn show(state: &gateway::State, id: &str) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn approve(state: &gateway::State, id: &str, key: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub(crate) fn approve(
+    state: &gateway::State,
+    id: &str,
+    key: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
     // Before anything is shown: a caller that is not the operator learns nothing about the request either.
     let operator = match trust::operator(state.namespace().state_root(), key) {
         Ok(o) => o,
@@ -220,7 +225,7 @@ fn approve(state: &gateway::State, id: &str, key: Option<&Path>) -> anyhow::Resu
     report(decide(state, id, Verdict::Approve)?)
 }
 
-fn reject(state: &gateway::State, id: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn reject(state: &gateway::State, id: &str) -> anyhow::Result<ExitCode> {
     report(decide(state, id, Verdict::Reject)?)
 }
 
@@ -235,7 +240,7 @@ fn report(outcome: Result<Approval, String>) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn prune(state: &gateway::State, days: u32, apply: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn prune(state: &gateway::State, days: u32, apply: bool) -> anyhow::Result<ExitCode> {
     let mode = if apply {
         PruneMode::Apply
     } else {
