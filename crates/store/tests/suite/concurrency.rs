@@ -79,3 +79,28 @@ fn concurrent_creation_never_exceeds_the_record_ceiling() {
     let s = Store::open(&ns).unwrap();
     assert_eq!(s.list_requests(None, T0).unwrap().len(), 10);
 }
+
+/// Regression: two `toolgate serve` processes started at once on a fresh workspace state (two clients' entries)
+/// made one fail with "database is locked" while the other created and migrated the database.
+#[test]
+fn processes_opening_a_fresh_database_at_once_all_open_it() {
+    for _ in 0..20 {
+        let env = Env::new();
+        let ns = env.namespace();
+        let barrier = Arc::new(Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (ns, barrier) = (ns.clone(), Arc::clone(&barrier));
+                thread::spawn(move || {
+                    barrier.wait();
+                    Store::open(&ns).map(drop)
+                })
+            })
+            .collect();
+        for h in handles {
+            if let Err(e) = h.join().unwrap() {
+                panic!("a concurrent open failed: {e}");
+            }
+        }
+    }
+}
