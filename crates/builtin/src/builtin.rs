@@ -16,6 +16,7 @@ use crate::definitions as names;
 use crate::error::{Error, Result};
 use crate::fsops;
 use crate::git::{self, parse_status, Git, GitDiffArgs, GitStatusArgs};
+use crate::leases::Leases;
 use crate::patch;
 use crate::shell::{self, CommandSnapshot, ShellRequest, ShellSettings};
 
@@ -56,6 +57,8 @@ pub struct BuiltinConfig {
     /// git gets no writable path of its own. Scratch space is the sandbox's private temporary directory
     /// (`private_tmp`), never the shared one, which may hold the state root.
     pub sandbox: sandbox::LayerRequest,
+    /// The state store the advisory file locks live in (`leases`); `None`: no locks.
+    pub leases: Option<Arc<dyn store::StateStore>>,
 }
 
 impl BuiltinConfig {
@@ -66,6 +69,7 @@ impl BuiltinConfig {
             limits: Limits::default(),
             shell: ShellSettings::default(),
             sandbox: sandbox::LayerRequest::default(),
+            leases: None,
         }
     }
 }
@@ -95,7 +99,7 @@ fn drop_nulls(value: &mut Value) {
 }
 
 impl ToolOutcome {
-    fn ok(mut structured: Value) -> Self {
+    pub(crate) fn ok(mut structured: Value) -> Self {
         drop_nulls(&mut structured);
         if let Some(o) = structured.as_object_mut() {
             o.insert("outcome".into(), json!("SUCCEEDED"));
@@ -191,15 +195,20 @@ struct WriteArgs {
     content: String,
     #[serde(default)]
     expected_hash: Option<String>,
+    #[serde(default)]
+    lock_lease_id: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PatchArgs {
     patch: String,
+    /// The lease each locked file is written under, by path.
+    #[serde(default)]
+    lock_lease_ids: std::collections::BTreeMap<String, String>,
 }
 
-fn parse<T: DeserializeOwned>(args: Value) -> Result<T> {
+pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T> {
     // A missing arguments object means "no arguments".
     let args = if args.is_null() { json!({}) } else { args };
     serde_json::from_value(args).map_err(|e| Error::InvalidArguments(e.to_string()))
@@ -213,6 +222,7 @@ struct Inner {
     ws: Workspace,
     config: BuiltinConfig,
     git: Git,
+    leases: Leases,
 }
 
 /// The built-in tools bound to one frozen workspace. Cheap to clone.
@@ -226,8 +236,14 @@ impl Builtin {
     pub fn new(config: BuiltinConfig) -> Result<Self> {
         let ws = Workspace::open(&config.workspace_root)?;
         let git = Git::new(config.sandbox.clone());
+        let leases = Leases::new(config.leases.clone());
         Ok(Self {
-            inner: Arc::new(Inner { ws, config, git }),
+            inner: Arc::new(Inner {
+                ws,
+                config,
+                git,
+                leases,
+            }),
         })
     }
 
@@ -281,6 +297,9 @@ impl Builtin {
             names::WRITE_FILE => {
                 let a: WriteArgs = parse(args)?;
                 let rel = ws.relative(&a.path)?;
+                self.inner
+                    .leases
+                    .check_write(&rel, a.lock_lease_id.as_deref())?;
                 let written = fsops::write_file(
                     ws,
                     &rel,
@@ -299,9 +318,12 @@ impl Builtin {
                         limit: limits.max_patch_bytes,
                     });
                 }
+                self.check_patch_locks(&a)?;
                 let files = patch::apply_patch(ws, &a.patch, limits.max_write_bytes)?;
                 Ok(ToolOutcome::ok(json!({ "files": files })))
             }
+            names::LOCK_ACQUIRE => self.inner.leases.acquire(ws, args),
+            names::LOCK_RELEASE => self.inner.leases.release(ws, args),
             names::GIT_STATUS => {
                 let a: GitStatusArgs = parse(args)?;
                 let run = self.inner.git.status(ws, &a)?;
@@ -322,6 +344,30 @@ impl Builtin {
             }
             other => Err(Error::UnknownTool(other.to_string())),
         }
+    }
+
+    /// Every file a patch touches passes the lock check, under the lease `lock_lease_ids` names for it; a lease
+    /// named for a file the patch does not touch is a mistake, refused before anything is written.
+    fn check_patch_locks(&self, a: &PatchArgs) -> Result<()> {
+        let ws = &self.inner.ws;
+        let mut leases = std::collections::BTreeMap::new();
+        for (path, lease) in &a.lock_lease_ids {
+            leases.insert(ws.relative(path)?.display(), lease.as_str());
+        }
+        let mut touched = Vec::new();
+        for (path, _) in patch::patch_targets(&a.patch)? {
+            let rel = ws.relative(&path)?;
+            let lease = leases.remove(&rel.display());
+            touched.push((rel, lease));
+        }
+        if let Some(stray) = leases.keys().next() {
+            return Err(Error::InvalidArguments(format!(
+                "lock_lease_ids names {stray}, which the patch does not touch"
+            )));
+        }
+        touched
+            .iter()
+            .try_for_each(|(rel, lease)| self.inner.leases.check_write(rel, *lease))
     }
 
     /// Step one of `shell_run`: resolve and fingerprint the executable into the snapshot an approval binds.

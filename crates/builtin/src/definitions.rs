@@ -25,6 +25,10 @@ pub const GIT_STATUS: &str = "git_status";
 pub const GIT_DIFF: &str = "git_diff";
 /// See [`LIST_DIRECTORY`].
 pub const SHELL_RUN: &str = "shell_run";
+/// See [`LIST_DIRECTORY`].
+pub const LOCK_ACQUIRE: &str = "filesystem_lock_acquire";
+/// See [`LIST_DIRECTORY`].
+pub const LOCK_RELEASE: &str = "filesystem_lock_release";
 
 /// Every outcome a call of a built-in tool can answer with: the tool's own, and the gateway's approval outcomes
 /// (a held call answers with its approval handle in the same `structuredContent`, which clients validate).
@@ -107,6 +111,11 @@ fn annotations(title: &str, read_only: bool, destructive: bool, idempotent: bool
         "idempotentHint": idempotent,
         "openWorldHint": false
     })
+}
+
+/// A lease id as `filesystem_lock_acquire` returns it; one that is not is simply no lease.
+fn lease_schema() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": 64})
 }
 
 fn paths_schema() -> Value {
@@ -209,7 +218,7 @@ pub fn tools() -> Vec<Tool> {
         },
         Tool {
             name: WRITE_FILE,
-            description: "Atomically write a text file inside the workspace. Pass expected_hash (SHA-256 of the current content, from a read) to fail with CONFLICT if it changed.",
+            description: "Atomically write a text file inside the workspace. Pass expected_hash (SHA-256 of the current content, from a read) to fail with CONFLICT if it changed, and lock_lease_id when you hold the file's lock. A file another holder locked is refused with LOCK_CONFLICT.",
             args: vec![
                 arg("path", true, string(), Role::Path(None)),
                 arg("content", true, string(), Role::Inert),
@@ -219,6 +228,7 @@ pub fn tools() -> Vec<Tool> {
                     json!({"type": "string", "pattern": "^[0-9a-fA-F]{64}$"}),
                     Role::ContentHash,
                 ),
+                arg("lock_lease_id", false, lease_schema(), Role::Inert),
             ],
             operation: FsWrite,
             scope: Scope::Exact,
@@ -231,8 +241,17 @@ pub fn tools() -> Vec<Tool> {
         },
         Tool {
             name: APPLY_PATCH,
-            description: "Apply a unified diff to files in the workspace: every hunk applies, or nothing is written.",
-            args: vec![arg("patch", true, string(), Role::Patch)],
+            description: "Apply a unified diff to files in the workspace: every hunk applies, or nothing is written. A file another holder locked is refused with LOCK_CONFLICT; name your leases in lock_lease_ids.",
+            args: vec![
+                arg("patch", true, string(), Role::Patch),
+                arg(
+                    "lock_lease_ids",
+                    false,
+                    json!({"type": "object", "additionalProperties": lease_schema(),
+                           "description": "The lease (from filesystem_lock_acquire) each locked file is written under, by path."}),
+                    Role::Inert,
+                ),
+            ],
             operation: FsWrite,
             scope: Scope::Exact,
             also: &[],
@@ -242,6 +261,40 @@ pub fn tools() -> Vec<Tool> {
                     "sha256": {"type": "string", "description": "Absent for deleted files."}}}}
             })),
             annotations: annotations("Apply patch", false, true, false),
+        },
+        Tool {
+            name: LOCK_ACQUIRE,
+            description: "Take an advisory lock on a workspace file before changing what you read, so other agents' writes to it are refused until you release it or it lapses (ttl_seconds, default 300, at most 3600). Pass your lease_id again to renew. Returns the lease_id that filesystem_write_file and filesystem_apply_patch take. A file someone else holds is refused with LOCK_CONFLICT.",
+            args: vec![
+                arg("path", true, string(), Role::Path(None)),
+                arg("owner", false, json!({"type": "string", "maxLength": 64,
+                                            "description": "Who holds it, as others are shown."}), Role::Inert),
+                arg("ttl_seconds", false, json!({"type": "integer", "minimum": 1, "maximum": 3600}), Role::Inert),
+                arg("lease_id", false, lease_schema(), Role::Inert),
+            ],
+            // A lock holds other writers back: only a caller that may write the file may take it.
+            operation: FsWrite,
+            scope: Scope::Exact,
+            also: &[],
+            output: output(json!({
+                "path": {"type": "string"}, "lease_id": {"type": "string"}, "owner": {"type": "string"},
+                "expires_at": {"type": "string"}, "ttl_seconds": {"type": "integer"}, "renewed": {"type": "boolean"}
+            })),
+            annotations: annotations("Lock file", false, false, false),
+        },
+        Tool {
+            name: LOCK_RELEASE,
+            description: "Release an advisory lock you hold on a workspace file (its lease_id). released is false when no lease held it any more.",
+            args: vec![
+                arg("path", true, string(), Role::Path(None)),
+                arg("lease_id", true, lease_schema(), Role::Inert),
+            ],
+            // Giving up one's own lease changes no file and holds nobody back.
+            operation: FsRead,
+            scope: Scope::Exact,
+            also: &[],
+            output: output(json!({"path": {"type": "string"}, "released": {"type": "boolean"}})),
+            annotations: annotations("Unlock file", false, false, true),
         },
         Tool {
             name: GIT_STATUS,

@@ -57,6 +57,28 @@ pub enum Error {
         /// Hash found (`absent` when the file does not exist).
         actual: String,
     },
+    /// Another lease holds the file: nothing was written (or taken).
+    #[error("{path} is locked by {owner} until {until}")]
+    Locked {
+        /// Workspace-relative path.
+        path: String,
+        /// The holder's label.
+        owner: String,
+        /// When the lease lapses unless renewed (RFC 3339).
+        until: String,
+    },
+    /// The lease presented no longer holds the file (it lapsed or was released): what was read may be stale.
+    #[error("the lease presented no longer holds {0}: read the file again and take a new lock")]
+    LockMissing(String),
+    /// There is no state store to keep leases in.
+    #[error("file locks need the state store, and this gateway has none")]
+    LocksUnavailable,
+    /// As many leases are live as the store holds.
+    #[error("{0} file locks are held already; release some or let them lapse")]
+    TooManyLocks(u64),
+    /// The state store failed while taking, checking or releasing a lease.
+    #[error("the lock store failed: {0}")]
+    LockStore(String),
     /// A patch did not apply; nothing was written.
     #[error("hunk {hunk} of {path} does not apply: {reason}")]
     PatchFailed {
@@ -112,6 +134,11 @@ impl Error {
             Error::TooLarge { .. } => c("REFUSED", "TOO_LARGE", false),
             Error::Conflict { .. } => c("CONFLICT", "HASH_MISMATCH", true),
             Error::PatchFailed { .. } => c("CONFLICT", "PATCH_HUNK_FAILED", true),
+            Error::Locked { .. } => c("CONFLICT", "LOCK_CONFLICT", true),
+            Error::LockMissing(_) => c("CONFLICT", "LOCK_MISSING", false),
+            Error::LocksUnavailable => c("FAILED", "LOCKS_UNAVAILABLE", false),
+            Error::TooManyLocks(_) => c("REFUSED", "TOO_MANY_LOCKS", true),
+            Error::LockStore(_) => c("FAILED", "LOCK_STORE_FAILED", true),
             Error::ExecutableChanged(_) => c("REFUSED", "EXECUTABLE_CHANGED", false),
             Error::ExecutableNotFound(_) => c("REFUSED", "EXECUTABLE_NOT_FOUND", false),
             Error::GitUnavailable(_) => c("FAILED", "GIT_UNAVAILABLE", false),

@@ -1,7 +1,8 @@
 //! toolgate's own workspace tools: confined files, read-only git, structured shell.
 //!
 //! Every path is resolved beneath one frozen workspace root by the kernel (`openat2` RESOLVE_BENEATH, or a
-//! no-follow descriptor walk), writes are atomic with optional expected-hash checks, git runs hardened and
+//! no-follow descriptor walk), writes are atomic with optional expected-hash checks and honour the advisory file
+//! locks other processes hold through the state store (`leases`), git runs hardened and
 //! read-only, and commands run from approved, fingerprinted snapshots inside the `sandbox` crate. This crate
 //! does not decide whether a call is allowed (policy and approval do that before it is called), does not
 //! speak MCP framing, and never prints.
@@ -14,6 +15,7 @@ mod definitions;
 mod error;
 mod fsops;
 mod git;
+mod leases;
 mod patch;
 mod shell;
 
@@ -21,7 +23,7 @@ pub use builtin::{Builtin, BuiltinConfig, Limits, ToolOutcome};
 pub use confine::{confine_lexically, RelPath, Workspace};
 pub use definitions::{
     adapt, tool_definitions, tools, Arg, Role, Tool, APPLY_PATCH, GIT_DIFF, GIT_STATUS,
-    LIST_DIRECTORY, READ_FILE, SHELL_RUN, WRITE_FILE,
+    LIST_DIRECTORY, LOCK_ACQUIRE, LOCK_RELEASE, READ_FILE, SHELL_RUN, WRITE_FILE,
 };
 pub use error::{Error, Result};
 pub use fsops::{DirEntry, FileRead, FileWrite, Listing};

@@ -259,7 +259,7 @@ pub fn serve_with(
     crate::harden::gateway();
     let guard = Arc::new(load_guard(&config)?);
     let state = serve_state(&config)?;
-    let builtin = builtin_tools(&config)?;
+    let builtin = builtin_tools(&config, state.as_deref())?;
     let rt = tokio()?;
     let code = rt.block_on(async move {
         let gw = Gateway::start_with(&config, options, guard, state, builtin);
@@ -308,7 +308,14 @@ async fn serve_http_until_signal(
         Some(a) => a,
         None => frontend::DEFAULT_LISTEN.parse()?,
     };
-    let server = frontend::HttpServer::bind(Arc::clone(gw), &config.http, addr).await?;
+    let profiles = if config.profile_store.is_some() {
+        frontend::ProfileStore::File
+    } else {
+        frontend::ProfileStore::Config
+    };
+    let server = frontend::HttpServer::bind(Arc::clone(gw), &config.http, addr)
+        .await?
+        .profile_store(profiles);
     // The one line a user needs to connect a client; stdout stays free of anything but protocol bytes.
     eprintln!(
         "toolgate: serving MCP over HTTP at http://{}/mcp",
@@ -486,12 +493,17 @@ pub fn where_state_is(state: &gateway::State) -> String {
 /// private temporary directory, no access at all to the state root or the config file, finite resource limits,
 /// no new privileges — each layer where this machine supports it, except the state root and config protection
 /// (Landlock), without which no command runs.
-pub fn builtin_tools(config: &Config) -> anyhow::Result<Option<Arc<builtin::Builtin>>> {
+pub fn builtin_tools(
+    config: &Config,
+    state: Option<&gateway::State>,
+) -> anyhow::Result<Option<Arc<builtin::Builtin>>> {
     if config.workspace.is_none() {
         return Ok(None);
     }
     let root = workspace(config)?;
     let mut settings = builtin::BuiltinConfig::new(&root);
+    // The advisory file locks are the state's, so every process serving this workspace on it sees them.
+    settings.leases = state.map(gateway::State::store_handle);
     let wanted = |layer: &str| {
         if config.sandbox.require.iter().any(|l| l == layer) {
             sandbox::LayerMode::Required

@@ -53,7 +53,7 @@ impl Gateway {
     }
 
     /// `profile`'s tool surface: every tool of the merged catalog as visible, deferred, blocked or unavailable,
-    /// with the reason and rule, plus one unavailable row per server that is down. `category` keeps one kind;
+    /// with the reason, rule and category (`category_of`), plus one unavailable row per server that is down. `category` keeps one kind;
     /// blocked tools are left out unless `include_denied`.
     pub fn tool_preview(
         &self,
@@ -77,8 +77,8 @@ impl Gateway {
             .filter(|(v, ..)| include_denied || *v != Visibility::Blocked)
             .filter(|(v, ..)| category.is_none_or(|c| c == *v))
             .map(|(v, exposed, server, entry)| {
-                json!({"name": exposed, "server": server, "visibility": v,
-                       "reason": entry.reason, "rule_id": entry.rule_id})
+                json!({"name": exposed, "server": server, "category": category_of(&guard, server, &exposed),
+                       "visibility": v, "reason": entry.reason, "rule_id": entry.rule_id})
             })
             .collect();
         let down = self
@@ -89,6 +89,7 @@ impl Gateway {
             for s in down {
                 rows.push(
                     json!({"name": format!("{}__*", s.server), "server": s.server,
+                                 "category": category_of(&guard, &s.server, ""),
                                  "visibility": Visibility::Unavailable, "reason": "SERVER_DOWN",
                                  "rule_id": null}),
                 );
@@ -125,26 +126,77 @@ impl Gateway {
         self.stages.opts.code.on()
     }
 
-    /// Readiness for the admin surface: how many upstreams are up and down, and what is wrong, without secrets.
-    pub fn readiness(&self) -> Value {
+    /// Readiness, as `GET /mcp/status` gives it: the runtime, the served (default) profile, the state store,
+    /// the upstream servers up and down, whether the audit log is written, and what is wrong with what to do
+    /// about it. Nothing secret: no key, token, argument or path. Servers are named only when `named` (the
+    /// admin asks); anyone else gets counts, so a caller learns no server its profile may not see.
+    pub fn readiness(&self, named: bool) -> Value {
         let statuses = self.statuses();
-        let up = statuses
-            .iter()
-            .filter(|s| s.state == upstream::State::Ready)
-            .count();
-        let mut warnings: Vec<String> = statuses
+        let down: Vec<&upstream::Status> = statuses
             .iter()
             .filter(|s| s.state != upstream::State::Ready)
-            .map(|s| format!("server {} is {}", s.server, s.state.as_str()))
             .collect();
-        if let crate::status::AuditHealth::Failing(p) = self.audit_health() {
-            warnings.push(format!("the audit log cannot be written: {p}"));
+        let (mut warnings, mut next): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+        if named {
+            for s in &down {
+                warnings.push(format!("server {} is {}", s.server, s.state.as_str()));
+                next.push(format!(
+                    "see why server {} is not ready: toolgate doctor --config <this config>",
+                    s.server
+                ));
+            }
+        } else if !down.is_empty() {
+            warnings.push(format!(
+                "{} of {} servers are not ready",
+                down.len(),
+                statuses.len()
+            ));
+            next.push("ask the operator: the admin's status names the servers".to_owned());
+        }
+        let health = self.audit_health();
+        match &health {
+            crate::status::AuditHealth::Failing(p) => {
+                warnings.push(if named {
+                    format!("the audit log cannot be written: {p}")
+                } else {
+                    "the audit log cannot be written".to_owned()
+                });
+                next.push("calls are refused until the audit log can be written again".to_owned());
+            }
+            crate::status::AuditHealth::Off => {
+                warnings
+                    .push("no state store: nothing is audited and every ask is refused".to_owned());
+                next.push(
+                    "serve with a state directory (TOOLGATE_STATE_DIR or \"stateDir\")".to_owned(),
+                );
+            }
+            crate::status::AuditHealth::Ok => {}
+        }
+        let profile = self.profile_guard(None).ok();
+        let mut servers = json!({"total": statuses.len(), "up": statuses.len() - down.len(),
+                                 "down": down.len()});
+        if named {
+            servers["not_ready"] = down
+                .iter()
+                .map(|s| json!({"name": s.server, "state": s.state.as_str()}))
+                .collect();
         }
         json!({
             "ready": warnings.is_empty(),
-            "servers": {"up": up, "down": statuses.len() - up},
-            "audit": !matches!(self.audit_health(), crate::status::AuditHealth::Off),
+            "runtime": {"name": "toolgate", "version": env!("CARGO_PKG_VERSION"),
+                        "protocol_versions": crate::session::SUPPORTED_VERSIONS},
+            "default_profile": {
+                "id": profile.as_ref().map_or("default", |g| g.profile().unwrap_or("default")),
+                "state": if profile.is_some() { "loaded" } else { "unavailable" },
+            },
+            "state_store": match &self.stages.state {
+                Some(state) => json!({"kind": state.store(|s| s.backend()), "persistent": true}),
+                None => json!({"kind": "none", "persistent": false}),
+            },
+            "servers": servers,
+            "audit": !matches!(health, crate::status::AuditHealth::Off),
             "warnings": warnings,
+            "next_actions": next,
         })
     }
 
@@ -161,5 +213,27 @@ impl Gateway {
         e.tool = tool.unwrap_or_default().to_owned();
         e.actor = Some("admin".to_owned());
         state.audit(&e);
+    }
+}
+
+/// A tool's category, as MCP Unified's previews group tools: its server's kind (filesystem, git, fetch), and for
+/// toolgate's own tools the kind their name says; anything else is generic.
+fn category_of(guard: &crate::guard::Guard, server: &str, tool: &str) -> &'static str {
+    let kind = if server == OWN_SERVER {
+        if tool.starts_with("filesystem_") {
+            Some(policy::ServerKind::Filesystem)
+        } else if tool.starts_with("git_") {
+            Some(policy::ServerKind::Git)
+        } else {
+            None
+        }
+    } else {
+        guard.server_kind(server)
+    };
+    match kind {
+        Some(policy::ServerKind::Filesystem) => "filesystem",
+        Some(policy::ServerKind::Git) => "git",
+        Some(policy::ServerKind::Fetch) => "fetch",
+        Some(policy::ServerKind::Toolgate) | None => "generic",
     }
 }

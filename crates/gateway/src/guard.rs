@@ -264,6 +264,11 @@ impl Guard {
         ToolCall::new(server, tool, arguments.clone(), kind)
     }
 
+    /// The well-known kind of `server` (configured, or revealed by its launch command), if it has one.
+    pub(crate) fn server_kind(&self, server: &str) -> Option<policy::ServerKind> {
+        self.kinds.get(server).copied()
+    }
+
     /// Whether `server` takes its allowed directories from its launch arguments only: a filesystem server would
     /// replace them with the client's roots, behind the policy's back, so toolgate does not relay `roots/list`
     /// to it (the server then keeps the directories it was started with).

@@ -6,8 +6,9 @@
 //! Callers pass `now`; a backend never reads the clock for a decision. The rules every backend must keep — the
 //! approval states and their transitions, single consumption as one atomic conditional step, the per-session and
 //! per-identity caps checked in the same step as the insert, grants scoped to exact arguments, pins quarantined
-//! on change and a generation that moves on every pin write, a witnessed audit head that never moves back, and a
-//! change feed that never misses a write — are the contract suite's (`tests/suite/contract`), run against every
+//! on change and a generation that moves on every pin write, a witnessed audit head that never moves back, path
+//! leases of which racing acquirers get one, and a change feed that never misses a write — are the contract
+//! suite's (`tests/suite/contract`), run against every
 //! implementation. `SqliteStore` (`sqlite`) is the default implementation. This module holds no state and does
 //! no I/O; secrets in the state root (the row-sealing key, the operator key) are files, not backend state.
 
@@ -22,6 +23,7 @@ use crate::changes::ChangeMark;
 use crate::error::{Error, Result};
 use crate::events::{ReportEvent, Retention};
 use crate::handle::Limits;
+use crate::locks::{Acquired, Lease, LockCheck, Released};
 use crate::pins::{FirstUse, Observed, PinCheck, PinObservation, PinsSince, SinceChecks, ToolPin};
 use crate::report::{GroupBy, Report};
 use crate::time::Timestamp;
@@ -201,6 +203,10 @@ pub trait ReportStore {
     /// Number of stored events.
     fn event_count(&self) -> Result<u64>;
 
+    /// The newest `limit` events at or after `since` (all when `None`), oldest first, as stored: metadata only,
+    /// which is all an event holds.
+    fn export_events(&self, since: Option<Timestamp>, limit: u64) -> Result<Vec<ReportEvent>>;
+
     /// Aggregates events at or after `since`, with nearest-rank duration percentiles.
     fn report(&self, group_by: GroupBy, since: Option<Timestamp>) -> Result<Report>;
 
@@ -208,6 +214,30 @@ pub trait ReportStore {
     fn record_event(&self, event: &ReportEvent) -> Result<()> {
         self.record_events(std::slice::from_ref(event))
     }
+}
+
+/// Advisory leases on workspace paths, shared by every process on the same state (`locks`). A lease id is handed
+/// out once and never readable back; an expired lease is none.
+pub trait LockStore {
+    /// Takes `path` for `owner` until `now + ttl_ms`, or renews it when `lease_id` names its live lease: of any
+    /// number of racing acquirers, in any processes, exactly one holds it; the others get a conflict.
+    fn acquire_lock(
+        &self,
+        path: &str,
+        owner: &str,
+        lease_id: Option<&str>,
+        ttl_ms: u64,
+        now: Timestamp,
+    ) -> Result<Acquired>;
+
+    /// Gives up `path` when `lease_id` holds it; another's lease stays.
+    fn release_lock(&self, path: &str, lease_id: &str, now: Timestamp) -> Result<Released>;
+
+    /// Who holds `path` at `now`, against the lease id a writer presents.
+    fn check_lock(&self, path: &str, lease_id: Option<&str>, now: Timestamp) -> Result<LockCheck>;
+
+    /// Every live lease, by path, without ids.
+    fn list_locks(&self, now: Timestamp) -> Result<Vec<Lease>>;
 }
 
 /// The audit chain's witness: the newest head recorded as written and every anchor.
@@ -264,6 +294,7 @@ pub trait StateStore:
     + GrantStore
     + PinStore
     + ReportStore
+    + LockStore
     + WitnessStore
     + ChangeFeed
     + Debug

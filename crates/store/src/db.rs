@@ -7,7 +7,7 @@
 //! holds no domain logic.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
@@ -17,6 +17,9 @@ use crate::namespace::create_private_file;
 /// Long enough for a hundred contending writers with millisecond transactions; short
 /// enough that a wedged peer surfaces as an error instead of a hang.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long an open waits before trying a busy step again.
+const BUSY_RETRY: Duration = Duration::from_millis(5);
 
 /// Schema migrations, in order; entry `i` moves `user_version` from `i` to `i + 1`.
 /// Never edit a shipped entry: append a new one.
@@ -162,6 +165,16 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE report_events ADD COLUMN wait_ms INTEGER;",
     // The rule that decided, as the user wrote it and where, so a report can be grouped by rule.
     "ALTER TABLE report_events ADD COLUMN rule TEXT;",
+    // Advisory leases on workspace paths (`locks`): the lease id only as its digest.
+    "
+    CREATE TABLE path_locks (
+        path         TEXT PRIMARY KEY NOT NULL,
+        lease_sha256 TEXT NOT NULL,
+        owner        TEXT NOT NULL,
+        acquired_at  INTEGER NOT NULL,
+        expires_at   INTEGER NOT NULL
+    ) STRICT;
+    ",
 ];
 
 /// The schema version this build writes.
@@ -180,7 +193,7 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    let mode = wal(&conn)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Error::Corrupt(format!(
             "journal mode {mode} instead of wal"
@@ -190,6 +203,23 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     migrate(&mut conn)?;
     Ok(conn)
+}
+
+/// Switches the database to WAL. A fresh database needs a moment to itself for it, and SQLite answers BUSY at once
+/// rather than wait (a wait there could deadlock) while another process opens the same fresh file — two clients
+/// starting `serve` on one workspace — so the switch is tried again until the busy timeout.
+fn wal(conn: &Connection) -> Result<String> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && Instant::now() < deadline =>
+            {
+                std::thread::sleep(BUSY_RETRY);
+            }
+            answer => return Ok(answer?),
+        }
+    }
 }
 
 /// Applies every migration newer than the stored `user_version`.

@@ -81,6 +81,14 @@ pub enum Error {
     /// known; refused, not trusted.
     #[error("{0} in the state root is readable by other users; make it owner-only (chmod 600)")]
     SecretExposed(String),
+    /// As many path leases are live as the store holds; nothing is evicted.
+    #[error(
+        "{limit} path locks are held already (the store's ceiling); release some or let them lapse"
+    )]
+    LocksFull {
+        /// The ceiling.
+        limit: u64,
+    },
     /// The session already has as many requests waiting for a human as it may.
     #[error(
         "this session already has {limit} approval requests waiting for a human (the per-session cap); \

@@ -1,4 +1,4 @@
-//! Metadata-only reporting events: recording and retention.
+//! Metadata-only reporting events: recording, retention and export.
 //!
 //! An event says who called what, how it was decided and how it went — never with what
 //! arguments or what result. The table has no column for payloads, and free-text fields
@@ -8,7 +8,7 @@
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::handle::Store;
 use crate::time::Timestamp;
 
@@ -167,6 +167,54 @@ impl Store {
         }
         tx.commit()?;
         Ok(removed)
+    }
+
+    /// The newest `limit` events at or after `since` (all when `None`), oldest first, each as it was stored
+    /// (capped and sanitised): what an export writes out.
+    pub fn export_events(&self, since: Option<Timestamp>, limit: u64) -> Result<Vec<ReportEvent>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = self.conn.prepare(
+            "SELECT time_ms, trace_id, profile, server, tool, operation, decision, reason_code, outcome,
+                    duration_ms, error_class, principal, wait_ms, rule
+               FROM (SELECT * FROM report_events WHERE time_ms >= ?1
+                     ORDER BY time_ms DESC, id DESC LIMIT ?2)
+              ORDER BY time_ms, id",
+        )?;
+        let since_ms = since.map_or(i64::MIN, Timestamp::as_millis);
+        let mut rows = stmt.query(params![since_ms, limit])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let decision: String = r.get(6)?;
+            let decision = match decision.as_str() {
+                "allow" => Decision::Allow,
+                "ask" => Decision::Ask,
+                "deny" => Decision::Deny,
+                other => {
+                    return Err(Error::Corrupt(format!(
+                        "reporting event decision {other:?}"
+                    )))
+                }
+            };
+            let duration: Option<i64> = r.get(9)?;
+            let wait: Option<i64> = r.get(12)?;
+            out.push(ReportEvent {
+                time: Timestamp::from_millis(r.get(0)?),
+                trace_id: r.get(1)?,
+                profile: r.get(2)?,
+                server: r.get(3)?,
+                tool: r.get(4)?,
+                operation: r.get(5)?,
+                decision,
+                reason_code: r.get(7)?,
+                outcome: r.get(8)?,
+                duration_ms: duration.map(|d| u64::try_from(d).unwrap_or(0)),
+                error_class: r.get(10)?,
+                principal: r.get(11)?,
+                wait_ms: wait.map(|w| u64::try_from(w).unwrap_or(0)),
+                rule: r.get(13)?,
+            });
+        }
+        Ok(out)
     }
 
     /// Number of stored reporting events.

@@ -34,12 +34,14 @@ pub struct Limits {
     pub max_pending_per_identity: u64,
     /// How long a finished request is kept (so a late status or resume still gets an exact answer).
     pub keep_finished_ms: i64,
+    /// Most path leases live at once (`locks`).
+    pub max_locks: u64,
 }
 
 impl Limits {
     /// The production ceilings: 10,000 records, 64 KiB per snapshot, 16 MiB in total, 16 waiting requests per
     /// session (so one session can hold at most 1 MiB of snapshots) and 64 per identity (4 MiB), finished
-    /// requests kept for 24 hours.
+    /// requests kept for 24 hours; 10,000 live path leases.
     pub const DEFAULT: Self = Self {
         max_approval_records: 10_000,
         max_snapshot_bytes: 64 * 1024,
@@ -47,6 +49,7 @@ impl Limits {
         max_pending_per_session: 16,
         max_pending_per_identity: 64,
         keep_finished_ms: 24 * 60 * 60 * 1000,
+        max_locks: 10_000,
     };
 }
 

@@ -1,7 +1,7 @@
 //! Durable gateway state behind one trait, `StateStore` (`backend`), with SQLite under the trusted state root as
-//! its default implementation (`SqliteStore`): approvals, session grants, pins, reporting events, the audit
-//! chain's witness and the change feed held calls wait on. Approval and grant rows are sealed (HMAC-SHA256 with a
-//! key in the state root), so a row changed by anything but toolgate is refused.
+//! its default implementation (`SqliteStore`): approvals, session grants, pins, reporting events, advisory path
+//! leases, the audit chain's witness and the change feed held calls wait on. Approval and grant rows are sealed
+//! (HMAC-SHA256 with a key in the state root), so a row changed by anything but toolgate is refused.
 //!
 //! The crate resolves the state root, binds one namespace per canonical workspace, and keeps
 //! every piece of durable gateway state in that namespace's database. It never prints, never
@@ -21,6 +21,7 @@ mod error;
 mod events;
 mod grants;
 mod handle;
+mod locks;
 mod namespace;
 mod operator;
 mod pins;
@@ -36,12 +37,14 @@ pub use approvals::{
 };
 pub use audit_chain::{AuditAnchor, AuditHead};
 pub use backend::{
-    ApprovalStore, ChangeFeed, GrantStore, PinStore, ReportStore, StateStore, WitnessStore,
+    ApprovalStore, ChangeFeed, GrantStore, LockStore, PinStore, ReportStore, StateStore,
+    WitnessStore,
 };
 pub use changes::ChangeMark;
 pub use error::{Error, Result};
 pub use events::{Decision, ReportEvent, Retention, OUTCOME_SUCCEEDED};
 pub use handle::{Limits, Store, StoreStats};
+pub use locks::{Acquired, Lease, LockCheck, Released};
 // The form pins are stored in (`ToolPin::definition_json`), re-exported for callers that hash the same way.
 pub use jsonrpc::canonical_json;
 pub use namespace::{

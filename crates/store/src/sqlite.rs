@@ -12,12 +12,14 @@ use std::time::{Duration, Instant};
 use crate::approvals::{Approval, ApprovalStatus, NewRequest, PruneMode, PrunedApproval};
 use crate::audit_chain::{AuditAnchor, AuditHead};
 use crate::backend::{
-    ApprovalStore, ChangeFeed, GrantStore, PinStore, ReportStore, StateStore, WitnessStore,
+    ApprovalStore, ChangeFeed, GrantStore, LockStore, PinStore, ReportStore, StateStore,
+    WitnessStore,
 };
 use crate::changes::ChangeMark;
 use crate::error::{Error, Result};
 use crate::events::{ReportEvent, Retention};
 use crate::handle::{Limits, Store, StoreStats};
+use crate::locks::{Acquired, Lease, LockCheck, Released};
 use crate::namespace::Namespace;
 use crate::pins::{Observed, PinObservation, PinsSince, SinceChecks, ToolPin};
 use crate::report::{GroupBy, Report};
@@ -223,8 +225,37 @@ impl ReportStore for SqliteStore {
         self.lock().event_count()
     }
 
+    fn export_events(&self, since: Option<Timestamp>, limit: u64) -> Result<Vec<ReportEvent>> {
+        self.lock().export_events(since, limit)
+    }
+
     fn report(&self, group_by: GroupBy, since: Option<Timestamp>) -> Result<Report> {
         self.lock().report(group_by, since)
+    }
+}
+
+impl LockStore for SqliteStore {
+    fn acquire_lock(
+        &self,
+        path: &str,
+        owner: &str,
+        lease_id: Option<&str>,
+        ttl_ms: u64,
+        now: Timestamp,
+    ) -> Result<Acquired> {
+        self.with(|s| s.acquire_lock(path, owner, lease_id, ttl_ms, now))
+    }
+
+    fn release_lock(&self, path: &str, lease_id: &str, now: Timestamp) -> Result<Released> {
+        self.with(|s| s.release_lock(path, lease_id, now))
+    }
+
+    fn check_lock(&self, path: &str, lease_id: Option<&str>, now: Timestamp) -> Result<LockCheck> {
+        self.lock().check_lock(path, lease_id, now)
+    }
+
+    fn list_locks(&self, now: Timestamp) -> Result<Vec<Lease>> {
+        self.lock().list_locks(now)
     }
 }
 

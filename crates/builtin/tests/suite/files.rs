@@ -146,6 +146,8 @@ fn definitions_cover_every_tool() {
             "filesystem_read_file",
             "filesystem_write_file",
             "filesystem_apply_patch",
+            "filesystem_lock_acquire",
+            "filesystem_lock_release",
             "git_status",
             "git_diff",
             "shell_run"

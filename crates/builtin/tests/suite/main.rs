@@ -5,6 +5,7 @@
 mod confinement;
 mod files;
 mod git;
+mod locks;
 mod race;
 mod shell;
 

@@ -61,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let (state, state_ok) = state_line(&config);
     let audit_ok = state.as_ref().is_none_or(|s| audit_health(s));
-    let builtin = crate::runtime::builtin_tools(&config)?;
+    let builtin = crate::runtime::builtin_tools(&config, None)?;
     match &builtin {
         Some(b) => println!(
             "workspace tools: served for {}",

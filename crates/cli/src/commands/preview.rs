@@ -49,7 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None
     });
     // toolgate's own workspace tools, as `serve` would serve them.
-    let builtin = crate::runtime::builtin_tools(&config)?;
+    let builtin = crate::runtime::builtin_tools(&config, None)?;
     let rt = crate::runtime::tokio()?;
     let rows = rt.block_on(async {
         let gw = gateway::Gateway::start_with(

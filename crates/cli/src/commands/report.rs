@@ -64,7 +64,7 @@ enum Format {
 
 /// A `--since` value: relative spans are resolved against the clock when the report runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Since {
+pub(crate) enum Since {
     /// This many milliseconds before now.
     Ago(i64),
     /// This instant.
@@ -80,10 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Group::Decision => GroupBy::Decision,
         Group::Rule => GroupBy::Rule,
     };
-    let since = args.since.map(|s| match s {
-        Since::Ago(ms) => Timestamp::from_millis(Timestamp::now().as_millis().saturating_sub(ms)),
-        Since::At(t) => t,
-    });
+    let since = args.since.map(Since::resolve);
     let report = state
         .store(|s| s.report(group_by, since))
         .context("cannot read the reporting events")?;
@@ -111,7 +108,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn parse_since(s: &str) -> Result<Since, String> {
+impl Since {
+    /// The instant it names, a span counted back from now.
+    pub(crate) fn resolve(self) -> Timestamp {
+        match self {
+            Since::Ago(ms) => {
+                Timestamp::from_millis(Timestamp::now().as_millis().saturating_sub(ms))
+            }
+            Since::At(t) => t,
+        }
+    }
+}
+
+/// Parses a `--since` value: a span back from now (`24h`, `7d`) or an RFC 3339 time.
+pub(crate) fn parse_since(s: &str) -> Result<Since, String> {
     if let Some(ms) = parse_span(s) {
         return Ok(Since::Ago(ms));
     }

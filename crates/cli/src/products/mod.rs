@@ -12,8 +12,10 @@ mod toolhub;
 mod toolhub_admin;
 mod toolscript;
 mod unified;
+mod unified_events;
 mod unified_gateway;
 mod unified_profiles;
+mod unified_remote;
 
 use std::ffi::OsStr;
 use std::path::Path;

@@ -3,13 +3,14 @@
 //! reporting switch and retention); the role presets are toolgate profiles. Each verb maps onto what toolgate
 //! already has: `explain-policy` and `preview-profile-tools` ask a gateway started on the config the admin
 //! surface's questions (`Gateway::explain_call`, `Gateway::tool_preview`: no arguments echoed, each audited),
-//! `tool-events report` is `toolgate report`, `validate-config` loads the config and its policy as `serve` would.
+//! `tool-events` reads the reporting events (`unified_events`: report is `toolgate report`, export, cleanup),
+//! `validate-config` loads the config and its policy as `serve` would.
 //! Stored profiles are written by `unified_profiles`; nothing here is a second policy engine.
 //!
 //! MCP Unified's own tool names (`fs.read`, `fs.patch`, …) name toolgate's workspace tools; the workspace is
 //! `--workspace`, else the current directory.
 
-use crate::products::{unified_gateway, unified_profiles};
+use crate::products::{unified_events, unified_gateway, unified_profiles};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
@@ -40,8 +41,8 @@ enum Command {
     ExplainPolicy(unified_gateway::ExplainArgs),
     /// Load a gateway config and its policy as the gateway would, and say whether it is valid.
     ValidateConfig(ValidateArgs),
-    /// Metadata-only tool-use events: aggregate reports and retention cleanup.
-    ToolEvents(unified_gateway::EventsArgs),
+    /// Metadata-only tool-use events: aggregate reports, export and retention cleanup.
+    ToolEvents(unified_events::EventsArgs),
 }
 
 #[derive(clap::Args)]
@@ -82,7 +83,7 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::PreviewProfileTools(a) => unified_gateway::preview(a),
         Command::ExplainPolicy(a) => unified_gateway::explain(a),
         Command::ValidateConfig(a) => validate(a),
-        Command::ToolEvents(a) => unified_gateway::events(a),
+        Command::ToolEvents(a) => unified_events::events(a),
     }
 }
 

@@ -1,15 +1,15 @@
 //! The `mcp-unified-gateway` verbs that ask a gateway: `explain-policy` and `preview-profile-tools` start one on
 //! the config (as `toolgate preview` does: upstreams listed once, then shut down, nothing called) and ask it the
 //! admin surface's questions, `Gateway::explain_call` and `Gateway::tool_preview`, whose answers hold no raw
-//! arguments (size and SHA-256 only) and which are audited; `tool-events` applies the config's reporting
-//! retention and runs `toolgate report`.
+//! arguments (size and SHA-256 only) and which are audited; with `--remote` they ask a running gateway's admin
+//! API the same questions (`unified_remote`) and print its answers the same way.
 //!
 //! MCP Unified's tool names name toolgate's workspace tools (`fs.read` is `filesystem_read_file`); any other name
 //! is the exposed name a client calls.
 
 use crate::products::unified::Place;
+use crate::products::unified_remote::Remote;
 use anyhow::Context;
-use clap::Parser;
 use policy::Visibility;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -22,6 +22,8 @@ const TOOL_NAMES: &[(&str, &str)] = &[
     ("fs.read", builtin::READ_FILE),
     ("fs.write", builtin::WRITE_FILE),
     ("fs.patch", builtin::APPLY_PATCH),
+    ("fs.lock_acquire", builtin::LOCK_ACQUIRE),
+    ("fs.lock_release", builtin::LOCK_RELEASE),
     ("git.status", builtin::GIT_STATUS),
     ("git.diff", builtin::GIT_DIFF),
     ("shell.run", builtin::SHELL_RUN),
@@ -36,7 +38,7 @@ pub(crate) struct PreviewArgs {
     /// deferred, blocked, unavailable).
     #[arg(long)]
     category: Option<String>,
-    /// Session-bound grants are a running gateway's; give it with --remote.
+    /// A session of the running gateway (with --remote): said back with what it changes in the preview.
     #[arg(long)]
     session_id: Option<String>,
     /// Leave blocked tools out.
@@ -45,6 +47,10 @@ pub(crate) struct PreviewArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Ask the running gateway at $MCP_UNIFIED_GATEWAY_URL (its admin API, with the key in
+    /// $MCP_UNIFIED_GATEWAY_ADMIN_KEY) instead of one started on the config here.
+    #[arg(long, conflicts_with_all = ["config", "workspace"])]
+    remote: bool,
     #[command(flatten)]
     place: Place,
 }
@@ -70,41 +76,10 @@ pub(crate) struct ExplainArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-    #[command(flatten)]
-    place: Place,
-}
-
-#[derive(clap::Args)]
-pub(crate) struct EventsArgs {
-    #[command(subcommand)]
-    command: Events,
-}
-
-#[derive(clap::Subcommand)]
-enum Events {
-    /// Aggregate counts, success rates, top reason codes and latency percentiles.
-    Report(ReportArgs),
-    /// Delete the events past the configured retention now.
-    Cleanup(CleanupArgs),
-}
-
-#[derive(clap::Args)]
-struct ReportArgs {
-    /// server, tool, profile or decision.
-    #[arg(long, value_name = "GROUP")]
-    group_by: String,
-    /// Only events at or after this (24h, 7d, or an RFC 3339 time).
-    #[arg(long)]
-    since: Option<String>,
-    /// table, json or csv.
-    #[arg(long)]
-    format: Option<String>,
-    #[command(flatten)]
-    place: Place,
-}
-
-#[derive(clap::Args)]
-struct CleanupArgs {
+    /// Ask the running gateway at $MCP_UNIFIED_GATEWAY_URL (its admin API, with the key in
+    /// $MCP_UNIFIED_GATEWAY_ADMIN_KEY) instead of one started on the config here.
+    #[arg(long, conflicts_with_all = ["config", "workspace"])]
+    remote: bool,
     #[command(flatten)]
     place: Place,
 }
@@ -125,7 +100,7 @@ fn with_gateway<T>(
         tracing::warn!("not audited: {}", crate::runtime::error_chain(&e));
         None
     });
-    let builtin = crate::runtime::builtin_tools(config)?;
+    let builtin = crate::runtime::builtin_tools(config, state.as_deref())?;
     let rt = crate::runtime::tokio()?;
     Ok(rt.block_on(async {
         let gw = gateway::Gateway::start_with(
@@ -143,39 +118,24 @@ fn with_gateway<T>(
 }
 
 pub(crate) fn explain(args: ExplainArgs) -> anyhow::Result<ExitCode> {
-    let arguments: Value = match (&args.args_json_file, args.args_stdin, &args.args_json) {
-        (Some(file), _, _) => {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
-            config::parse_json(&text, &file.display().to_string())?
-        }
-        (None, true, _) => {
-            let text = std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?;
-            config::parse_json(&text, "standard input")?
-        }
-        // Never in a message: the value is the secret the flag's help warns about.
-        (None, false, Some(inline)) => serde_json::from_str(inline).map_err(|e| {
-            anyhow::anyhow!(
-                "--args-json is not JSON (line {}, column {})",
-                e.line(),
-                e.column()
-            )
-        })?,
-        (None, false, None) => serde_json::json!({}),
-    };
-    anyhow::ensure!(arguments.is_object(), "the arguments must be a JSON object");
-    let config = args
-        .place
-        .load(Some(args.profile.clone()), crate::runtime::ConfigUse::Start)?;
+    let arguments = arguments(&args)?;
     let exposed = TOOL_NAMES
         .iter()
         .find(|(unified, _)| *unified == args.tool)
         .map_or(args.tool.as_str(), |(_, own)| own);
-    let answer = with_gateway(&config, |gw| {
-        gw.audit_admin("policy/explain", Some(&args.profile), Some(exposed));
-        gw.explain_call(Some(&args.profile), exposed, &arguments)
-    })?
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let answer = if args.remote {
+        let body = serde_json::json!({"profile_id": args.profile, "tool_name": exposed, "arguments": arguments});
+        Some(Remote::from_env()?.post(&["policy", "explain"], &body)?)
+    } else {
+        let config = args
+            .place
+            .load(Some(args.profile.clone()), crate::runtime::ConfigUse::Start)?;
+        with_gateway(&config, |gw| {
+            gw.audit_admin("policy/explain", Some(&args.profile), Some(exposed));
+            gw.explain_call(Some(&args.profile), exposed, &arguments)
+        })?
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+    };
     let Some(mut answer) = answer else {
         anyhow::bail!(
             "no tool {} is listed under this config (the workspace tools are fs.list, fs.read, fs.write, \
@@ -215,19 +175,39 @@ pub(crate) fn explain(args: ExplainArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The hypothetical call's arguments, from the one place given; `{}` when none is.
+fn arguments(args: &ExplainArgs) -> anyhow::Result<Value> {
+    let arguments: Value = match (&args.args_json_file, args.args_stdin, &args.args_json) {
+        (Some(file), _, _) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            config::parse_json(&text, &file.display().to_string())?
+        }
+        (None, true, _) => {
+            let text = std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?;
+            config::parse_json(&text, "standard input")?
+        }
+        // Never in a message: the value is the secret the flag's help warns about.
+        (None, false, Some(inline)) => serde_json::from_str(inline).map_err(|e| {
+            anyhow::anyhow!(
+                "--args-json is not JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            )
+        })?,
+        (None, false, None) => serde_json::json!({}),
+    };
+    anyhow::ensure!(arguments.is_object(), "the arguments must be a JSON object");
+    Ok(arguments)
+}
+
 fn field_in(v: &Value, k: &str) -> String {
     v[k].as_str().unwrap_or_default().to_owned()
 }
 
 pub(crate) fn preview(args: PreviewArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(
-        args.session_id.is_none(),
-        "--session-id previews a running gateway's session grants: give --remote (a local preview has no sessions)"
-    );
-    let config = args
-        .place
-        .load(Some(args.profile.clone()), crate::runtime::ConfigUse::Start)?;
-    let (visibility, kind) = match args.category.as_deref() {
+    let category = args.category.as_deref();
+    let (visibility, kind) = match category {
         None => (None, None),
         Some(c) => match serde_json::from_value::<Visibility>(Value::String(c.to_owned())) {
             Ok(v) => (Some(v), None),
@@ -238,14 +218,28 @@ pub(crate) fn preview(args: PreviewArgs) -> anyhow::Result<ExitCode> {
             ),
         },
     };
-    let mut answer = with_gateway(&config, |gw| {
-        gw.audit_admin("profiles/tool-preview", Some(&args.profile), None);
-        gw.tool_preview(Some(&args.profile), visibility, !args.exclude_denied)
-    })?
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    if let (Some(kind), Some(rows)) = (kind, answer["tools"].as_array_mut()) {
-        rows.retain(|row| category_of(&config, row) == kind);
-    }
+    let answer = if args.remote {
+        let body = serde_json::json!({"category": category, "include_denied": !args.exclude_denied,
+                                      "session_id": args.session_id});
+        Remote::from_env()?.post(&["profiles", &args.profile, "tool-preview"], &body)?
+    } else {
+        anyhow::ensure!(
+            args.session_id.is_none(),
+            "--session-id names a session of a running gateway: give --remote (a local preview has no sessions)"
+        );
+        let config = args
+            .place
+            .load(Some(args.profile.clone()), crate::runtime::ConfigUse::Start)?;
+        let mut answer = with_gateway(&config, |gw| {
+            gw.audit_admin("profiles/tool-preview", Some(&args.profile), None);
+            gw.tool_preview(Some(&args.profile), visibility, !args.exclude_denied)
+        })?
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let (Some(kind), Some(rows)) = (kind, answer["tools"].as_array_mut()) {
+            rows.retain(|row| row["category"] == kind);
+        }
+        answer
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
         return Ok(ExitCode::SUCCESS);
@@ -268,80 +262,12 @@ pub(crate) fn preview(args: PreviewArgs) -> anyhow::Result<ExitCode> {
     if rows.is_empty() {
         println!("(no tools)");
     }
+    if let Some(session) = answer.get("session") {
+        println!(
+            "session {}: {}",
+            session["id"].as_str().unwrap_or_default(),
+            session["effect"].as_str().unwrap_or_default()
+        );
+    }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A preview row's category: its server's kind; toolgate's own workspace tools by their name.
-fn category_of(config: &config::Config, row: &Value) -> &'static str {
-    let server = row["server"].as_str().unwrap_or_default();
-    if let Some(s) = config.servers.iter().find(|s| s.name == server) {
-        return s.kind.as_str();
-    }
-    let name = row["name"].as_str().unwrap_or_default();
-    if name.starts_with("filesystem_") {
-        "filesystem"
-    } else if name.starts_with("git_") {
-        "git"
-    } else {
-        "generic"
-    }
-}
-
-pub(crate) fn events(args: EventsArgs) -> anyhow::Result<ExitCode> {
-    match args.command {
-        Events::Report(a) => {
-            retention(&a.place)?;
-            #[derive(Parser)]
-            struct Report {
-                #[command(flatten)]
-                args: crate::commands::report::Args,
-            }
-            let mut argv: Vec<std::ffi::OsString> = vec![
-                "tool-events report".into(),
-                "--group-by".into(),
-                a.group_by.into(),
-            ];
-            for (flag, value) in [("--since", a.since), ("--format", a.format)] {
-                if let Some(v) = value {
-                    argv.extend([flag.into(), v.into()]);
-                }
-            }
-            if let Some(p) = a.place.path() {
-                argv.extend(["--config".into(), p.into()]);
-            }
-            let ws = match a.place.workspace {
-                Some(w) => w,
-                None => std::env::current_dir().context("cannot read the current directory")?,
-            };
-            argv.extend(["--workspace".into(), ws.into()]);
-            let parsed = Report::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
-            crate::commands::report::run(parsed.args)
-        }
-        Events::Cleanup(a) => {
-            let removed = retention(&a.place)?;
-            println!("removed {removed} tool-use events past the retention");
-            Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-/// Refuses when reporting is off; otherwise deletes what the configured retention no longer keeps.
-fn retention(place: &Place) -> anyhow::Result<u64> {
-    let config = place.load(None, crate::runtime::ConfigUse::Read)?;
-    let r = &config.reporting;
-    anyhow::ensure!(
-        r.enabled.value,
-        "tool-use reporting is disabled (tool_use_reporting.enabled, {}); set \"tool_use_reporting\": \
-         {{\"enabled\": true}} in the config",
-        r.enabled.from
-    );
-    super::unified::state_outside_workspace(&config)?;
-    let state = crate::runtime::state(&config)?;
-    let retention = store::Retention {
-        max_age_days: r.max_age_days,
-        max_events: r.max_events,
-    };
-    state
-        .store(|s| s.apply_retention(&retention, store::Timestamp::now()))
-        .context("cannot apply the reporting retention")
 }

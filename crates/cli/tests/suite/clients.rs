@@ -4,9 +4,9 @@
 //! the schemas and validate results against them), then call; each must surface toolgate's message and request
 //! id instead of throwing "structured content does not match the tool's output schema".
 
-use crate::support::{peers, toolgate, Setup};
+use crate::support::{node22, peers, toolgate, Setup};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const META: &str = "toolgate/contract";
@@ -97,16 +97,6 @@ fn py(setup: &Setup, calls: &[Value]) -> Value {
         setup,
         calls,
     )
-}
-
-/// The Node.js 22 the Inspector needs, installed as a pinned test peer (npm package `node`).
-fn node22() -> PathBuf {
-    let node = peers().join("node_modules/.bin/node");
-    assert!(
-        node.is_file(),
-        "Node.js 22 is not installed in the test peers: run scripts/test"
-    );
-    node
 }
 
 /// One `tools/call` through `inspector --cli`: it exits 0 on a result, 5 on an `isError` result (printing it

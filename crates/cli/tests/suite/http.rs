@@ -3,10 +3,9 @@
 //! the fixture server as upstreams; the refusal to listen beyond loopback without authentication; shutdown on
 //! SIGTERM with a GET stream open.
 
-use crate::support::{fixture, peers, toolgate, Setup};
+use crate::support::{fixture, peers, toolgate, ServedHttp, Setup};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn setup() -> Setup {
@@ -24,53 +23,22 @@ fn setup() -> Setup {
     })
 }
 
-/// `toolgate serve --http` on a free loopback port, killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
-}
+/// `toolgate serve --http` for `setup` on a free loopback port, killed when dropped.
+struct Served;
 
 impl Served {
-    fn start(setup: &Setup) -> Self {
+    fn start(setup: &Setup) -> ServedHttp {
         Self::start_with(setup, &["--http", "127.0.0.1:0"])
     }
 
-    fn start_with(setup: &Setup, http: &[&str]) -> Self {
-        let mut child = Command::new(toolgate())
-            .args(["serve", "--config"])
+    fn start_with(setup: &Setup, http: &[&str]) -> ServedHttp {
+        let mut cmd = Command::new(toolgate());
+        cmd.args(["serve", "--config"])
             .arg(&setup.config)
             .arg("--workspace")
             .arg(setup.workspace())
-            .args(http)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(url) = line
-                    .split(" at ")
-                    .nth(1)
-                    .filter(|u| u.starts_with("http://"))
-                {
-                    let _ = tx.send(url.trim().to_owned());
-                }
-            }
-        });
-        let url = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("toolgate logs the URL it serves");
-        Self { child, url }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+            .args(http);
+        ServedHttp::spawn(cmd)
     }
 }
 

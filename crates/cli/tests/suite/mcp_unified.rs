@@ -70,10 +70,16 @@ impl Unified {
 
     /// One command line of the sheet, split as the shell splits it (no quoting in them but `"$VAR"`).
     fn sh(&self, line: &str, stdin: Option<&str>) -> Run {
+        self.sh_env(line, stdin, &[])
+    }
+
+    /// `sh` with `env` added, as exported before the line.
+    fn sh_env(&self, line: &str, stdin: Option<&str>, env: &[(&str, &str)]) -> Run {
         let words: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(words[0], "mcp-unified-gateway");
         let mut child = Command::new(self.bin.join(words[0]))
             .args(&words[1..])
+            .envs(env.iter().copied())
             .current_dir(&self.ws)
             .env("HOME", self.root.join("home"))
             .env("TOOLGATE_STATE_DIR", self.root.join("state"))
@@ -272,15 +278,408 @@ fn tool_use_reporting_decides_whether_a_report_is_made() {
         inside.err
     );
     // The same file with its store outside the project: the report is made from toolgate's reporting events.
-    let outside = u.root.join("gateway-state");
-    std::fs::create_dir_all(&outside).unwrap();
-    let moved = REPORTING.replace("./mcp-", &format!("{}/mcp-", outside.display()));
-    u.write("gateway.json", &moved);
+    let outside = reporting_outside(&u);
     let report = u.ok(line);
     assert!(report.starts_with("profile "), "{report}");
     assert!(outside.join("mcp-gateway.db.d").is_dir());
     let cleanup = u.ok("mcp-unified-gateway tool-events cleanup --config ./gateway.json");
     assert!(cleanup.contains("removed 0"), "{cleanup}");
+}
+
+/// The sheet's reporting config with its stores moved out of the project, where toolgate keeps state.
+fn reporting_outside(u: &Unified) -> PathBuf {
+    let outside = u.root.join("gateway-state");
+    std::fs::create_dir_all(&outside).unwrap();
+    let moved = REPORTING.replace("./mcp-", &format!("{}/mcp-", outside.display()));
+    u.write("gateway.json", &moved);
+    outside
+}
+
+/// `toolgate serve` on the project's `gateway.json` over stdio, as a client entry starts it.
+fn serve(u: &Unified) -> test_support::StdioClient {
+    let config = u.ws.join("gateway.json");
+    test_support::StdioClient::spawn(
+        &crate::support::toolgate(),
+        &[
+            "serve",
+            "--config",
+            config.to_str().unwrap(),
+            "--workspace",
+            u.ws.to_str().unwrap(),
+        ],
+        &[],
+        std::collections::HashMap::new(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn tool_events_export_holds_no_arguments_results_or_secrets() {
+    let u = Unified::new(MINIMAL);
+    reporting_outside(&u);
+    let content = "SECRET-CONTENT-0123456789";
+    let secret_arg = "SECRET-ARGUMENT-9876543210";
+    u.write("src/notes.txt", content);
+    let mut client = serve(&u);
+    client
+        .initialize("2025-11-25", serde_json::json!({}))
+        .await
+        .unwrap();
+    let read = crate::support::call(
+        &client,
+        "filesystem_read_file",
+        serde_json::json!({"path": "src/notes.txt"}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        read.to_string().contains(content),
+        "the call itself works: {read}"
+    );
+    let refused = crate::support::call(
+        &client,
+        "filesystem_read_file",
+        serde_json::json!({"path": format!("../{secret_arg}")}),
+    )
+    .await;
+    assert!(!format!("{refused:?}").is_empty());
+    client.close(std::time::Duration::from_secs(10)).await;
+
+    let lines = u.ok(
+        "mcp-unified-gateway tool-events export --format jsonl --since 7d --config ./gateway.json",
+    );
+    assert!(
+        !lines.contains(content) && !lines.contains(secret_arg),
+        "{lines}"
+    );
+    let events: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reads: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["tool"] == "filesystem_read_file")
+        .collect();
+    assert_eq!(reads.len(), 2, "{lines}");
+    let keys: Vec<&str> = reads[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "time",
+            "time_ms",
+            "trace_id",
+            "profile",
+            "principal",
+            "server",
+            "tool",
+            "operation",
+            "decision",
+            "reason_code",
+            "outcome",
+            "duration_ms",
+            "error_class"
+        ],
+        "metadata only: nowhere to put arguments or results"
+    );
+    assert_eq!(reads[0]["profile"], "project-researcher");
+    assert_eq!(reads[0]["outcome"], "SUCCEEDED");
+    assert_ne!(reads[1]["outcome"], "SUCCEEDED", "{}", reads[1]);
+    let array = u.ok(
+        "mcp-unified-gateway tool-events export --format json --limit 1 --config ./gateway.json",
+    );
+    let array: Vec<serde_json::Value> = serde_json::from_str(&array).unwrap();
+    assert_eq!(array, [events.last().unwrap().clone()], "the newest one");
+    let kept =
+        u.ok("mcp-unified-gateway tool-events cleanup --max-events 1 --config ./gateway.json");
+    assert!(
+        kept.contains(&format!("removed {}", events.len() - 1)),
+        "{kept}"
+    );
+    let left = u.ok("mcp-unified-gateway tool-events export --config ./gateway.json");
+    assert_eq!(left.lines().count(), 1, "{left}");
+    // Reporting off: nothing is exported, and the user is told why.
+    u.write("gateway.json", MINIMAL);
+    let off = u.sh(
+        "mcp-unified-gateway tool-events export --config ./gateway.json",
+        None,
+    );
+    assert_eq!(off.code, 2, "{}{}", off.out, off.err);
+    assert!(
+        off.err.contains("tool-use reporting is disabled"),
+        "{}",
+        off.err
+    );
+}
+
+const ADMIN_KEY: &str = "replace-with-admin-key";
+
+/// A `gateway.json` for serving over HTTP: the store outside the project, the sheet's admin key configured by
+/// digest. Returns where the state is.
+fn http_gateway_json(u: &Unified) -> PathBuf {
+    let outside = u.root.join("gateway-state");
+    std::fs::create_dir_all(&outside).unwrap();
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(ADMIN_KEY.as_bytes()));
+    let config = serde_json::json!({
+        "store": {"kind": "sqlite", "sqlite_path": outside.join("mcp-gateway.db")},
+        "default_preset_id": "project-researcher",
+        "http": {"admin": {"keySha256": digest}},
+    });
+    u.write("gateway.json", &config.to_string());
+    outside
+}
+
+/// `toolgate serve --http` on the project's `gateway.json`.
+fn serve_http(u: &Unified) -> crate::support::ServedHttp {
+    let mut cmd = Command::new(crate::support::toolgate());
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--config"])
+        .arg(u.ws.join("gateway.json"))
+        .arg("--workspace")
+        .arg(&u.ws);
+    crate::support::ServedHttp::spawn(cmd)
+}
+
+#[test]
+fn the_sheets_remote_examples_ask_the_running_gateway() {
+    let u = Unified::new(MINIMAL);
+    let state = http_gateway_json(&u);
+    u.ok("mcp-unified-gateway duplicate-preset project-researcher --profile-id team-researcher");
+    let served = serve_http(&u);
+    let env = [
+        ("MCP_UNIFIED_GATEWAY_URL", served.url.as_str()),
+        ("MCP_UNIFIED_GATEWAY_ADMIN_KEY", ADMIN_KEY),
+    ];
+    let explain = "mcp-unified-gateway explain-policy \
+                   --remote --profile team-researcher --tool fs.read --args-stdin";
+    let r = u.sh_env(explain, Some("{\"path\":\"src/app.py\"}\n"), &env);
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(r.out.contains("decision   allow"), "{}", r.out);
+    assert!(r.out.contains("team-researcher.read"), "{}", r.out);
+    let secret = "hunter2-remote-do-not-show";
+    let r = u.sh_env(
+        explain,
+        Some(&format!(
+            "{{\"path\":\"src/app.py\",\"note\":\"{secret}\"}}"
+        )),
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(
+        r.out.contains("arguments  ") && r.out.contains("sha256"),
+        "{}",
+        r.out
+    );
+    assert!(
+        !r.out.contains(secret) && !r.err.contains(secret),
+        "{}{}",
+        r.out,
+        r.err
+    );
+    let preview = "mcp-unified-gateway preview-profile-tools --remote --profile team-researcher \
+                   --category filesystem --session-id session-1 --exclude-denied";
+    let r = u.sh_env(preview, None, &env);
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    let names: Vec<&str> = r
+        .out
+        .lines()
+        .skip(1)
+        .filter(|l| !l.starts_with("session "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(names.contains(&"filesystem_read_file"), "{}", r.out);
+    assert!(
+        names.iter().all(|n| n.starts_with("filesystem_")),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out
+            .contains("session session-1: no tool's visibility depends on a session"),
+        "{}",
+        r.out
+    );
+    // The running gateway audited both questions (written behind the calls: waited for), never the arguments.
+    let audited = |text: &str| {
+        crate::support::audit_records(&state)
+            .iter()
+            .any(|r| r.to_string().contains(text))
+    };
+    for _ in 0..100 {
+        if audited("admin.policy_explain") && audited("admin.tool_preview") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(audited("admin.policy_explain") && audited("admin.tool_preview"));
+    assert!(!audited(secret));
+
+    // What goes wrong is said in terms of what to change.
+    let fails = |env: &[(&str, &str)], line: &str, expected: &str| {
+        let r = u.sh_env(line, Some("{}"), env);
+        assert_ne!(r.code, 0, "{line}: {}", r.out);
+        assert!(
+            r.err.contains(expected),
+            "{line}: expected {expected:?} in {}",
+            r.err
+        );
+        assert!(
+            !r.err.contains(ADMIN_KEY) && !r.out.contains(ADMIN_KEY),
+            "{}",
+            r.err
+        );
+    };
+    fails(&[], explain, "MCP_UNIFIED_GATEWAY_URL");
+    fails(&env[..1], explain, "MCP_UNIFIED_GATEWAY_ADMIN_KEY");
+    let wrong = [env[0], ("MCP_UNIFIED_GATEWAY_ADMIN_KEY", "not-the-key")];
+    fails(&wrong, explain, "refused the admin key");
+    let unreachable = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!("http://{}/mcp", unreachable.local_addr().unwrap());
+    drop(unreachable);
+    fails(
+        &[("MCP_UNIFIED_GATEWAY_URL", &closed), env[1]],
+        explain,
+        "cannot reach the gateway",
+    );
+    let elsewhere = served.url.replace("/mcp", "/elsewhere");
+    fails(
+        &[("MCP_UNIFIED_GATEWAY_URL", &elsewhere), env[1]],
+        explain,
+        "has no admin API there",
+    );
+    fails(
+        &[
+            ("MCP_UNIFIED_GATEWAY_URL", "http://gateway.example:8787/mcp"),
+            env[1],
+        ],
+        explain,
+        "in the clear",
+    );
+    let nobody = explain.replace("team-researcher", "nobody");
+    fails(&env, &nobody, "no such profile is served here");
+    fails(
+        &env,
+        &format!("{explain} --config ./gateway.json"),
+        "cannot be used with",
+    );
+}
+
+#[test]
+fn the_official_typescript_client_calls_tools_over_the_websocket_entry_point() {
+    let u = Unified::new(MINIMAL);
+    http_gateway_json(&u);
+    let served = serve_http(&u);
+    let ws = format!("{}/ws", served.url.replacen("http://", "ws://", 1));
+    let script = crate::support::peers().join("ts_ws_client.mjs");
+    let out = Command::new(crate::support::node22())
+        .arg(&script)
+        .args([&ws, "filesystem_read_file", r#"{"path": "src/app.py"}"#])
+        .current_dir(crate::support::peers())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["serverInfo"]["name"], "toolgate");
+    let tools = summary["tools"].as_array().unwrap();
+    assert!(
+        tools.contains(&serde_json::json!("filesystem_read_file")),
+        "{summary}"
+    );
+    let call = &summary["call"];
+    assert_eq!(call["isError"], false, "{call}");
+    assert!(call.to_string().contains("print('hi')"), "{call}");
+}
+
+/// The structured result of a tool call.
+fn structured(result: &Result<serde_json::Value, serde_json::Value>) -> serde_json::Value {
+    match result {
+        Ok(r) => r["structuredContent"].clone(),
+        Err(e) => panic!("a result, not {e}"),
+    }
+}
+
+#[tokio::test]
+async fn two_gateways_on_one_store_share_read_before_mutate_locks() {
+    let u = Unified::new(MINIMAL);
+    reporting_outside(&u);
+    u.write("editor.json", r#"{"id": "editor", "default": "allow"}"#);
+    u.ok("mcp-unified-gateway create-profile --profile-file ./editor.json --config ./gateway.json");
+    let config = std::fs::read_to_string(u.ws.join("gateway.json")).unwrap();
+    u.write(
+        "gateway.json",
+        &config.replace("project-researcher", "editor"),
+    );
+    let (a, b) = (serve(&u), serve(&u));
+    for client in [&a, &b] {
+        client
+            .initialize("2025-11-25", serde_json::json!({}))
+            .await
+            .unwrap();
+    }
+    let call = |client, name: &str, args: serde_json::Value| {
+        let (client, name): (&test_support::StdioClient, String) = (client, name.to_owned());
+        async move { structured(&crate::support::call(client, &name, args).await) }
+    };
+    let lock = call(
+        &a,
+        "filesystem_lock_acquire",
+        serde_json::json!({"path": "src/app.py", "owner": "agent-a"}),
+    )
+    .await;
+    assert_eq!(lock["outcome"], "SUCCEEDED", "{lock}");
+    let lease = lock["lease_id"].as_str().unwrap().to_owned();
+    // The other gateway, another process on the same store, is refused the file and told who holds it.
+    let refused = call(
+        &b,
+        "filesystem_write_file",
+        serde_json::json!({"path": "src/app.py", "content": "b"}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], "LOCK_CONFLICT", "{refused}");
+    assert!(
+        refused.to_string().contains("agent-a") && !refused.to_string().contains(&lease),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(u.ws.join("src/app.py")).unwrap(),
+        "print('hi')\n"
+    );
+    let wrote = call(
+        &a,
+        "filesystem_write_file",
+        serde_json::json!({"path": "src/app.py", "content": "print('a')\n", "lock_lease_id": lease}),
+    )
+    .await;
+    assert_eq!(wrote["outcome"], "SUCCEEDED", "{wrote}");
+    let released = call(
+        &a,
+        "filesystem_lock_release",
+        serde_json::json!({"path": "src/app.py", "lease_id": lease}),
+    )
+    .await;
+    assert_eq!(released["released"], true);
+    let after = call(
+        &b,
+        "filesystem_write_file",
+        serde_json::json!({"path": "src/app.py", "content": "b"}),
+    )
+    .await;
+    assert_eq!(after["outcome"], "SUCCEEDED", "{after}");
+    // The explanation knows the lock tools by MCP Unified's names: taking a lock is a write.
+    let r = u.sh(
+        "mcp-unified-gateway explain-policy --profile project-researcher --tool fs.lock_acquire --args-stdin",
+        Some("{\"path\":\"src/app.py\"}"),
+    );
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(r.out.contains("operation  fs.write"), "{}", r.out);
 }
 
 #[test]

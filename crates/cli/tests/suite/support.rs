@@ -141,6 +141,17 @@ pub fn peers() -> PathBuf {
     dir
 }
 
+/// The Node.js 22 the Inspector and Node's own WebSocket client need, installed as a pinned test peer (npm
+/// package `node`).
+pub fn node22() -> PathBuf {
+    let node = peers().join("node_modules/.bin/node");
+    assert!(
+        node.is_file(),
+        "Node.js 22 is not installed in the test peers: run scripts/test"
+    );
+    node
+}
+
 /// The operator key of a state root, as a script of the operator presents it (`--operator-key`).
 pub fn operator_key(state_root: &Path) -> PathBuf {
     state_root.join("operator.key")
@@ -279,6 +290,54 @@ pub fn product_links(dir: &Path) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     bin
+}
+
+/// `toolgate serve --http` as `cmd` starts it, once it says where it serves: the endpoint URL, and the process,
+/// killed when dropped.
+pub struct ServedHttp {
+    pub child: std::process::Child,
+    /// `http://ADDR/mcp`.
+    pub url: String,
+}
+
+impl ServedHttp {
+    /// Runs `cmd` (a `serve --http` command line) with its stderr read here for the URL it logs.
+    pub fn spawn(mut cmd: std::process::Command) -> Self {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn toolgate serve --http");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Some(url) = line
+                    .split(" at ")
+                    .nth(1)
+                    .filter(|u| u.starts_with("http://"))
+                {
+                    let _ = tx.send(url.trim().to_owned());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("toolgate logs the URL it serves");
+        Self { child, url }
+    }
+}
+
+impl Drop for ServedHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Every audit record under a state directory (one workspace there, so one log), read after toolgate stopped.

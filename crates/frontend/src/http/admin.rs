@@ -1,13 +1,13 @@
 //! The admin surface, as MCP Unified documents it, under the endpoint's path: `POST /mcp/policy/explain` (how a
-//! profile would decide a hypothetical call), `POST /mcp/profiles/{id}/tool-preview` (a profile's tool surface)
-//! and `GET /mcp/status` (readiness). Routed only when `http.admin` names a key, so every admin route is 404
-//! otherwise.
+//! profile would decide a hypothetical call) and `POST /mcp/profiles/{id}/tool-preview` (a profile's tool
+//! surface). Routed only when `http.admin` names a key, so every admin route is 404 otherwise. `GET /mcp/status`
+//! is `status`'s: the admin reads it with more detail, but it is not admin-only.
 //!
 //! The admin key comes in `X-MCP-Gateway-Admin-Key` (or `Authorization: Bearer`), compared by SHA-256 digest
 //! in constant time; an MCP API key is never an admin key (config refuses the same digest for both, and only the
 //! admin digest is compared here). Answers never echo raw arguments (sizes and hashes only), and each request is
 //! audited without them. The Host/Origin gate applies as it does for `/mcp`. The answers are the gateway's
-//! (`Gateway::explain_call`, `tool_preview`, `readiness`); this module only carries them.
+//! (`Gateway::explain_call`, `tool_preview`); this module only carries them.
 
 use crate::http::connections::Ticket;
 use crate::http::reply::json;
@@ -17,7 +17,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::Router;
 use policy::Visibility;
 use serde_json::{json as value, Value};
@@ -28,25 +28,18 @@ use std::sync::Arc;
 pub(crate) const ADMIN_HEADER: &str = "x-mcp-gateway-admin-key";
 
 /// The identity admin connections count under; no API key or token identity is spelled so.
-const ADMIN_IDENTITY: &str = "admin";
+pub(crate) const ADMIN_IDENTITY: &str = "admin";
 
 /// The admin routes, behind the admin key `digest`.
 pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
     Router::new()
         .route("/mcp/policy/explain", post(explain))
         .route("/mcp/profiles/{id}/tool-preview", post(preview))
-        .route("/mcp/status", get(status))
         .route_layer(middleware::from_fn(
             move |request: Request, next: Next| async move {
                 if admitted(&digest, request.headers()) {
-                    // The admin is an identity of its own among connections (`connections`): its connection is
-                    // no longer closed as unauthenticated, and counts against its own share.
-                    let ticket = request.extensions().get::<Arc<Ticket>>();
-                    if ticket.is_some_and(|t| !t.authenticated(&Some(ADMIN_IDENTITY.to_owned()))) {
-                        return problem(
-                            StatusCode::TOO_MANY_REQUESTS,
-                            "the admin holds its share of open connections (http.limits.maxConnectionsPerIdentity)",
-                        );
+                    if let Some(refused) = count_admin_connection(&request) {
+                        return refused;
                     }
                     next.run(request).await
                 } else {
@@ -57,8 +50,22 @@ pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
         ))
 }
 
+/// The admin is an identity of its own among connections (`connections`): its connection is no longer closed as
+/// unauthenticated, and counts against its own share. The 429 to answer past it, if it is past it.
+pub(crate) fn count_admin_connection(request: &Request) -> Option<Response> {
+    let ticket = request.extensions().get::<Arc<Ticket>>();
+    ticket
+        .is_some_and(|t| !t.authenticated(&Some(ADMIN_IDENTITY.to_owned())))
+        .then(|| {
+            problem(
+                StatusCode::TOO_MANY_REQUESTS,
+                "the admin holds its share of open connections (http.limits.maxConnectionsPerIdentity)",
+            )
+        })
+}
+
 /// Whether the request carries the admin key: in its own header, else as a bearer token; exactly one value.
-fn admitted(digest: &[u8; 32], headers: &HeaderMap) -> bool {
+pub(crate) fn admitted(digest: &[u8; 32], headers: &HeaderMap) -> bool {
     let mut own = headers.get_all(ADMIN_HEADER).iter();
     let presented = match (own.next(), own.next()) {
         (Some(v), None) => v.to_str().ok().map(str::trim),
@@ -88,7 +95,7 @@ fn admitted(digest: &[u8; 32], headers: &HeaderMap) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-fn problem(status: StatusCode, message: &str) -> Response {
+pub(crate) fn problem(status: StatusCode, message: &str) -> Response {
     json(status, value!({"error": message}).to_string())
 }
 
@@ -164,24 +171,34 @@ async fn explain(State(app): State<Arc<App>>, body: Body) -> Response {
     }
 }
 
-/// `POST /mcp/profiles/{id}/tool-preview` `{"category"?, "include_denied"?}`.
+/// The categories a preview is narrowed to: a visibility, or a kind of tool (`Gateway::tool_preview`'s
+/// `category` of each row).
+const KINDS: [&str; 4] = ["filesystem", "git", "fetch", "generic"];
+
+/// What a session changes in a preview, said whenever one is named: nothing, by toolgate's design.
+const SESSION_NOTE: &str =
+    "no tool's visibility depends on a session: a session grant covers one call's \
+                            arguments (or a command prefix), never a whole tool";
+
+/// `POST /mcp/profiles/{id}/tool-preview` `{"category"?, "include_denied"?, "session_id"?}`.
 async fn preview(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Response {
     let map = match object(&app, body).await {
         Ok(m) => m,
         Err(r) => return r.into_response(),
     };
-    let category = match text(&map, "category") {
-        Ok(None) => None,
-        Ok(Some("visible")) => Some(Visibility::Visible),
-        Ok(Some("deferred")) => Some(Visibility::Deferred),
-        Ok(Some("blocked")) => Some(Visibility::Blocked),
-        Ok(Some("unavailable")) => Some(Visibility::Unavailable),
-        Ok(Some(_)) => {
-            return problem(
-                StatusCode::BAD_REQUEST,
-                "category is one of visible, deferred, blocked, unavailable",
-            )
-        }
+    let (visibility, kind) = match text(&map, "category") {
+        Ok(None) => (None, None),
+        Ok(Some(c)) => match serde_json::from_value::<Visibility>(Value::String(c.to_owned())) {
+            Ok(v) => (Some(v), None),
+            Err(_) if KINDS.contains(&c) => (None, Some(c.to_owned())),
+            Err(_) => {
+                return problem(
+                    StatusCode::BAD_REQUEST,
+                    "category is a visibility (visible, deferred, blocked, unavailable) or a kind (filesystem, \
+                     git, fetch, generic)",
+                )
+            }
+        },
         Err(r) => return r.into_response(),
     };
     let include_denied = match map.get("include_denied") {
@@ -189,21 +206,35 @@ async fn preview(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body
         Some(Value::Bool(b)) => *b,
         Some(_) => return problem(StatusCode::BAD_REQUEST, "include_denied must be a boolean"),
     };
+    let session = match text(&map, "session_id") {
+        Ok(None) => None,
+        Ok(Some(s)) if is_session_id(s) => Some(s.to_owned()),
+        Ok(Some(_)) => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "session_id must be 1 to 128 visible ASCII characters",
+            )
+        }
+        Err(r) => return r.into_response(),
+    };
     app.gateway
         .audit_admin("admin.tool_preview", Some(&id), None);
     // Blocked tools are what `include_denied` asks for; a category of blocked asks for them too.
-    let include = include_denied || category == Some(Visibility::Blocked);
-    match app.gateway.tool_preview(Some(&id), category, include) {
-        Ok(preview) => json(StatusCode::OK, preview.to_string()),
-        Err(e) => no_profile(&e),
+    let include = include_denied || visibility == Some(Visibility::Blocked);
+    let mut preview = match app.gateway.tool_preview(Some(&id), visibility, include) {
+        Ok(preview) => preview,
+        Err(e) => return no_profile(&e),
+    };
+    if let (Some(kind), Some(rows)) = (kind, preview["tools"].as_array_mut()) {
+        rows.retain(|row| row["category"] == kind.as_str());
     }
+    if let Some(session) = session {
+        preview["session"] = value!({"id": session, "effect": SESSION_NOTE});
+    }
+    json(StatusCode::OK, preview.to_string())
 }
 
-/// `GET /mcp/status`: readiness, with whether the admin surface is configured (it is, or this is a 404).
-async fn status(State(app): State<Arc<App>>) -> Response {
-    app.gateway.audit_admin("admin.status", None, None);
-    let mut ready = app.gateway.readiness();
-    ready["admin"] = value!(true);
-    ready["auth"] = value!(app.auth.configured());
-    json(StatusCode::OK, ready.to_string()).into_response()
+/// A session id as a client holds one (an `Mcp-Session-Id`): short visible ASCII, so it can be shown back.
+fn is_session_id(s: &str) -> bool {
+    (1..=128).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic())
 }

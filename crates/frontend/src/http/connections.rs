@@ -195,7 +195,10 @@ async fn connection(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(rules.keep_alive.max(rules.header_timeout));
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    // Upgrades are for the WebSocket entry point (`ws`), which keeps the connection's ticket while it is open.
+    let conn = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
     tokio::pin!(conn);
     let deadline = tokio::time::sleep(rules.header_timeout);
     tokio::pin!(deadline);

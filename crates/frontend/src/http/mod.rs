@@ -1,4 +1,5 @@
-//! The Streamable HTTP front end: `toolgate serve --http`, the MCP endpoint at `/mcp`.
+//! The Streamable HTTP front end: `toolgate serve --http`, the MCP endpoint at `/mcp`, with a WebSocket entry point
+//! beside it at `/mcp/ws` (`ws`: one message per text frame, a session per socket, the same gates and limits).
 //!
 //! Every request passes the same gates in order, each before anything later reads it: `Host` and `Origin`
 //! (`origin`, 403), then the caller (`auth`, 401), then the method (405 with `Allow`), then what the route
@@ -24,8 +25,10 @@ pub(crate) mod reply;
 mod session_routes;
 mod shares;
 mod sse;
+mod status;
 mod streams;
 mod table;
+mod ws;
 
 use crate::http::auth::Authenticator;
 use crate::http::connections::{Pending, Rules, Ticket};
@@ -47,6 +50,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+pub use status::ProfileStore;
 
 /// The legacy session header.
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
@@ -87,6 +92,8 @@ pub(crate) struct App {
     pub auth: Authenticator,
     /// The admin key's digest; the admin routes exist only with one.
     pub admin: Option<[u8; 32]>,
+    /// Where the served profiles come from, for `GET /mcp/status`.
+    pub profile_store: ProfileStore,
     pub limits: HttpLimits,
     pub sessions: Arc<Table>,
     /// Requests in flight (`maxConcurrentRequests`, `maxConcurrentRequestsPerIdentity`).
@@ -97,12 +104,14 @@ pub(crate) struct App {
     pub bodies: Arc<Shares>,
     /// The limits messages are decoded under: the gateway's, as every session has them.
     pub decode_limits: jsonrpc::Limits,
+    /// Cancelled when the server begins to shut down; ends every WebSocket (legacy sessions end through `sessions`).
+    pub shutdown: CancellationToken,
 }
 
 /// A bound, not yet serving, HTTP front end.
 pub struct HttpServer {
     listener: TcpListener,
-    app: Arc<App>,
+    app: App,
     addr: SocketAddr,
 }
 
@@ -137,10 +146,11 @@ impl HttpServer {
             limits.max_concurrent_requests_per_identity = limits.max_concurrent_requests;
             limits.max_connections_per_identity = usize::MAX;
         }
-        let app = Arc::new(App {
+        let app = App {
             policy: OriginPolicy::new(addr, &http.allowed_hosts, &http.allowed_origins),
             auth,
             admin: http.admin.as_ref().map(|a| a.sha256),
+            profile_store: ProfileStore::default(),
             limits,
             sessions: Table::new(
                 limits.max_sessions,
@@ -157,12 +167,19 @@ impl HttpServer {
             ),
             decode_limits,
             gateway,
-        });
+            shutdown: CancellationToken::new(),
+        };
         Ok(Self {
             listener,
             app,
             addr,
         })
+    }
+
+    /// Says where the served profiles come from in `GET /mcp/status` (the config's alone by default).
+    pub fn profile_store(mut self, store: ProfileStore) -> Self {
+        self.app.profile_store = store;
+        self
     }
 
     /// The address actually bound (the port chosen when `addr` named port 0).
@@ -176,8 +193,9 @@ impl HttpServer {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), HttpError> {
-        let stop = CancellationToken::new();
-        let sessions = Arc::clone(&self.app.sessions);
+        let app = Arc::new(self.app);
+        let stop = app.shutdown.clone();
+        let sessions = Arc::clone(&app.sessions);
         let sweeper = tokio::spawn(sweep(Arc::clone(&sessions), stop.clone()));
         let trigger = stop.clone();
         tokio::spawn(async move {
@@ -190,16 +208,16 @@ impl HttpServer {
             trigger.cancel();
         });
         let rules = Rules {
-            header_timeout: self.app.limits.header_timeout,
-            keep_alive: self.app.limits.keep_alive,
+            header_timeout: app.limits.header_timeout,
+            keep_alive: app.limits.keep_alive,
             pending: Pending::new(
-                self.app.limits.max_pending_connections,
-                self.app.limits.max_connections_per_identity,
+                app.limits.max_pending_connections,
+                app.limits.max_connections_per_identity,
             ),
         };
         connections::serve(
             self.listener,
-            router(self.app),
+            router(app),
             rules,
             stop.clone(),
             SHUTDOWN_GRACE,
@@ -211,7 +229,8 @@ impl HttpServer {
     }
 }
 
-/// The routes: `/mcp` behind the caller check, everything behind the Host/Origin check.
+/// The routes: `/mcp` and `/mcp/ws` behind the caller check, `/mcp/status` behind the caller or the admin check
+/// (`status`), the admin routes behind the admin check, everything behind the Host/Origin check.
 fn router(app: Arc<App>) -> Router {
     let mcp = route_post(post::post)
         .get(session_routes::get)
@@ -220,8 +239,13 @@ fn router(app: Arc<App>) -> Router {
             Arc::clone(&app),
             authenticate,
         ));
+    let ws = axum::routing::get(ws::upgrade).route_layer(middleware::from_fn_with_state(
+        Arc::clone(&app),
+        authenticate,
+    ));
     let mut routes = Router::new()
         .route("/mcp", mcp)
+        .route(ws::PATH, ws)
         .route(
             auth::METADATA_PATH,
             axum::routing::get(auth::metadata_route),
@@ -229,7 +253,8 @@ fn router(app: Arc<App>) -> Router {
         .route(
             auth::METADATA_MCP_PATH,
             axum::routing::get(auth::metadata_route),
-        );
+        )
+        .route("/mcp/status", axum::routing::get(status::status));
     if let Some(digest) = app.admin {
         routes = routes.merge(admin::routes(digest));
     }
@@ -269,7 +294,7 @@ async fn authenticate(State(app): State<Arc<App>>, mut request: Request, next: N
 }
 
 /// The refusal for a connection beyond its identity's share: 429, and the connection closed after it.
-fn too_many_connections(app: &App) -> Response {
+pub(crate) fn too_many_connections(app: &App) -> Response {
     let mut r = Refusal::Limit {
         share: true,
         message: format!(

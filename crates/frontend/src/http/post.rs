@@ -231,7 +231,16 @@ async fn modern_request(
 
 /// The refusal for a request over its identity's share of request slots or over the ceiling.
 fn requests_refusal(app: &App, over: Over) -> Refusal {
-    let message = match over {
+    Refusal::Limit {
+        share: over == Over::Share,
+        message: requests_message(app, over),
+        retry_after_secs: 1,
+    }
+}
+
+/// What a request over its identity's share of request slots, or over the ceiling, is told.
+pub(crate) fn requests_message(app: &App, over: Over) -> String {
+    match over {
         Over::Share => format!(
             "this caller has its share of {} requests in flight (http.limits.maxConcurrentRequestsPerIdentity): \
              one of them ending frees a slot",
@@ -242,11 +251,6 @@ fn requests_refusal(app: &App, over: Over) -> Refusal {
              a slot",
             app.requests.ceiling()
         ),
-    };
-    Refusal::Limit {
-        share: over == Over::Share,
-        message,
-        retry_after_secs: 1,
     }
 }
 

@@ -56,6 +56,11 @@ struct PeekError {
     code: Option<i64>,
 }
 
+/// Whether `message` is the response to the request `id`.
+pub(crate) fn answers(message: &Outgoing, id: &Id) -> bool {
+    ends(message, &Until::Response(id.clone())).is_some()
+}
+
 /// Whether `message` is the response that ends the stream; with the response's error code, if any.
 fn ends(message: &Outgoing, until: &Until) -> Option<Option<i64>> {
     let Until::Response(id) = until else {

@@ -98,6 +98,15 @@ impl Table {
         Ok((id, entry))
     }
 
+    /// A unit of `identity`'s share of sessions for a session kept outside the table (a WebSocket is its own
+    /// session for as long as it is open); refused as `create` refuses.
+    pub(crate) fn hold(&self, identity: &Option<String>) -> Result<Held, Refusal> {
+        let entries = self.entries();
+        self.shares
+            .take(identity)
+            .map_err(|over| self.refusal(&entries, identity, over))
+    }
+
     /// The session `id` names, when it exists and belongs to `identity`; marks it used.
     pub(crate) fn get(&self, id: &str, identity: &Option<String>) -> Option<Arc<Entry>> {
         let entry = self.entries().get(id).cloned()?;

@@ -1,5 +1,6 @@
 //! The admin surface under the attacks on it: reaching it where it is not configured, with an MCP key instead of
-//! the admin key, and asking it to explain a call so that it hands back the call's secrets.
+//! the admin key, and asking it to explain a call so that it hands back the call's secrets; and readiness
+//! (`GET /mcp/status`), which callers and the admin read and strangers do not.
 
 use super::http_auth::{digest, keys_http, serve, two_profiles, ADMIN_KEY, KEY_A};
 use serde_json::{json, Value};
@@ -10,10 +11,9 @@ fn with_admin() -> Value {
     http
 }
 
-const ROUTES: [(&str, &str); 3] = [
+const ROUTES: [(&str, &str); 2] = [
     ("POST", "/mcp/policy/explain"),
     ("POST", "/mcp/profiles/a/tool-preview"),
-    ("GET", "/mcp/status"),
 ];
 
 #[tokio::test]
@@ -163,10 +163,46 @@ async fn tool_preview_is_per_profile() {
         .send("POST", "/mcp/profiles/nobody/tool-preview", &key, None)
         .await;
     assert_eq!(missing.status, 404);
-    let status = s.send("GET", "/mcp/status", &key, None).await;
-    let status: Value = serde_json::from_str(&status.body).unwrap();
-    assert_eq!(status["servers"]["up"], 1, "{status}");
-    assert_eq!(status["admin"], true);
+    // A kind narrows by category; a session is said back with what it changes (nothing).
+    let generic = s
+        .send(
+            "POST",
+            "/mcp/profiles/a/tool-preview",
+            &key,
+            Some(&json!({"category": "generic", "session_id": "s-1"})),
+        )
+        .await;
+    let doc: Value = serde_json::from_str(&generic.body).unwrap();
+    let rows = doc["tools"].as_array().unwrap();
+    assert!(
+        !rows.is_empty() && rows.iter().all(|t| t["category"] == "generic"),
+        "{doc}"
+    );
+    assert_eq!(doc["session"]["id"], "s-1");
+    let filesystem = s
+        .send(
+            "POST",
+            "/mcp/profiles/a/tool-preview",
+            &key,
+            Some(&json!({"category": "filesystem"})),
+        )
+        .await;
+    let doc: Value = serde_json::from_str(&filesystem.body).unwrap();
+    assert_eq!(
+        doc["tools"],
+        json!([]),
+        "the fixture has no filesystem tools"
+    );
+    for bad in [
+        json!({"category": "everything"}),
+        json!({"session_id": "a\nb"}),
+        json!({"session_id": "x".repeat(129)}),
+    ] {
+        let answer = s
+            .send("POST", "/mcp/profiles/a/tool-preview", &key, Some(&bad))
+            .await;
+        assert_eq!(answer.status, 400, "{bad}: {}", answer.body);
+    }
 }
 
 #[tokio::test]
@@ -178,4 +214,112 @@ async fn admin_routes_keep_the_origin_check() {
     ];
     let answer = s.send("GET", "/mcp/status", &headers, None).await;
     assert_eq!(answer.status, 403, "{}", answer.body);
+}
+
+/// `GET /mcp/status` with `headers`: the status code and the document.
+async fn status(s: &super::http_auth::Served, headers: &[(&str, &str)]) -> (u16, Value) {
+    let answer = s.send("GET", "/mcp/status", headers, None).await;
+    let doc = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    (answer.status, doc)
+}
+
+#[tokio::test]
+async fn status_is_for_callers_and_the_admin_never_for_strangers() {
+    let s = serve(keys_http(), two_profiles()).await;
+    let (code, _) = status(&s, &[]).await;
+    assert_eq!(
+        code, 401,
+        "where callers authenticate, a stranger learns nothing"
+    );
+    let bearer = format!("Bearer {KEY_A}");
+    let (code, doc) = status(&s, &[("Authorization", bearer.as_str())]).await;
+    assert_eq!(code, 200, "{doc}");
+    assert_eq!(doc["status"], "ready");
+    assert_eq!(doc["caller"], "client");
+    assert_eq!(doc["runtime"]["name"], "toolgate");
+    assert!(doc["runtime"]["version"].is_string(), "{doc}");
+    assert_eq!(doc["servers"], json!({"total": 1, "up": 1, "down": 0}));
+    assert_eq!(doc["admin_auth"], json!({"configured": false}));
+    assert_eq!(doc["auth"], json!({"configured": true}));
+    assert_eq!(
+        doc["state_store"],
+        json!({"kind": "sqlite", "persistent": true})
+    );
+    assert_eq!(
+        doc["profile_store"],
+        json!({"kind": "config", "persistent": true})
+    );
+    assert_eq!(doc["default_profile"]["state"], "loaded");
+    assert!(
+        doc["next_actions"][0].as_str().unwrap().contains("http"),
+        "how to get the admin API: {doc}"
+    );
+    // An admin key where none is configured, or a wrong one, is refused, never read as a plain caller.
+    for wrong in [ADMIN_KEY, KEY_A] {
+        let (code, _) = status(
+            &s,
+            &[
+                ("Authorization", bearer.as_str()),
+                ("X-MCP-Gateway-Admin-Key", wrong),
+            ],
+        )
+        .await;
+        assert_eq!(code, 401);
+    }
+    let (code, _) = status(
+        &s,
+        &[
+            ("Authorization", bearer.as_str()),
+            ("Origin", "http://evil.com"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 403, "the Host/Origin gate comes first");
+}
+
+#[tokio::test]
+async fn status_names_servers_to_the_admin_alone_and_holds_no_secret() {
+    let mut settings = two_profiles();
+    settings["mcpServers"] = json!({"gone-server": {"command": "/nonexistent/mcp-server"}});
+    let s = serve(with_admin(), settings).await;
+    let bearer = format!("Bearer {KEY_A}");
+    let (code, client) = status(&s, &[("Authorization", bearer.as_str())]).await;
+    assert_eq!(code, 200, "{client}");
+    assert_eq!(client["status"], "degraded");
+    assert_eq!(client["servers"]["down"], 1, "{client}");
+    assert!(
+        !client.to_string().contains("gone-server"),
+        "a client learns counts, not names: {client}"
+    );
+    let (code, admin) = status(&s, &[("X-MCP-Gateway-Admin-Key", ADMIN_KEY)]).await;
+    assert_eq!(code, 200, "{admin}");
+    assert_eq!(admin["caller"], "admin");
+    assert_eq!(admin["admin_auth"], json!({"configured": true}));
+    assert_eq!(
+        admin["servers"]["not_ready"][0]["name"], "gone-server",
+        "{admin}"
+    );
+    assert!(
+        admin["next_actions"].to_string().contains("gone-server"),
+        "{admin}"
+    );
+    let root = s.root().to_str().unwrap().to_owned();
+    for doc in [&client, &admin] {
+        let text = doc.to_string();
+        for secret in [ADMIN_KEY, &digest(ADMIN_KEY), KEY_A, &digest(KEY_A), &root] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+    }
+    // Only the admin's reads are audited: a client polling would fill the log.
+    let audit = s.audit();
+    assert_eq!(audit.matches("admin.status").count(), 1, "{audit}");
+}
+
+#[tokio::test]
+async fn status_on_loopback_without_authentication_is_a_plain_read() {
+    let s = serve(json!({}), two_profiles()).await;
+    let (code, doc) = status(&s, &[]).await;
+    assert_eq!(code, 200, "{doc}");
+    assert_eq!(doc["auth"], json!({"configured": false}));
+    assert_eq!(doc["caller"], "client");
 }

@@ -66,7 +66,13 @@ pub async fn serve(http: Value, policy: Value) -> Served {
     let workspace = dir.path().join("ws");
     std::fs::create_dir_all(&workspace).unwrap();
     let mut text = policy;
-    text["mcpServers"] = json!({"fx": {"command": "fixture-in-process"}});
+    // Servers the settings name besides `fx` are started as they say (a command that cannot start stays down).
+    let mut servers = text["mcpServers"].take();
+    if !servers.is_object() {
+        servers = json!({});
+    }
+    servers["fx"] = json!({"command": "fixture-in-process"});
+    text["mcpServers"] = servers;
     text["http"] = http;
     let config = config::parse_str(
         &text.to_string(),
@@ -195,6 +201,11 @@ impl Served {
         let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                           "params": {"name": name, "arguments": args}});
         self.rpc(bearer, Some(session), &call).await.json()
+    }
+
+    /// The directory holding the config, the state and the workspace.
+    pub fn root(&self) -> &std::path::Path {
+        self._dir.path()
     }
 
     pub fn audit(&self) -> String {

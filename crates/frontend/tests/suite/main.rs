@@ -8,3 +8,4 @@ mod http;
 mod http_admin;
 mod http_auth;
 mod stdio;
+mod ws;

@@ -28,9 +28,11 @@ fn double_resume_race_consumes_once() {
             let id = id.clone();
             let barrier = Arc::clone(&barrier);
             thread::spawn(move || {
-                let mut s = Store::open(&ns).unwrap();
+                let opened = Store::open(&ns);
                 barrier.wait();
-                s.consume(&id, T0.plus_millis(MINUTE))
+                opened
+                    .expect("each handle opens the store")
+                    .consume(&id, T0.plus_millis(MINUTE))
             })
         })
         .collect();
@@ -64,8 +66,10 @@ fn concurrent_creation_never_exceeds_the_record_ceiling() {
             let ns = ns.clone();
             let barrier = Arc::clone(&barrier);
             thread::spawn(move || {
-                let mut s = Store::open_with_limits(&ns, limits).unwrap();
+                // Every thread reaches the barrier, opened or not: a failed open fails the test, never hangs it.
+                let opened = Store::open_with_limits(&ns, limits);
                 barrier.wait();
+                let mut s = opened.expect("each handle opens the store");
                 s.create_request(&format!("t{i}"), &snapshot(), T0, T0.plus_millis(MINUTE))
             })
         })
@@ -78,4 +82,29 @@ fn concurrent_creation_never_exceeds_the_record_ceiling() {
     assert_eq!(ok, 10);
     let s = Store::open(&ns).unwrap();
     assert_eq!(s.list_requests(None, T0).unwrap().len(), 10);
+}
+
+/// Regression: two `toolgate serve` processes started at once on a fresh workspace state (two clients' entries)
+/// made one fail with "database is locked" while the other created and migrated the database.
+#[test]
+fn processes_opening_a_fresh_database_at_once_all_open_it() {
+    for _ in 0..20 {
+        let env = Env::new();
+        let ns = env.namespace();
+        let barrier = Arc::new(Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (ns, barrier) = (ns.clone(), Arc::clone(&barrier));
+                thread::spawn(move || {
+                    barrier.wait();
+                    Store::open(&ns).map(drop)
+                })
+            })
+            .collect();
+        for h in handles {
+            if let Err(e) = h.join().unwrap() {
+                panic!("a concurrent open failed: {e}");
+            }
+        }
+    }
 }

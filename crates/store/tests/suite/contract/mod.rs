@@ -6,6 +6,7 @@
 
 mod approvals;
 mod feed;
+mod locks;
 mod rest;
 
 use std::sync::Arc;
@@ -90,7 +91,12 @@ macro_rules! contract {
                 rest::flag_overrides_name_the_accepted_definition,
                 rest::report_percentiles_rates_and_since,
                 rest::retention_keeps_the_newest_events,
+                rest::export_gives_the_newest_events_oldest_first_as_stored,
                 rest::audit_head_only_moves_forward_and_anchors_are_kept_once,
+                locks::a_lease_is_held_renewed_and_released_by_its_holder_alone,
+                locks::a_lapsed_lease_is_no_lease,
+                locks::racing_acquirers_on_separate_handles_get_one_lease,
+                locks::live_leases_are_bounded,
                 feed::a_change_by_another_handle_wakes_a_waiter_before_its_deadline,
                 feed::a_write_through_the_same_handle_wakes_its_waiter,
                 feed::without_a_change_the_wait_lasts_until_the_deadline,

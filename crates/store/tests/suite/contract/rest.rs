@@ -244,6 +244,51 @@ pub fn retention_keeps_the_newest_events<B: Backend>() {
     );
 }
 
+pub fn export_gives_the_newest_events_oldest_first_as_stored<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let (s, other) = (b.handle(), b.handle());
+    let events: Vec<_> = (0..6)
+        .map(|i| event(&format!("t{i}"), Some(i), "SUCCEEDED", at(i as i64)))
+        .collect();
+    s.record_events(&events).unwrap();
+    let mut free_text = event("leaky", None, "FAILED", at(10));
+    free_text.reason_code = "password is hunter2".into();
+    free_text.principal = Some("key:ci".into());
+    free_text.decision = Decision::Deny;
+    free_text.error_class = Some("TIMEOUT".into());
+    s.record_event(&free_text).unwrap();
+    let tools = |evs: &[ReportEvent]| evs.iter().map(|e| e.tool.clone()).collect::<Vec<_>>();
+    // Another handle (another process) reads what this one wrote.
+    let all = other.export_events(None, 100).unwrap();
+    assert_eq!(tools(&all), ["t0", "t1", "t2", "t3", "t4", "t5", "leaky"]);
+    assert_eq!(all[2], events[2], "an event comes back field for field");
+    let stored = all.last().unwrap();
+    assert_eq!(
+        stored.reason_code, "INVALID",
+        "what was refused on the way in stays out"
+    );
+    assert_eq!(
+        (
+            stored.decision,
+            stored.principal.as_deref(),
+            stored.duration_ms
+        ),
+        (Decision::Deny, Some("key:ci"), None)
+    );
+    assert_eq!(
+        tools(&other.export_events(None, 3).unwrap()),
+        ["t4", "t5", "leaky"]
+    );
+    assert_eq!(
+        tools(&other.export_events(Some(at(4)), 2).unwrap()),
+        ["t5", "leaky"]
+    );
+    assert_eq!(
+        tools(&other.export_events(Some(at(11)), 10).unwrap()),
+        Vec::<String>::new()
+    );
+}
+
 pub fn audit_head_only_moves_forward_and_anchors_are_kept_once<B: Backend>() {
     let b = B::fresh(Limits::DEFAULT);
     let (s, other) = (b.handle(), b.handle());
