@@ -99,6 +99,11 @@ pub fn definitions() -> Vec<Value> {
             let mut def = match OwnTool::named(tool) {
                 OwnTool::Builtin(_) => {
                     let mut def = of(tool)?;
+                    // ToolHub's surface has no lock tools, so no lease to name: its writes take none.
+                    if let Some(props) = def["inputSchema"]["properties"].as_object_mut() {
+                        props.remove("lock_lease_id");
+                        props.remove("lock_lease_ids");
+                    }
                     if own::resume_tool(own::OWN_SERVER, tool, name) != own::RESUME {
                         def["outputSchema"] = gated_output(def["outputSchema"].take());
                     }
