@@ -14,8 +14,9 @@
 //! index is bounded (per owner and overall) and expires with the tokens. A method the upstream's era lacks (`tasks/result` and `tasks/list` on a 2026-07-28 upstream,
 //! `tasks/update` on a legacy one) is refused with the reason.
 //!
-//! Creating a task is a `tools/call`, governed by the pipeline like any call; the task methods only read or
-//! cancel what the owner already started, so they are not decided again.
+//! Creating a task is a `tools/call`, governed by the pipeline like any call; the task methods are decided as the
+//! task's tool (`pipeline::task_methods`). This file keeps the table (ids, owners, sealing); carrying a created
+//! task and the task methods to the upstream is `task_calls`'.
 
 use crate::client::{Client, ClientEra};
 use crate::state::State;
