@@ -78,7 +78,8 @@ impl Gateway {
             .filter(|(v, ..)| category.is_none_or(|c| c == *v))
             .map(|(v, exposed, server, entry)| {
                 json!({"name": exposed, "server": server, "category": category_of(&guard, server, &exposed),
-                       "visibility": v, "reason": entry.reason, "rule_id": entry.rule_id})
+                       "visibility": v, "reason": entry.reason, "rule_id": entry.rule_id,
+                       "rule_at": entry.rule_at})
             })
             .collect();
         let down = self

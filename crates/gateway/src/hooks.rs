@@ -49,6 +49,8 @@ pub struct HookCall {
     /// The policy's decision: what a hook may tighten.
     pub effect: Effect,
     pub rule_id: Option<String>,
+    /// Where that rule was written in the user's file (`toolgate.json:28`), when it was.
+    pub rule_at: Option<String>,
     /// The policy's reason code (`ALLOW_RULE`, `DEFAULT_ASK`, …).
     pub reason: String,
     pub profile: String,
@@ -196,6 +198,7 @@ impl Registry {
             operation: d.operation.clone(),
             effect: d.effect,
             rule_id: d.rule_id.clone(),
+            rule_at: d.rule_at.clone(),
             reason: d.reason.clone(),
             profile: profile.to_owned(),
             arguments_bytes: digest.bytes,

@@ -232,5 +232,6 @@ fn to_json(r: &Row) -> Value {
         "visibility": r.entry.visibility,
         "reason": r.entry.reason,
         "rule_id": r.entry.rule_id,
+        "rule_at": r.entry.rule_at,
     })
 }

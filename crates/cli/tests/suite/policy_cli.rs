@@ -356,6 +356,12 @@ fn preview_shows_a_profile_s_blocked_deferred_visible_and_unavailable_tools() {
         row("fx__add"),
         (json!("blocked"), json!("DENY_RULE"), json!("mcp__fx__add"))
     );
+    // Where the deny was written, as refusals name it.
+    let at = surface_row(&surface, "fx__add")["rule_at"].clone();
+    assert!(
+        at.as_str().is_some_and(|a| a.starts_with("toolgate.json:")),
+        "{at}"
+    );
     assert_eq!(
         row("fx__rich"),
         (json!("deferred"), json!("PROFILE_DEFERRED"), json!(null))

@@ -42,6 +42,8 @@ pub(crate) struct Input<'a> {
 struct Policy<'a> {
     effect: Effect,
     rule_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule_at: Option<&'a str>,
     reason: &'a str,
 }
 
@@ -58,6 +60,7 @@ impl<'a> Input<'a> {
             policy: Policy {
                 effect: call.effect,
                 rule_id: call.rule_id.as_deref(),
+                rule_at: call.rule_at.as_deref(),
                 reason: &call.reason,
             },
             arguments_bytes: call.arguments_bytes,

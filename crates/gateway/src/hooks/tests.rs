@@ -17,6 +17,7 @@ fn call() -> HookCall {
         operation: "mcp.call".into(),
         effect: Effect::Allow,
         rule_id: None,
+        rule_at: None,
         reason: "DEFAULT_ALLOW".into(),
         profile: "default".into(),
         arguments_bytes: 2,
@@ -490,4 +491,20 @@ fn a_hook_whose_writable_directory_is_missing_is_refused_not_run_unconfined() {
     let why = denial(h.before(&call()));
     assert!(why.contains("landlock") && why.contains("missing"), "{why}");
     assert!(!ran.exists());
+}
+
+/// A hook is told where the deciding rule was written, as refusals and explain say it; nothing when no file did.
+#[test]
+fn a_hook_reads_where_the_deciding_rule_was_written() {
+    let with = HookCall {
+        rule_id: Some("Read(**/.env)".to_owned()),
+        rule_at: Some("toolgate.json:6".to_owned()),
+        ..call()
+    };
+    let seen: Value =
+        serde_json::to_value(input::Input::at(&with, input::Event::Pre, None)).unwrap();
+    assert_eq!(seen["policy"]["rule_at"], "toolgate.json:6", "{seen}");
+    let without: Value =
+        serde_json::to_value(input::Input::at(&call(), input::Event::Pre, None)).unwrap();
+    assert!(without["policy"].get("rule_at").is_none(), "{without}");
 }
