@@ -104,6 +104,8 @@ pub struct AuditEvent {
     pub actor: Option<String>,
     /// Execution time.
     pub duration_ms: Option<u64>,
+    /// The part of `duration_ms` the call waited for a human's approval, when it waited for one.
+    pub wait_ms: Option<u64>,
     /// Size and hash of the call's arguments.
     pub arguments: Option<Digest>,
     /// Size and hash of the call's result.
@@ -187,6 +189,9 @@ impl AuditEvent {
         }
         if let Some(d) = self.duration_ms {
             m.insert("duration_ms".into(), d.into());
+        }
+        if let Some(w) = self.wait_ms {
+            m.insert("wait_ms".into(), w.into());
         }
         for (key, digest) in [("arguments", &self.arguments), ("result", &self.result)] {
             if let Some(d) = digest {

@@ -132,6 +132,7 @@ impl CallRecord {
         let mut e = self.base(EventKind::Execution);
         e.outcome = Some(outcome.to_owned());
         e.duration_ms = Some(took.as_millis() as u64);
+        e.wait_ms = waited.map(|w| w.as_millis() as u64);
         if let Some(r) = result {
             e = e.with_result(r);
         }

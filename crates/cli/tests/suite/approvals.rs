@@ -426,6 +426,18 @@ async fn the_report_shows_a_humans_wait_apart_from_the_calls_latency() {
         ms("p50_ms") < human,
         "the call's own time leaves the wait out: {row}"
     );
+    // The audit log's execution record of the call carries the wait too, as part of its duration.
+    let executed: Vec<Value> = crate::support::audit_records(&a.state_dir)
+        .into_iter()
+        .filter(|r| r["kind"] == "execution" && r["tool"] == "echo")
+        .collect();
+    assert_eq!(executed.len(), 1, "{executed:#?}");
+    let (wait, took) = (&executed[0]["wait_ms"], &executed[0]["duration_ms"]);
+    assert!(
+        wait.as_u64()
+            .is_some_and(|w| w >= human && w <= took.as_u64().unwrap_or(0)),
+        "{executed:#?}"
+    );
 }
 
 #[tokio::test]
