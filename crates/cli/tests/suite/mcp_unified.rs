@@ -567,6 +567,202 @@ fn the_sheets_remote_examples_ask_the_running_gateway() {
     );
 }
 
+/// Every verb with `--remote` against `toolgate serve --http`: the read-only ones print what the local verb prints
+/// on the same config, the mutating ones change the running gateway's stores as the local verb changes them.
+#[tokio::test]
+async fn every_verb_answers_remotely_as_the_local_verb_does() {
+    let u = Unified::new(MINIMAL);
+    let outside = reporting_outside(&u);
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(u.ws.join("gateway.json")).unwrap()).unwrap();
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(ADMIN_KEY.as_bytes()));
+    config["http"] = serde_json::json!({"admin": {"keySha256": digest}});
+    u.write("gateway.json", &config.to_string());
+    // Reporting events with a secret in a file read and in a refused call's arguments.
+    let (content, secret_arg) = ("SECRET-CONTENT-REMOTE-01", "SECRET-ARGUMENT-REMOTE-02");
+    u.write("src/notes.txt", content);
+    let mut client = serve(&u);
+    client
+        .initialize("2025-11-25", serde_json::json!({}))
+        .await
+        .unwrap();
+    for path in ["src/notes.txt".to_owned(), format!("../{secret_arg}")] {
+        let args = serde_json::json!({"path": path});
+        let _ = crate::support::call(&client, "filesystem_read_file", args).await;
+    }
+    client.close(std::time::Duration::from_secs(10)).await;
+    let served = serve_http(&u);
+    let env = [
+        ("MCP_UNIFIED_GATEWAY_URL", served.url.as_str()),
+        ("MCP_UNIFIED_GATEWAY_ADMIN_KEY", ADMIN_KEY),
+    ];
+    let remote = |line: &str, stdin: Option<&str>| {
+        let r = u.sh_env(&format!("mcp-unified-gateway {line} --remote"), stdin, &env);
+        assert_eq!(r.code, 0, "{line} --remote:\n{}{}", r.out, r.err);
+        assert!(
+            ![content, secret_arg, ADMIN_KEY]
+                .iter()
+                .any(|s| r.out.contains(s) || r.err.contains(s)),
+            "{line}: {}{}",
+            r.out,
+            r.err
+        );
+        r.out
+    };
+    let here = "--config ./gateway.json";
+    for line in [
+        "list-presets",
+        "list-presets --json",
+        "package-info",
+        "package-info --json",
+        "tool-events report --group-by tool",
+        "tool-events report --group-by decision --format csv --since 7d",
+        "tool-events export --format json",
+    ] {
+        // The presets and the package are this binary's; the reporting events the config's.
+        let local = if line.starts_with("tool-events") {
+            u.ok(&format!("mcp-unified-gateway {line} {here}"))
+        } else {
+            u.ok(&format!("mcp-unified-gateway {line}"))
+        };
+        assert_eq!(remote(line, None), local, "{line}");
+    }
+    let exported = remote("tool-events export", None);
+    assert_eq!(exported.lines().count(), 2, "both calls: {exported}");
+    // validate-config checks the file the gateway was started on, as the local verb checks it here.
+    let valid = remote("validate-config", None);
+    let file = u.ws.join("gateway.json");
+    let local = u.ok(&format!(
+        "mcp-unified-gateway validate-config {}",
+        file.display()
+    ));
+    assert!(valid.starts_with("valid: "), "{valid}");
+    assert_eq!(valid, local);
+
+    // The mutating verbs change the running gateway's stores, as the local ones do.
+    let stored_file = outside.join("mcp-gateway.db.profiles.json");
+    let stored = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(&stored_file).unwrap()).unwrap()
+    };
+    let dup = remote(
+        "duplicate-preset project-researcher --profile-id remote-copy",
+        None,
+    );
+    assert!(
+        dup.starts_with("stored profile remote-copy (a copy of project-researcher)"),
+        "{dup}"
+    );
+    assert!(dup.contains("after a restart"), "{dup}");
+    u.ok(&format!(
+        "mcp-unified-gateway duplicate-preset project-researcher --profile-id local-copy {here}"
+    ));
+    let (r, l) = (&stored()["remote-copy"], &stored()["local-copy"]);
+    assert_eq!(
+        r.to_string().replace("remote-copy", "X"),
+        l.to_string().replace("local-copy", "X"),
+        "the same copy"
+    );
+    u.write("made.json", r#"{"id": "remote-made", "default": "deny", "tools": {"blocked": ["toolgate__shell_run"]}}"#);
+    let made = remote("create-profile --profile-file ./made.json", None);
+    assert!(made.starts_with("stored profile remote-made"), "{made}");
+    assert_eq!(stored()["remote-made"]["default"], "deny");
+    let local = u.ok(
+        "mcp-unified-gateway preview-profile-tools --profile remote-made --config ./gateway.json",
+    );
+    assert!(
+        local.starts_with("profile remote-made"),
+        "the local verbs serve it: {local}"
+    );
+    let refused = |line: &str, expected: &str| {
+        let r = u.sh_env(&format!("mcp-unified-gateway {line} --remote"), None, &env);
+        assert_ne!(r.code, 0, "{line}: {}", r.out);
+        assert!(
+            r.err.contains(expected),
+            "{line}: expected {expected:?} in {}",
+            r.err
+        );
+    };
+    refused(
+        "duplicate-preset project-researcher --profile-id local-copy",
+        "exists already",
+    );
+    refused(
+        "create-profile --profile-file ./made.json",
+        "exists already",
+    );
+    u.write("bad.json", r#"{"id": "bad", "default": "sometimes"}"#);
+    refused("create-profile --profile-file ./bad.json", "does not load");
+    assert!(stored().get("bad").is_none());
+    refused(
+        "duplicate-preset nobody --profile-id x",
+        "no preset or profile",
+    );
+    refused("tool-events report --group-by colour", "group_by");
+    refused(&format!("list-presets {here}"), "unexpected argument");
+    refused(
+        &format!("tool-events cleanup {here}"),
+        "cannot be used with",
+    );
+    let wrong = [env[0], ("MCP_UNIFIED_GATEWAY_ADMIN_KEY", "not-the-key")];
+    let r = u.sh_env(
+        "mcp-unified-gateway tool-events export --remote",
+        None,
+        &wrong,
+    );
+    assert!(
+        r.code != 0 && r.err.contains("refused the admin key"),
+        "{}",
+        r.err
+    );
+    let cleaned = remote("tool-events cleanup --max-events 1", None);
+    assert_eq!(
+        cleaned.trim(),
+        "removed 1 tool-use events past the retention"
+    );
+    let left = u.ok(&format!("mcp-unified-gateway tool-events export {here}"));
+    assert_eq!(left.lines().count(), 1, "{left}");
+
+    // Each was audited by the running gateway, without the secrets.
+    let audit = || {
+        crate::support::audit_records(&outside)
+            .iter()
+            .map(ToString::to_string)
+            .collect::<String>()
+    };
+    let routes = [
+        "admin.list_presets",
+        "admin.package_info",
+        "admin.validate_config",
+        "admin.duplicate_preset",
+        "admin.create_profile",
+        "admin.tool_events_report",
+        "admin.tool_events_export",
+        "admin.tool_events_cleanup",
+    ];
+    for _ in 0..100 {
+        if routes.iter().all(|r| audit().contains(r)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let audited = audit();
+    for route in routes {
+        assert!(audited.contains(route), "{route}");
+    }
+    let admin: Vec<String> = crate::support::audit_records(&outside)
+        .iter()
+        .map(ToString::to_string)
+        .filter(|r| r.contains("admin."))
+        .collect();
+    assert!(admin.len() >= routes.len(), "{admin:?}");
+    for record in admin {
+        assert!(
+            !record.contains(secret_arg) && !record.contains(content),
+            "{record}"
+        );
+    }
+}
+
 #[test]
 fn the_official_typescript_client_calls_tools_over_the_websocket_entry_point() {
     let u = Unified::new(MINIMAL);
