@@ -5,7 +5,9 @@
 //! surface's questions (`Gateway::explain_call`, `Gateway::tool_preview`: no arguments echoed, each audited),
 //! `tool-events` reads the reporting events (`unified_events`: report is `toolgate report`, export, cleanup),
 //! `validate-config` loads the config and its policy as `serve` would.
-//! Stored profiles are written by `unified_profiles`; nothing here is a second policy engine.
+//! Stored profiles are written by `unified_profiles`; nothing here is a second policy engine. Every verb also
+//! takes `--remote`: it then asks a running gateway's admin API (`unified_remote`), which answers with the same
+//! code on its own config (`unified_admin`).
 //!
 //! MCP Unified's own tool names (`fs.read`, `fs.patch`, …) name toolgate's workspace tools; the workspace is
 //! `--workspace`, else the current directory.
