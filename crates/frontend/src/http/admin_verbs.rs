@@ -154,7 +154,7 @@ async fn create(State(app): State<Arc<App>>, body: Body) -> Response {
 async fn report(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response {
     let q = match Query::parse(q.as_deref(), &["group_by", "since_ms", "format"]) {
         Ok(q) => q,
-        Err(r) => return r.into_response(),
+        Err(why) => return problem(StatusCode::BAD_REQUEST, &why),
     };
     let (Some(group_by), Ok(since_ms)) = (q.text("group_by"), q.number("since_ms")) else {
         return problem(
@@ -174,7 +174,7 @@ async fn report(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response 
 async fn export(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response {
     let q = match Query::parse(q.as_deref(), &["since_ms", "limit"]) {
         Ok(q) => q,
-        Err(r) => return r.into_response(),
+        Err(why) => return problem(StatusCode::BAD_REQUEST, &why),
     };
     let (Ok(since_ms), Ok(Some(limit))) = (q.number("since_ms"), q.number("limit")) else {
         return problem(
@@ -220,7 +220,7 @@ async fn cleanup(State(app): State<Arc<App>>, body: Body) -> Response {
 struct Query(Vec<(String, String)>);
 
 impl Query {
-    fn parse(raw: Option<&str>, known: &[&str]) -> Result<Self, Response> {
+    fn parse(raw: Option<&str>, known: &[&str]) -> Result<Self, String> {
         let mut pairs: Vec<(String, String)> = Vec::new();
         for part in raw.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
             let (key, value) = part.split_once('=').unwrap_or((part, ""));
@@ -228,12 +228,9 @@ impl Query {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'));
             if !known.contains(&key) || !plain || pairs.iter().any(|(k, _)| k == key) {
-                return Err(problem(
-                    StatusCode::BAD_REQUEST,
-                    &format!(
-                        "the query takes {} once each, plain values",
-                        known.join(", ")
-                    ),
+                return Err(format!(
+                    "the query takes {} once each, plain values",
+                    known.join(", ")
                 ));
             }
             pairs.push((key.to_owned(), value.to_owned()));
