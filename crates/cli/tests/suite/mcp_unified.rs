@@ -298,8 +298,18 @@ pub(crate) fn reporting_outside(u: &Unified) -> PathBuf {
     outside
 }
 
+/// `serve`, initialized as a 2025-11-25 client.
+pub(crate) async fn serve_initialized(u: &Unified) -> test_support::StdioClient {
+    let client = serve(u);
+    client
+        .initialize("2025-11-25", serde_json::json!({}))
+        .await
+        .unwrap();
+    client
+}
+
 /// `toolgate serve` on the project's `gateway.json` over stdio, as a client entry starts it.
-pub(crate) fn serve(u: &Unified) -> test_support::StdioClient {
+fn serve(u: &Unified) -> test_support::StdioClient {
     let config = u.ws.join("gateway.json");
     test_support::StdioClient::spawn(
         &crate::support::toolgate(),
@@ -323,11 +333,7 @@ async fn tool_events_export_holds_no_arguments_results_or_secrets() {
     let content = "SECRET-CONTENT-0123456789";
     let secret_arg = "SECRET-ARGUMENT-9876543210";
     u.write("src/notes.txt", content);
-    let mut client = serve(&u);
-    client
-        .initialize("2025-11-25", serde_json::json!({}))
-        .await
-        .unwrap();
+    let mut client = serve_initialized(&u).await;
     let read = crate::support::call(
         &client,
         "filesystem_read_file",

@@ -3,7 +3,8 @@
 //! config; and each way a remote request goes wrong, said in terms of what to change.
 
 use super::mcp_unified::{
-    http_gateway_json, reporting_outside, serve, serve_http, Unified, ADMIN_KEY, MINIMAL,
+    http_gateway_json, reporting_outside, serve_http, serve_initialized, Unified, ADMIN_KEY,
+    MINIMAL,
 };
 
 #[test]
@@ -144,11 +145,7 @@ async fn every_verb_answers_remotely_as_the_local_verb_does() {
     // Reporting events with a secret in a file read and in a refused call's arguments.
     let (content, secret_arg) = ("SECRET-CONTENT-REMOTE-01", "SECRET-ARGUMENT-REMOTE-02");
     u.write("src/notes.txt", content);
-    let mut client = serve(&u);
-    client
-        .initialize("2025-11-25", serde_json::json!({}))
-        .await
-        .unwrap();
+    let mut client = serve_initialized(&u).await;
     for path in ["src/notes.txt".to_owned(), format!("../{secret_arg}")] {
         let args = serde_json::json!({"path": path});
         let _ = crate::support::call(&client, "filesystem_read_file", args).await;
