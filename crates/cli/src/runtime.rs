@@ -315,7 +315,10 @@ async fn serve_http_until_signal(
     };
     let server = frontend::HttpServer::bind(Arc::clone(gw), &config.http, addr)
         .await?
-        .profile_store(profiles);
+        .profile_store(profiles)
+        .admin_verbs(Arc::new(crate::products::unified_admin::UnifiedVerbs::new(
+            config,
+        )));
     // The one line a user needs to connect a client; stdout stays free of anything but protocol bytes.
     eprintln!(
         "toolgate: serving MCP over HTTP at http://{}/mcp",

@@ -9,5 +9,7 @@
 mod http;
 mod stdio;
 
-pub use http::{HttpError, HttpServer, ProfileStore, DEFAULT_LISTEN};
+pub use http::{
+    AdminVerb, AdminVerbs, HttpError, HttpServer, ProfileStore, VerbRefusal, DEFAULT_LISTEN,
+};
 pub use stdio::serve_stdio;

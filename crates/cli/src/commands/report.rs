@@ -73,27 +73,10 @@ pub(crate) enum Since {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let state = crate::runtime::state(&args.config.load()?)?;
-    let group_by = match args.group_by {
-        Group::Server => GroupBy::Server,
-        Group::Tool => GroupBy::Tool,
-        Group::Profile => GroupBy::Profile,
-        Group::Decision => GroupBy::Decision,
-        Group::Rule => GroupBy::Rule,
-    };
     let since = args.since.map(Since::resolve);
-    let report = state
-        .store(|s| s.report(group_by, since))
-        .context("cannot read the reporting events")?;
-    let format = match args.format {
-        Format::Table => ReportFormat::Table,
-        Format::Json => ReportFormat::Json,
-        Format::Csv => ReportFormat::Csv,
-    };
-    print!(
-        "{}",
-        report.render(format).context("cannot render the report")?
-    );
-    if report.rows.is_empty() && matches!(args.format, Format::Table) {
+    let (text, empty_table) = render(&state, args.group_by, since, args.format)?;
+    print!("{text}");
+    if empty_table {
         // Say where this looked: the workspace `serve` reports for may be another one.
         eprintln!(
             "no reporting events{} for {}",
@@ -106,6 +89,53 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The report of `state`'s events grouped by `group_by` (a `--group-by` value) in `format` (a `--format`
+/// value), as `run` prints it, and whether it is a table without rows.
+pub(crate) fn rendered(
+    state: &gateway::State,
+    group_by: &str,
+    since: Option<Timestamp>,
+    format: &str,
+) -> anyhow::Result<(String, bool)> {
+    use clap::ValueEnum;
+    let group = Group::from_str(group_by, true).map_err(|_| {
+        anyhow::anyhow!("group_by {group_by:?} is not one of server, tool, profile, decision, rule")
+    })?;
+    let format = Format::from_str(format, true)
+        .map_err(|_| anyhow::anyhow!("format {format:?} is not one of table, json, csv"))?;
+    render(state, group, since, format)
+}
+
+fn render(
+    state: &gateway::State,
+    group: Group,
+    since: Option<Timestamp>,
+    format: Format,
+) -> anyhow::Result<(String, bool)> {
+    let group_by = match group {
+        Group::Server => GroupBy::Server,
+        Group::Tool => GroupBy::Tool,
+        Group::Profile => GroupBy::Profile,
+        Group::Decision => GroupBy::Decision,
+        Group::Rule => GroupBy::Rule,
+    };
+    let report = state
+        .store(|s| s.report(group_by, since))
+        .context("cannot read the reporting events")?;
+    let rendered = match format {
+        Format::Table => ReportFormat::Table,
+        Format::Json => ReportFormat::Json,
+        Format::Csv => ReportFormat::Csv,
+    };
+    let text = report
+        .render(rendered)
+        .context("cannot render the report")?;
+    Ok((
+        text,
+        report.rows.is_empty() && matches!(format, Format::Table),
+    ))
 }
 
 impl Since {

@@ -12,6 +12,7 @@ mod toolhub;
 mod toolhub_admin;
 mod toolscript;
 mod unified;
+pub(crate) mod unified_admin;
 mod unified_events;
 mod unified_gateway;
 mod unified_profiles;

@@ -5,14 +5,18 @@
 //! surface's questions (`Gateway::explain_call`, `Gateway::tool_preview`: no arguments echoed, each audited),
 //! `tool-events` reads the reporting events (`unified_events`: report is `toolgate report`, export, cleanup),
 //! `validate-config` loads the config and its policy as `serve` would.
-//! Stored profiles are written by `unified_profiles`; nothing here is a second policy engine.
+//! Stored profiles are written by `unified_profiles`; nothing here is a second policy engine. Every verb also
+//! takes `--remote`: it then asks a running gateway's admin API (`unified_remote`), which answers with the same
+//! code on its own config (`unified_admin`).
 //!
 //! MCP Unified's own tool names (`fs.read`, `fs.patch`, …) name toolgate's workspace tools; the workspace is
 //! `--workspace`, else the current directory.
 
+use crate::products::unified_remote::Remote;
 use crate::products::{unified_events, unified_gateway, unified_profiles};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -50,6 +54,10 @@ struct JsonFlag {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Ask the running gateway at $MCP_UNIFIED_GATEWAY_URL (its admin API, with the key in
+    /// $MCP_UNIFIED_GATEWAY_ADMIN_KEY) instead of this binary.
+    #[arg(long)]
+    remote: bool,
 }
 
 /// Where the config and workspace come from, shared by every verb that reads them.
@@ -68,6 +76,10 @@ pub(crate) struct Place {
 struct ValidateArgs {
     /// The config to validate (or --config).
     path: Option<PathBuf>,
+    /// Ask the running gateway at $MCP_UNIFIED_GATEWAY_URL to check the config it was started on, as it now
+    /// is on disk (its admin API, with the key in $MCP_UNIFIED_GATEWAY_ADMIN_KEY).
+    #[arg(long, conflicts_with_all = ["path", "config", "workspace"])]
+    remote: bool,
     #[command(flatten)]
     place: Place,
 }
@@ -76,8 +88,8 @@ pub fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     crate::runtime::init_logging();
     match cli.command {
-        Command::PackageInfo(f) => package_info(f.json),
-        Command::ListPresets(f) => list_presets(f.json),
+        Command::PackageInfo(f) => package_info(f),
+        Command::ListPresets(f) => list_presets(f),
         Command::DuplicatePreset(a) => unified_profiles::duplicate(a),
         Command::CreateProfile(a) => unified_profiles::create(a),
         Command::PreviewProfileTools(a) => unified_gateway::preview(a),
@@ -132,8 +144,9 @@ pub(crate) fn state_outside_workspace(config: &config::Config) -> anyhow::Result
     Ok(())
 }
 
-fn package_info(json: bool) -> anyhow::Result<ExitCode> {
-    let info = serde_json::json!({
+/// What this package is, as `package-info` prints it and the admin API answers it.
+pub(crate) fn package_info_value() -> Value {
+    serde_json::json!({
         "package_name": env!("CARGO_PKG_NAME"),
         "version": env!("CARGO_PKG_VERSION"),
         "invoked_as": "mcp-unified-gateway",
@@ -141,28 +154,43 @@ fn package_info(json: bool) -> anyhow::Result<ExitCode> {
         "license_expression": env!("CARGO_PKG_LICENSE"),
         "protocol_versions": gateway::SUPPORTED_VERSIONS,
         "runtime": "one binary: gateway (stdio, Streamable HTTP), policy, approvals, audit and reporting",
-    });
-    if json {
+    })
+}
+
+fn package_info(flags: JsonFlag) -> anyhow::Result<ExitCode> {
+    let info = if flags.remote {
+        Remote::from_env()?.get(&["package-info"], &[])?
+    } else {
+        package_info_value()
+    };
+    if flags.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
-        "package: {} {}",
-        env!("CARGO_PKG_NAME"),
-        env!("CARGO_PKG_VERSION")
-    );
+    let text = |k: &str| info[k].as_str().unwrap_or("-").to_owned();
+    println!("package: {} {}", text("package_name"), text("version"));
     println!("invoked as: mcp-unified-gateway (MCP Unified's gateway CLI)");
-    println!("license expression: {}", env!("CARGO_PKG_LICENSE"));
-    println!(
-        "protocol versions: {}",
-        gateway::SUPPORTED_VERSIONS.join(", ")
-    );
+    println!("license expression: {}", text("license_expression"));
+    let versions: Vec<&str> = info["protocol_versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    println!("protocol versions: {}", versions.join(", "));
     Ok(ExitCode::SUCCESS)
 }
 
-fn list_presets(json: bool) -> anyhow::Result<ExitCode> {
-    let presets = config::unified_presets();
-    if json {
+fn list_presets(flags: JsonFlag) -> anyhow::Result<ExitCode> {
+    let presets = if flags.remote {
+        match Remote::from_env()?.get(&["presets"], &[])? {
+            Value::Object(map) => map,
+            _ => anyhow::bail!("the gateway's presets are not a JSON object"),
+        }
+    } else {
+        config::unified_presets()
+    };
+    if flags.json {
         println!("{}", serde_json::to_string_pretty(&presets)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -170,7 +198,7 @@ fn list_presets(json: bool) -> anyhow::Result<ExitCode> {
     for (id, profile) in &presets {
         let description = profile
             .get("description")
-            .and_then(serde_json::Value::as_str)
+            .and_then(Value::as_str)
             .unwrap_or("");
         println!("{id:<width$}  {description}");
     }
@@ -180,46 +208,73 @@ fn list_presets(json: bool) -> anyhow::Result<ExitCode> {
 /// Valid when the config loads and its policy (presets and stored profiles included) compiles, as `serve`
 /// would load them; the answer is on stdout, the reason for a failure on stderr, exit 1.
 fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
-    let mut place = args.place;
-    if let Some(p) = args.path {
-        anyhow::ensure!(
-            place.config.is_none() || place.config.as_ref() == Some(&p),
-            "give the config once: as the argument or as --config"
-        );
-        place.config = Some(p);
+    let checked = if args.remote {
+        Remote::from_env()?.get(&["config", "validate"], &[])?
+    } else {
+        let mut place = args.place;
+        if let Some(p) = args.path {
+            anyhow::ensure!(
+                place.config.is_none() || place.config.as_ref() == Some(&p),
+                "give the config once: as the argument or as --config"
+            );
+            place.config = Some(p);
+        }
+        check_config(&place)?
+    };
+    let text = |k: &str| checked[k].as_str().map(str::to_owned);
+    let config = text("config").unwrap_or_default();
+    if checked["valid"] != true {
+        println!("invalid: {config}");
+        eprintln!("mcp-unified-gateway: {}", text("error").unwrap_or_default());
+        return Ok(ExitCode::from(crate::runtime::EXIT_FAILURE));
     }
+    println!("valid: {config}");
+    if let Some(p) = text("default_profile") {
+        println!("default profile: {p}");
+    }
+    if let Some(store) = text("store") {
+        println!("store: {store}");
+    }
+    if let Some(w) = text("warning") {
+        println!("warning: {w}");
+    }
+    let reporting = if checked["tool_use_reporting"] == true {
+        "enabled"
+    } else {
+        "disabled"
+    };
+    println!("tool-use reporting: {reporting}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the config at `place` and its policy as `serve` would: `valid`, and what `validate-config` prints.
+pub(crate) fn check_config(place: &Place) -> anyhow::Result<Value> {
     let path = place
         .path()
         .context("no config: give the file (validate-config ./gateway.json)")?;
     let checked = place
         .load(None, crate::runtime::ConfigUse::Read)
         .and_then(|c| crate::runtime::load_guard(&c).map(|g| (c, g)));
+    let mut answer = serde_json::json!({"config": path.display().to_string()});
     match checked {
         Ok((config, guard)) => {
-            println!("valid: {}", path.display());
-            if let Some(p) = guard.profile() {
-                println!("default profile: {p}");
-            }
-            if let Some(dir) = &config.state_dir {
-                println!("store: {} ({})", dir.value.display(), dir.from);
-            }
-            if let Err(e) = state_outside_workspace(&config) {
-                println!("warning: {e}");
-            }
-            println!(
-                "tool-use reporting: {}",
-                if config.reporting.enabled.value {
-                    "enabled"
-                } else {
-                    "disabled"
-                }
-            );
-            Ok(ExitCode::SUCCESS)
+            answer["valid"] = true.into();
+            answer["default_profile"] = guard.profile().into();
+            answer["store"] = config
+                .state_dir
+                .as_ref()
+                .map(|d| format!("{} ({})", d.value.display(), d.from))
+                .into();
+            answer["warning"] = state_outside_workspace(&config)
+                .err()
+                .map(|e| e.to_string())
+                .into();
+            answer["tool_use_reporting"] = config.reporting.enabled.value.into();
         }
         Err(e) => {
-            println!("invalid: {}", path.display());
-            eprintln!("mcp-unified-gateway: {}", crate::runtime::error_chain(&e));
-            Ok(ExitCode::from(crate::runtime::EXIT_FAILURE))
+            answer["valid"] = false.into();
+            answer["error"] = crate::runtime::error_chain(&e).into();
         }
     }
+    Ok(answer)
 }

@@ -6,6 +6,7 @@
 
 use crate::commands::report::{parse_since, Since};
 use crate::products::unified::Place;
+use crate::products::unified_remote::Remote;
 use anyhow::Context;
 use clap::Parser;
 use serde_json::{json, Value};
@@ -42,6 +43,10 @@ struct ReportArgs {
     /// table, json or csv.
     #[arg(long)]
     format: Option<String>,
+    /// Ask the running gateway at $MCP_UNIFIED_GATEWAY_URL (its admin API, with the key in
+    /// $MCP_UNIFIED_GATEWAY_ADMIN_KEY) about its own reporting store.
+    #[arg(long, conflicts_with_all = ["config", "workspace"])]
+    remote: bool,
     #[command(flatten)]
     place: Place,
 }
@@ -57,6 +62,10 @@ struct ExportArgs {
     /// At most this many events, the newest.
     #[arg(long, default_value_t = EXPORT_DEFAULT_LIMIT)]
     limit: u64,
+    /// Ask the running gateway at $MCP_UNIFIED_GATEWAY_URL (its admin API, with the key in
+    /// $MCP_UNIFIED_GATEWAY_ADMIN_KEY) about its own reporting store.
+    #[arg(long, conflicts_with_all = ["config", "workspace"])]
+    remote: bool,
     #[command(flatten)]
     place: Place,
 }
@@ -77,6 +86,10 @@ struct CleanupArgs {
     /// Keep at most this many of the newest events (default: tool_use_reporting.retention_max_events).
     #[arg(long, value_name = "N")]
     max_events: Option<u64>,
+    /// Ask the running gateway at $MCP_UNIFIED_GATEWAY_URL (its admin API, with the key in
+    /// $MCP_UNIFIED_GATEWAY_ADMIN_KEY) about its own reporting store.
+    #[arg(long, conflicts_with_all = ["config", "workspace"])]
+    remote: bool,
     #[command(flatten)]
     place: Place,
 }
@@ -86,21 +99,55 @@ pub(crate) fn events(args: EventsArgs) -> anyhow::Result<ExitCode> {
         Events::Report(a) => report(a),
         Events::Export(a) => export(a),
         Events::Cleanup(a) => {
-            let (state, configured) = reporting_state(&a.place)?;
-            let retention = store::Retention {
-                max_age_days: a.max_age_days.or(configured.max_age_days),
-                max_events: a.max_events.or(configured.max_events),
+            let removed = if a.remote {
+                let body = json!({"max_age_days": a.max_age_days, "max_events": a.max_events});
+                let answer = Remote::from_env()?.post(&["tool-events", "cleanup"], &body)?;
+                answer["removed"]
+                    .as_u64()
+                    .context("the gateway did not say how many events it removed")?
+            } else {
+                cleanup_at(&a.place, a.max_age_days, a.max_events)?
             };
-            let removed = state
-                .store(|s| s.apply_retention(&retention, store::Timestamp::now()))
-                .context("cannot apply the reporting retention")?;
             println!("removed {removed} tool-use events past the retention");
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
+/// Deletes the events of the config at `place` past the retention: the config's, or the limits given.
+pub(crate) fn cleanup_at(
+    place: &Place,
+    max_age_days: Option<u32>,
+    max_events: Option<u64>,
+) -> anyhow::Result<u64> {
+    let (state, configured) = reporting_state(place)?;
+    let retention = store::Retention {
+        max_age_days: max_age_days.or(configured.max_age_days),
+        max_events: max_events.or(configured.max_events),
+    };
+    let removed = state
+        .store(|s| s.apply_retention(&retention, store::Timestamp::now()))
+        .context("cannot apply the reporting retention")?;
+    Ok(removed)
+}
+
 fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    if a.remote {
+        let mut query = vec![("group_by", a.group_by)];
+        if let Some(since) = &a.since {
+            let since = parse_since(since).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
+            query.push(("since_ms", since.resolve().as_millis().to_string()));
+        }
+        if let Some(format) = a.format {
+            query.push(("format", format));
+        }
+        let answer = Remote::from_env()?.get(&["tool-events", "report"], &query)?;
+        print!("{}", answer["rendered"].as_str().unwrap_or_default());
+        if answer["empty_note"].as_bool() == Some(true) {
+            eprintln!("no reporting events at the gateway");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let (state, retention) = reporting_state(&a.place)?;
     state
         .store(|s| s.apply_retention(&retention, store::Timestamp::now()))
@@ -133,18 +180,39 @@ fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     crate::commands::report::run(parsed.args)
 }
 
-fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
-    let (state, retention) = reporting_state(&a.place)?;
-    let now = store::Timestamp::now();
-    // What the retention no longer keeps is not exported either.
+/// The report of the config at `place`, as `report` prints it: `rendered`, and `empty_note` when a table has no
+/// rows (the local verb then says so on stderr).
+pub(crate) fn report_at(
+    place: &Place,
+    group_by: &str,
+    since: Option<store::Timestamp>,
+    format: Option<&str>,
+) -> anyhow::Result<Value> {
+    let (state, retention) = reporting_state(place)?;
     state
-        .store(|s| s.apply_retention(&retention, now))
+        .store(|s| s.apply_retention(&retention, store::Timestamp::now()))
         .context("cannot apply the reporting retention")?;
+    let (rendered, empty_table) =
+        crate::commands::report::rendered(&state, group_by, since, format.unwrap_or("table"))?;
+    Ok(json!({"rendered": rendered, "empty_note": empty_table}))
+}
+
+fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     let since = a.since.map(Since::resolve);
-    let events = state
-        .store(|s| s.export_events(since, a.limit))
-        .context("cannot read the reporting events")?;
-    let rows: Vec<Value> = events.iter().map(exported).collect();
+    let (rows, place) = if a.remote {
+        let mut query = vec![("limit", a.limit.to_string())];
+        if let Some(since) = since {
+            query.push(("since_ms", since.as_millis().to_string()));
+        }
+        let answer = Remote::from_env()?.get(&["tool-events", "export"], &query)?;
+        let rows = answer["events"]
+            .as_array()
+            .cloned()
+            .context("the gateway's export holds no events list")?;
+        (rows, "the gateway".to_owned())
+    } else {
+        export_at(&a.place, since, a.limit)?
+    };
     let mut out = std::io::stdout().lock();
     match a.format {
         ExportFormat::Jsonl => {
@@ -156,17 +224,32 @@ fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     if rows.is_empty() {
-        eprintln!(
-            "no reporting events{} for {}",
-            if since.is_some() {
-                " in that period"
-            } else {
-                ""
-            },
-            crate::runtime::where_state_is(&state)
-        );
+        let period = if since.is_some() {
+            " in that period"
+        } else {
+            ""
+        };
+        eprintln!("no reporting events{period} for {place}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The newest `limit` events of the config at `place` since `since`, oldest first, and where they were read.
+pub(crate) fn export_at(
+    place: &Place,
+    since: Option<store::Timestamp>,
+    limit: u64,
+) -> anyhow::Result<(Vec<Value>, String)> {
+    let (state, retention) = reporting_state(place)?;
+    // What the retention no longer keeps is not exported either.
+    state
+        .store(|s| s.apply_retention(&retention, store::Timestamp::now()))
+        .context("cannot apply the reporting retention")?;
+    let events = state
+        .store(|s| s.export_events(since, limit))
+        .context("cannot read the reporting events")?;
+    let rows = events.iter().map(exported).collect();
+    Ok((rows, crate::runtime::where_state_is(&state)))
 }
 
 /// One exported event: every field an event has, the time also in RFC 3339.

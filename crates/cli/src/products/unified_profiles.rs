@@ -1,9 +1,11 @@
 //! `mcp-unified-gateway duplicate-preset` and `create-profile`: profiles stored beside a `gateway.json`'s store
 //! (`<sqlite_path>.profiles.json`, which the config crate reads back as toolgate profiles). A new profile is
 //! written only once the whole policy, with it, compiles as `serve` would compile it; an id already taken is
-//! refused, never replaced. The profile file holds toolgate's profile keys plus its `id`.
+//! refused, never replaced. The profile file holds toolgate's profile keys plus its `id`. With `--remote` the running
+//! gateway does the same to its own store (`unified_admin`); it reads its profiles when it starts.
 
 use crate::products::unified::Place;
+use crate::products::unified_remote::Remote;
 use anyhow::Context;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -16,6 +18,10 @@ pub(crate) struct DuplicateArgs {
     /// The new profile's id.
     #[arg(long, value_name = "ID")]
     profile_id: String,
+    /// Store it in the running gateway's profile store, at $MCP_UNIFIED_GATEWAY_URL (its admin API, with the key
+    /// in $MCP_UNIFIED_GATEWAY_ADMIN_KEY); it serves the profile after a restart.
+    #[arg(long, conflicts_with_all = ["config", "workspace"])]
+    remote: bool,
     #[command(flatten)]
     place: Place,
 }
@@ -25,36 +31,75 @@ pub(crate) struct CreateArgs {
     /// The profile as JSON: `{"id": …, "description", "default", "rules", "permissions", "tools", "mode"}`.
     #[arg(long, value_name = "FILE")]
     profile_file: PathBuf,
+    /// Store it in the running gateway's profile store, at $MCP_UNIFIED_GATEWAY_URL (its admin API, with the key
+    /// in $MCP_UNIFIED_GATEWAY_ADMIN_KEY); it serves the profile after a restart.
+    #[arg(long, conflicts_with_all = ["config", "workspace"])]
+    remote: bool,
     #[command(flatten)]
     place: Place,
 }
 
+/// What a remote store adds: the running gateway read its profiles when it started.
+const AFTER_RESTART: &str = "the running gateway serves it after a restart";
+
 pub(crate) fn duplicate(args: DuplicateArgs) -> anyhow::Result<ExitCode> {
-    let config = args.place.load(None, crate::runtime::ConfigUse::Read)?;
+    if args.remote {
+        let body = serde_json::json!({"profile_id": args.profile_id});
+        Remote::from_env()?.post(&["presets", &args.id, "duplicate"], &body)?;
+    } else {
+        duplicate_at(&args.place, &args.id, &args.profile_id)?;
+    }
+    println!("stored profile {} (a copy of {})", args.profile_id, args.id);
+    if args.remote {
+        println!("{AFTER_RESTART}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Stores a copy of `id` as `new` in the profile store of the config at `place`.
+pub(crate) fn duplicate_at(place: &Place, id: &str, new: &str) -> anyhow::Result<()> {
+    let config = place.load(None, crate::runtime::ConfigUse::Read)?;
     let known = config
         .policy
         .profiles
         .as_ref()
-        .and_then(|p| p.get(&args.id))
+        .and_then(|p| p.get(id))
         .cloned()
-        .with_context(|| {
-            format!(
-                "no preset or profile {:?} (list-presets shows them)",
-                args.id
-            )
-        })?;
-    let copy = renamed(known, &args.id, &args.profile_id);
-    store(&config, &args.profile_id, copy)?;
-    println!("stored profile {} (a copy of {})", args.profile_id, args.id);
-    Ok(ExitCode::SUCCESS)
+        .with_context(|| format!("no preset or profile {id:?} (list-presets shows them)"))?;
+    store(&config, new, renamed(known, id, new))
 }
 
 pub(crate) fn create(args: CreateArgs) -> anyhow::Result<ExitCode> {
-    let config = args.place.load(None, crate::runtime::ConfigUse::Read)?;
     let text = std::fs::read_to_string(&args.profile_file)
         .with_context(|| format!("cannot read {}", args.profile_file.display()))?;
     let name = args.profile_file.display().to_string();
-    let Value::Object(mut profile) = config::parse_json(&text, &name)? else {
+    let profile = config::parse_json(&text, &name)?;
+    let id = if args.remote {
+        anyhow::ensure!(
+            profile.is_object(),
+            "{name}: a profile must be a JSON object"
+        );
+        let answer =
+            Remote::from_env()?.post(&["profiles"], &serde_json::json!({"profile": profile}))?;
+        answer["stored"]
+            .as_str()
+            .context("the gateway did not say which profile it stored")?
+            .to_owned()
+    } else {
+        create_at(&args.place, profile, &name)?
+    };
+    println!("stored profile {id}");
+    if args.remote {
+        println!("{AFTER_RESTART}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Stores `profile` (its `id` names it; `name` says where it came from) in the profile store of the config at
+/// `place`; its id.
+pub(crate) fn create_at(place: &Place, profile: Value, name: &str) -> anyhow::Result<String> {
+    let config = place.load(None, crate::runtime::ConfigUse::Read)?;
+    let Value::Object(mut profile) = profile else {
         anyhow::bail!("{name}: a profile must be a JSON object");
     };
     let id = match profile
@@ -68,8 +113,7 @@ pub(crate) fn create(args: CreateArgs) -> anyhow::Result<ExitCode> {
         None => anyhow::bail!("{name}: the profile needs an \"id\""),
     };
     store(&config, &id, Value::Object(profile))?;
-    println!("stored profile {id}");
-    Ok(ExitCode::SUCCESS)
+    Ok(id)
 }
 
 fn valid_id(id: &str) -> bool {
@@ -119,6 +163,11 @@ fn store(config: &config::Config, id: &str, profile: Value) -> anyhow::Result<()
         "a preset or profile {id:?} exists already; choose another id"
     );
     let mut stored = read_stored(&file)?;
+    // Another writer may have stored it since the config was read.
+    anyhow::ensure!(
+        !stored.contains_key(id),
+        "a preset or profile {id:?} exists already; choose another id"
+    );
     stored.insert(id.to_owned(), profile);
     let mut with = config.clone();
     let mut all = match with.policy.profiles.take() {

@@ -1,7 +1,8 @@
-//! `--remote`: `explain-policy` and `preview-profile-tools` ask a running toolgate's admin API
+//! `--remote`: every `mcp-unified-gateway` verb asks a running toolgate's admin API
 //! (`toolgate serve --http` with `"http": {"admin": {"keySha256": …}}`) instead of starting a gateway of their own.
 //! The endpoint comes from `MCP_UNIFIED_GATEWAY_URL` (the MCP endpoint, `http://HOST:PORT/mcp`; the admin routes
-//! are beneath it, `…/mcp/policy/explain` and `…/mcp/profiles/{id}/tool-preview`), the admin key from
+//! are beneath it, `…/mcp/policy/explain`, `…/mcp/profiles/{id}/tool-preview`, `…/mcp/presets` and the rest of
+//! the frontend's `admin_verbs`), the admin key from
 //! `MCP_UNIFIED_GATEWAY_ADMIN_KEY`, sent in `X-MCP-Gateway-Admin-Key`. The key is never a flag (shell history and
 //! process listings would show it) and never part of a message; it is not sent in the clear beyond this host
 //! (plain `http://` only to a loopback address), nor after a redirect (none is followed).
@@ -77,11 +78,29 @@ impl Remote {
 
     /// POSTs `body` to the admin route `segments` beneath the endpoint and returns the JSON answer.
     pub(crate) fn post(&self, segments: &[&str], body: &Value) -> anyhow::Result<Value> {
+        self.send(reqwest::Method::POST, segments, &[], Some(body))
+    }
+
+    /// GETs the admin route `segments` with the query `query` (plain values) and returns the JSON answer.
+    pub(crate) fn get(&self, segments: &[&str], query: &[(&str, String)]) -> anyhow::Result<Value> {
+        self.send(reqwest::Method::GET, segments, query, None)
+    }
+
+    fn send(
+        &self,
+        method: reqwest::Method,
+        segments: &[&str],
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> anyhow::Result<Value> {
         let mut url = self.endpoint.clone();
         url.path_segments_mut()
             .map_err(|()| anyhow::anyhow!("{URL_VAR} cannot hold a path"))?
             .pop_if_empty()
             .extend(segments);
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
         let shown = shown(&self.endpoint);
         let rt = crate::runtime::tokio()?;
         rt.block_on(async {
@@ -92,11 +111,13 @@ impl Remote {
                 .user_agent(concat!("mcp-unified-gateway (toolgate ", env!("CARGO_PKG_VERSION"), ")"))
                 .build()
                 .context("cannot build the HTTP client")?;
-            let sent = client
-                .post(url)
-                .header(ADMIN_HEADER, &self.key)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.to_string())
+            let mut request = client.request(method, url).header(ADMIN_HEADER, &self.key);
+            if let Some(body) = body {
+                request = request
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.to_string());
+            }
+            let sent = request
                 .send()
                 .await;
             let response = match sent {
@@ -139,6 +160,7 @@ fn refusal(status: u16, said: Option<String>, shown: &str) -> anyhow::Error {
             said.unwrap_or_else(|| "Host or Origin not allowed".to_owned())
         ),
         (404, Some(said)) => anyhow::anyhow!("the gateway at {shown}: {said}"),
+        (400 | 409, Some(said)) => anyhow::anyhow!("the gateway at {shown} refused: {said}"),
         (404 | 405, None) => anyhow::anyhow!(
             "the gateway at {shown} has no admin API there: configure \"http\": {{\"admin\": {{\"keySha256\": \
              …}}}} in its config, and give {URL_VAR} as its endpoint (http://HOST:PORT/mcp)"

@@ -43,6 +43,7 @@ mod interop;
 mod isolation;
 mod matrix;
 mod mcp_unified;
+mod mcp_unified_remote;
 mod operator_trust;
 mod path_resolution;
 mod pins;

@@ -1,6 +1,6 @@
 //! The admin surface, as MCP Unified documents it, under the endpoint's path: `POST /mcp/policy/explain` (how a
 //! profile would decide a hypothetical call) and `POST /mcp/profiles/{id}/tool-preview` (a profile's tool
-//! surface). Routed only when `http.admin` names a key, so every admin route is 404 otherwise. `GET /mcp/status`
+//! surface), and the product verbs' routes (`admin_verbs`). Routed only when `http.admin` names a key, so every admin route is 404 otherwise. `GET /mcp/status`
 //! is `status`'s: the admin reads it with more detail, but it is not admin-only.
 //!
 //! The admin key comes in `X-MCP-Gateway-Admin-Key` (or `Authorization: Bearer`), compared by SHA-256 digest
@@ -35,6 +35,7 @@ pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
     Router::new()
         .route("/mcp/policy/explain", post(explain))
         .route("/mcp/profiles/{id}/tool-preview", post(preview))
+        .merge(super::admin_verbs::routes())
         .route_layer(middleware::from_fn(
             move |request: Request, next: Next| async move {
                 if admitted(&digest, request.headers()) {
@@ -100,7 +101,7 @@ pub(crate) fn problem(status: StatusCode, message: &str) -> Response {
 }
 
 /// A request the admin surface refuses before asking the gateway anything.
-struct Problem(StatusCode, String);
+pub(crate) struct Problem(StatusCode, String);
 
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
@@ -109,7 +110,10 @@ impl IntoResponse for Problem {
 }
 
 /// The request body as a JSON object (an empty body is `{}`), within the transport's body limit.
-async fn object(app: &App, body: Body) -> Result<serde_json::Map<String, Value>, Problem> {
+pub(crate) async fn object(
+    app: &App,
+    body: Body,
+) -> Result<serde_json::Map<String, Value>, Problem> {
     let bytes = axum::body::to_bytes(body, app.limits.max_body_bytes)
         .await
         .map_err(|_| {

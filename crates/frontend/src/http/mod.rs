@@ -16,6 +16,7 @@
 //! boundary an unauthenticated server has.
 
 mod admin;
+mod admin_verbs;
 pub(crate) mod auth;
 mod connections;
 mod modern;
@@ -51,6 +52,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use admin_verbs::{AdminVerb, AdminVerbs, VerbRefusal};
 pub use status::ProfileStore;
 
 /// The legacy session header.
@@ -94,6 +96,8 @@ pub(crate) struct App {
     pub admin: Option<[u8; 32]>,
     /// Where the served profiles come from, for `GET /mcp/status`.
     pub profile_store: ProfileStore,
+    /// What answers the product verbs' admin routes (`admin_verbs`); none unless the server was given one.
+    pub verbs: Option<Arc<dyn AdminVerbs>>,
     pub limits: HttpLimits,
     pub sessions: Arc<Table>,
     /// Requests in flight (`maxConcurrentRequests`, `maxConcurrentRequestsPerIdentity`).
@@ -151,6 +155,7 @@ impl HttpServer {
             auth,
             admin: http.admin.as_ref().map(|a| a.sha256),
             profile_store: ProfileStore::default(),
+            verbs: None,
             limits,
             sessions: Table::new(
                 limits.max_sessions,
@@ -179,6 +184,12 @@ impl HttpServer {
     /// Says where the served profiles come from in `GET /mcp/status` (the config's alone by default).
     pub fn profile_store(mut self, store: ProfileStore) -> Self {
         self.app.profile_store = store;
+        self
+    }
+
+    /// Answers the product verbs' admin routes with `verbs` (`--remote`); they are 404 without it.
+    pub fn admin_verbs(mut self, verbs: Arc<dyn AdminVerbs>) -> Self {
+        self.app.verbs = Some(verbs);
         self
     }
 

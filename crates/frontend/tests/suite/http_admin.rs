@@ -2,8 +2,9 @@
 //! the admin key, and asking it to explain a call so that it hands back the call's secrets; and readiness
 //! (`GET /mcp/status`), which callers and the admin read and strangers do not.
 
-use super::http_auth::{digest, keys_http, serve, two_profiles, ADMIN_KEY, KEY_A};
+use super::http_auth::{digest, keys_http, serve, serve_with, two_profiles, ADMIN_KEY, KEY_A};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 fn with_admin() -> Value {
     let mut http = keys_http();
@@ -322,4 +323,167 @@ async fn status_on_loopback_without_authentication_is_a_plain_read() {
     assert_eq!(code, 200, "{doc}");
     assert_eq!(doc["auth"], json!({"configured": false}));
     assert_eq!(doc["caller"], "client");
+}
+
+/// The product verbs' routes: what `--remote` asks (`frontend::AdminVerbs`).
+const VERB_ROUTES: [(&str, &str); 8] = [
+    ("GET", "/mcp/presets"),
+    ("GET", "/mcp/package-info"),
+    ("GET", "/mcp/config/validate"),
+    ("POST", "/mcp/presets/project-researcher/duplicate"),
+    ("POST", "/mcp/profiles"),
+    ("GET", "/mcp/tool-events/report?group_by=tool"),
+    ("GET", "/mcp/tool-events/export?limit=5"),
+    ("POST", "/mcp/tool-events/cleanup"),
+];
+
+/// Answers every verb with what it received, and refuses the profile id `taken`.
+#[derive(Default)]
+struct Recording(std::sync::Mutex<Vec<frontend::AdminVerb>>);
+
+impl frontend::AdminVerbs for Recording {
+    fn answer(&self, verb: frontend::AdminVerb) -> Result<Value, frontend::VerbRefusal> {
+        self.0.lock().unwrap().push(verb.clone());
+        match verb {
+            frontend::AdminVerb::DuplicatePreset { profile_id, .. } if profile_id == "taken" => {
+                Err(frontend::VerbRefusal::Refused(
+                    "a preset or profile \"taken\" exists already".into(),
+                ))
+            }
+            other => Ok(json!({"verb": format!("{other:?}")})),
+        }
+    }
+}
+
+fn verb_body(path: &str) -> Value {
+    match path {
+        "/mcp/profiles" => json!({"profile": {"id": "mine", "default": "deny"}}),
+        "/mcp/tool-events/cleanup" => json!({"max_events": 3}),
+        _ => json!({"profile_id": "copy"}),
+    }
+}
+
+#[tokio::test]
+async fn verb_routes_are_absent_without_admin_key() {
+    let verbs: Arc<Recording> = Arc::default();
+    let s = serve_with(keys_http(), two_profiles(), Some(verbs.clone())).await;
+    for (method, path) in VERB_ROUTES {
+        let key = [("X-MCP-Gateway-Admin-Key", ADMIN_KEY)];
+        let answer = s.send(method, path, &key, Some(&verb_body(path))).await;
+        assert_eq!(answer.status, 404, "{method} {path}: {}", answer.body);
+    }
+    assert!(verbs.0.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn verb_routes_refuse_a_wrong_or_missing_admin_key() {
+    let verbs: Arc<Recording> = Arc::default();
+    let s = serve_with(with_admin(), two_profiles(), Some(verbs.clone())).await;
+    let bearer = format!("Bearer {KEY_A}");
+    for (method, path) in VERB_ROUTES {
+        for headers in [
+            vec![("X-MCP-Gateway-Admin-Key", "not-the-admin-key")],
+            vec![("X-MCP-Gateway-Admin-Key", KEY_A)],
+            vec![("Authorization", bearer.as_str())],
+            vec![],
+        ] {
+            let answer = s.send(method, path, &headers, Some(&verb_body(path))).await;
+            assert_eq!(
+                answer.status, 401,
+                "{method} {path} {headers:?}: {}",
+                answer.body
+            );
+        }
+    }
+    assert!(verbs.0.lock().unwrap().is_empty(), "nothing was asked");
+    // The right key reaches each verb, with what the request said, and each is audited.
+    for (method, path) in VERB_ROUTES {
+        let key = [("X-MCP-Gateway-Admin-Key", ADMIN_KEY)];
+        let answer = s.send(method, path, &key, Some(&verb_body(path))).await;
+        assert_eq!(answer.status, 200, "{method} {path}: {}", answer.body);
+    }
+    let asked = format!("{:?}", verbs.0.lock().unwrap());
+    for carried in [
+        "ListPresets",
+        "PackageInfo",
+        "ValidateConfig",
+        "DuplicatePreset { id: \"project-researcher\", profile_id: \"copy\" }",
+        "CreateProfile",
+        "\"mine\"",
+        "ToolEventsReport { group_by: \"tool\", since_ms: None, format: None }",
+        "ToolEventsExport { since_ms: None, limit: 5 }",
+        "ToolEventsCleanup { max_age_days: None, max_events: Some(3) }",
+    ] {
+        assert!(asked.contains(carried), "{carried} in {asked}");
+    }
+    let audit = s.audit();
+    for route in [
+        "admin.list_presets",
+        "admin.package_info",
+        "admin.validate_config",
+        "admin.duplicate_preset",
+        "admin.create_profile",
+        "admin.tool_events_report",
+        "admin.tool_events_export",
+        "admin.tool_events_cleanup",
+    ] {
+        assert!(audit.contains(route), "{route}: {audit}");
+    }
+}
+
+#[tokio::test]
+async fn verb_routes_refuse_bad_requests_and_say_why_a_verb_was_not_done() {
+    let verbs: Arc<Recording> = Arc::default();
+    let s = serve_with(with_admin(), two_profiles(), Some(verbs.clone())).await;
+    let key = [("X-MCP-Gateway-Admin-Key", ADMIN_KEY)];
+    for (method, path, body) in [
+        ("GET", "/mcp/tool-events/report", None),
+        (
+            "GET",
+            "/mcp/tool-events/report?group_by=tool&since_ms=soon",
+            None,
+        ),
+        (
+            "GET",
+            "/mcp/tool-events/report?group_by=tool&group_by=server",
+            None,
+        ),
+        ("GET", "/mcp/tool-events/report?group_by=%27tool%27", None),
+        ("GET", "/mcp/tool-events/export?limit=5&arguments=1", None),
+        ("GET", "/mcp/tool-events/export", None),
+        ("POST", "/mcp/profiles", Some(json!({"profile": "mine"}))),
+        ("POST", "/mcp/presets/a/duplicate", Some(json!({}))),
+        (
+            "POST",
+            "/mcp/tool-events/cleanup",
+            Some(json!({"max_events": -1})),
+        ),
+    ] {
+        let answer = s.send(method, path, &key, body.as_ref()).await;
+        assert_eq!(answer.status, 400, "{method} {path}: {}", answer.body);
+    }
+    assert!(verbs.0.lock().unwrap().is_empty(), "nothing was asked");
+    let taken = s
+        .send(
+            "POST",
+            "/mcp/presets/a/duplicate",
+            &key,
+            Some(&json!({"profile_id": "taken"})),
+        )
+        .await;
+    assert_eq!(taken.status, 409, "{}", taken.body);
+    assert!(taken.body.contains("exists already"), "{}", taken.body);
+}
+
+#[tokio::test]
+async fn verb_routes_say_when_nothing_answers_them() {
+    let s = serve(with_admin(), two_profiles()).await;
+    let key = [("X-MCP-Gateway-Admin-Key", ADMIN_KEY)];
+    let answer = s.send("GET", "/mcp/presets", &key, None).await;
+    assert_eq!(answer.status, 404, "{}", answer.body);
+    assert!(
+        answer.body.contains("answers no product verbs"),
+        "{}",
+        answer.body
+    );
 }

@@ -62,6 +62,15 @@ impl Answer {
 /// Serves a gateway for `http` (the config's `"http"` section) with the fixture upstream `fx` and `policy`'s
 /// top-level settings.
 pub async fn serve(http: Value, policy: Value) -> Served {
+    serve_with(http, policy, None).await
+}
+
+/// `serve`, the product verbs' admin routes answered by `verbs`.
+pub async fn serve_with(
+    http: Value,
+    policy: Value,
+    verbs: Option<Arc<dyn frontend::AdminVerbs>>,
+) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().join("ws");
     std::fs::create_dir_all(&workspace).unwrap();
@@ -104,6 +113,10 @@ pub async fn serve(http: Value, policy: Value) -> Served {
     )
     .await
     .unwrap();
+    let server = match verbs {
+        Some(v) => server.admin_verbs(v),
+        None => server,
+    };
     let addr = server.local_addr();
     tokio::spawn(server.run(std::future::pending()));
     Served {
