@@ -10,7 +10,7 @@
 use super::{audit_refusal, decide, record_decision, CallContext, Finish, HoldPolicy, Origin};
 use crate::bridge::{AskSink, Asked};
 use crate::client::{Client, Relay, RelayEnd};
-use crate::guard::Verdict;
+use crate::guard::{Guard, Verdict};
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
 use crate::stages::Stages;
 use jsonrpc::{error_object, Id};
@@ -62,18 +62,10 @@ pub(crate) async fn govern_upstream_request(
     let guard = client
         .as_ref()
         .map_or_else(|| Arc::clone(&gw.guard), |c| c.guard());
-    let origin = Origin::Upstream {
-        server: server.to_owned(),
-    };
-    let never = CancellationToken::new();
-    let mut ctx = CallContext::new(origin, HoldPolicy::HandleNow, never, guard);
-    ctx.principal = client.as_ref().and_then(|c| c.identity());
+    let principal = client.as_ref().and_then(|c| c.identity());
     let arguments = params.clone().unwrap_or_else(|| json!({}));
-    let mut finish = Finish::new(&gw.recorder, &ctx, &method, arguments);
-    finish.routed(server, &method);
-    if let Some(parent) = &parent {
-        finish.parent(parent);
-    }
+    let by = (guard, principal);
+    let (ctx, mut finish) = opened(gw, server, &method, arguments, by, parent.as_deref());
     let target = match routed {
         Ok(target) => target,
         Err(err) => {
@@ -110,17 +102,9 @@ pub(crate) async fn govern_input_requests(
             .get("method")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let origin = Origin::Upstream {
-            server: server.to_owned(),
-        };
-        let never = CancellationToken::new();
-        let mut asked =
-            CallContext::new(origin, HoldPolicy::HandleNow, never, Arc::clone(&ctx.guard));
-        asked.principal = ctx.principal.clone();
         let arguments = request.get("params").cloned().unwrap_or_else(|| json!({}));
-        let mut finish = Finish::new(&gw.recorder, &asked, method, arguments);
-        finish.routed(server, method);
-        finish.parent(&ctx.trace_id);
+        let by = (Arc::clone(&ctx.guard), ctx.principal.clone());
+        let (asked, mut finish) = opened(gw, server, method, arguments, by, Some(&ctx.trace_id));
         if let Some(refused) = decided(gw, &asked, &mut finish, server, method) {
             tracing::info!(
                 server,
@@ -133,6 +117,30 @@ pub(crate) async fn govern_input_requests(
         governed.push((key.clone(), finish));
     }
     Ok(governed)
+}
+
+/// The context and finishing guard of one request `server` sends toward a client: a trace of its own, decided
+/// under the guard and for the identity of the client it goes to, recorded under the call that caused it.
+fn opened(
+    gw: &Stages,
+    server: &str,
+    method: &str,
+    arguments: Value,
+    (guard, principal): (Arc<Guard>, Option<String>),
+    parent: Option<&str>,
+) -> (CallContext, Finish) {
+    let origin = Origin::Upstream {
+        server: server.to_owned(),
+    };
+    let never = CancellationToken::new();
+    let mut ctx = CallContext::new(origin, HoldPolicy::HandleNow, never, guard);
+    ctx.principal = principal;
+    let mut finish = Finish::new(&gw.recorder, &ctx, method, arguments);
+    finish.routed(server, method);
+    if let Some(parent) = parent {
+        finish.parent(parent);
+    }
+    (ctx, finish)
 }
 
 /// The audit gate and the decision, recorded; the refusal when the request must not reach the client.

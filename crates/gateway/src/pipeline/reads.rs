@@ -80,15 +80,11 @@ async fn retry(
     params: Value,
     state: String,
 ) -> CallOutcome {
-    let (target, _) = crate::bridge::target_of(method, &params);
+    let (target, arguments) = crate::bridge::target_of(method, &params);
     let routed = match method {
         "prompts/get" => route(gw, method, &Target::Prompt { name: target }),
         _ => route(gw, method, &Target::Resource { uri: target }),
     };
-    let arguments = params
-        .get("arguments")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
     let retry = crate::bridge::Retry {
         method,
         shown: method.to_owned(),
