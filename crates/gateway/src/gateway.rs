@@ -240,12 +240,12 @@ impl Gateway {
     /// Registers the call hooks, in order, replacing any registered before. Meant for start-up, before
     /// serving: a call already under way keeps the list it started with.
     pub fn set_hooks(&self, hooks: Vec<Arc<dyn crate::hooks::CallHook>>) {
-        self.stages.hooks.set(hooks);
+        self.stages.recorder.hooks.set(hooks);
     }
 
     /// Post-hook runs that failed (error, timeout, panic) since start; none of them changed a result.
     pub fn hook_failures(&self) -> u64 {
-        self.stages.hooks.failures()
+        self.stages.recorder.hooks.failures()
     }
 
     /// The merged catalog as it is now.

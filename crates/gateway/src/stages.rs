@@ -31,9 +31,8 @@ pub(crate) struct Stages {
     pub(crate) state: Option<Arc<State>>,
     /// toolgate's own workspace tools, served when a workspace was given explicitly.
     pub(crate) builtin: Option<Arc<builtin::Builtin>>,
-    /// Pre- and post-call hooks, in order (`Gateway::set_hooks`).
-    pub(crate) hooks: Arc<crate::hooks::Registry>,
-    /// Where each request's records and post-hooks go (the same state and hooks).
+    /// Where each request's records go (the same state) and its pre- and post-call hooks, in order
+    /// (`Gateway::set_hooks`).
     pub(crate) recorder: Recorder,
     upstreams: Vec<Arc<Upstream>>,
     /// The merged catalog and pin view, published by each rebuild.
@@ -71,10 +70,9 @@ impl Stages {
             codemode::Runner::new(p.opts.code.worker.clone(), p.opts.code.limits.clone())
                 .with_spare(true);
         let bridge = Bridge::new(p.opts.bridge_wait);
-        let hooks: Arc<crate::hooks::Registry> = Arc::default();
         let recorder = Recorder {
             state: p.state.clone(),
-            hooks: Arc::clone(&hooks),
+            hooks: Arc::default(),
         };
         Self {
             code_runner,
@@ -82,7 +80,6 @@ impl Stages {
             guard: p.guard,
             state: p.state,
             builtin: p.builtin,
-            hooks,
             recorder,
             upstreams: p.upstreams,
             merged: Arc::default(),

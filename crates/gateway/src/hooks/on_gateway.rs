@@ -26,7 +26,7 @@ impl Stages {
             server,
             tool,
         };
-        self.hooks.call(called, d, arguments)
+        self.recorder.hooks.call(called, d, arguments)
     }
 
     pub(crate) async fn pre_hooks(
@@ -35,6 +35,6 @@ impl Stages {
         verdict: Verdict,
         arguments: &Value,
     ) -> Tightened {
-        self.hooks.pre(hooked, verdict, arguments).await
+        self.recorder.hooks.pre(hooked, verdict, arguments).await
     }
 }

@@ -41,7 +41,6 @@ pub(crate) struct Finish {
     decided: Decided,
     /// The post-hooks to run, and the registry that runs them.
     hooks: Option<(Hooked, Arc<Registry>)>,
-    registry: Arc<Registry>,
     started: Instant,
     /// The request's wait for a human, reported apart from the rest of its time.
     human_wait: super::HumanWait,
@@ -73,7 +72,6 @@ impl Finish {
             },
             decided: Decided::No,
             hooks: None,
-            registry: Arc::clone(&recorder.hooks),
             started: Instant::now(),
             human_wait: ctx.human_wait.clone(),
             closed: false,
@@ -113,8 +111,8 @@ impl Finish {
     }
 
     /// Post-hooks to run on leaving: only calls that went ahead (ran or were held) get them.
-    pub(crate) fn post_hooks(&mut self, hooks: Option<Hooked>) {
-        self.hooks = hooks.map(|h| (h, Arc::clone(&self.registry)));
+    pub(crate) fn post_hooks(&mut self, recorder: &Recorder, hooks: Option<Hooked>) {
+        self.hooks = hooks.map(|h| (h, Arc::clone(&recorder.hooks)));
     }
 
     /// Writes the decision record now: before anything runs or anyone is asked.

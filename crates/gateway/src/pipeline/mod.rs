@@ -224,7 +224,7 @@ pub(super) async fn resume_stage(
             parent_trace_id: None,
         },
     );
-    finish.post_hooks(hooked);
+    finish.post_hooks(&gw.recorder, hooked);
     match after_approval(gw, &ctx, s).await {
         // The resume itself succeeded; what failed is the call it ran, which the agent reads as a result.
         CallOutcome::Failed(CallError::Upstream(e)) => match to_client(e) {

@@ -61,7 +61,7 @@ pub(super) async fn stages(
     finish.decide(record_decision(&verdict));
     // Post-hooks see calls that went ahead (ran or were held), not ones refused before running.
     if !matches!(verdict, Verdict::Refuse(_)) {
-        finish.post_hooks(hooked);
+        finish.post_hooks(&gw.recorder, hooked);
     }
     if let (Verdict::Allow(_), Some(only)) = (
         &verdict,
