@@ -62,6 +62,22 @@ struct Call {
     forget_after: Option<u64>,
 }
 
+impl Call {
+    /// A call of `session_id` on `server`, with no client, request, sink, level or trace yet.
+    fn new(server: &str, session_id: String) -> Self {
+        Self {
+            server: server.to_owned(),
+            session_id,
+            client: None,
+            request: None,
+            bridge: None,
+            log_level: None,
+            trace: None,
+            forget_after: None,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     calls: HashMap<u64, Call>,
@@ -138,7 +154,7 @@ impl Correlation {
         self.begin_logging(server, &client, request, None, "test-call")
     }
 
-    /// `begin_for`, with the log level a modern client's request asked for.
+    /// `begin_for`, with the log level a modern client's request asked for and the call's trace.
     pub(crate) fn begin_logging(
         self: &Arc<Self>,
         server: &str,
@@ -147,18 +163,13 @@ impl Correlation {
         log_level: Option<LogLevel>,
         trace_id: &str,
     ) -> CallGuard {
-        let guard = self.insert(
-            server,
-            client.session_id().to_owned(),
-            Some(Arc::downgrade(client)),
+        self.insert(Call {
+            client: Some(Arc::downgrade(client)),
             request,
-            None,
-        );
-        if let Some(call) = self.lock().calls.get_mut(&guard.key) {
-            call.log_level = log_level;
-            call.trace = Some(trace_id.to_owned());
-        }
-        guard
+            log_level,
+            trace: Some(trace_id.to_owned()),
+            ..Call::new(server, client.session_id().to_owned())
+        })
     }
 
     /// Records a call in flight on `server` bridged for a modern client: what the upstream asks while it runs goes
@@ -166,42 +177,25 @@ impl Correlation {
     /// in flight is ambiguous and refused, as between two sessions.
     pub(crate) fn begin_bridged(self: &Arc<Self>, server: &str, sink: AskSink) -> CallGuard {
         let key = format!("bridged call {}", crate::ids::session_id());
-        self.insert(server, key, None, None, Some(sink))
+        self.insert(Call {
+            bridge: Some(sink),
+            ..Call::new(server, key)
+        })
     }
 
     /// Records a call in flight on `server` that no client session stands behind (a code-mode run's call):
     /// what the upstream asks while it runs has no client to go to, so it is refused, and it is never
     /// attributed to some other session that happens to be open.
     pub(crate) fn begin_unowned(self: &Arc<Self>, server: &str, trace_id: &str) -> CallGuard {
-        let guard = self.insert(server, format!("call {trace_id}"), None, None, None);
-        if let Some(call) = self.lock().calls.get_mut(&guard.key) {
-            call.trace = Some(trace_id.to_owned());
-        }
-        guard
+        self.insert(Call {
+            trace: Some(trace_id.to_owned()),
+            ..Call::new(server, format!("call {trace_id}"))
+        })
     }
 
-    fn insert(
-        self: &Arc<Self>,
-        server: &str,
-        session_id: String,
-        client: Option<Weak<dyn Client>>,
-        request: Option<Id>,
-        bridge: Option<AskSink>,
-    ) -> CallGuard {
+    fn insert(self: &Arc<Self>, call: Call) -> CallGuard {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().calls.insert(
-            key,
-            Call {
-                server: server.to_owned(),
-                session_id,
-                client,
-                request,
-                bridge,
-                log_level: None,
-                trace: None,
-                forget_after: None,
-            },
-        );
+        self.lock().calls.insert(key, call);
         CallGuard {
             table: Arc::clone(self),
             key,
