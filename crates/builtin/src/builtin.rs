@@ -17,6 +17,10 @@ use crate::error::{Error, Result};
 use crate::fsops;
 use crate::git::{self, parse_status, Git, GitDiffArgs, GitStatusArgs};
 use crate::leases::Leases;
+
+/// The caller of a tool called without an identity: every unauthenticated caller is this one identity, as in
+/// the gateway's bounds.
+const LOCAL_CALLER: &str = "local";
 use crate::patch;
 use crate::shell::{self, CommandSnapshot, ShellRequest, ShellSettings};
 
@@ -258,24 +262,35 @@ impl Builtin {
         &self.inner.config
     }
 
-    /// Calls a tool by name. `Err` only for unknown tools and malformed arguments (protocol errors).
+    /// Calls a tool by name for the local caller. `Err` only for unknown tools and malformed arguments (protocol
+    /// errors).
     pub async fn call(&self, name: &str, args: Value) -> Result<ToolOutcome> {
+        self.call_as(name, args, LOCAL_CALLER).await
+    }
+
+    /// Calls a tool by name for `caller`, the identity the front end authenticated: what a caller may hold
+    /// (file leases) is counted against its share.
+    pub async fn call_as(&self, name: &str, args: Value, caller: &str) -> Result<ToolOutcome> {
         let this = self.clone();
-        let name = name.to_string();
-        tokio::task::spawn_blocking(move || this.call_blocking(&name, args))
+        let (name, caller) = (name.to_string(), caller.to_string());
+        tokio::task::spawn_blocking(move || this.call_blocking_as(&name, args, &caller))
             .await
             .map_err(|e| Error::Io(std::io::Error::other(e)))?
     }
 
     /// Synchronous form of [`Builtin::call`].
     pub fn call_blocking(&self, name: &str, args: Value) -> Result<ToolOutcome> {
-        match self.dispatch(name, args) {
+        self.call_blocking_as(name, args, LOCAL_CALLER)
+    }
+
+    fn call_blocking_as(&self, name: &str, args: Value, caller: &str) -> Result<ToolOutcome> {
+        match self.dispatch(name, args, caller) {
             Ok(outcome) => Ok(outcome),
             Err(e) => ToolOutcome::from_error(&e).ok_or(e),
         }
     }
 
-    fn dispatch(&self, name: &str, args: Value) -> Result<ToolOutcome> {
+    fn dispatch(&self, name: &str, args: Value, caller: &str) -> Result<ToolOutcome> {
         let ws = &self.inner.ws;
         let limits = &self.inner.config.limits;
         match name {
@@ -322,7 +337,7 @@ impl Builtin {
                 let files = patch::apply_patch(ws, &a.patch, limits.max_write_bytes)?;
                 Ok(ToolOutcome::ok(json!({ "files": files })))
             }
-            names::LOCK_ACQUIRE => self.inner.leases.acquire(ws, args),
+            names::LOCK_ACQUIRE => self.inner.leases.acquire(ws, args, caller),
             names::LOCK_RELEASE => self.inner.leases.release(ws, args),
             names::GIT_STATUS => {
                 let a: GitStatusArgs = parse(args)?;

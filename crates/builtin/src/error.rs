@@ -76,6 +76,9 @@ pub enum Error {
     /// As many leases are live as the store holds.
     #[error("{0} file locks are held already; release some or let them lapse")]
     TooManyLocks(u64),
+    /// The caller's identity holds as many leases as its share.
+    #[error("you hold {0} file locks already (your share); release some or let them lapse")]
+    TooManyLocksHeld(u64),
     /// The state store failed while taking, checking or releasing a lease.
     #[error("the lock store failed: {0}")]
     LockStore(String),
@@ -137,7 +140,9 @@ impl Error {
             Error::Locked { .. } => c("CONFLICT", "LOCK_CONFLICT", true),
             Error::LockMissing(_) => c("CONFLICT", "LOCK_MISSING", false),
             Error::LocksUnavailable => c("FAILED", "LOCKS_UNAVAILABLE", false),
-            Error::TooManyLocks(_) => c("REFUSED", "TOO_MANY_LOCKS", true),
+            Error::TooManyLocks(_) | Error::TooManyLocksHeld(_) => {
+                c("REFUSED", "TOO_MANY_LOCKS", true)
+            }
             Error::LockStore(_) => c("FAILED", "LOCK_STORE_FAILED", true),
             Error::ExecutableChanged(_) => c("REFUSED", "EXECUTABLE_CHANGED", false),
             Error::ExecutableNotFound(_) => c("REFUSED", "EXECUTABLE_NOT_FOUND", false),

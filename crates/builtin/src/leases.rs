@@ -65,8 +65,8 @@ impl Leases {
         self.store.as_deref().ok_or(Error::LocksUnavailable)
     }
 
-    /// `filesystem_lock_acquire`: takes the file, or renews the caller's lease on it.
-    pub(crate) fn acquire(&self, ws: &Workspace, args: Value) -> Result<ToolOutcome> {
+    /// `filesystem_lock_acquire`: takes the file for `caller` (the identity calling), or renews its lease on it.
+    pub(crate) fn acquire(&self, ws: &Workspace, args: Value, caller: &str) -> Result<ToolOutcome> {
         let a: AcquireArgs = parse(args)?;
         let rel = file(ws, &a.path)?;
         let ttl = a.ttl_seconds.map_or(DEFAULT_TTL, Duration::from_secs);
@@ -83,6 +83,7 @@ impl Leases {
             .store()?
             .acquire_lock(
                 &path,
+                caller,
                 &owner,
                 a.lease_id.as_deref(),
                 ttl_ms,
@@ -181,6 +182,7 @@ fn owner(given: Option<&str>) -> Result<String> {
 fn store_error(e: store::Error) -> Error {
     match e {
         store::Error::LocksFull { limit } => Error::TooManyLocks(limit),
+        store::Error::LocksShareFull { limit } => Error::TooManyLocksHeld(limit),
         other => Error::LockStore(other.to_string()),
     }
 }

@@ -80,7 +80,10 @@ pub(crate) async fn intrinsic(
             };
             crate::intrinsics::audit_recent(records)
         }
-        OwnTool::Builtin(name) => return run_builtin(gw, name, arguments.clone(), None).await,
+        OwnTool::Builtin(name) => {
+            let caller = crate::codemode::bounds::identity(ctx);
+            return run_builtin(gw, name, arguments.clone(), None, &caller).await;
+        }
         // The pipeline's own: resume re-enters it, and a program runs in the call's context.
         OwnTool::Resume | OwnTool::ResumeOf(_) | OwnTool::RunCode => {
             let why = format!("{} is not run as an intrinsic", tool.name());
@@ -128,12 +131,13 @@ pub(crate) fn prepare_command(
     }
 }
 
-/// Runs one of toolgate's workspace tools (after the policy, and the approval when one was needed).
+/// Runs one of toolgate's workspace tools for `caller` (after the policy, and the approval when one was needed).
 pub(crate) async fn run_builtin(
     gw: &Stages,
     tool: &str,
     arguments: Value,
     command: Option<Value>,
+    caller: &str,
 ) -> CallOutcome {
     let Some(b) = &gw.builtin else {
         return refused(RefusalCode::Failed, format!("toolgate has no tool {tool}"));
@@ -148,7 +152,7 @@ pub(crate) async fn run_builtin(
                 )
             }
         },
-        None => b.call(tool, arguments).await,
+        None => b.call_as(tool, arguments, caller).await,
     };
     match outcome {
         Ok(o) => builtin_outcome(o),

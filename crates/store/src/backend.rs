@@ -219,11 +219,13 @@ pub trait ReportStore {
 /// Advisory leases on workspace paths, shared by every process on the same state (`locks`). A lease id is handed
 /// out once and never readable back; an expired lease is none.
 pub trait LockStore {
-    /// Takes `path` for `owner` until `now + ttl_ms`, or renews it when `lease_id` names its live lease: of any
-    /// number of racing acquirers, in any processes, exactly one holds it; the others get a conflict.
+    /// Takes `path` for `owner` (a label; `holder` is the identity taking it) until `now + ttl_ms`, or renews it
+    /// when `lease_id` names its live lease: of any number of racing acquirers, in any processes, exactly one
+    /// holds it; the others get a conflict. A new lease is refused past the ceiling, and past `holder`'s share.
     fn acquire_lock(
         &self,
         path: &str,
+        holder: &str,
         owner: &str,
         lease_id: Option<&str>,
         ttl_ms: u64,

@@ -170,6 +170,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE path_locks (
         path         TEXT PRIMARY KEY NOT NULL,
         lease_sha256 TEXT NOT NULL,
+        holder       TEXT NOT NULL,
         owner        TEXT NOT NULL,
         acquired_at  INTEGER NOT NULL,
         expires_at   INTEGER NOT NULL

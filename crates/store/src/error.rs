@@ -89,6 +89,14 @@ pub enum Error {
         /// The ceiling.
         limit: u64,
     },
+    /// The identity taking a lease holds as many as its share allows.
+    #[error(
+        "this identity holds {limit} path locks already (its share); release some or let them lapse"
+    )]
+    LocksShareFull {
+        /// The share.
+        limit: u64,
+    },
     /// The session already has as many requests waiting for a human as it may.
     #[error(
         "this session already has {limit} approval requests waiting for a human (the per-session cap); \

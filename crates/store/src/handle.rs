@@ -36,12 +36,15 @@ pub struct Limits {
     pub keep_finished_ms: i64,
     /// Most path leases live at once (`locks`).
     pub max_locks: u64,
+    /// Most path leases one identity holds at once, well under `max_locks`, so one identity taking leases cannot
+    /// leave none for the others.
+    pub max_locks_per_holder: u64,
 }
 
 impl Limits {
     /// The production ceilings: 10,000 records, 64 KiB per snapshot, 16 MiB in total, 16 waiting requests per
     /// session (so one session can hold at most 1 MiB of snapshots) and 64 per identity (4 MiB), finished
-    /// requests kept for 24 hours; 10,000 live path leases.
+    /// requests kept for 24 hours; 10,000 live path leases, 256 of them per identity.
     pub const DEFAULT: Self = Self {
         max_approval_records: 10_000,
         max_snapshot_bytes: 64 * 1024,
@@ -50,6 +53,7 @@ impl Limits {
         max_pending_per_identity: 64,
         keep_finished_ms: 24 * 60 * 60 * 1000,
         max_locks: 10_000,
+        max_locks_per_holder: 256,
     };
 }
 

@@ -7,7 +7,8 @@
 //! it, shown to others) and an expiry; whoever holds it proves so with its lease id, 128 random bits handed out
 //! once and stored only as a SHA-256, so neither a listing nor a reader of the database can present it. An
 //! expired lease is the same as none. Acquiring a path another live lease holds is a conflict, never a wait;
-//! acquiring with the live lease's id renews it. At most `Limits::max_locks` leases are live at once.
+//! acquiring with the live lease's id renews it. At most `Limits::max_locks` leases are live at once, and at most
+//! `Limits::max_locks_per_holder` of one identity (the holder, which the gateway names, never the caller).
 //!
 //! Nothing here enforces a lease on a write: the workspace tools check them (`check_lock`) before they write.
 
@@ -117,11 +118,13 @@ fn live(conn: &rusqlite::Connection, path: &str, now: Timestamp) -> Result<Optio
 }
 
 impl Store {
-    /// Takes `path` for `owner` for `ttl_ms`, or renews it when `lease_id` names its live lease; one immediate
-    /// transaction, so of racing acquirers in any processes exactly one holds it.
+    /// Takes `path` for `owner` (a label, as `holder`, the identity taking it) for `ttl_ms`, or renews it when
+    /// `lease_id` names its live lease; one immediate transaction, so of racing acquirers in any processes exactly
+    /// one holds it. A new lease counts against the ceiling and against `holder`'s share.
     pub fn acquire_lock(
         &mut self,
         path: &str,
+        holder: &str,
         owner: &str,
         lease_id: Option<&str>,
         ttl_ms: u64,
@@ -133,56 +136,64 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let outcome =
-            match (live(&tx, path, now)?, lease_id) {
-                (Some(row), Some(id)) if row.lease_sha256 == digest(id) => {
-                    tx.execute(
-                        "UPDATE path_locks SET owner = ?2, expires_at = ?3 WHERE path = ?1",
-                        params![path, owner, expires_at.as_millis()],
-                    )?;
-                    let lease = Lease {
-                        owner,
-                        expires_at,
-                        ..row.lease
-                    };
-                    Acquired::Held {
-                        lease_id: id.to_owned(),
-                        lease,
-                        renewed: true,
-                    }
-                }
-                (Some(row), _) => Acquired::Conflict(row.lease),
-                (None, Some(_)) => Acquired::Missing,
-                (None, None) => {
-                    // Lapsed leases hold no place; the ceiling counts live ones.
-                    tx.execute(
-                        "DELETE FROM path_locks WHERE expires_at <= ?1",
-                        [now.as_millis()],
-                    )?;
-                    let held: i64 =
-                        tx.query_row("SELECT COUNT(*) FROM path_locks", [], |r| r.get(0))?;
-                    if u64::try_from(held).unwrap_or(u64::MAX) >= max {
-                        return Err(Error::LocksFull { limit: max });
-                    }
-                    let id = new_lease_id()?;
-                    tx.execute(
-                    "INSERT INTO path_locks (path, lease_sha256, owner, acquired_at, expires_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![path, digest(&id), owner, now.as_millis(), expires_at.as_millis()],
+        let outcome = match (live(&tx, path, now)?, lease_id) {
+            (Some(row), Some(id)) if row.lease_sha256 == digest(id) => {
+                tx.execute(
+                    "UPDATE path_locks SET owner = ?2, expires_at = ?3 WHERE path = ?1",
+                    params![path, owner, expires_at.as_millis()],
                 )?;
-                    let lease = Lease {
-                        path: path.to_owned(),
-                        owner,
-                        acquired_at: now,
-                        expires_at,
-                    };
-                    Acquired::Held {
-                        lease_id: id,
-                        lease,
-                        renewed: false,
-                    }
+                let lease = Lease {
+                    owner,
+                    expires_at,
+                    ..row.lease
+                };
+                Acquired::Held {
+                    lease_id: id.to_owned(),
+                    lease,
+                    renewed: true,
                 }
-            };
+            }
+            (Some(row), _) => Acquired::Conflict(row.lease),
+            (None, Some(_)) => Acquired::Missing,
+            (None, None) => {
+                // Lapsed leases hold no place; the ceiling counts live ones.
+                tx.execute(
+                    "DELETE FROM path_locks WHERE expires_at <= ?1",
+                    [now.as_millis()],
+                )?;
+                let held: i64 =
+                    tx.query_row("SELECT COUNT(*) FROM path_locks", [], |r| r.get(0))?;
+                if u64::try_from(held).unwrap_or(u64::MAX) >= max {
+                    return Err(Error::LocksFull { limit: max });
+                }
+                let share = self.limits.max_locks_per_holder;
+                let mine: i64 = tx.query_row(
+                    "SELECT COUNT(*) FROM path_locks WHERE holder = ?1",
+                    [holder],
+                    |r| r.get(0),
+                )?;
+                if u64::try_from(mine).unwrap_or(u64::MAX) >= share {
+                    return Err(Error::LocksShareFull { limit: share });
+                }
+                let id = new_lease_id()?;
+                tx.execute(
+                    "INSERT INTO path_locks (path, lease_sha256, holder, owner, acquired_at, expires_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![path, digest(&id), holder, owner, now.as_millis(), expires_at.as_millis()],
+                )?;
+                let lease = Lease {
+                    path: path.to_owned(),
+                    owner,
+                    acquired_at: now,
+                    expires_at,
+                };
+                Acquired::Held {
+                    lease_id: id,
+                    lease,
+                    renewed: false,
+                }
+            }
+        };
         tx.commit()?;
         Ok(outcome)
     }

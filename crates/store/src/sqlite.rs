@@ -238,12 +238,13 @@ impl LockStore for SqliteStore {
     fn acquire_lock(
         &self,
         path: &str,
+        holder: &str,
         owner: &str,
         lease_id: Option<&str>,
         ttl_ms: u64,
         now: Timestamp,
     ) -> Result<Acquired> {
-        self.with(|s| s.acquire_lock(path, owner, lease_id, ttl_ms, now))
+        self.with(|s| s.acquire_lock(path, holder, owner, lease_id, ttl_ms, now))
     }
 
     fn release_lock(&self, path: &str, lease_id: &str, now: Timestamp) -> Result<Released> {

@@ -61,7 +61,10 @@ pub(crate) fn execute<'a>(
                 tool,
                 arguments,
                 command,
-            } => calls::run_builtin(gw, tool, arguments.clone(), Some(command)).await,
+            } => {
+                let caller = crate::codemode::bounds::identity(ctx);
+                calls::run_builtin(gw, tool, arguments.clone(), Some(command), &caller).await
+            }
             Exec::Code { arguments } => match codemode::prepare(gw, ctx, arguments) {
                 Prepared::Stop(refused) => CallOutcome::Refused(refused),
                 Prepared::Run(program) => codemode::run_unapproved(gw, ctx, program).await,

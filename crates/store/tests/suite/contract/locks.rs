@@ -22,13 +22,13 @@ pub fn a_lease_is_held_renewed_and_released_by_its_holder_alone<B: Backend>() {
     let b = B::fresh(Limits::DEFAULT);
     let (a, other) = (b.handle(), b.handle());
     let id = held(
-        a.acquire_lock("src/app.py", "agent-a", None, TTL, at(0))
+        a.acquire_lock("src/app.py", "local", "agent-a", None, TTL, at(0))
             .unwrap(),
     );
     assert!(id.starts_with("lease_") && id.len() > 32, "{id}");
     // Another process sees it, and who holds it until when, but never its id.
     match other
-        .acquire_lock("src/app.py", "agent-b", None, TTL, at(1))
+        .acquire_lock("src/app.py", "local", "agent-b", None, TTL, at(1))
         .unwrap()
     {
         Acquired::Conflict(lease) => {
@@ -56,7 +56,7 @@ pub fn a_lease_is_held_renewed_and_released_by_its_holder_alone<B: Backend>() {
     );
     // Renewal by the holder moves the expiry and keeps the id; a guessed id renews nothing.
     match other
-        .acquire_lock("src/app.py", "agent-a", Some(&id), TTL, at(30_000))
+        .acquire_lock("src/app.py", "local", "agent-a", Some(&id), TTL, at(30_000))
         .unwrap()
     {
         Acquired::Held {
@@ -74,7 +74,7 @@ pub fn a_lease_is_held_renewed_and_released_by_its_holder_alone<B: Backend>() {
     }
     let guess = "lease_00000000000000000000000000000000";
     assert!(matches!(
-        a.acquire_lock("src/app.py", "agent-b", Some(guess), TTL, at(2))
+        a.acquire_lock("src/app.py", "local", "agent-b", Some(guess), TTL, at(2))
             .unwrap(),
         Acquired::Conflict(_)
     ));
@@ -96,7 +96,7 @@ pub fn a_lease_is_held_renewed_and_released_by_its_holder_alone<B: Backend>() {
     );
     held(
         other
-            .acquire_lock("src/app.py", "agent-b", None, TTL, at(5))
+            .acquire_lock("src/app.py", "local", "agent-b", None, TTL, at(5))
             .unwrap(),
     );
 }
@@ -105,7 +105,7 @@ pub fn a_lapsed_lease_is_no_lease<B: Backend>() {
     let b = B::fresh(Limits::DEFAULT);
     let s = b.handle();
     let id = held(
-        s.acquire_lock("a.txt", "agent-a", None, TTL, at(0))
+        s.acquire_lock("a.txt", "local", "agent-a", None, TTL, at(0))
             .unwrap(),
     );
     assert_eq!(
@@ -114,14 +114,14 @@ pub fn a_lapsed_lease_is_no_lease<B: Backend>() {
     );
     assert_eq!(s.list_locks(at(MINUTE)).unwrap(), vec![]);
     assert_eq!(
-        s.acquire_lock("a.txt", "agent-a", Some(&id), TTL, at(MINUTE))
+        s.acquire_lock("a.txt", "local", "agent-a", Some(&id), TTL, at(MINUTE))
             .unwrap(),
         Acquired::Missing,
         "a lapsed lease cannot be renewed: whoever held it must read again"
     );
     let next = held(
         b.handle()
-            .acquire_lock("a.txt", "agent-b", None, TTL, at(MINUTE))
+            .acquire_lock("a.txt", "local", "agent-b", None, TTL, at(MINUTE))
             .unwrap(),
     );
     assert_ne!(next, id);
@@ -139,7 +139,8 @@ pub fn racing_acquirers_on_separate_handles_get_one_lease<B: Backend>() {
                     start.wait();
                     let owner = format!("agent-{i}");
                     matches!(
-                        h.acquire_lock(&path, &owner, None, TTL, at(0)).unwrap(),
+                        h.acquire_lock(&path, "local", &owner, None, TTL, at(0))
+                            .unwrap(),
                         Acquired::Held { .. }
                     )
                 })
@@ -162,14 +163,42 @@ pub fn live_leases_are_bounded<B: Backend>() {
     let s = b.handle();
     for n in 0..3 {
         held(
-            s.acquire_lock(&format!("f{n}"), "a", None, TTL, at(0))
+            s.acquire_lock(&format!("f{n}"), "local", "a", None, TTL, at(0))
                 .unwrap(),
         );
     }
     assert!(matches!(
-        s.acquire_lock("f3", "a", None, TTL, at(1)),
+        s.acquire_lock("f3", "local", "a", None, TTL, at(1)),
         Err(Error::LocksFull { limit: 3 })
     ));
     // Lapsed leases hold no place.
-    held(s.acquire_lock("f3", "a", None, TTL, at(MINUTE)).unwrap());
+    held(
+        s.acquire_lock("f3", "local", "a", None, TTL, at(MINUTE))
+            .unwrap(),
+    );
+}
+
+/// One identity taking leases stops at its share, and another identity still takes one: a share per identity under
+/// the ceiling, as every other bound of toolgate.
+pub fn one_identity_cannot_take_every_lease<B: Backend>() {
+    let b = B::fresh(Limits {
+        max_locks: 10,
+        max_locks_per_holder: 2,
+        ..Limits::DEFAULT
+    });
+    let s = b.handle();
+    for n in 0..2 {
+        held(
+            s.acquire_lock(&format!("f{n}"), "key:greedy", "a", None, TTL, at(0))
+                .unwrap(),
+        );
+    }
+    assert!(matches!(
+        s.acquire_lock("f2", "key:greedy", "a", None, TTL, at(1)),
+        Err(Error::LocksShareFull { limit: 2 })
+    ));
+    held(
+        s.acquire_lock("f2", "key:other", "b", None, TTL, at(1))
+            .unwrap(),
+    );
 }

@@ -97,6 +97,7 @@ macro_rules! contract {
                 locks::a_lapsed_lease_is_no_lease,
                 locks::racing_acquirers_on_separate_handles_get_one_lease,
                 locks::live_leases_are_bounded,
+                locks::one_identity_cannot_take_every_lease,
                 feed::a_change_by_another_handle_wakes_a_waiter_before_its_deadline,
                 feed::a_write_through_the_same_handle_wakes_its_waiter,
                 feed::without_a_change_the_wait_lasts_until_the_deadline,
