@@ -23,6 +23,11 @@ use store::{AuditHead, ReportEvent, Timestamp};
 const BATCH: usize = 512;
 /// How often a failing log is tried again; short enough that calls resume soon after an administrator repairs it.
 const RETRY: Duration = Duration::from_millis(250);
+/// How long the writer lets records gather after the first one of a batch before it writes them. A batch pays
+/// the log's lock, its head check, one write and the witness's commit once, whatever its size; without the
+/// window every call woke the writer and paid them alone. Records are written behind the calls either way (a
+/// call's answer never waits for this), a flush ends the window at once, and the queue's bound is unchanged.
+const GATHER: Duration = Duration::from_millis(2);
 
 pub(crate) enum Record {
     Audit(Box<AuditEvent>),
@@ -222,20 +227,31 @@ impl Writer {
                 // Records that held a place in `Room` (flushes do not).
                 let mut taken = 0;
                 let mut next = first;
-                while let Some(record) = next {
-                    match record {
-                        Record::Audit(e) => {
-                            held.push(*e);
-                            taken += 1;
+                let mut gathered = failing || next.is_none();
+                loop {
+                    while let Some(record) = next {
+                        match record {
+                            Record::Audit(e) => {
+                                held.push(*e);
+                                taken += 1;
+                            }
+                            Record::Report(e) => {
+                                reports.push(*e);
+                                taken += 1;
+                            }
+                            Record::Flush(done) => flushes.push(done),
                         }
-                        Record::Report(e) => {
-                            reports.push(*e);
-                            taken += 1;
-                        }
-                        Record::Flush(done) => flushes.push(done),
+                        let room = held.len() < self.capacity && taken < BATCH;
+                        next = if room { queue.try_recv().ok() } else { None };
                     }
-                    let room = held.len() < self.capacity && taken < BATCH;
-                    next = if room { queue.try_recv().ok() } else { None };
+                    let full = held.len() >= self.capacity || taken >= BATCH;
+                    if gathered || full || !flushes.is_empty() {
+                        break;
+                    }
+                    // Sleeping, not waiting on the queue: producers send without waking this thread.
+                    std::thread::sleep(GATHER);
+                    gathered = true;
+                    next = queue.try_recv().ok();
                 }
                 self.room.release(taken);
                 self.reports(&reports);
