@@ -86,7 +86,9 @@ pub(crate) struct CallRecord {
     pub server: String,
     /// The tool's or prompt's upstream name, or the resource URI.
     pub tool: String,
-    pub arguments: Value,
+    /// Size and SHA-256 of the arguments, taken once for every record of the call (the arguments themselves are
+    /// never kept).
+    pub arguments: audit::Digest,
     pub decision: RecordDecision,
     /// Canonical paths, programs and hosts the call touches.
     pub resources: Vec<String>,
@@ -98,7 +100,8 @@ pub(crate) struct CallRecord {
 
 impl CallRecord {
     fn base(&self, kind: EventKind) -> AuditEvent {
-        let mut e = AuditEvent::new(kind, now_ms(), &self.trace_id).with_arguments(&self.arguments);
+        let mut e = AuditEvent::new(kind, now_ms(), &self.trace_id);
+        e.arguments = Some(self.arguments.clone());
         e.profile = self.profile.clone();
         e.principal = self.principal.clone();
         e.server = self.server.clone();

@@ -286,7 +286,7 @@ async fn refused(
     routed: Option<(&str, &str)>,
     refusal: Refusal,
 ) -> CallOutcome {
-    let mut finish = Finish::new(&gw.recorder, ctx, name, arguments);
+    let mut finish = Finish::new(&gw.recorder, ctx, name, &arguments);
     if let Some((server, tool)) = routed {
         finish.routed(server, tool);
     }

@@ -135,7 +135,7 @@ fn opened(
     let never = CancellationToken::new();
     let mut ctx = CallContext::new(origin, HoldPolicy::HandleNow, never, guard);
     ctx.principal = principal;
-    let mut finish = Finish::new(&gw.recorder, &ctx, method, arguments);
+    let mut finish = Finish::new(&gw.recorder, &ctx, method, &arguments);
     finish.routed(server, method);
     if let Some(parent) = parent {
         finish.parent(parent);

@@ -52,7 +52,7 @@ impl Finish {
         recorder: &Recorder,
         ctx: &super::CallContext,
         tool: &str,
-        arguments: Value,
+        arguments: &Value,
     ) -> Self {
         let trace_id = &ctx.trace_id;
         let profile = ctx.guard.profile().unwrap_or("default").to_owned();
@@ -64,7 +64,7 @@ impl Finish {
                 principal: ctx.principal.clone(),
                 server: String::new(),
                 tool: tool.to_owned(),
-                arguments,
+                arguments: audit::Digest::of_json(arguments),
                 decision: RecordDecision::refused(RefusalCode::Failed),
                 resources: Vec::new(),
                 request_id: None,

@@ -100,7 +100,7 @@ pub(crate) async fn govern_tool(gw: &Arc<Stages>, ctx: &CallContext, params: Val
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| Value::Object(Default::default()));
-    let mut finish = Finish::new(&gw.recorder, ctx, &name, arguments.clone());
+    let mut finish = Finish::new(&gw.recorder, ctx, &name, &arguments);
     if let Origin::CodeRun { run_trace_id } = &ctx.origin {
         finish.parent(run_trace_id);
     }
@@ -217,7 +217,7 @@ pub(super) async fn resume_stage(
             principal: ctx.principal.clone(),
             server: s.server.clone(),
             tool: s.tool.clone(),
-            arguments: s.arguments.clone(),
+            arguments: audit::Digest::of_json(&s.arguments),
             decision,
             resources,
             request_id: Some(request_id),

@@ -43,7 +43,7 @@ pub(crate) async fn govern_read(
     params: Value,
 ) -> CallOutcome {
     if method == "resources/unsubscribe" {
-        let mut finish = Finish::new(&gw.recorder, ctx, method, json!({}));
+        let mut finish = Finish::new(&gw.recorder, ctx, method, &json!({}));
         let outcome = unsubscribe(gw, ctx, &mut finish, params).await;
         finish.close(&outcome).await;
         return outcome;
@@ -61,7 +61,7 @@ pub(crate) async fn govern_read(
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let mut finish = Finish::new(&gw.recorder, ctx, method, arguments);
+    let mut finish = Finish::new(&gw.recorder, ctx, method, &arguments);
     let outcome = read_stages(gw, ctx, &mut finish, method, params).await;
     match &outcome {
         // The request goes on upstream: its records are written once, when it ends (`bridge`).

@@ -22,7 +22,7 @@ pub(crate) async fn govern_task(
     method: &str,
     params: Value,
 ) -> Reply {
-    let mut finish = Finish::new(&gw.recorder, ctx, method, params.clone());
+    let mut finish = Finish::new(&gw.recorder, ctx, method, &params);
     let client = ctx.requester.as_ref().and_then(|r| r.client());
     let (answer, outcome) =
         task_stages(gw, ctx, client.as_deref(), &mut finish, method, params).await;
