@@ -157,6 +157,16 @@ impl Cluster {
         )
     }
 
+    /// The port it listens on, on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The password of its role (`toolgate`).
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
     /// Creates an empty database.
     pub fn create_database(&self, db: &str) {
         let status = Command::new(self.bin.join("psql"))
