@@ -426,7 +426,7 @@ fn open_state(config: &Config) -> anyhow::Result<gateway::State> {
     let workspace = workspace(config)?;
     let root = state_root(config)?;
     let Some(witness) = &config.audit_witness else {
-        return gateway::State::open_in(&root, &workspace).map_err(anyhow::Error::msg);
+        return open_configured(config, &root, &workspace, None);
     };
     // Its worth is lying where the state root's writer does not reach; inside the state root or the workspace it
     // would be cut together with the log.
@@ -450,7 +450,32 @@ fn open_state(config: &Config) -> anyhow::Result<gateway::State> {
             );
         }
     }
-    gateway::State::open_witnessed(&root, &workspace, &witness.value).map_err(anyhow::Error::msg)
+    open_configured(config, &root, &workspace, Some(&witness.value))
+}
+
+/// The state on the configured store: SQLite in the state root, or the PostgreSQL server of `"store"` (whose
+/// schema must be current: `toolgate store migrate` moves it on, start-up never does).
+fn open_configured(
+    config: &Config,
+    root: &Path,
+    workspace: &Path,
+    witness: Option<&Path>,
+) -> anyhow::Result<gateway::State> {
+    let config::Store::Postgres(url) = &config.store else {
+        return match witness {
+            None => gateway::State::open_in(root, workspace),
+            Some(w) => gateway::State::open_witnessed(root, workspace, w),
+        }
+        .map_err(anyhow::Error::msg);
+    };
+    let open = |namespace: &store::Namespace| -> Result<Arc<dyn store::StateStore>, store::Error> {
+        Ok(Arc::new(store::PostgresStore::open(
+            url.value.expose(),
+            namespace,
+        )?))
+    };
+    gateway::State::open_on(root, workspace, witness, &open)
+        .map_err(|e| anyhow::anyhow!("{e} (store {} from {})", url.value, url.from))
 }
 
 /// The state `serve` runs with. State that cannot be opened stops start-up: approvals are never quietly off.

@@ -28,8 +28,8 @@ pub use load::{load, parse_str, Format, Overrides};
 pub use model::{
     Approvals, CodeMode, Config, DisabledServer, HookCommand, HookStage, Hooks, Limits, Mode,
     PolicyConfig, Protocol, Provenance, Sandbox, SandboxLimits, ServerConfig, ServerKind,
-    ServerSandbox, Setting, ToolFilter, Transport, DEFAULT_HOOK_TIMEOUT, DEFAULT_SEPARATOR,
-    FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
+    ServerSandbox, Setting, Store, StoreUrl, ToolFilter, Transport, DEFAULT_HOOK_TIMEOUT,
+    DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };
 pub use syntax::{parse_json, parse_toml, parse_yaml};
 pub use unified::{profile_store_for, state_root_for, unified_presets, Reporting};

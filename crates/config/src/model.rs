@@ -375,6 +375,58 @@ pub const SANDBOX_LAYERS: &[&str] = &[
     "socket_filter",
 ];
 
+/// The store backend (`"store": {"kind": …}`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Store {
+    /// SQLite under the state root, one database per workspace: the embedded default.
+    #[default]
+    Sqlite,
+    /// A PostgreSQL server that several replicas share (`"kind": "postgres", "url": "postgres://…"`).
+    Postgres(Setting<StoreUrl>),
+}
+
+/// A `postgres://` URL, `${VAR}` expanded; it may hold a password, so it is never printed whole.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoreUrl(String);
+
+impl StoreUrl {
+    pub(crate) fn new(url: String) -> Self {
+        Self(url)
+    }
+
+    /// The URL itself, password included: for connecting, never for showing.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL with any password replaced by `***`, for showing.
+    pub fn redacted(&self) -> String {
+        let Some((scheme, rest)) = self.0.split_once("://") else {
+            return "***".to_owned();
+        };
+        let (authority, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        match authority.rsplit_once('@') {
+            Some((user, host)) if user.contains(':') => {
+                let name = user.split(':').next().unwrap_or_default();
+                format!("{scheme}://{name}:***@{host}{tail}")
+            }
+            _ => self.0.clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl std::fmt::Display for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Enabled upstreams, in file order.
@@ -413,6 +465,8 @@ pub struct Config {
     pub reporting: crate::unified::Reporting,
     /// Where profiles stored by MCP Unified's `duplicate-preset` and `create-profile` are kept (its `store`).
     pub profile_store: Option<PathBuf>,
+    /// Where the durable state lives (`"store"`): SQLite in the state root, or a PostgreSQL server replicas share.
+    pub store: Store,
     /// Non-fatal findings (ignored client keys, disabled servers), for stderr and `doctor`.
     pub warnings: Vec<String>,
     /// The file this came from, if any.
@@ -443,6 +497,7 @@ impl Config {
             workspace: None,
             reporting: crate::unified::Reporting::default(),
             profile_store: None,
+            store: Store::Sqlite,
             warnings: Vec::new(),
             source: None,
         }

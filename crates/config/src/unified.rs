@@ -5,7 +5,11 @@
 //! chosen among the bundled role presets and the stored profiles; `tool_use_reporting` is the reporting switch and
 //! its retention. A relative path is relative to the config file's directory.
 //!
-//! What toolgate cannot do as MCP Unified does is refused or said: a store `kind` other than `sqlite` is refused;
+//! `store` may instead name a PostgreSQL server (`kind: "postgres"`, `url`, with `${VAR}` expanded) that a team's
+//! replicas share; the state root (`stateDir` beside it, or the default) then keeps each replica's keys and audit.
+//!
+//! What toolgate cannot do as MCP Unified does is refused or said: a store `kind` other than `sqlite` or
+//! `postgres` is refused;
 //! a separate reporting store is accepted with a warning (toolgate keeps reporting events in the state store).
 //! It reads the stored-profiles file and nothing else; it writes nothing.
 
@@ -91,6 +95,7 @@ impl Default for Reporting {
 struct RawStore {
     kind: String,
     sqlite_path: Option<String>,
+    url: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -114,12 +119,22 @@ impl Validator<'_> {
 
     fn unified_sqlite(&self, key: &str, value: Value) -> Result<PathBuf> {
         let raw: RawStore = section(value, key)?;
+        self.sqlite_path(key, raw)
+    }
+
+    fn sqlite_path(&self, key: &str, raw: RawStore) -> Result<PathBuf> {
+        if raw.url.is_some() {
+            return Err(ConfigError::invalid(
+                format!("{key}.url"),
+                "a url is for \"kind\": \"postgres\"; SQLite takes sqlite_path",
+            ));
+        }
         if raw.kind != "sqlite" {
             return Err(ConfigError::invalid(
                 format!("{key}.kind"),
                 format!(
-                    "{:?} is not supported: toolgate keeps its state in SQLite; give \"kind\": \"sqlite\" with a \
-                     sqlite_path",
+                    "{:?} is not supported: give \"kind\": \"sqlite\" with a sqlite_path, or \"kind\": \
+                     \"postgres\" with a url (for store)",
                     raw.kind
                 ),
             ));
@@ -130,14 +145,47 @@ impl Validator<'_> {
         self.unified_path(&format!("{key}.sqlite_path"), &path)
     }
 
-    /// `"store"`: the state root and the stored profiles.
+    /// `"store"`: the state root and the stored profiles, or a PostgreSQL server replicas share.
     pub(crate) fn unified_store(&mut self, value: Value) -> Result<()> {
-        let db = self.unified_sqlite("store", value)?;
+        let raw: RawStore = section(value, "store")?;
+        if raw.kind == "postgres" {
+            return self.postgres_store(raw);
+        }
+        let db = self.sqlite_path("store", raw)?;
         self.config.state_dir = Some(Setting {
             value: state_root_for(&db),
             from: self.provenance("store"),
         });
         self.config.profile_store = Some(profile_store_for(&db));
+        Ok(())
+    }
+
+    /// `"store": {"kind": "postgres", "url": "postgres://…"}`: the state every replica shares. The state root
+    /// (`stateDir` or the default) still holds each replica's keys and audit log.
+    fn postgres_store(&mut self, raw: RawStore) -> Result<()> {
+        if raw.sqlite_path.is_some() {
+            return Err(ConfigError::invalid(
+                "store.sqlite_path",
+                "sqlite_path is for \"kind\": \"sqlite\"; PostgreSQL takes url",
+            ));
+        }
+        let url = raw.url.ok_or_else(|| {
+            ConfigError::invalid(
+                "store",
+                "\"kind\": \"postgres\" needs url (postgres://user:${PASSWORD}@host:5432/db)",
+            )
+        })?;
+        let url = crate::expand::expand(&url, "store.url", &self.vars())?;
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(ConfigError::invalid(
+                "store.url",
+                "must be a postgres:// (or postgresql://) URL",
+            ));
+        }
+        self.config.store = crate::model::Store::Postgres(Setting {
+            value: crate::model::StoreUrl::new(url),
+            from: self.provenance("store.url"),
+        });
         Ok(())
     }
 
@@ -189,7 +237,8 @@ impl Validator<'_> {
         if !UNIFIED.read.iter().any(|k| has(k)) {
             return Ok(());
         }
-        if has("store") && (has("stateDir") || has("state_dir")) {
+        let shared = matches!(self.config.store, crate::model::Store::Postgres(_));
+        if has("store") && !shared && (has("stateDir") || has("state_dir")) {
             return Err(ConfigError::invalid(
                 "store",
                 "give store (MCP Unified) or stateDir (toolgate), not both",

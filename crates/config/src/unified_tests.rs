@@ -172,3 +172,71 @@ fn a_toolgate_config_without_gateway_json_keys_keeps_toolgates_reporting() {
     assert_eq!(cfg.reporting, Reporting::default());
     assert!(cfg.policy.profiles.is_none());
 }
+
+fn parse_with_env(
+    dir: &Path,
+    value: &Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> crate::Result<Config> {
+    parse_str(
+        &value.to_string(),
+        Format::Json,
+        &dir.join("gateway.json"),
+        env,
+        &Overrides::default(),
+    )
+}
+
+#[test]
+fn a_postgres_store_takes_its_url_with_the_password_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = |k: &str| (k == "PGPASSWORD_TG").then(|| "s3cret".to_owned());
+    let cfg = parse_with_env(
+        dir.path(),
+        &json!({"store": {"kind": "postgres", "url": "postgres://tg:${PGPASSWORD_TG}@db:5432/toolgate"},
+                "stateDir": "/var/lib/toolgate"}),
+        &env,
+    )
+    .unwrap();
+    let crate::Store::Postgres(url) = &cfg.store else {
+        panic!("{:?}", cfg.store)
+    };
+    assert_eq!(url.value.expose(), "postgres://tg:s3cret@db:5432/toolgate");
+    assert_eq!(url.value.redacted(), "postgres://tg:***@db:5432/toolgate");
+    assert!(!format!("{cfg:?}").contains("s3cret"));
+    // Each replica keeps its keys and audit log in its own state root.
+    assert_eq!(
+        cfg.state_dir.map(|s| s.value),
+        Some(PathBuf::from("/var/lib/toolgate"))
+    );
+    assert_eq!(cfg.profile_store, None);
+}
+
+#[test]
+fn a_postgres_store_refuses_typos_and_the_other_kinds_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (json!({"kind": "postgres", "uri": "postgres://db/x"}), "uri"),
+        (json!({"kind": "postgres"}), "needs url"),
+        (
+            json!({"kind": "postgres", "url": "postgres://db/x", "sqlite_path": "a.db"}),
+            "sqlite_path is for",
+        ),
+        (
+            json!({"kind": "postgres", "url": "mysql://db/x"}),
+            "postgres://",
+        ),
+        (
+            json!({"kind": "sqlite", "sqlite_path": "a.db", "url": "postgres://db/x"}),
+            "url is for",
+        ),
+        (
+            json!({"kind": "postgres", "url": "postgres://${MISSING_TG}@db/x"}),
+            "MISSING_TG",
+        ),
+    ];
+    for (store, says) in cases {
+        let e = parse_at(dir.path(), &json!({ "store": store })).unwrap_err();
+        assert!(e.to_string().contains(says), "{store}: {e}");
+    }
+}

@@ -159,7 +159,7 @@ impl Store {
 }
 
 /// When a request stopped being live, if it has.
-fn terminal_at(a: &Approval) -> Option<Timestamp> {
+pub(crate) fn terminal_at(a: &Approval) -> Option<Timestamp> {
     match a.status {
         ApprovalStatus::Rejected | ApprovalStatus::Cancelled => a.decided_at,
         ApprovalStatus::Consumed => a.consumed_at,

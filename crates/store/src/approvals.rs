@@ -416,7 +416,7 @@ impl Store {
 }
 
 /// A fresh id: `apr_` + 128 bits from the OS RNG, hex (URL-safe, case-insensitive-safe).
-fn new_request_id() -> Result<String> {
+pub(crate) fn new_request_id() -> Result<String> {
     let mut bytes = [0u8; ID_RANDOM_BYTES];
     rand::rngs::SysRng
         .try_fill_bytes(&mut bytes)
@@ -425,7 +425,7 @@ fn new_request_id() -> Result<String> {
 }
 
 /// Truncates a label to `MAX_LABEL_CHARS` characters.
-fn cap(s: &str) -> String {
+pub(crate) fn cap(s: &str) -> String {
     s.chars().take(MAX_LABEL_CHARS).collect()
 }
 

@@ -36,6 +36,35 @@ pub enum Error {
         /// Highest version this build understands.
         supported: i64,
     },
+    /// The shared database's schema is older than this build needs; migrations run only when asked.
+    #[error(
+        "the state database's schema is at version {found}, this toolgate needs version {needed}: run \
+         `toolgate store migrate` (with the same config) first"
+    )]
+    SchemaBehind {
+        /// Version found in the database.
+        found: i64,
+        /// Version this build needs.
+        needed: i64,
+    },
+    /// The shared database cannot be reached (gone, restarting, refusing, or not answering in time). Calls
+    /// fail closed until it answers again.
+    #[error(
+        "the state database cannot be reached ({0}); calls are refused until it answers again"
+    )]
+    Unavailable(String),
+    /// The shared database refused a statement.
+    #[error("state database error: {0}")]
+    Postgres(String),
+    /// The store URL cannot be read; the message never repeats the URL, which may hold a password.
+    #[error("the store url is not a valid postgres:// URL: {0}")]
+    StoreUrl(String),
+    /// The namespace's rows in the shared database are sealed with another key than this state root's.
+    #[error(
+        "this state root's approval.key is not the key this workspace's rows in the state database are sealed \
+         with: every replica sharing the database needs the same approval.key (copy it, mode 0600)"
+    )]
+    SealKeyMismatch,
     /// Unknown id, or an id that belongs to another workspace (deliberately indistinguishable).
     #[error("REQUEST_NOT_FOUND")]
     RequestNotFound,

@@ -227,12 +227,12 @@ impl Store {
 }
 
 /// Truncates a name-like field.
-fn name(s: &str) -> String {
+pub(crate) fn name(s: &str) -> String {
     s.chars().take(MAX_NAME_CHARS).collect()
 }
 
 /// Keeps a token field only if it looks like a token: ASCII letters, digits, `_ . : -`.
-fn token(s: &str) -> String {
+pub(crate) fn token(s: &str) -> String {
     let ok = !s.is_empty()
         && s.len() <= MAX_TOKEN_CHARS
         && s.bytes()

@@ -14,7 +14,7 @@ use crate::seal::Field;
 use crate::time::Timestamp;
 
 /// Separates grant seals from request seals.
-const DOMAIN: &str = "toolgate session grant v2";
+pub(crate) const DOMAIN: &str = "toolgate session grant v2";
 
 impl Store {
     /// Records (or renews) the grant of `scope` for `tool` in `session_id`, bound to `definition_sha256`.
@@ -89,7 +89,7 @@ impl Store {
     }
 }
 
-fn grant_fields<'a>(
+pub(crate) fn grant_fields<'a>(
     namespace_id: &'a str,
     session_id: &'a str,
     tool: &'a str,

@@ -25,6 +25,7 @@ mod locks;
 mod namespace;
 mod operator;
 mod pins;
+mod postgres;
 mod report;
 mod report_render;
 mod seal;
@@ -58,6 +59,7 @@ pub use pins::{
     definition_hash, FirstUse, Observed, PinCheck, PinObservation, PinState, PinsSince,
     SinceChecks, ToolPin,
 };
+pub use postgres::{Migrated, PostgresStore, POSTGRES_SCHEMA_VERSION};
 pub use report::{percentile_nearest_rank, GroupBy, ReasonCount, Report, ReportRow};
 pub use report_render::ReportFormat;
 pub use sqlite::SqliteStore;

@@ -25,7 +25,7 @@ const LEASE_BYTES: usize = 16;
 /// Prefix of a lease id, so one is recognisable in a client's hands.
 const LEASE_PREFIX: &str = "lease_";
 /// Cap on an owner label.
-const MAX_OWNER_CHARS: usize = 64;
+pub(crate) const MAX_OWNER_CHARS: usize = 64;
 
 /// A live lease as anyone may see it: no lease id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -83,11 +83,11 @@ struct Row {
     lease_sha256: String,
 }
 
-fn digest(lease_id: &str) -> String {
+pub(crate) fn digest(lease_id: &str) -> String {
     jsonrpc::sha256_hex(lease_id.as_bytes())
 }
 
-fn new_lease_id() -> Result<String> {
+pub(crate) fn new_lease_id() -> Result<String> {
     let mut bytes = [0u8; LEASE_BYTES];
     rand::rngs::SysRng
         .try_fill_bytes(&mut bytes)

@@ -29,7 +29,7 @@ pub enum PinState {
 }
 
 impl PinState {
-    const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Accepted => "ACCEPTED",
             Self::Quarantined => "QUARANTINED",
@@ -430,7 +430,7 @@ fn observe_one(
     })
 }
 
-fn parse_state(state: &str) -> Result<PinState> {
+pub(crate) fn parse_state(state: &str) -> Result<PinState> {
     match state {
         "ACCEPTED" => Ok(PinState::Accepted),
         "QUARANTINED" => Ok(PinState::Quarantined),

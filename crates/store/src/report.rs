@@ -54,6 +54,19 @@ impl GroupBy {
     }
 }
 
+impl GroupBy {
+    /// The SQL expression of the group key (the same in SQLite and PostgreSQL).
+    pub(crate) const fn key_sql(self) -> &'static str {
+        match self {
+            Self::Server => "server",
+            Self::Tool => "server || '/' || tool",
+            Self::Profile => "profile",
+            Self::Decision => "decision",
+            Self::Rule => "COALESCE(rule, '-')",
+        }
+    }
+}
+
 impl FromStr for GroupBy {
     type Err = String;
 
@@ -142,13 +155,7 @@ struct Acc {
 impl Store {
     /// Aggregates events at or after `since` (all events when `None`).
     pub fn report(&self, group_by: GroupBy, since: Option<Timestamp>) -> Result<Report> {
-        let key_sql = match group_by {
-            GroupBy::Server => "server",
-            GroupBy::Tool => "server || '/' || tool",
-            GroupBy::Profile => "profile",
-            GroupBy::Decision => "decision",
-            GroupBy::Rule => "COALESCE(rule, '-')",
-        };
+        let key_sql = group_by.key_sql();
         let sql = format!(
             "SELECT {key_sql}, outcome, reason_code, duration_ms, wait_ms FROM report_events
              WHERE time_ms >= ?1"
@@ -156,35 +163,59 @@ impl Store {
         let since_ms = since.map_or(i64::MIN, Timestamp::as_millis);
         let mut stmt = self.conn.prepare(&sql)?;
         let mut rows = stmt.query([since_ms])?;
-        let mut groups: BTreeMap<String, Acc> = BTreeMap::new();
+        let mut groups = Groups::default();
         while let Some(r) = rows.next()? {
-            let key: String = r.get(0)?;
-            let outcome: String = r.get(1)?;
-            let reason: String = r.get(2)?;
-            let duration: Option<i64> = r.get(3)?;
-            let wait: Option<i64> = r.get(4)?;
-            let acc = groups.entry(key).or_default();
-            acc.count += 1;
-            if outcome == OUTCOME_SUCCEEDED {
-                acc.succeeded += 1;
-            }
-            *acc.reasons.entry(reason).or_default() += 1;
-            let ms = |v: i64| u64::try_from(v).unwrap_or(0);
-            let wait = wait.map(ms);
-            if let Some(d) = duration {
-                acc.durations.push(ms(d).saturating_sub(wait.unwrap_or(0)));
-            }
-            if let Some(w) = wait {
-                acc.waits.push(w);
-            }
+            groups.add(
+                r.get(0)?,
+                &r.get::<_, String>(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+            );
         }
-        let mut out: Vec<ReportRow> = groups.into_iter().map(|(k, a)| finish(k, a)).collect();
+        Ok(groups.into_report(group_by, since))
+    }
+}
+
+/// Events gathered by group, whichever backend read them.
+#[derive(Default)]
+pub(crate) struct Groups(BTreeMap<String, Acc>);
+
+impl Groups {
+    /// Counts one event of group `key`.
+    pub(crate) fn add(
+        &mut self,
+        key: String,
+        outcome: &str,
+        reason: String,
+        duration: Option<i64>,
+        wait: Option<i64>,
+    ) {
+        let acc = self.0.entry(key).or_default();
+        acc.count += 1;
+        if outcome == OUTCOME_SUCCEEDED {
+            acc.succeeded += 1;
+        }
+        *acc.reasons.entry(reason).or_default() += 1;
+        let ms = |v: i64| u64::try_from(v).unwrap_or(0);
+        let wait = wait.map(ms);
+        if let Some(d) = duration {
+            acc.durations.push(ms(d).saturating_sub(wait.unwrap_or(0)));
+        }
+        if let Some(w) = wait {
+            acc.waits.push(w);
+        }
+    }
+
+    /// The report: groups largest first (ties by key).
+    pub(crate) fn into_report(self, group_by: GroupBy, since: Option<Timestamp>) -> Report {
+        let mut out: Vec<ReportRow> = self.0.into_iter().map(|(k, a)| finish(k, a)).collect();
         out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
-        Ok(Report {
+        Report {
             group_by,
             since,
             rows: out,
-        })
+        }
     }
 }
 

@@ -10,6 +10,7 @@ mod client;
 mod conformance;
 mod context;
 mod fixture;
+pub mod postgres;
 mod tasks;
 
 pub use client::{exited, list_all, modern_meta, StdioClient};

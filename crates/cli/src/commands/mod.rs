@@ -15,4 +15,5 @@ pub mod policy;
 pub mod preview;
 pub mod report;
 pub mod serve;
+pub mod store;
 pub mod wrap;

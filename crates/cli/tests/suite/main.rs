@@ -50,6 +50,7 @@ mod pins;
 mod policy;
 mod policy_cli;
 mod rule_origins;
+mod shared_store;
 mod support;
 mod switch_links;
 mod tool_spellings;

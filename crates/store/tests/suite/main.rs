@@ -15,6 +15,7 @@ mod crash;
 mod grants_pins;
 mod model;
 mod namespace;
+mod pg;
 mod reporting;
 mod sealed;
 mod support;

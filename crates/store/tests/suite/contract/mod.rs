@@ -2,7 +2,8 @@
 //!
 //! A backend is run by one line at the bottom of this file: `contract!(name: Type)`, where `Type` implements
 //! `Backend` (make a fresh, empty state; open another handle on it). Each case opens its own fresh state. The
-//! cases only use the trait: what is SQLite's own (seals, schema, files) is tested in the other modules.
+//! cases only use the trait: what is SQLite's own (seals, schema, files) is tested in the other modules, what is
+//! PostgreSQL's own (migrations, replicas in other processes, a restarted server) in `pg`.
 
 mod approvals;
 mod feed;
@@ -12,7 +13,7 @@ mod rest;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use store::{Limits, Namespace, SqliteStore, StateStore, Timestamp};
+use store::{Limits, Namespace, PostgresStore, SqliteStore, StateStore, Timestamp};
 
 pub use crate::support::{MINUTE, T0};
 
@@ -65,6 +66,33 @@ impl Backend for Sqlite {
     }
 }
 
+/// A namespace of its own in the process's private PostgreSQL cluster (one database, migrated once); each handle
+/// is a pool of its own, as another replica's would be.
+pub struct Postgres {
+    _env: crate::support::Env,
+    namespace: Namespace,
+    limits: Limits,
+}
+
+impl Backend for Postgres {
+    fn fresh(limits: Limits) -> Self {
+        let env = crate::support::Env::new();
+        let namespace = env.namespace();
+        Self {
+            _env: env,
+            namespace,
+            limits,
+        }
+    }
+
+    fn handle(&self) -> Arc<dyn StateStore> {
+        Arc::new(
+            PostgresStore::open_with_limits(&crate::pg::url(), &self.namespace, self.limits)
+                .unwrap(),
+        )
+    }
+}
+
 /// One test per case, for backend `$ty`, in module `$name`.
 macro_rules! contract {
     ($name:ident: $ty:ty) => {
@@ -111,3 +139,4 @@ macro_rules! contract {
 }
 
 contract!(sqlite: Sqlite);
+contract!(postgres: Postgres);
