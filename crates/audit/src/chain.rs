@@ -167,7 +167,7 @@ impl ChainHead {
 /// without copying the record or printing it twice.
 pub(crate) fn seal(mut record: Map<String, Value>) -> (String, String) {
     record.remove("hash");
-    let mut entries: Vec<(&str, String)> = record
+    let entries: Vec<(&str, String)> = record
         .iter()
         .map(|(k, v)| {
             let mut entry = Value::String(k.clone()).to_string();
@@ -176,6 +176,12 @@ pub(crate) fn seal(mut record: Map<String, Value>) -> (String, String) {
             (k.as_str(), entry)
         })
         .collect();
+    seal_entries(entries)
+}
+
+/// `seal` for a record already printed as canonical entries (`"key":value`, distinct keys other than `hash`, in
+/// any order): sorts them, hashes them joined, and splices the hash in at its sorted place.
+pub(crate) fn seal_entries(mut entries: Vec<(&str, String)>) -> (String, String) {
     entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let size = entries.iter().map(|(_, e)| e.len() + 1).sum::<usize>() + 2;
     let mut body = String::with_capacity(size);

@@ -7,7 +7,7 @@
 
 use jsonrpc::{canonical_json, sha256_hex};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::redact::redact;
 use crate::time::rfc3339;
@@ -141,9 +141,68 @@ impl AuditEvent {
         self
     }
 
-    /// Builds the record body (everything but `seq`, `prev` and `hash`).
-    pub(crate) fn to_record(&self) -> Map<String, Value> {
-        let mut m = Map::new();
+    /// The record body (everything but `seq`, `prev` and `hash`) as canonical entries, `"key":value`, in no
+    /// particular order: what `chain::seal_entries` sorts, hashes and prints. Built field by field, without an
+    /// intermediate JSON object; `to_record` is the same record as an object, and a test holds them equal.
+    pub(crate) fn to_entries(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::with_capacity(24);
+        out.push(("v", entry("v", &RECORD_VERSION)));
+        out.push(("kind", entry("kind", &self.kind)));
+        out.push(("time", entry("time", &rfc3339(self.time_ms))));
+        out.push(("time_ms", entry("time_ms", &self.time_ms)));
+        for (key, value) in [
+            ("trace_id", &self.trace_id),
+            ("profile", &self.profile),
+            ("server", &self.server),
+            ("tool", &self.tool),
+            ("operation", &self.operation),
+        ] {
+            out.push((key, entry(key, &field(value, MAX_FIELD_CHARS))));
+        }
+        for (key, value) in [
+            ("decision", &self.decision),
+            ("rule_id", &self.rule_id),
+            ("rule_at", &self.rule_at),
+            ("reason_code", &self.reason_code),
+            ("outcome", &self.outcome),
+            ("request_id", &self.request_id),
+            ("parent_trace_id", &self.parent_trace_id),
+            ("actor", &self.actor),
+            ("principal", &self.principal),
+        ] {
+            if let Some(v) = value {
+                out.push((key, entry(key, &field(v, MAX_FIELD_CHARS))));
+            }
+        }
+        let listed: Vec<String> = self
+            .resources
+            .iter()
+            .take(MAX_RESOURCES)
+            .map(|r| field(r, MAX_RESOURCE_CHARS))
+            .collect();
+        out.push(("resources", entry("resources", &listed)));
+        if self.resources.len() > MAX_RESOURCES {
+            let more = (self.resources.len() - MAX_RESOURCES) as u64;
+            out.push(("resources_omitted", entry("resources_omitted", &more)));
+        }
+        if let Some(d) = self.duration_ms {
+            out.push(("duration_ms", entry("duration_ms", &d)));
+        }
+        if let Some(w) = self.wait_ms {
+            out.push(("wait_ms", entry("wait_ms", &w)));
+        }
+        for (key, digest) in [("arguments", &self.arguments), ("result", &self.result)] {
+            if let Some(d) = digest {
+                out.push((key, entry(key, d)));
+            }
+        }
+        out
+    }
+
+    /// The record body as a JSON object: the reference `to_entries` is checked against.
+    #[cfg(test)]
+    pub(crate) fn to_record(&self) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
         m.insert("v".into(), RECORD_VERSION.into());
         let kind = self.kind;
         m.insert(
@@ -200,6 +259,19 @@ impl AuditEvent {
         }
         m
     }
+}
+
+/// `"key":value` as canonical JSON prints it. Every value here is a string, a number, a list of strings or a
+/// digest whose fields serialise in sorted order (`bytes`, `sha256`), so serde_json's own printing is canonical.
+/// Keys are plain ASCII names, quoted as they are.
+pub(crate) fn entry<T: Serialize + ?Sized>(key: &str, value: &T) -> String {
+    let mut out = Vec::with_capacity(key.len() + 48);
+    out.push(b'"');
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
+    // Writing into a `Vec` cannot fail, nor can these values' serialisation.
+    let _ = serde_json::to_writer(&mut out, value);
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Texts up to this long have their redaction remembered.
@@ -293,6 +365,54 @@ mod tests {
         }
         let long = format!("{} password=hunter2", "a".repeat(MEMO_TEXT_BYTES));
         assert!(!field(&long, 10_000).contains("hunter2"));
+    }
+
+    fn sealed_both_ways(e: &AuditEvent, seq: u64, prev: &str) -> ((String, String), (String, String)) {
+        let mut entries = e.to_entries();
+        entries.push(("seq", entry("seq", &seq)));
+        entries.push(("prev", entry("prev", prev)));
+        let mut record = e.to_record();
+        record.insert("seq".into(), seq.into());
+        record.insert("prev".into(), prev.into());
+        (
+            crate::chain::seal_entries(entries),
+            crate::chain::seal(record),
+        )
+    }
+
+    proptest::proptest! {
+        /// The record printed field by field is byte for byte the canonical record: the chain of a log written
+        /// before the change verifies after it, and the other way round.
+        #[test]
+        fn entries_seal_to_the_canonical_record(
+            kind in 0..4u8,
+            time_ms in proptest::prelude::any::<i64>(),
+            texts in proptest::collection::vec("(\\PC|[\"\\\\\u{0}-\u{1f}\u{7f}é€😀]){0,300}", 5),
+            options in proptest::collection::vec(proptest::option::of("\\PC{0,40}|token=[a-z0-9]{20}"), 9),
+            resources in proptest::collection::vec("\\PC{0,600}|https://x.test/\\?key=[a-z]{12}", 0..20),
+            numbers in proptest::collection::vec(proptest::option::of(proptest::prelude::any::<u64>()), 2),
+            digests in proptest::collection::vec(proptest::option::of(".{0,8}"), 2),
+            seq in proptest::prelude::any::<u64>(),
+            prev in "[0-9a-f]{64}|GENESIS",
+        ) {
+            let kinds = [EventKind::Decision, EventKind::Approval, EventKind::Execution, EventKind::Admin];
+            let mut e = AuditEvent::new(kinds[usize::from(kind)], time_ms, &texts[0]);
+            e.profile = texts[1].clone();
+            e.server = texts[2].clone();
+            e.tool = texts[3].clone();
+            e.operation = texts[4].clone();
+            let [decision, rule_id, rule_at, reason_code, outcome, request_id, parent, actor, principal] =
+                <[Option<String>; 9]>::try_from(options).unwrap();
+            (e.decision, e.rule_id, e.rule_at, e.reason_code, e.outcome) =
+                (decision, rule_id, rule_at, reason_code, outcome);
+            (e.request_id, e.parent_trace_id, e.actor, e.principal) = (request_id, parent, actor, principal);
+            e.resources = resources;
+            (e.duration_ms, e.wait_ms) = (numbers[0], numbers[1]);
+            e.arguments = digests[0].as_deref().map(|t| Digest::of_bytes(t.as_bytes()));
+            e.result = digests[1].as_deref().map(|t| Digest::of_json(&json!({"t": t})));
+            let (fast, reference) = sealed_both_ways(&e, seq, &prev);
+            proptest::prop_assert_eq!(fast, reference);
+        }
     }
 
     #[test]

@@ -17,10 +17,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::chain::{
-    self, parse_line, seal, verify_text_with, ChainHead, VerifyReport, ANCHOR_KIND,
+    self, parse_line, seal_entries, verify_text_with, ChainHead, VerifyReport, ANCHOR_KIND,
 };
 use crate::error::{Error, Result};
-use crate::event::AuditEvent;
+use crate::event::{entry, AuditEvent};
 use crate::witness::{Against, Head, Witness};
 
 /// File name of the log inside the namespace directory.
@@ -120,10 +120,10 @@ impl AuditLog {
             hash: head.prev.clone(),
         };
         for event in events {
-            let mut record = event.to_record();
-            record.insert("seq".into(), head.next_seq.into());
-            record.insert("prev".into(), head.prev.clone().into());
-            let (line, hash) = seal(record);
+            let mut entries = event.to_entries();
+            entries.push(("seq", entry("seq", &head.next_seq)));
+            entries.push(("prev", entry("prev", &head.prev)));
+            let (line, hash) = seal_entries(entries);
             text.push_str(&line);
             text.push('\n');
             last = Head {
