@@ -7,6 +7,7 @@ use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::events::ReportEvent;
 use crate::handle::Store;
 use crate::time::Timestamp;
 
@@ -50,14 +51,22 @@ impl Store {
     /// Moves the recorded head forward to `head`; a head at or before the recorded one changes nothing, so
     /// writers in several processes that record out of order never move it back.
     pub fn advance_audit_head(&mut self, head: &AuditHead, now: Timestamp) -> Result<()> {
-        let seq = i64::try_from(head.seq).unwrap_or(i64::MAX);
-        self.conn.execute(
-            "INSERT INTO audit_head (id, seq, hash, updated_at) VALUES (1, ?1, ?2, ?3)
-             ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
-                                            updated_at = excluded.updated_at
-             WHERE excluded.seq > audit_head.seq",
-            params![seq, head.hash, now.as_millis()],
-        )?;
+        advance_head(&self.conn, head, now)
+    }
+
+    /// Reporting events and the witnessed head in one transaction: one commit, one sync.
+    pub fn record_written(
+        &mut self,
+        events: &[ReportEvent],
+        head: &AuditHead,
+        now: Timestamp,
+    ) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for e in events {
+            crate::events::insert_event(&tx, e)?;
+        }
+        advance_head(&tx, head, now)?;
+        tx.commit()?;
         Ok(())
     }
 
@@ -93,6 +102,19 @@ impl Store {
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
+}
+
+/// Moves the recorded head forward to `head`; a head at or before the recorded one changes nothing.
+fn advance_head(conn: &rusqlite::Connection, head: &AuditHead, now: Timestamp) -> Result<()> {
+    let seq = i64::try_from(head.seq).unwrap_or(i64::MAX);
+    conn.execute(
+        "INSERT INTO audit_head (id, seq, hash, updated_at) VALUES (1, ?1, ?2, ?3)
+         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
+                                        updated_at = excluded.updated_at
+         WHERE excluded.seq > audit_head.seq",
+        params![seq, head.hash, now.as_millis()],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -144,3 +166,4 @@ mod tests {
         assert_eq!(hashes, ["a1", "a2"]);
     }
 }
+

@@ -305,4 +305,12 @@ pub trait StateStore:
 {
     /// The backend's name, for diagnostics (`sqlite`).
     fn backend(&self) -> &'static str;
+
+    /// What an audit writer records once a batch is in the log: its reporting events, and the witnessed head
+    /// moved to `head`, in one commit where the backend can (one sync instead of two; SQLite does). This default
+    /// records them one after the other.
+    fn record_written(&self, events: &[ReportEvent], head: &AuditHead, now: Timestamp) -> Result<()> {
+        self.record_events(events)?;
+        self.advance_audit_head(head, now)
+    }
 }

@@ -101,7 +101,7 @@ impl Retention {
 }
 
 /// One sanitised insert; `conn` is the store's connection or a transaction on it.
-fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
+pub(crate) fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
     let ms = |v: Option<u64>| v.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
     // Cached: parsing the statement for every event cost more than inserting it.
     conn.prepare_cached(

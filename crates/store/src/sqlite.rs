@@ -318,4 +318,8 @@ impl StateStore for SqliteStore {
     fn backend(&self) -> &'static str {
         "sqlite"
     }
+
+    fn record_written(&self, events: &[ReportEvent], head: &AuditHead, now: Timestamp) -> Result<()> {
+        self.with(|s| s.record_written(events, head, now))
+    }
 }

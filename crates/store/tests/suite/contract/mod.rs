@@ -121,6 +121,7 @@ macro_rules! contract {
                 rest::retention_keeps_the_newest_events,
                 rest::export_gives_the_newest_events_oldest_first_as_stored,
                 rest::audit_head_only_moves_forward_and_anchors_are_kept_once,
+                rest::a_written_batch_records_its_events_and_head_together,
                 locks::a_lease_is_held_renewed_and_released_by_its_holder_alone,
                 locks::a_lapsed_lease_is_no_lease,
                 locks::racing_acquirers_on_separate_handles_get_one_lease,

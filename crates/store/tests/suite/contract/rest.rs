@@ -317,3 +317,28 @@ pub fn audit_head_only_moves_forward_and_anchors_are_kept_once<B: Backend>() {
         .collect();
     assert_eq!(got, [("a1", 4, "p"), ("a2", 9, "q")]);
 }
+
+/// What the audit writer records after each batch: the reporting events and the head, together; an older head
+/// still leaves the head where it was while its events are kept.
+pub fn a_written_batch_records_its_events_and_head_together<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let (s, other) = (b.handle(), b.handle());
+    let head = |seq, hash: &str| AuditHead {
+        seq,
+        hash: hash.into(),
+    };
+    let events = [
+        event("t1", Some(3), "SUCCEEDED", at(1)),
+        event("t2", Some(4), "DENIED", at(2)),
+    ];
+    s.record_written(&events, &head(7, "g"), at(3)).unwrap();
+    assert_eq!(other.audit_head().unwrap(), Some(head(7, "g")));
+    assert_eq!(other.event_count().unwrap(), 2);
+    other
+        .record_written(&events[..1], &head(2, "b"), at(4))
+        .unwrap();
+    assert_eq!(s.audit_head().unwrap(), Some(head(7, "g")), "never moved back");
+    assert_eq!(s.event_count().unwrap(), 3);
+    s.record_written(&[], &head(8, "h"), at(5)).unwrap();
+    assert_eq!(other.audit_head().unwrap(), Some(head(8, "h")));
+}
