@@ -210,6 +210,7 @@ impl Writer {
         let mut flushes: Vec<SyncSender<()>> = Vec::new();
         loop {
             let failing = self.health.problem().is_some();
+            let mut reports = Vec::new();
             if held.len() < self.capacity {
                 let first = if failing {
                     match queue.recv_timeout(RETRY) {
@@ -223,38 +224,7 @@ impl Writer {
                         Err(_) => break,
                     }
                 };
-                let mut reports = Vec::new();
-                // Records that held a place in `Room` (flushes do not).
-                let mut taken = 0;
-                let mut next = first;
-                let mut gathered = failing || next.is_none();
-                loop {
-                    while let Some(record) = next {
-                        match record {
-                            Record::Audit(e) => {
-                                held.push(*e);
-                                taken += 1;
-                            }
-                            Record::Report(e) => {
-                                reports.push(*e);
-                                taken += 1;
-                            }
-                            Record::Flush(done) => flushes.push(done),
-                        }
-                        let room = held.len() < self.capacity && taken < BATCH;
-                        next = if room { queue.try_recv().ok() } else { None };
-                    }
-                    let full = held.len() >= self.capacity || taken >= BATCH;
-                    if gathered || full || !flushes.is_empty() {
-                        break;
-                    }
-                    // Sleeping, not waiting on the queue: producers send without waking this thread.
-                    std::thread::sleep(GATHER);
-                    gathered = true;
-                    next = queue.try_recv().ok();
-                }
-                self.room.release(taken);
-                self.reports(&reports);
+                reports = self.gather(queue, first, failing, &mut held, &mut flushes);
             } else {
                 std::thread::sleep(RETRY);
             }
@@ -262,8 +232,12 @@ impl Writer {
                 if failing {
                     self.probe();
                 }
-            } else if self.append(&held) {
+                self.reports(&reports);
+            } else if self.append(&held, &reports) {
                 held.clear();
+            } else {
+                // The log is not written; the reporting events are metrics and are recorded all the same.
+                self.reports(&reports);
             }
             if held.is_empty() {
                 for done in flushes.drain(..) {
@@ -279,8 +253,53 @@ impl Writer {
         }
     }
 
-    /// Writes the held events; true when they are down.
-    fn append(&mut self, held: &[AuditEvent]) -> bool {
+    /// Takes `first` and whatever follows it within the gathering window (at once when the writer is failing,
+    /// the batch is full or a flush waits), up to the batch and the held capacity; returns the reporting events.
+    fn gather(
+        &self,
+        queue: &Receiver<Record>,
+        first: Option<Record>,
+        failing: bool,
+        held: &mut Vec<AuditEvent>,
+        flushes: &mut Vec<SyncSender<()>>,
+    ) -> Vec<ReportEvent> {
+        let mut reports = Vec::new();
+        // Records that held a place in `Room` (flushes do not).
+        let mut taken = 0;
+        let mut next = first;
+        let mut gathered = failing || next.is_none();
+        loop {
+            while let Some(record) = next {
+                match record {
+                    Record::Audit(e) => {
+                        held.push(*e);
+                        taken += 1;
+                    }
+                    Record::Report(e) => {
+                        reports.push(*e);
+                        taken += 1;
+                    }
+                    Record::Flush(done) => flushes.push(done),
+                }
+                let room = held.len() < self.capacity && taken < BATCH;
+                next = if room { queue.try_recv().ok() } else { None };
+            }
+            let full = held.len() >= self.capacity || taken >= BATCH;
+            if gathered || full || !flushes.is_empty() {
+                break;
+            }
+            // Sleeping, not waiting on the queue: producers send without waking this thread.
+            std::thread::sleep(GATHER);
+            gathered = true;
+            next = queue.try_recv().ok();
+        }
+        self.room.release(taken);
+        reports
+    }
+
+    /// Writes the held events, then records `reports` and the new head in one commit; true when the events are
+    /// down.
+    fn append(&mut self, held: &[AuditEvent], reports: &[ReportEvent]) -> bool {
         #[cfg(test)]
         self.pause.wait_off();
         match self.log.append_checked(held, self.expected.as_ref()) {
@@ -289,9 +308,14 @@ impl Writer {
                     seq: head.seq,
                     hash: head.hash.clone(),
                 };
-                if let Err(e) = self.store.advance_audit_head(&witnessed, Timestamp::now()) {
+                if let Err(e) = self
+                    .store
+                    .record_written(reports, &witnessed, Timestamp::now())
+                {
                     // The events are down; only the witness lags, which a later batch catches up.
-                    tracing::warn!("cannot record the audit head: {e}");
+                    self.dropped
+                        .fetch_add(reports.len() as u64, Ordering::Relaxed);
+                    tracing::warn!("cannot record the audit head and reporting events: {e}");
                 }
                 if let Some(w) = &self.outside {
                     if let Err(e) = w.record_head(&head) {
