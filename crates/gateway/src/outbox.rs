@@ -295,12 +295,27 @@ impl Drain {
             () = self.shared.closed.cancelled() => None,
             line = self.lines.recv() => line,
         }?;
-        Some(Outgoing {
+        Some(self.outgoing(line))
+    }
+
+    /// The next message if one is queued now, without waiting: a front end that writes several at once (one
+    /// system call for all the answers that are ready) takes the rest with this. `None` when none is queued or
+    /// the session is closed.
+    pub fn try_next(&mut self) -> Option<Outgoing> {
+        if self.shared.closed.is_cancelled() {
+            return None;
+        }
+        let line = self.lines.try_recv().ok()?;
+        Some(self.outgoing(line))
+    }
+
+    fn outgoing(&self, line: Line) -> Outgoing {
+        Outgoing {
             stream: line.stream,
             bytes: line.bytes,
             permits: line.permits,
             shared: Arc::clone(&self.shared),
-        })
+        }
     }
 }
 

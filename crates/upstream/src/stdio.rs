@@ -168,18 +168,39 @@ impl Link for StdioLink {
     }
 }
 
+/// Bytes gathered into one write to the server at most.
+const WRITE_GATHER_BYTES: usize = 64 * 1024;
+
 async fn write_loop(
     mut rx: mpsc::Receiver<Vec<u8>>,
     mut stdin: impl AsyncWrite + Unpin,
     ended: CancellationToken,
 ) {
+    let mut buf = Vec::new();
     loop {
         tokio::select! {
             line = rx.recv() => {
                 let Some(line) = line else { break };
-                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+                // Lines already queued go out with this one, in order: one system call for a burst.
+                let mut line = line;
+                loop {
+                    buf.extend_from_slice(&line);
+                    if buf.len() >= WRITE_GATHER_BYTES {
+                        break;
+                    }
+                    match rx.try_recv() {
+                        Ok(more) => line = more,
+                        Err(_) => break,
+                    }
+                }
+                if stdin.write_all(&buf).await.is_err() || stdin.flush().await.is_err() {
                     ended.cancel();
                     break;
+                }
+                buf.clear();
+                // A very long line leaves no large buffer behind.
+                if buf.capacity() > 4 * WRITE_GATHER_BYTES {
+                    buf = Vec::new();
                 }
             }
             () = ended.cancelled() => break,
