@@ -80,10 +80,10 @@ fn main() {
     let started = Instant::now();
     for (decided, finished, reported) in work {
         let t = Instant::now();
-        state.audit(&decided);
+        state.audit(decided);
         waits.push(t.elapsed());
         let t = Instant::now();
-        state.audit(&finished);
+        state.audit(finished);
         waits.push(t.elapsed());
         let t = Instant::now();
         state.report(reported);

@@ -213,7 +213,7 @@ impl Gateway {
         e.profile = profile.unwrap_or_default().to_owned();
         e.tool = tool.unwrap_or_default().to_owned();
         e.actor = Some("admin".to_owned());
-        state.audit(&e);
+        state.audit(e);
     }
 }
 

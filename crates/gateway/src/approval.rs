@@ -141,7 +141,7 @@ pub(crate) async fn hold(
             return Held::Answer(CallOutcome::Refused(refusal));
         }
     };
-    state.audit(&crate::record::approval_event(
+    state.audit(crate::record::approval_event(
         &trace_id,
         &approval.id,
         "PENDING",
@@ -234,7 +234,7 @@ async fn wait(
             () = cancel.cancelled() => {
                 // Nobody will read the answer: the request must not wait for (or get) a decision.
                 match state.store(|s| s.cancel(&approval.id, CANCELLED_BY, now())) {
-                    Ok(_) => state.audit(&crate::record::approval_event(
+                    Ok(_) => state.audit(crate::record::approval_event(
                         trace_id, &approval.id, "CANCELLED", snapshot, decision,
                     )),
                     Err(e) => tracing::info!(request = %approval.id, "not marked cancelled: {e}"),
@@ -331,7 +331,7 @@ fn consume(state: &Arc<State>, id: &str) -> Result<(Approval, Snapshot), CallOut
             "the approved request is not one toolgate can run".into(),
         ));
     };
-    state.audit(&crate::record::consumed_event(
+    state.audit(crate::record::consumed_event(
         &consumed.trace_id,
         id,
         &snapshot,

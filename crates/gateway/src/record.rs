@@ -119,7 +119,7 @@ impl CallRecord {
 
     /// The decision, before anything runs.
     pub fn decided(&self, state: &State) {
-        state.audit(&self.base(EventKind::Decision));
+        state.audit(self.base(EventKind::Decision));
     }
 
     /// The outcome: audit execution event plus reporting event. `result` is what the client got; `took` is the
@@ -139,7 +139,7 @@ impl CallRecord {
         if let Some(r) = result {
             e = e.with_result(r);
         }
-        state.audit(&e);
+        state.audit(e);
         let report = ReportEvent {
             time: Timestamp::now(),
             trace_id: self.trace_id.clone(),

@@ -235,8 +235,8 @@ impl State {
     }
 
     /// Queues an audit event for the writer; waits only when the queue is full.
-    pub fn audit(&self, event: &AuditEvent) {
-        self.queue(Record::Audit(Box::new(event.clone())));
+    pub fn audit(&self, event: AuditEvent) {
+        self.queue(Record::Audit(Box::new(event)));
     }
 
     /// Queues a reporting event for the writer; waits only when the queue is full.

@@ -53,7 +53,7 @@ fn audit_flood_past_the_queue_waits_instead_of_dropping() {
     let dir = tempfile::tempdir().unwrap();
     let state = open(&dir, 4);
     for i in 0..2_000 {
-        state.audit(&event(i));
+        state.audit(event(i));
     }
     state.flush();
     assert_eq!(lines(&state).len(), 2_000, "every record is written");
@@ -66,7 +66,7 @@ fn truncated_audit_log_is_caught_at_start_and_by_verify() {
     let dir = tempfile::tempdir().unwrap();
     let state = open(&dir, 16);
     for i in 0..3 {
-        state.audit(&event(i));
+        state.audit(event(i));
     }
     state.flush();
     assert_eq!(state.audit_problem(), None);
@@ -89,7 +89,7 @@ fn truncated_audit_log_is_caught_at_start_and_by_verify() {
 fn torn_audit_tail_refuses_calls_until_recovered() {
     let dir = tempfile::tempdir().unwrap();
     let state = open(&dir, 16);
-    state.audit(&event(0));
+    state.audit(event(0));
     state.flush();
     let log_path = state.audit_log().path().to_path_buf();
     drop(state);
@@ -101,7 +101,7 @@ fn torn_audit_tail_refuses_calls_until_recovered() {
     let recovery = state.recover_audit().unwrap().expect("recovered");
     assert_eq!(recovery.anchor.next_seq, 2);
     assert_eq!(eventually(&state, false), None, "calls resume");
-    state.audit(&event(1));
+    state.audit(event(1));
     state.flush();
     assert!(state.verify_audit().unwrap().is_ok());
 }
@@ -111,11 +111,11 @@ fn audit_write_failure_while_running_holds_the_record_and_refuses_until_repaired
     let dir = tempfile::tempdir().unwrap();
     let state = open(&dir, 16);
     for i in 0..3 {
-        state.audit(&event(i));
+        state.audit(event(i));
     }
     state.flush();
     cut_to(&state, 2);
-    state.audit(&event(3));
+    state.audit(event(3));
     let problem = eventually(&state, true).expect("the failed write is published");
     assert!(problem.contains("audit write failed"), "{problem}");
     state.recover_audit().unwrap().expect("recovered");
@@ -146,7 +146,7 @@ fn log_pruned_before_the_witness_existed_is_adopted_not_reported_as_forged() {
     let state = open(&dir, 16);
     let report = state.verify_audit().unwrap();
     assert!(report.is_ok(), "{report}");
-    state.audit(&event(9));
+    state.audit(event(9));
     state.flush();
     let report = state.verify_audit().unwrap();
     assert!(
@@ -169,7 +169,7 @@ fn stalled_audit_writer_bounds_the_wait_refuses_calls_and_loses_nothing() {
     state.stall_writer(true);
     let started = Instant::now();
     for i in 0..RECORDS {
-        state.audit(&event(i));
+        state.audit(event(i));
     }
     let took = started.elapsed();
     let problem = state
@@ -197,7 +197,7 @@ async fn flood_from_a_task() {
     let s = Arc::clone(&state);
     tokio::spawn(async move {
         for i in 0..300 {
-            s.audit(&event(i));
+            s.audit(event(i));
         }
     })
     .await
@@ -240,7 +240,7 @@ fn a_state_opened_on_another_backend_keeps_all_its_state_there() {
         .store(|s| s.create_request("t", &serde_json::json!({}), now, now.plus_millis(60_000)))
         .unwrap()
         .id;
-    state.audit(&event(1));
+    state.audit(event(1));
     state.flush();
     let backend = SqliteStore::open(&elsewhere).unwrap();
     assert!(backend.get_request(&id, now).is_ok());
@@ -283,7 +283,7 @@ fn reporting_switched_off_by_the_config_keeps_no_report_events_and_every_audit_r
     state.set_reporting(false, store::Retention::DEFAULT);
     for i in 1..4 {
         state.report(report_event(i));
-        state.audit(&event(i));
+        state.audit(event(i));
     }
     state.flush();
     assert_eq!(

@@ -206,7 +206,7 @@ fn accept(
     event.actor = Some(super::approvals::operator());
     event.rule_id = Some(format!("pins.accept:{candidate:.16}"));
     event.resources = flagged.clone();
-    state.audit(&event);
+    state.audit(event);
     state.flush();
     if let Some(problem) = state.audit_problem() {
         bail!("accepted {name}, but its audit record could not be written: {problem}");

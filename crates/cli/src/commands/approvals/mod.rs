@@ -430,7 +430,7 @@ fn audit_decision(
     if let Some(arguments) = snapshot.get("arguments") {
         event = event.with_arguments(arguments);
     }
-    state.audit(&event);
+    state.audit(event);
 }
 
 #[cfg(test)]
