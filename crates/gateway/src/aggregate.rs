@@ -84,6 +84,39 @@ pub struct Aggregate {
     pub held: Vec<Held>,
     /// The catalogs this was built from, so the next build can reuse what it made of those that did not change.
     sources: Vec<(String, Arc<Catalog>)>,
+    /// toolgate's own tools and the layout this was built with (`None` before the first build), so a build from
+    /// the very same inputs can be skipped (`built_from`).
+    built_with: Option<BuiltWith>,
+}
+
+/// What besides the catalogs an aggregate was built from.
+#[derive(Debug)]
+struct BuiltWith {
+    own_tools: Vec<Value>,
+    separator: String,
+    prefix: bool,
+    max_item_bytes: usize,
+    awaiting: bool,
+}
+
+impl BuiltWith {
+    fn of(own_tools: &[Value], layout: &Layout) -> Self {
+        Self {
+            own_tools: own_tools.to_vec(),
+            separator: layout.naming.separator.clone(),
+            prefix: layout.naming.prefix,
+            max_item_bytes: layout.max_item_bytes,
+            awaiting: layout.awaiting,
+        }
+    }
+
+    fn matches(&self, own_tools: &[Value], layout: &Layout) -> bool {
+        self.own_tools == own_tools
+            && self.separator == layout.naming.separator
+            && self.prefix == layout.naming.prefix
+            && self.max_item_bytes == layout.max_item_bytes
+            && self.awaiting == layout.awaiting
+    }
 }
 
 impl Aggregate {
@@ -106,6 +139,7 @@ impl Aggregate {
     ) -> Self {
         let mut agg = Aggregate {
             sources: catalogs.to_vec(),
+            built_with: Some(BuiltWith::of(own_tools, layout)),
             ..Aggregate::default()
         };
         let own_names = agg.own(own_tools);
@@ -161,6 +195,27 @@ impl Aggregate {
         agg.capabilities = capabilities(catalogs, !own_tools.is_empty(), layout.awaiting);
         agg.instructions = instructions(catalogs);
         agg
+    }
+
+    /// Whether this was built from these very catalogs (the same allocations, in the same order), own tools and
+    /// layout: a build from them would make exactly this aggregate, so it need not be made again.
+    pub(crate) fn built_from(
+        &self,
+        catalogs: &[(String, Arc<Catalog>)],
+        own_tools: &[Value],
+        layout: &Layout,
+    ) -> bool {
+        let same_catalogs = self.sources.len() == catalogs.len()
+            && self
+                .sources
+                .iter()
+                .zip(catalogs)
+                .all(|((s, c), (server, catalog))| s == server && Arc::ptr_eq(c, catalog));
+        same_catalogs
+            && self
+                .built_with
+                .as_ref()
+                .is_some_and(|b| b.matches(own_tools, layout))
     }
 
     /// toolgate's own tools, first and under their own names; their names.

@@ -15,7 +15,7 @@ use codemode::SearchIndex;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use upstream::Upstream;
 
 /// A merged list whose change sessions are told of.
@@ -68,7 +68,7 @@ pub(crate) struct Merged {
     pub(crate) pins: RwLock<Arc<PinView>>,
     /// Held while a merged catalog is built, so two builds never race and the newest catalogs win; it keeps what
     /// the last pin pass found, so the next one redoes only what changed.
-    building: Mutex<PinCache>,
+    building: Mutex<Building>,
     /// Which tools of the current aggregate each profile's policy shows, computed once per aggregate, pin view
     /// and guard (one entry per guard in use: the served profile's and those of HTTP callers).
     visible: Mutex<Vec<VisibleTools>>,
@@ -76,6 +76,15 @@ pub(crate) struct Merged {
     listed: AtomicBool,
     /// Code mode's search index over the published catalog, published with it.
     search: RwLock<Arc<SearchIndex>>,
+}
+
+/// What the last build kept for the next.
+#[derive(Default)]
+struct Building {
+    pins: PinCache,
+    /// The aggregate and pin view the last build published, with what it worked out from them (which tools the
+    /// served profile's policy shows, code mode's search index).
+    published: Option<(Arc<Aggregate>, Arc<PinView>)>,
 }
 
 /// The indices of the visible entries of one aggregate's `tools` under one pin view and guard, and code mode's
@@ -111,7 +120,7 @@ impl Merged {
     /// right after publishing: read later, a build that finished before the first list would announce a change
     /// nobody could have missed). Blocking: the gateway calls it on a blocking thread.
     pub(crate) fn rebuild(&self, inputs: &Inputs) -> Vec<ListKind> {
-        let mut cache = self.building.lock().unwrap_or_else(|p| p.into_inner());
+        let mut building = self.building.lock().unwrap_or_else(|p| p.into_inner());
         // Timed at debug level: how long each stage of a build takes is what a slow list is diagnosed with.
         let started = Instant::now();
         let catalogs: Vec<_> = inputs
@@ -119,7 +128,9 @@ impl Merged {
             .iter()
             .map(|u| (u.name().to_owned(), u.catalog()))
             .collect();
-        let pins = cache.observe(inputs.state.as_ref(), &catalogs, inputs.hold_new_tools);
+        let pins = building
+            .pins
+            .observe(inputs.state.as_ref(), &catalogs, inputs.hold_new_tools);
         // Held or flagged prompts, resources and instructions never reach the merged catalog.
         let catalogs = crate::pins::withhold(&catalogs, &pins);
         let pinned = started.elapsed();
@@ -129,27 +140,70 @@ impl Merged {
             awaiting: inputs.upstreams.iter().any(|u| !u.is_settled()),
         };
         let current = self.aggregate();
-        let next = Arc::new(Aggregate::build_after(
-            &catalogs,
-            &inputs.own_tools,
-            &layout,
-            &current,
-        ));
-        let merged = started.elapsed();
-        let pins = Arc::new(pins);
-        let changed = {
-            let mut changed = Vec::new();
-            if current.tools != next.tools {
-                changed.push(ListKind::Tools);
-            }
-            if current.prompts != next.prompts {
-                changed.push(ListKind::Prompts);
-            }
-            if current.resources != next.resources || current.templates != next.templates {
-                changed.push(ListKind::Resources);
-            }
-            changed
+        let current_pins = self.pins();
+        // The very catalogs, own tools and layout the published aggregate was built from make that aggregate
+        // again: it is kept, not rebuilt (the first list's build right after the one an upstream's arrival
+        // caused finds exactly that).
+        let next = match current.built_from(&catalogs, &inputs.own_tools, &layout) {
+            true => Arc::clone(&current),
+            false => Arc::new(Aggregate::build_after(
+                &catalogs,
+                &inputs.own_tools,
+                &layout,
+                &current,
+            )),
         };
+        let merged = started.elapsed();
+        // An equal pin view keeps its allocation, so what was worked out from the published one stays valid.
+        let pins = match *current_pins == pins {
+            true => current_pins,
+            false => Arc::new(pins),
+        };
+        let changed = changed_lists(&current, &next);
+        if self.still_published(&building, &next, &pins) {
+            tracing::debug!(
+                tools = next.tools.len(),
+                pins_ms = pinned.as_millis(),
+                total_ms = started.elapsed().as_millis(),
+                "merged catalog unchanged"
+            );
+        } else {
+            building.published = Some((Arc::clone(&next), Arc::clone(&pins)));
+            self.publish(inputs, next, pins, pinned, merged, started);
+        }
+        if self.listed.load(Ordering::SeqCst) {
+            changed
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether `aggregate` and `pins` are the ones the last build published and still published (a pin rechecked
+    /// since replaces the view): what was worked out from them stands, nothing needs publishing.
+    fn still_published(
+        &self,
+        building: &Building,
+        aggregate: &Arc<Aggregate>,
+        pins: &Arc<PinView>,
+    ) -> bool {
+        let published = building
+            .published
+            .as_ref()
+            .is_some_and(|(a, p)| Arc::ptr_eq(a, aggregate) && Arc::ptr_eq(p, pins));
+        published && Arc::ptr_eq(pins, &self.pins())
+    }
+
+    /// Works out which tools the served profile's policy shows (and code mode's search index), then publishes
+    /// the aggregate, the pin view and both at once.
+    fn publish(
+        &self,
+        inputs: &Inputs,
+        next: Arc<Aggregate>,
+        pins: Arc<PinView>,
+        pinned: Duration,
+        merged: Duration,
+        started: Instant,
+    ) {
         // Worked out here, off the event loop, so the first page of a large list does not pay for it.
         let indices = shown(
             &inputs.guard,
@@ -185,11 +239,6 @@ impl Merged {
             indices,
             search: None,
         }];
-        if self.listed.load(Ordering::SeqCst) {
-            changed
-        } else {
-            Vec::new()
-        }
     }
 
     /// The aggregate and which of its tools `guard`'s policy shows (indices into `tools`), cached until either
@@ -270,6 +319,24 @@ impl VisibleTools {
     }
 }
 
+/// Which lists differ between the published aggregate and the next (none when it is kept).
+fn changed_lists(current: &Arc<Aggregate>, next: &Arc<Aggregate>) -> Vec<ListKind> {
+    let mut changed = Vec::new();
+    if Arc::ptr_eq(current, next) {
+        return changed;
+    }
+    if current.tools != next.tools {
+        changed.push(ListKind::Tools);
+    }
+    if current.prompts != next.prompts {
+        changed.push(ListKind::Prompts);
+    }
+    if current.resources != next.resources || current.templates != next.templates {
+        changed.push(ListKind::Resources);
+    }
+    changed
+}
+
 /// Which tools of `aggregate` the policy shows under `pins` (in code mode, of toolgate's own control and
 /// code-mode tools only).
 fn shown(
@@ -332,5 +399,41 @@ mod tests {
             2,
             "published before it returned"
         );
+    }
+
+    /// The first list's build right after the build an upstream's arrival caused used to merge the same catalogs
+    /// again (a third of a 50,000-tool first listing): the same inputs keep the published aggregate and view.
+    #[test]
+    fn build_from_the_same_inputs_keeps_what_is_published() {
+        let merged = Merged::default();
+        let same = inputs(vec![json!({"name": "a"})]);
+        merged.rebuild(&same);
+        let (aggregate, pins) = (merged.aggregate(), merged.pins());
+        merged.mark_listed();
+        assert_eq!(merged.rebuild(&same), Vec::<ListKind>::new());
+        assert!(Arc::ptr_eq(&aggregate, &merged.aggregate()), "merged again");
+        assert!(Arc::ptr_eq(&pins, &merged.pins()));
+        // Other own tools are other inputs: built and announced.
+        let other = inputs(vec![json!({"name": "a"}), json!({"name": "b"})]);
+        assert_eq!(merged.rebuild(&other), vec![ListKind::Tools]);
+        assert!(!Arc::ptr_eq(&aggregate, &merged.aggregate()));
+    }
+
+    /// A pin rechecked after a build replaces the published view; the next build publishes again rather than
+    /// keep what was worked out from the view before.
+    #[test]
+    fn build_after_a_recheck_publishes_again() {
+        let merged = Merged::default();
+        let same = inputs(vec![json!({"name": "a"})]);
+        merged.rebuild(&same);
+        let rechecked = Arc::new((*merged.pins()).clone());
+        *merged.pins.write().unwrap() = Arc::clone(&rechecked);
+        // A list in between works out what the served profile sees under the rechecked view.
+        merged.visible_tools(&same.guard, false, false);
+        merged.rebuild(&same);
+        let building = merged.building.lock().unwrap();
+        let (aggregate, pins) = building.published.as_ref().unwrap();
+        assert!(Arc::ptr_eq(pins, &merged.pins()), "not published again");
+        assert!(Arc::ptr_eq(aggregate, &merged.aggregate()));
     }
 }

@@ -13,6 +13,7 @@ use crate::aggregate::Naming;
 use crate::guard::OWN_SERVER;
 use crate::names::expose;
 use serde_json::Value;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use upstream::Catalog;
@@ -108,15 +109,34 @@ impl Table {
         listed: &[Named],
         hint: &str,
     ) -> (Self, HashMap<(String, String), String>) {
-        let mut by_spelling: HashMap<String, BTreeSet<&Named>> = HashMap::new();
-        for named in listed {
+        // The first tool each spelling names; only a spelling that names another tool too collects them all, so
+        // a large catalog without collisions costs one map entry per spelling.
+        let mut first: HashMap<String, usize> = HashMap::with_capacity(listed.len() * 2);
+        let mut shared: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, named) in listed.iter().enumerate() {
             for spelling in named.spellings() {
-                by_spelling.entry(spelling).or_default().insert(named);
+                match first.entry(spelling) {
+                    Entry::Vacant(e) => {
+                        e.insert(i);
+                    }
+                    Entry::Occupied(e) if *e.get() == i => {}
+                    Entry::Occupied(e) => {
+                        let j = *e.get();
+                        shared
+                            .entry(e.key().clone())
+                            .or_insert_with(|| vec![j])
+                            .push(i);
+                    }
+                }
             }
         }
+        drop(first);
         let mut table = Self::default();
         let mut held = HashMap::new();
-        for (spelling, tools) in by_spelling {
+        for (spelling, indices) in shared {
+            let mut tools: Vec<&Named> = indices.iter().map(|&i| &listed[i]).collect();
+            tools.sort();
+            tools.dedup();
             let owners: BTreeSet<(&str, &str)> = tools
                 .iter()
                 .map(|n| (n.server.as_str(), n.original.as_str()))
@@ -143,7 +163,10 @@ impl Table {
 
     /// Adds the spellings of a served tool.
     pub(crate) fn serve(&mut self, named: &Named) {
-        for spelling in named.spellings() {
+        let [exposed, owned, mcp] = named.spellings();
+        // Prefixed with the default separator, the exposed name is the `server__tool` spelling.
+        let owned = (owned != exposed).then_some(owned);
+        for spelling in [Some(exposed), owned, Some(mcp)].into_iter().flatten() {
             if !self.collisions.contains_key(&spelling) {
                 self.names.insert(spelling, named.exposed.clone());
             }
