@@ -27,7 +27,7 @@ pub use event::{
     AuditEvent, Digest, EventKind, MAX_FIELD_CHARS, MAX_RESOURCES, MAX_RESOURCE_CHARS,
 };
 pub use jsonrpc::canonical_json;
-pub use log::{AuditLog, LOG_FILE};
+pub use log::{valid_chain, AuditLog, LOG_FILE};
 pub use maintain::{PruneMode, PrunePlan, Recovery};
 pub use redact::{redact, redact_json, redact_map, REDACTED};
 pub use witness::{Anchor, Head, Witness};

@@ -33,6 +33,15 @@ const MAX_LINE_BYTES: u64 = 64 * 1024;
 /// How long an append waits for another process's lock before counting a failure.
 const APPEND_LOCK_WAIT: Duration = Duration::from_secs(2);
 
+/// Whether `name` may name a chain (a replica): 1 to 64 ASCII letters, digits, `-` and `_`, so it is a file name
+/// and nothing else.
+pub fn valid_chain(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 /// The audit log of one namespace.
 #[derive(Debug)]
 pub struct AuditLog {
@@ -49,6 +58,21 @@ impl AuditLog {
         Self {
             path: dir.join(LOG_FILE),
             lock_path: dir.join(LOCK_FILE),
+            failures: AtomicU64::new(0),
+            guard: Mutex::new(()),
+        }
+    }
+
+    /// The log of the chain `chain` in `dir`: `audit-CHAIN.jsonl`, with its own lock, for each of several
+    /// replicas that write one namespace's audit (a chain per replica, each witnessed on its own); `""` is the
+    /// namespace's one log, `audit.jsonl`. `chain` is a replica name (`valid_chain`).
+    pub fn for_chain(dir: &Path, chain: &str) -> Self {
+        if chain.is_empty() {
+            return Self::new(dir);
+        }
+        Self {
+            path: dir.join(format!("audit-{chain}.jsonl")),
+            lock_path: dir.join(format!("audit-{chain}.lock")),
             failures: AtomicU64::new(0),
             guard: Mutex::new(()),
         }

@@ -9,6 +9,7 @@
 mod commands;
 mod harden;
 mod products;
+mod replica;
 mod runtime;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -468,13 +468,17 @@ fn open_configured(
         }
         .map_err(anyhow::Error::msg);
     };
+    // Each replica writes its own audit chain, witnessed in the database under its name (`replica`).
+    store::Namespace::open(root, workspace).map_err(anyhow::Error::msg)?;
+    let chain = crate::replica::name(root)?;
     let open = |namespace: &store::Namespace| -> Result<Arc<dyn store::StateStore>, store::Error> {
-        Ok(Arc::new(store::PostgresStore::open(
+        Ok(Arc::new(store::PostgresStore::open_chain(
             url.value.expose(),
             namespace,
+            &chain,
         )?))
     };
-    gateway::State::open_on(root, workspace, witness, &open)
+    gateway::State::open_chain(root, workspace, witness, &open, &chain)
         .map_err(|e| anyhow::anyhow!("{e} (store {} from {})", url.value, url.from))
 }
 

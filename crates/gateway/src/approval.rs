@@ -34,6 +34,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::{Approval, ApprovalStatus, NewRequest, Timestamp};
 
+/// How soon a held call reads its row again after the store could not be read.
+const LOOKUP_RETRY: Duration = Duration::from_millis(250);
 /// How often a held call tells the client it is still waiting.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Recorded as the decider of a request whose call went away.
@@ -184,11 +186,21 @@ async fn wait(
     // Subscribed before the first read, so a decision made after that read wakes this call.
     let mut woken = Waiter::subscribe(state);
     let mut look = true;
+    // A store that cannot be read (a shared database restarting) is asked again until the deadline: the call
+    // keeps waiting, and nothing runs without reading the row approved.
+    let mut retry: Option<Instant> = None;
     loop {
         if look {
+            retry = None;
             let current = match woken.read(|s| s.get_request(&approval.id, now())) {
                 Ok(a) if !a.authentic => return Held::Answer(tampered(&a.id)),
                 Ok(a) => a,
+                Err(e) if Instant::now() < deadline => {
+                    tracing::warn!(request = %approval.id, "approval lookup failed, retrying: {e}");
+                    retry = Some(Instant::now() + LOOKUP_RETRY);
+                    look = false;
+                    continue;
+                }
                 Err(e) => {
                     return Held::Answer(refused(
                         RefusalCode::Failed,
@@ -215,6 +227,7 @@ async fn wait(
         let timer = [
             Some(deadline),
             expiry,
+            retry,
             ctx.progress.as_ref().map(|_| next_progress),
         ]
         .into_iter()
@@ -229,7 +242,7 @@ async fn wait(
                 if expired {
                     expiry = None;
                 }
-                expired || Instant::now() >= deadline
+                expired || retry.is_some_and(|r| Instant::now() >= r) || Instant::now() >= deadline
             }
             () = cancel.cancelled() => {
                 // Nobody will read the answer: the request must not wait for (or get) a decision.

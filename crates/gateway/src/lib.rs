@@ -64,6 +64,7 @@ mod snapshot;
 mod spellings;
 mod stages;
 mod state;
+mod state_chains;
 mod status;
 mod task_calls;
 mod tasks;

@@ -14,6 +14,7 @@
 
 use crate::error::Error;
 use crate::outside_witness::{combine, OutsideWitness};
+use crate::state_chains::{adopt, database_witness};
 use crate::wakeups::Wakeups;
 use crate::write_behind::{Health, Record, Room, Taken, Writer};
 use audit::{AuditEvent, AuditLog, Head, PruneMode, PrunePlan, Recovery, VerifyReport, Witness};
@@ -101,14 +102,21 @@ impl State {
         witness: Option<&Path>,
         open: &OpenStore<'_>,
     ) -> Result<Self, Error> {
-        Self::open_any(
-            root,
-            workspace,
-            WRITE_BEHIND_CAPACITY,
-            WRITE_BEHIND_WAIT,
-            witness,
-            open,
-        )
+        Self::open_chain(root, workspace, witness, open, "")
+    }
+
+    /// Like `open_on`, as the replica `chain` of several sharing the backend: its audit log is
+    /// `audit-CHAIN.jsonl` in the namespace and its witness is that chain's (the backend handle `open` returns
+    /// must witness the same chain). `""` is the namespace's one log.
+    pub fn open_chain(
+        root: &Path,
+        workspace: &Path,
+        witness: Option<&Path>,
+        open: &OpenStore<'_>,
+        chain: &str,
+    ) -> Result<Self, Error> {
+        let queue = (WRITE_BEHIND_CAPACITY, WRITE_BEHIND_WAIT);
+        Self::open_any(root, workspace, queue, witness, open, chain)
     }
 
     fn open_full(
@@ -118,16 +126,16 @@ impl State {
         wait: Duration,
         witness: Option<&Path>,
     ) -> Result<Self, Error> {
-        Self::open_any(root, workspace, capacity, wait, witness, &open_sqlite)
+        Self::open_any(root, workspace, (capacity, wait), witness, &open_sqlite, "")
     }
 
     fn open_any(
         root: &Path,
         workspace: &Path,
-        capacity: usize,
-        wait: Duration,
+        (capacity, wait): (usize, Duration),
         witness: Option<&Path>,
         open: &OpenStore<'_>,
+        chain: &str,
     ) -> Result<Self, Error> {
         let namespace = Namespace::open(root, workspace).map_err(|why| Error::Namespace {
             workspace: workspace.display().to_string(),
@@ -138,7 +146,7 @@ impl State {
         // Reporting keeps metadata only, and not forever: unless the config says otherwise (`set_reporting`), 30
         // days and 100,000 events, whichever is less.
         apply_retention(&*store, &store::Retention::DEFAULT);
-        let audit = Arc::new(AuditLog::new(namespace.dir()));
+        let audit = Arc::new(AuditLog::for_chain(namespace.dir(), chain));
         let mut expected = match store.audit_head().map_err(Error::AuditHead)? {
             Some(h) => Some(Head {
                 seq: h.seq,
@@ -148,7 +156,8 @@ impl State {
         };
         let outside = match witness {
             Some(path) => {
-                let (outside, head) = open_outside(path, &namespace, &*store, expected.clone())?;
+                let (outside, head) =
+                    open_outside(path, (&namespace, chain), &*store, expected.clone())?;
                 expected = head;
                 Some(Arc::new(outside))
             }
@@ -395,48 +404,11 @@ impl Drop for State {
     }
 }
 
-/// The first time a state database meets a log (one written before the witness existed), the log is witnessed as
-/// it is if its chain verifies: its anchor and its end become the witness. One full read, once. A log that does
-/// not verify is left unwitnessed; the start check and `audit verify` report it.
-fn adopt(audit: &AuditLog, store: &dyn StateStore) -> Option<Head> {
-    let report = audit.verify().ok().filter(VerifyReport::is_ok)?;
-    let head = report.head?;
-    let now = Timestamp::now();
-    let adopted = (|| {
-        if let Some(a) = &report.anchor {
-            store.record_audit_anchor(&a.hash, a.next_seq, &a.prev, now)?;
-        }
-        store.advance_audit_head(
-            &store::AuditHead {
-                seq: head.seq,
-                hash: head.hash.clone(),
-            },
-            now,
-        )
-    })();
-    match adopted {
-        Ok(()) => Some(head),
-        Err(e) => {
-            tracing::warn!("cannot record the audit log's witness: {e}");
-            None
-        }
-    }
-}
-
-fn database_witness(s: &dyn StateStore) -> Result<Witness, store::Error> {
-    let head = s.audit_head()?.map(|h| Head {
-        seq: h.seq,
-        hash: h.hash,
-    });
-    let anchors = s.audit_anchors()?.into_iter().map(|a| a.hash).collect();
-    Ok(Witness { head, anchors })
-}
-
 /// Opens the witness file for this namespace's log. A file new to the log adopts the database's witness as it
 /// stands (its head and every anchor); the head the log must then reach is the higher of the two.
 fn open_outside(
     path: &Path,
-    namespace: &Namespace,
+    (namespace, chain): (&Namespace, &str),
     store: &dyn StateStore,
     database_head: Option<Head>,
 ) -> Result<(OutsideWitness, Option<Head>), Error> {
@@ -444,11 +416,14 @@ fn open_outside(
         path: path.display().to_string(),
         why,
     };
-    let log = namespace
+    let mut log = namespace
         .dir()
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    if !chain.is_empty() {
+        log = format!("{log}/{chain}");
+    }
     let outside = OutsideWitness::open(path, &log).map_err(failed)?;
     let recorded = outside.read().map_err(failed)?;
     if !recorded.known {

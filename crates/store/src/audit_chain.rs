@@ -33,6 +33,18 @@ pub struct AuditAnchor {
     pub created_at: Timestamp,
 }
 
+/// One audit chain's witness among several a store keeps for a namespace (replicas sharing a database each write
+/// a chain of their own, `WitnessStore::audit_chains`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainWitness {
+    /// The chain's name: the replica that writes it (`""` for a store's one chain).
+    pub chain: String,
+    /// Its recorded head, if any event was recorded as written.
+    pub head: Option<AuditHead>,
+    /// Its anchors, oldest first.
+    pub anchors: Vec<AuditAnchor>,
+}
+
 impl Store {
     /// The recorded head, if any event was ever recorded as written.
     pub fn audit_head(&self) -> Result<Option<AuditHead>> {

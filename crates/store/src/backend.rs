@@ -18,7 +18,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::approvals::{Approval, ApprovalStatus, NewRequest, PruneMode, PrunedApproval};
-use crate::audit_chain::{AuditAnchor, AuditHead};
+use crate::audit_chain::{AuditAnchor, AuditHead, ChainWitness};
 use crate::changes::ChangeMark;
 use crate::error::{Error, Result};
 use crate::events::{ReportEvent, Retention};
@@ -261,6 +261,13 @@ pub trait WitnessStore {
 
     /// Every anchor, oldest first.
     fn audit_anchors(&self) -> Result<Vec<AuditAnchor>>;
+
+    /// Every audit chain witnessed for this namespace, this handle's own included, by name. A store of one
+    /// writer keeps one chain and answers none here (the default); a store replicas share keeps one per replica,
+    /// so that `audit verify` can check them all.
+    fn audit_chains(&self) -> Result<Vec<ChainWitness>> {
+        Ok(Vec::new())
+    }
 }
 
 /// "May anything have changed?": what held calls and the watch terminal wait on. A false "changed" costs the

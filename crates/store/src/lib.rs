@@ -36,7 +36,7 @@ mod token;
 pub use approvals::{
     Approval, ApprovalHandle, ApprovalStatus, NewRequest, PruneMode, PrunedApproval,
 };
-pub use audit_chain::{AuditAnchor, AuditHead};
+pub use audit_chain::{AuditAnchor, AuditHead, ChainWitness};
 pub use backend::{
     ApprovalStore, ChangeFeed, GrantStore, LockStore, PinStore, ReportStore, StateStore,
     WitnessStore,

@@ -97,10 +97,25 @@ fn tail(state: &State, n: usize, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Verifies this process's log and, on a store replicas share, every other replica's chain the store witnesses
+/// (each replica writes its own): all must verify.
 fn verify(state: &State) -> anyhow::Result<ExitCode> {
     let report = state.verify_audit().map_err(anyhow::Error::msg)?;
     println!("{}: {report}", state.audit_log().path().display());
-    Ok(if report.is_ok() {
+    let mut ok = report.is_ok();
+    for (chain, path, report) in state.verify_other_chains().map_err(anyhow::Error::msg)? {
+        println!("{} (replica {chain:?}): {report}", path.display());
+        if !report.is_ok() {
+            ok = false;
+            if !path.exists() {
+                println!(
+                    "  the log of replica {chain:?} is not in this state root: verify it where that replica runs \
+                     (TOOLGATE_REPLICA={chain} toolgate audit verify), or copy it here first"
+                );
+            }
+        }
+    }
+    Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(BROKEN)

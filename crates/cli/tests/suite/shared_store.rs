@@ -76,9 +76,11 @@ async fn the_gateway_keeps_its_state_in_the_configured_postgres_store() {
         .await
         .expect("an allowed call");
     drop(client);
-    // The audit head the gateway witnessed is in the database, under this workspace's namespace.
+    // The audit head the gateway witnessed is in the database, under this workspace's namespace and the chain
+    // of this replica (named in the state root's replica file, made at its first start).
     let namespace = Namespace::open(&setup.state_dir(), &setup.workspace()).unwrap();
-    let shared = PostgresStore::open(&url, &namespace).unwrap();
+    let replica = std::fs::read_to_string(setup.state_dir().join("replica")).unwrap();
+    let shared = PostgresStore::open_chain(&url, &namespace, replica.trim()).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while shared.audit_head().unwrap().is_none() {
         assert!(

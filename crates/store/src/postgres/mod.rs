@@ -41,6 +41,8 @@ pub(crate) struct Scope {
     pub(crate) key: SealKey,
     pub(crate) ns: String,
     pub(crate) limits: Limits,
+    /// The audit chain this handle witnesses: its replica's (`open_chain`), `""` for a single writer.
+    pub(crate) chain: String,
 }
 
 /// A handle on the shared PostgreSQL state of one namespace; see the module doc.
@@ -63,6 +65,14 @@ impl PostgresStore {
     /// Opens the namespace's state in the database at `url` with the default ceilings.
     pub fn open(url: &str, namespace: &Namespace) -> Result<Self> {
         Self::open_with_limits(url, namespace, Limits::DEFAULT)
+    }
+
+    /// Opens the namespace's state in the database at `url` as the replica `chain`: the audit witness it reads
+    /// and moves is that replica's chain's (every replica writes an audit log of its own); all else is shared.
+    pub fn open_chain(url: &str, namespace: &Namespace, chain: &str) -> Result<Self> {
+        let mut store = Self::open_with_limits(url, namespace, Limits::DEFAULT)?;
+        chain.clone_into(&mut store.scope.chain);
+        Ok(store)
     }
 
     /// Opens the namespace's state in the database at `url` with explicit ceilings. Refuses a schema behind or
@@ -99,7 +109,12 @@ impl PostgresStore {
         Ok(Self {
             pool,
             feed: Arc::new(Feed::new(&ns, hex::encode(id))),
-            scope: Scope { key, ns, limits },
+            scope: Scope {
+                key,
+                ns,
+                limits,
+                chain: String::new(),
+            },
         })
     }
 

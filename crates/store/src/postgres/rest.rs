@@ -1,14 +1,14 @@
 //! Session grants, the audit witness and path leases on PostgreSQL, with the rules of the SQLite store
 //! (`grants`, `audit_chain`, `locks`).
 //!
-//! Grants are sealed as the SQLite rows are and compared byte for byte. The audit head moves only forward in one
-//! conditional upsert, whichever replica writes. A lease is taken under the namespace's lease lock (a
+//! Grants are sealed as the SQLite rows are and compared byte for byte. The audit witness is kept per chain (one per
+//! replica, named by it), and a chain's head moves only forward in one conditional upsert. A lease is taken under the namespace's lease lock (a
 //! transaction-level advisory lock), so of racing acquirers on any replicas exactly one holds a path, and the
 //! ceiling and the holder's share are counted in the same transaction as the insert.
 
 use super::pool::{col, Tx};
 use super::Scope;
-use crate::audit_chain::{AuditAnchor, AuditHead};
+use crate::audit_chain::{AuditAnchor, AuditHead, ChainWitness};
 use crate::error::{Error, Result};
 use crate::grants::{grant_fields, DOMAIN};
 use crate::locks::{digest, new_lease_id, Acquired, Lease, LockCheck, Released, MAX_OWNER_CHARS};
@@ -69,9 +69,12 @@ pub(crate) fn revoke(tx: &mut Tx<'_>, ns: &str, session_id: &str) -> Result<u64>
     )
 }
 
-/// See `WitnessStore::audit_head`.
-pub(crate) fn head(tx: &Tx<'_>, ns: &str) -> Result<Option<AuditHead>> {
-    let row = tx.opt("SELECT seq, hash FROM audit_head WHERE ns = $1", &[&ns])?;
+/// See `WitnessStore::audit_head`: the head of `chain`.
+pub(crate) fn head(tx: &Tx<'_>, ns: &str, chain: &str) -> Result<Option<AuditHead>> {
+    let row = tx.opt(
+        "SELECT seq, hash FROM audit_head WHERE ns = $1 AND chain = $2",
+        &[&ns, &chain],
+    )?;
     row.map(|r| {
         Ok(AuditHead {
             seq: u64::try_from(col::<i64>(&r, 0)?).unwrap_or(0),
@@ -81,48 +84,50 @@ pub(crate) fn head(tx: &Tx<'_>, ns: &str) -> Result<Option<AuditHead>> {
     .transpose()
 }
 
-/// See `WitnessStore::advance_audit_head`.
+/// See `WitnessStore::advance_audit_head`: of `chain`, forward only.
 pub(crate) fn advance_head(
     tx: &mut Tx<'_>,
     ns: &str,
+    chain: &str,
     head: &AuditHead,
     now: Timestamp,
 ) -> Result<()> {
     let seq = i64::try_from(head.seq).unwrap_or(i64::MAX);
     tx.execute(
-        "INSERT INTO audit_head (ns, seq, hash, updated_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (ns) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
-                                        updated_at = excluded.updated_at
+        "INSERT INTO audit_head (ns, chain, seq, hash, updated_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (ns, chain) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
+                                               updated_at = excluded.updated_at
          WHERE excluded.seq > audit_head.seq",
-        &[&ns, &seq, &head.hash, &now.as_millis()],
+        &[&ns, &chain, &seq, &head.hash, &now.as_millis()],
     )?;
     Ok(())
 }
 
-/// See `WitnessStore::record_audit_anchor`.
+/// See `WitnessStore::record_audit_anchor`: of `chain`.
 pub(crate) fn record_anchor(
     tx: &mut Tx<'_>,
     ns: &str,
-    hash: &str,
-    next_seq: u64,
-    prev: &str,
+    chain: &str,
+    anchor: (&str, u64, &str),
     now: Timestamp,
 ) -> Result<()> {
+    let (hash, next_seq, prev) = anchor;
     let next = i64::try_from(next_seq).unwrap_or(i64::MAX);
     tx.execute(
-        "INSERT INTO audit_anchors (ns, hash, next_seq, prev, created_at) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (ns, hash) DO NOTHING",
-        &[&ns, &hash, &next, &prev, &now.as_millis()],
+        "INSERT INTO audit_anchors (ns, chain, hash, next_seq, prev, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (ns, chain, hash) DO NOTHING",
+        &[&ns, &chain, &hash, &next, &prev, &now.as_millis()],
     )?;
     Ok(())
 }
 
-/// See `WitnessStore::audit_anchors`.
-pub(crate) fn anchors(tx: &Tx<'_>, ns: &str) -> Result<Vec<AuditAnchor>> {
+/// See `WitnessStore::audit_anchors`: of `chain`.
+pub(crate) fn anchors(tx: &Tx<'_>, ns: &str, chain: &str) -> Result<Vec<AuditAnchor>> {
     let rows = tx.query(
-        "SELECT hash, next_seq, prev, created_at FROM audit_anchors WHERE ns = $1
+        "SELECT hash, next_seq, prev, created_at FROM audit_anchors WHERE ns = $1 AND chain = $2
          ORDER BY created_at, hash",
-        &[&ns],
+        &[&ns, &chain],
     )?;
     rows.iter()
         .map(|r| {
@@ -131,6 +136,25 @@ pub(crate) fn anchors(tx: &Tx<'_>, ns: &str) -> Result<Vec<AuditAnchor>> {
                 next_seq: u64::try_from(col::<i64>(r, 1)?).unwrap_or(0),
                 prev: col(r, 2)?,
                 created_at: Timestamp::from_millis(col(r, 3)?),
+            })
+        })
+        .collect()
+}
+
+/// See `WitnessStore::audit_chains`: every chain with a head or an anchor in the namespace, by name.
+pub(crate) fn chains(tx: &Tx<'_>, ns: &str) -> Result<Vec<ChainWitness>> {
+    let rows = tx.query(
+        "SELECT chain FROM audit_head WHERE ns = $1
+         UNION SELECT chain FROM audit_anchors WHERE ns = $1 ORDER BY 1",
+        &[&ns],
+    )?;
+    rows.iter()
+        .map(|r| {
+            let chain: String = col(r, 0)?;
+            Ok(ChainWitness {
+                head: head(tx, ns, &chain)?,
+                anchors: anchors(tx, ns, &chain)?,
+                chain,
             })
         })
         .collect()

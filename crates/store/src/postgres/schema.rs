@@ -123,6 +123,16 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (ns, path)
     );
     ",
+    // 2: the audit witness per chain: replicas on one database each write an audit log of their own (a chain
+    // per replica, named by it), each witnessed here; "" is the chain of a namespace's single writer.
+    "
+    ALTER TABLE audit_head ADD COLUMN chain TEXT NOT NULL DEFAULT '';
+    ALTER TABLE audit_head DROP CONSTRAINT audit_head_pkey;
+    ALTER TABLE audit_head ADD PRIMARY KEY (ns, chain);
+    ALTER TABLE audit_anchors ADD COLUMN chain TEXT NOT NULL DEFAULT '';
+    ALTER TABLE audit_anchors DROP CONSTRAINT audit_anchors_pkey;
+    ALTER TABLE audit_anchors ADD PRIMARY KEY (ns, chain, hash);
+    ",
 ];
 
 /// The schema version this build needs.

@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::rest::Acquire;
 use super::{approvals, events, pins, rest, PostgresStore};
 use crate::approvals::{Approval, ApprovalStatus, NewRequest, PruneMode, PrunedApproval};
-use crate::audit_chain::{AuditAnchor, AuditHead};
+use crate::audit_chain::{AuditAnchor, AuditHead, ChainWitness};
 use crate::backend::{
     ApprovalStore, ChangeFeed, GrantStore, LockStore, PinStore, ReportStore, WitnessStore,
 };
@@ -224,11 +224,11 @@ impl LockStore for PostgresStore {
 
 impl WitnessStore for PostgresStore {
     fn audit_head(&self) -> Result<Option<AuditHead>> {
-        self.read(|tx, s| rest::head(tx, &s.ns))
+        self.read(|tx, s| rest::head(tx, &s.ns, &s.chain))
     }
 
     fn advance_audit_head(&self, head: &AuditHead, now: Timestamp) -> Result<()> {
-        self.write(|tx, s| rest::advance_head(tx, &s.ns, head, now))
+        self.write(|tx, s| rest::advance_head(tx, &s.ns, &s.chain, head, now))
     }
 
     fn record_audit_anchor(
@@ -238,11 +238,15 @@ impl WitnessStore for PostgresStore {
         prev: &str,
         now: Timestamp,
     ) -> Result<()> {
-        self.write(|tx, s| rest::record_anchor(tx, &s.ns, hash, next_seq, prev, now))
+        self.write(|tx, s| rest::record_anchor(tx, &s.ns, &s.chain, (hash, next_seq, prev), now))
     }
 
     fn audit_anchors(&self) -> Result<Vec<AuditAnchor>> {
-        self.read(|tx, s| rest::anchors(tx, &s.ns))
+        self.read(|tx, s| rest::anchors(tx, &s.ns, &s.chain))
+    }
+
+    fn audit_chains(&self) -> Result<Vec<ChainWitness>> {
+        self.read(|tx, s| rest::chains(tx, &s.ns))
     }
 }
 

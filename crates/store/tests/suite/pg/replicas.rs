@@ -4,7 +4,7 @@
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use store::{Error, PostgresStore, StateStore};
+use store::{AuditHead, Error, PostgresStore, StateStore, WitnessStore};
 use test_support::postgres::Cluster;
 
 use crate::contract::{at, pending};
@@ -119,4 +119,33 @@ fn a_restarted_server_fails_calls_closed_then_serves_them_again() {
         }
         assert!(Instant::now() < deadline, "no wake-up after the restart");
     }
+}
+
+/// Each replica witnesses its own audit chain: one replica's head never moves another's (they would otherwise
+/// conflict, and a replica whose log is behind another's head would refuse every call), and every chain of the
+/// namespace is listed for `audit verify`.
+#[test]
+fn each_replica_witnesses_its_own_audit_chain_and_all_are_listed() {
+    let url = super::url();
+    let env = Env::new();
+    let ns = env.namespace();
+    let a = PostgresStore::open_chain(&url, &ns, "a").unwrap();
+    let b = PostgresStore::open_chain(&url, &ns, "b").unwrap();
+    let head = |seq, hash: &str| AuditHead {
+        seq,
+        hash: hash.into(),
+    };
+    a.advance_audit_head(&head(10, "a10"), at(1)).unwrap();
+    b.advance_audit_head(&head(3, "b3"), at(2)).unwrap();
+    // Forward only, per chain.
+    b.advance_audit_head(&head(2, "b2"), at(3)).unwrap();
+    a.record_audit_anchor("anchor-a", 5, "p", at(4)).unwrap();
+    assert_eq!(a.audit_head().unwrap(), Some(head(10, "a10")));
+    assert_eq!(b.audit_head().unwrap(), Some(head(3, "b3")));
+    assert!(b.audit_anchors().unwrap().is_empty());
+    let chains = b.audit_chains().unwrap();
+    let names: Vec<_> = chains.iter().map(|c| c.chain.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(chains[0].anchors.len(), 1);
+    assert_eq!(chains[1].head, Some(head(3, "b3")));
 }
