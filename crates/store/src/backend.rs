@@ -314,7 +314,7 @@ pub trait StateStore:
     fn backend(&self) -> &'static str;
 
     /// What an audit writer records once a batch is in the log: its reporting events, and the witnessed head
-    /// moved to `head`, in one commit where the backend can (one sync instead of two; SQLite does). This default
+    /// moved to `head`, in one commit where the backend can (one sync instead of two; SQLite and PostgreSQL do). This default
     /// records them one after the other.
     fn record_written(&self, events: &[ReportEvent], head: &AuditHead, now: Timestamp) -> Result<()> {
         self.record_events(events)?;

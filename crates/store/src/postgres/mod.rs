@@ -155,4 +155,16 @@ impl StateStore for PostgresStore {
     fn backend(&self) -> &'static str {
         "postgres"
     }
+
+    fn record_written(
+        &self,
+        list: &[crate::ReportEvent],
+        head: &crate::AuditHead,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.write(|tx, s| {
+            events::record(tx, &s.ns, list)?;
+            rest::advance_head(tx, &s.ns, &s.chain, head, now)
+        })
+    }
 }
