@@ -5,7 +5,7 @@
 //! arm through it (its upstream is another process), the fixture's for the direct arm. On a shared VM wall latency
 //! is dominated by how fast an idle vCPU wakes; the CPU time per call is the figure that follows the code.
 //!
-//! Run: `cargo bench -p toolgate --bench overhead` (optional: `-- --calls 20000 --block 500`).
+//! Run: `cargo bench -p toolgate --bench overhead` (optional: `-- --calls 20000 --block 500 --in-flight 32`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -19,7 +19,12 @@ use std::time::{Duration, Instant};
 use test_support::StdioClient;
 
 const WARMUP: usize = 1_000;
-const CONCURRENCY: usize = 64;
+/// Calls in flight in the pipelined blocks unless `--in-flight` says otherwise: the figure the CPU goal names.
+const IN_FLIGHT: usize = 32;
+
+fn in_flight() -> usize {
+    common::number("--in-flight", IN_FLIGHT).max(1)
+}
 
 fn toolgate() -> PathBuf {
     common::toolgate()
@@ -80,7 +85,7 @@ impl Arm {
         self.seq_cpu.stop(calls, SETTLE);
     }
 
-    /// One block of `calls` calls with `CONCURRENCY` in flight.
+    /// One block of `calls` calls with `in_flight()` in flight.
     async fn pipelined(&mut self, calls: usize) {
         self.tp_cpu.start();
         let t = Instant::now();
@@ -95,12 +100,13 @@ impl Arm {
     }
 }
 
-/// `calls` calls with `CONCURRENCY` in flight.
+/// `calls` calls with `in_flight()` in flight.
 async fn throughput(client: Arc<StdioClient>, name: &'static str, calls: usize) {
     let mut tasks = tokio::task::JoinSet::new();
-    for worker in 0..CONCURRENCY {
+    let in_flight = in_flight();
+    for worker in 0..in_flight {
         let c = Arc::clone(&client);
-        let share = calls / CONCURRENCY + usize::from(worker < calls % CONCURRENCY);
+        let share = calls / in_flight + usize::from(worker < calls % in_flight);
         tasks.spawn(async move {
             for _ in 0..share {
                 echo(&c, name).await;
@@ -139,7 +145,7 @@ fn main() {
             direct.sequential(block).await;
             gated.sequential(block).await;
         }
-        let tp_block = (block * 4).max(CONCURRENCY);
+        let tp_block = (block * 4).max(in_flight());
         for _ in 0..(calls * 2).div_ceil(tp_block) {
             direct.pipelined(tp_block).await;
             gated.pipelined(tp_block).await;
@@ -177,7 +183,8 @@ fn main() {
             common::pct(g, 99.0) - common::pct(d, 99.0)
         );
         println!(
-            "pipelined, {CONCURRENCY} in flight, {} calls per arm in alternating blocks of {tp_block}:",
+            "pipelined, {} in flight, {} calls per arm in alternating blocks of {tp_block}:",
+            in_flight(),
             gated.tp_calls
         );
         println!(
