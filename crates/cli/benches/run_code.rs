@@ -73,6 +73,20 @@ async fn runner_once(runner: &Runner, program: &str) {
     assert_eq!(report.end, RunEnd::Returned(expected), "{report:?}");
 }
 
+/// The worker of the toolgate measured: the executable beside it, or, for a build from before there was one,
+/// that toolgate re-executed as `codemode-worker`.
+fn worker() -> WorkerCommand {
+    let toolgate = common::toolgate();
+    let beside = WorkerCommand::beside(&toolgate);
+    if beside.program.is_file() {
+        return beside;
+    }
+    WorkerCommand {
+        program: toolgate,
+        args: vec!["codemode-worker".to_owned()],
+    }
+}
+
 /// Wall percentiles of `ms`, and the CPU ms per run where it was measured.
 fn row(name: &str, ms: &mut [f64], cpu_ms: Option<f64>) {
     ms.sort_by(f64::total_cmp);
@@ -111,14 +125,8 @@ fn main() {
             run_once(&code, &program).await;
             direct_once(&direct).await;
         }
-        let runner = Runner::new(
-            WorkerCommand {
-                program: common::toolgate(),
-                args: vec!["codemode-worker".to_owned()],
-            },
-            RunLimits::default(),
-        );
-        let warm = runner.clone().with_spare(true);
+        let runner = Runner::new(worker(), RunLimits::default());
+        let warm = runner.clone().with_spares(1);
         for _ in 0..WARMUP {
             runner_once(&runner, &program).await;
             warm.warm_up().await;
