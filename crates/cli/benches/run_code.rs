@@ -5,7 +5,8 @@
 //! cold (a worker started for each run) and warm (each run on the runner's spare, started and locked down before
 //! the run while the clock was stopped, as it is between a model's requests). All four alternate run by run.
 //! Then runs spaced apart (`--gap` ms between them, as a model's thinking spaces them), and the first run of fresh
-//! sessions (`--fresh` new `toolgate serve --mode code`, each timed on the run right after `initialize`).
+//! sessions (`--fresh` new `toolgate serve --mode code`, each timed on the run right after `initialize`, beside as
+//! many new direct sessions timed on their first 6 calls).
 //! Beside the wall percentiles: toolgate's CPU time per run (user + system, all threads, plus the workers it
 //! reaped) for the code arm, and the same for the toolgate serving the direct calls.
 //!
@@ -73,6 +74,20 @@ async fn runner_once(runner: &Runner, program: &str) {
     assert_eq!(report.end, RunEnd::Returned(expected), "{report:?}");
 }
 
+/// The worker of the toolgate measured: the executable beside it, or, for a build from before there was one,
+/// that toolgate re-executed as `codemode-worker`.
+fn worker() -> WorkerCommand {
+    let toolgate = common::toolgate();
+    let beside = WorkerCommand::beside(&toolgate);
+    if beside.program.is_file() {
+        return beside;
+    }
+    WorkerCommand {
+        program: toolgate,
+        args: vec!["codemode-worker".to_owned()],
+    }
+}
+
 /// Wall percentiles of `ms`, and the CPU ms per run where it was measured.
 fn row(name: &str, ms: &mut [f64], cpu_ms: Option<f64>) {
     ms.sort_by(f64::total_cmp);
@@ -111,14 +126,8 @@ fn main() {
             run_once(&code, &program).await;
             direct_once(&direct).await;
         }
-        let runner = Runner::new(
-            WorkerCommand {
-                program: common::toolgate(),
-                args: vec!["codemode-worker".to_owned()],
-            },
-            RunLimits::default(),
-        );
-        let warm = runner.clone().with_spare(true);
+        let runner = Runner::new(worker(), RunLimits::default());
+        let warm = runner.clone().with_spares(1);
         for _ in 0..WARMUP {
             runner_once(&runner, &program).await;
             warm.warm_up().await;
@@ -161,13 +170,19 @@ fn main() {
             direct_once(&direct).await;
             spaced_direct_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
-        // A session's first run, right after it initialised.
-        let mut fresh_ms = Vec::new();
+        // A session's first run, right after it initialised; and for scale a direct session's first 6 calls, which
+        // wait as the run does for the upstreams and the first catalog of a gateway just started.
+        let (mut fresh_ms, mut fresh_direct_ms) = (Vec::new(), Vec::new());
         for _ in 0..common::number("--fresh", 20) {
             let mut first = common::serve(&config, &["--mode", "code"]).await;
             let t = Instant::now();
             run_once(&first, &program).await;
             fresh_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            first.close(Duration::from_secs(30)).await;
+            let mut first = common::serve(&config, &[]).await;
+            let t = Instant::now();
+            direct_once(&first).await;
+            fresh_direct_ms.push(t.elapsed().as_secs_f64() * 1e3);
             first.close(Duration::from_secs(30)).await;
         }
         println!("{runs} runs after {WARMUP} warm-up runs, {CALLS} calls each (ms; cpu: toolgate's user + system per run, with its reaped workers):");
@@ -185,6 +200,7 @@ fn main() {
         }
         if !fresh_ms.is_empty() {
             row("run_code, session's first", &mut fresh_ms, None);
+            row("6 direct, session's first", &mut fresh_direct_ms, None);
         }
         println!("Goal: run_code p50 ≤ 5 ms, p90 ≤ 8 ms, back to back, spaced and first alike.");
         for client in [&mut code, &mut direct] {

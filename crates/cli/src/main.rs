@@ -45,31 +45,19 @@ enum Command {
     InstallLinks(products::links::Args),
     #[command(name = "fixture-server", hide = true)]
     FixtureServer(commands::fixture::Args),
-    #[command(name = "codemode-worker", hide = true)]
-    CodemodeWorker(commands::codemode_worker::Args),
     #[command(name = "conformance-client", hide = true)]
     ConformanceClient(commands::conformance_client::Args),
 }
 
 fn main() -> ExitCode {
-    // The code-mode worker starts once per run and its standard output is its protocol: it is dispatched before
-    // the command line is parsed (building the parser for every subcommand costs a run time for nothing) and
-    // before logging is set up.
-    if commands::codemode_worker::invoked() {
-        return codemode::worker::worker_main();
-    }
     // Started under a product's name (a link made by `install-links`), the binary speaks that product.
     if let Some(code) = products::dispatch() {
         return code;
     }
     runtime::quiet_broken_pipe();
     let cli = Cli::parse();
-    let command = match cli.command {
-        Command::CodemodeWorker(args) => return commands::codemode_worker::run(args),
-        command => command,
-    };
     runtime::init_logging();
-    let result = match command {
+    let result = match cli.command {
         Command::Serve(args) => commands::serve::run(args),
         Command::Wrap(args) => commands::wrap::run(args),
         Command::Demo(args) => commands::demo::run(args),
@@ -85,7 +73,6 @@ fn main() -> ExitCode {
         Command::InstallLinks(args) => products::links::run(args),
         Command::FixtureServer(args) => commands::fixture::run(args),
         Command::ConformanceClient(args) => commands::conformance_client::run(args),
-        Command::CodemodeWorker(args) => Ok(commands::codemode_worker::run(args)),
     };
     match result {
         Ok(code) => code,

@@ -27,7 +27,9 @@ pub use error::{Error, Result};
 pub use fair::{FairGate, Permit, TooManyWaiting};
 pub use host::{result_value, CallFailure, HostFuture, NestedCall, ToolHost};
 pub use quota::{Exceeded, Quota};
-pub use run::{CallNote, LimitKind, RunEnd, RunLimits, RunReport, Runner, WorkerCommand};
+pub use run::{
+    CallNote, LimitKind, RunEnd, RunLimits, RunReport, Runner, WorkerCommand, WORKER_EXE,
+};
 pub use scan::{scan, LiteralCall, Scan};
 pub use search::{Hit, SearchIndex, ToolDoc};
 pub use session::{CodeSession, Recalled, Shares};

@@ -1,10 +1,10 @@
-//! The parent side of one run: start the worker (toolgate re-executed, through the `sandbox` crate's piped
-//! mode), send it the program, answer its requests — tool calls through the [`ToolHost`], `recall`, `saveFile`,
+//! The parent side of one run: start the worker (the `toolgate-codemode-worker` executable beside toolgate,
+//! through the `sandbox` crate's piped mode), send it the program, answer its requests — tool calls through the [`ToolHost`], `recall`, `saveFile`,
 //! `readFile` through the [`CodeSession`] — and end it: on its answer, at the wall-clock deadline (the worker's
 //! process group is killed, since the engine's own interrupt misses some native loops), or when it breaks a cap.
 //!
 //! `serve` is one run from start to end (spawn, layers, program, requests), `channel` the worker's pipes as
-//! queues, `spawner` the thread workers are started from, `warm` the spare worker a runner keeps ready; the protocol itself is documented in `worker::protocol`.
+//! queues, `spawner` the thread workers are started from, `warm` the spare workers a runner keeps ready; the protocol itself is documented in `worker::protocol`.
 
 use crate::host::ToolHost;
 use crate::session::CodeSession;
@@ -18,11 +18,26 @@ mod serve;
 mod spawner;
 mod warm;
 
-/// How to start a worker: the toolgate binary and the arguments that make it one.
+/// The worker's executable, installed beside `toolgate` (a binary of the same package, so `cargo build`, `cargo
+/// install` and the tests build both).
+pub const WORKER_EXE: &str = "toolgate-codemode-worker";
+
+/// How to start a worker: its executable, and arguments it ignores (a label for a process list).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerCommand {
     pub program: PathBuf,
     pub args: Vec<String>,
+}
+
+impl WorkerCommand {
+    /// The worker installed beside `exe` (the running `toolgate`), without arguments. Whether it is there is
+    /// found out when a worker starts, which then says where it was looked for.
+    pub fn beside(exe: &std::path::Path) -> Self {
+        Self {
+            program: exe.with_file_name(WORKER_EXE),
+            args: Vec::new(),
+        }
+    }
 }
 
 /// The limits of one run.
@@ -99,8 +114,8 @@ pub struct RunReport {
     pub elapsed: Duration,
 }
 
-/// Starts workers and runs programs in them. Clones share the spare worker (when it keeps one), so one runner
-/// cloned where it is needed serves every run; the spare is killed with the last clone.
+/// Starts workers and runs programs in them. Clones share the spare workers (when it keeps some), so one runner
+/// cloned where it is needed serves every run; the spares are killed with the last clone.
 #[derive(Debug, Clone)]
 pub struct Runner {
     pub command: WorkerCommand,
@@ -119,16 +134,26 @@ impl Runner {
         }
     }
 
-    /// Whether to keep one spare worker started and locked down, waiting for the next program: a run then skips
-    /// the spawn and the lockdown. The first spare is started by the first run, so a runner never run starts
-    /// nothing.
-    pub fn with_spare(mut self, spare: bool) -> Self {
-        self.spare = spare.then(Default::default);
+    /// Keeps up to `spares` workers started and locked down, waiting for the next programs (none when 0): a run
+    /// then skips the spawn and the lockdown. Spares are started by `prepare`, `warm_up`, or after a run, so a
+    /// runner never asked for one starts nothing; each costs one idle process (its engine's heap is what the
+    /// program allocates, under the run's memory limit).
+    pub fn with_spares(mut self, spares: usize) -> Self {
+        self.spare = (spares > 0).then(|| Arc::new(warm::Slot::new(spares)));
         self
     }
 
-    /// Has the spare ready before the first run (a no-op without one): a gateway may call it at start, and a
-    /// measurement between runs so that each run finds its spare.
+    /// Starts the spares in the background, without waiting for them (a no-op without spares, or when they are
+    /// waiting or starting already): a gateway calls it when a client that may run programs arrives, so its
+    /// first run finds one. Needs a tokio runtime.
+    pub fn prepare(&self) {
+        if let Some(slot) = &self.spare {
+            slot.refill(self.command.clone(), self.limits.clone());
+        }
+    }
+
+    /// Has the spares ready (a no-op without them): for a measurement between runs, and tests, so that each run
+    /// finds one.
     pub async fn warm_up(&self) {
         if let Some(slot) = &self.spare {
             slot.warm_up(self.command.clone(), self.limits.clone())
@@ -154,12 +179,11 @@ impl Runner {
             layers: Vec::new(),
             elapsed: Duration::ZERO,
         };
+        // The pool is topped up once this run is over, however it ends: a spare started during the run would
+        // take the CPU from it.
+        let _refill = Refill(self);
         let spare = match &self.spare {
-            Some(slot) => {
-                let taken = slot.take_or_wait(&self.command, &self.limits).await;
-                slot.refill(self.command.clone(), self.limits.clone());
-                taken
-            }
+            Some(slot) => slot.take_or_wait(&self.command, &self.limits).await,
             None => None,
         };
         let on_spare = spare.is_some();
@@ -209,5 +233,14 @@ impl Runner {
         report.end = end;
         report.elapsed = started.elapsed();
         report
+    }
+}
+
+/// Tops up a runner's spares when dropped.
+struct Refill<'a>(&'a Runner);
+
+impl Drop for Refill<'_> {
+    fn drop(&mut self) {
+        self.0.prepare();
     }
 }

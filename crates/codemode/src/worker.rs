@@ -1,6 +1,6 @@
-//! The worker: toolgate re-executed (`toolgate codemode-worker`) to run one program in an embedded JavaScript
-//! engine (QuickJS-ng, through rquickjs), talking to its parent over JSON lines on standard input and output
-//! only (`protocol`).
+//! The worker: an executable of its own (`toolgate-codemode-worker`, beside toolgate, whose `main` is
+//! [`worker_main`]) that runs one program in an embedded JavaScript engine (QuickJS-ng, through rquickjs),
+//! talking to its parent over JSON lines on standard input and output only (`protocol`).
 //!
 //! It starts with an empty environment in the namespaces and limits the parent's `sandbox` piped mode gave it,
 //! builds the engine from its `start` line, then locks itself down (its own IPC namespace, Landlock allowing
@@ -18,14 +18,22 @@ use std::process::ExitCode;
 
 use protocol::{ToWorker, MAX_PROGRAM_LINE};
 
-/// The worker's entry point (`toolgate codemode-worker`). Runs before any logging is set up, so nothing but
-/// protocol reaches standard output.
+/// The worker's entry point (`toolgate-codemode-worker`'s `main`; its arguments are a label and are not read).
+/// Nothing but protocol reaches standard output.
 pub fn worker_main() -> ExitCode {
     let mut input = lines::LineReader::new();
     match input.next(MAX_PROGRAM_LINE) {
         Ok(ToWorker::Start { limits, filter }) => engine::serve(limits, filter, &mut input),
         Ok(_) => {
             eprintln!("codemode-worker: the first line must be start");
+            ExitCode::FAILURE
+        }
+        // A start line this worker cannot read most likely comes from another build of toolgate.
+        Err(e @ lines::LineError::Bad(_)) => {
+            eprintln!(
+                "codemode-worker: {e}; is this worker from the same build as toolgate? `cargo build -p toolgate` \
+                 builds both"
+            );
             ExitCode::FAILURE
         }
         Err(e) => {

@@ -81,6 +81,9 @@ impl Session {
                 None,
             )),
         };
+        if handshake || method == "tools/list" {
+            self.gateway.stages.prepare_code_workers();
+        }
         wire::for_era(reply, method, modern)
     }
 

@@ -48,10 +48,16 @@ pub(crate) struct Stages {
     pub(crate) listens: Listens,
     /// Each client session's code-mode state (call numbers for `recall`, saved files).
     pub(crate) code_sessions: crate::codemode::Sessions,
-    /// Runs code-mode programs; it keeps one locked-down worker ready from the first run on, so a run does not
-    /// wait for a worker to start and lock itself down.
+    /// Runs code-mode programs; it keeps `CODE_SPARES` locked-down workers ready from the first client of code
+    /// mode on (`Session::initialize`, `discover`), so a run does not wait for a worker to start and lock itself
+    /// down.
     pub(crate) code_runner: codemode::Runner,
 }
+
+/// Workers code mode keeps started and locked down ahead of runs: two, so that a run right after another finds
+/// one while the spare used by the first is replaced. Each is one idle process of a few MB; they are the
+/// gateway's, not any identity's, and count against no share.
+const CODE_SPARES: usize = 2;
 
 /// What `Stages::new` is composed of besides what it makes itself.
 pub(crate) struct Parts {
@@ -68,7 +74,7 @@ impl Stages {
     pub(crate) fn new(p: Parts) -> Self {
         let code_runner =
             codemode::Runner::new(p.opts.code.worker.clone(), p.opts.code.limits.clone())
-                .with_spare(true);
+                .with_spares(CODE_SPARES);
         let bridge = Bridge::new(p.opts.bridge_wait);
         let recorder = Recorder {
             state: p.state.clone(),
@@ -89,6 +95,15 @@ impl Stages {
             tasks: Default::default(),
             listens: Default::default(),
             code_sessions: Default::default(),
+        }
+    }
+
+    /// In code mode, starts the spare workers in the background unless they are ready or starting: called when
+    /// a client arrives (its handshake, its first list), so its first run finds one, and after the answer is
+    /// made rather than with the gateway, whose upstreams start meanwhile.
+    pub(crate) fn prepare_code_workers(&self) {
+        if self.opts.code.on() {
+            self.code_runner.prepare();
         }
     }
 

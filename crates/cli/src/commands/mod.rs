@@ -2,7 +2,6 @@
 
 pub mod approvals;
 pub mod audit;
-pub mod codemode_worker;
 pub mod common;
 pub mod completions;
 pub mod conformance_client;

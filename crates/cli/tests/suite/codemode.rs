@@ -408,3 +408,76 @@ async fn unapproved_run_is_held_then_approved_with_the_cli_and_resumed() {
         ]
     );
 }
+
+/// The code-mode workers descending from process `root`: processes started from the worker executable.
+fn workers_of(root: u32) -> Vec<u32> {
+    let worker = env!("CARGO_BIN_EXE_toolgate-codemode-worker");
+    let parent = |pid: u32| -> Option<u32> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("PPid:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|&b| b == 0).next() != Some(worker.as_bytes()) {
+            continue;
+        }
+        let mut up = parent(pid);
+        while let Some(p) = up.filter(|&p| p > 1) {
+            if p == root {
+                found.push(pid);
+                break;
+            }
+            up = parent(p);
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn a_client_of_code_mode_finds_two_spare_workers_ready_before_its_first_run_and_direct_mode_starts_none(
+) {
+    let code = Code::new(policy(), false);
+    let client = code.client(json!({}), HashMap::new()).await;
+    let gateway = client.pid().unwrap();
+    // Started after the initialize answer, without any run: the first run takes one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while workers_of(gateway).len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "spares: {:?}",
+            workers_of(gateway)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(workers_of(gateway).len(), 2, "the pool is bounded at two");
+    let answer = run(&client, "return 300;").await;
+    assert_eq!(
+        answer["structuredContent"]["result"],
+        json!(300),
+        "{answer}"
+    );
+    stop(client).await;
+
+    let config = code.setup.config.to_str().unwrap();
+    let env = [("TOOLGATE_STATE_DIR", code.state_dir.to_str().unwrap())];
+    let direct = StdioClient::spawn(
+        &toolgate(),
+        &["serve", "--config", config],
+        &env,
+        HashMap::new(),
+    )
+    .unwrap();
+    direct.initialize("2025-11-25", json!({})).await.unwrap();
+    direct.request("tools/list", json!({})).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(workers_of(direct.pid().unwrap()), Vec::<u32>::new());
+    stop(direct).await;
+}

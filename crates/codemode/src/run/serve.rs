@@ -151,7 +151,7 @@ pub(super) async fn start(
     let spec = spec(command, limits);
     let worker = match super::spawner::spawn(spec).await {
         Ok(worker) => worker,
-        Err(e) => return Err((failed(format!("the worker did not start: {e}")), Vec::new())),
+        Err(e) => return Err((failed(not_started(command, &e)), Vec::new())),
     };
     let mut layers = parent_layers(&worker);
     let wl = worker_limits(limits);
@@ -177,6 +177,18 @@ pub(super) async fn start(
         other => return Err((unexpected(&channel, other), layers)),
     }
     Ok(Started { channel, layers })
+}
+
+/// Why a worker did not start; when its executable is missing, where it was looked for and how to get it.
+fn not_started(command: &WorkerCommand, why: &str) -> String {
+    if command.program.is_file() {
+        return format!("the worker did not start: {why}");
+    }
+    format!(
+        "the code-mode worker {} is missing: it is installed beside toolgate, built with it (`cargo build -p \
+         toolgate`, `cargo install --path crates/cli`); copy it there with toolgate ({why})",
+        command.program.display()
+    )
 }
 
 /// The first required layer a started worker lacks, as the reason the run does not start.

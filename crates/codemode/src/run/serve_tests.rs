@@ -140,3 +140,25 @@ fn a_zero_memory_limit_is_not_an_unlimited_engine() {
     };
     assert_eq!(worker_limits(&limits).memory_bytes, MIN_MEMORY_BYTES);
 }
+
+#[tokio::test]
+async fn a_missing_worker_executable_is_named_with_how_to_get_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let runner = crate::Runner::new(
+        WorkerCommand::beside(&dir.path().join("toolgate")),
+        RunLimits {
+            wall: Duration::from_secs(5),
+            ..RunLimits::default()
+        },
+    );
+    let end = end_of(runner).await;
+    let expected = format!(
+        "the code-mode worker {} is missing",
+        dir.path().join(crate::WORKER_EXE).display()
+    );
+    assert!(
+        matches!(&end, RunEnd::WorkerFailed { message }
+            if message.starts_with(&expected) && message.contains("cargo build -p toolgate")),
+        "{end:?}"
+    );
+}

@@ -76,7 +76,8 @@ pub(crate) fn definitions() -> Vec<Value> {
             "name": RUN_TOOL,
             "title": "Run a program over the tools",
             "description": "Runs a JavaScript program: the body of an async function. `await call(name, args)` \
-                            calls a tool found with search_tools and gives its result; `return` gives the answer. \
+                            calls a tool found with search_tools and gives its structuredContent when it has one, \
+                            else its content (a lone text item as its string); `return` gives the answer. \
                             Also `recall(n)` (the result of call #n), `saveFile(name, data)`, `readFile(path)` and \
                             `console.log`. Filter and join inside the program and return only what is needed. \
                             Every call is checked by toolgate's policy; a refused call throws.",

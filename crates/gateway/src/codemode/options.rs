@@ -10,12 +10,12 @@ use config::{Config, Mode};
 pub struct CodeOptions {
     pub mode: Mode,
     pub limits: RunLimits,
-    /// How a worker is started: this binary, re-executed as `codemode-worker`.
+    /// How a worker is started: `toolgate-codemode-worker`, beside this executable.
     pub worker: WorkerCommand,
 }
 
 impl CodeOptions {
-    /// From the config; the worker is the running executable (the binary sets it again when it knows better).
+    /// From the config; the worker is the one beside the running executable.
     pub fn from_config(config: &Config) -> Self {
         Self {
             mode: config.mode.value,
@@ -24,10 +24,7 @@ impl CodeOptions {
                 require: worker_require(&config.sandbox.require),
                 ..RunLimits::default()
             },
-            worker: WorkerCommand {
-                program: std::env::current_exe().unwrap_or_default(),
-                args: vec!["codemode-worker".to_owned()],
-            },
+            worker: WorkerCommand::beside(&std::env::current_exe().unwrap_or_default()),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Programs that try to leave the code-mode worker, exhaust it or outlive their run, against the real worker
-//! (this binary's `codemode-worker`) and a small host. Each test checks that the run ends with a clear answer
+//! (`toolgate-codemode-worker`, built with this package) and a small host. Each test checks that the run ends with a clear answer
 //! within its limit and that no process of the worker is left. The attacks are grouped as escapes from the
 //! engine (`escapes`), its limits (`limits`) and the run's life from start to end (`lifecycle`); this module
 //! holds the host and the helpers. Every attack through `run`/`run_with` runs on a spare worker (started and
@@ -66,8 +66,8 @@ pub(super) fn tag(name: &str) -> String {
 
 pub(super) fn runner(tag: &str, wall: Duration) -> Runner {
     let command = WorkerCommand {
-        program: env!("CARGO_BIN_EXE_toolgate").into(),
-        args: vec!["codemode-worker".into(), "--run".into(), tag.into()],
+        program: env!("CARGO_BIN_EXE_toolgate-codemode-worker").into(),
+        args: vec!["--run".into(), tag.into()],
     };
     Runner::new(
         command,
@@ -129,7 +129,7 @@ pub(super) async fn run_with(
 ) -> (RunReport, Vec<NestedCall>) {
     let host = Host::default();
     let session = CodeSession::new(None);
-    let runner = runner.with_spare(true);
+    let runner = runner.with_spares(1);
     runner.warm_up().await;
     let report = runner.run(program, &host, &session).await;
     // The runner takes its spare and the one started after the run with it.

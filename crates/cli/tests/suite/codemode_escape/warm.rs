@@ -1,6 +1,7 @@
-//! The spare worker a runner keeps ready: a run on it answers as a run on a worker started for it, it is
-//! replaced after a run, a spare killed from outside is not used, dropping the runner kills it (and a spare still
-//! starting), and runs at the same time each get a worker.
+//! The spare workers a runner keeps ready: a run on one answers as a run on a worker started for it, a spare is
+//! replaced after a run, a spare killed from outside is not used, dropping the runner kills them (and a spare
+//! still starting), runs at the same time each get a worker, and a pool of two serves runs back to back and
+//! fills again to two, never more.
 //!
 //! Which worker a run used is seen from the host: during a call it lists the worker processes of the test's tag,
 //! and a spare the run did not take was killed before the program was sent.
@@ -72,7 +73,7 @@ async fn run_on_a_spare_reports_as_a_cold_run_layers_included() {
     let cold = run_on(&runner(&tag, SHORT), &Watch::new(&tag)).await;
     assert_gone(&tag);
 
-    let warm = runner(&tag, SHORT).with_spare(true);
+    let warm = runner(&tag, SHORT).with_spares(1);
     warm.warm_up().await;
     let spare = alive(&tag);
     assert!(!spare.is_empty(), "no spare after warm_up");
@@ -102,7 +103,7 @@ async fn run_on_a_spare_reports_as_a_cold_run_layers_included() {
 #[tokio::test]
 async fn spare_is_replaced_after_a_run_and_the_next_run_uses_the_replacement() {
     let tag = tag("warm-replaced");
-    let runner = runner(&tag, SHORT).with_spare(true);
+    let runner = runner(&tag, SHORT).with_spares(1);
     runner.warm_up().await;
     let first = alive(&tag);
     let report = run_on(&runner, &Watch::new(&tag)).await;
@@ -131,7 +132,7 @@ async fn spare_is_replaced_after_a_run_and_the_next_run_uses_the_replacement() {
 #[tokio::test]
 async fn spare_killed_from_outside_is_not_used_and_the_run_still_succeeds() {
     let tag = tag("warm-killed");
-    let runner = runner(&tag, SHORT).with_spare(true);
+    let runner = runner(&tag, SHORT).with_spares(1);
     runner.warm_up().await;
     let spare = alive(&tag);
     assert!(!spare.is_empty(), "no spare after warm_up");
@@ -157,7 +158,7 @@ async fn spare_killed_from_outside_is_not_used_and_the_run_still_succeeds() {
 #[tokio::test]
 async fn dropping_the_runner_kills_its_spare() {
     let tag = tag("warm-drop");
-    let runner = runner(&tag, SHORT).with_spare(true);
+    let runner = runner(&tag, SHORT).with_spares(1);
     runner.warm_up().await;
     assert!(!workers(&tag).is_empty(), "no spare after warm_up");
     drop(runner);
@@ -167,7 +168,7 @@ async fn dropping_the_runner_kills_its_spare() {
 #[tokio::test]
 async fn dropping_the_runner_while_its_spare_starts_leaves_no_process() {
     let tag = tag("warm-drop-starting");
-    let runner = runner(&tag, SHORT).with_spare(true);
+    let runner = runner(&tag, SHORT).with_spares(1);
     // The run starts the first spare in the background; the runner is dropped before it can be ready.
     let report = run_on(&runner, &Watch::new(&tag)).await;
     assert!(matches!(report.end, RunEnd::Returned(_)), "{report:?}");
@@ -182,7 +183,7 @@ async fn dropping_the_runner_while_its_spare_starts_leaves_no_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_concurrent_runs_both_succeed() {
     let tag = tag("warm-concurrent");
-    let runner = runner(&tag, SHORT).with_spare(true);
+    let runner = runner(&tag, SHORT).with_spares(1);
     runner.warm_up().await;
     let (a, b) = (Watch::new(&tag), Watch::new(&tag));
     let (one, two) = tokio::join!(run_on(&runner, &a), run_on(&runner, &b));
@@ -192,6 +193,54 @@ async fn two_concurrent_runs_both_succeed() {
             RunEnd::Returned(json!({"n": 1, "also": {"n": 1}}))
         );
     }
+    drop(runner);
+    settle().await;
+    assert_gone(&tag);
+}
+
+/// Waits until `n` workers of `tag` are alive, none of them in `old`, and returns them.
+fn wait_for_pool(tag: &str, n: usize, old: &BTreeSet<u32>) -> BTreeSet<u32> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = alive(tag);
+        if now.len() == n && now.is_disjoint(old) {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pool not refilled; alive: {now:?}, before: {old:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_of_two_serves_back_to_back_runs_on_spares_and_fills_again_to_two() {
+    let tag = tag("warm-pool");
+    let runner = runner(&tag, SHORT).with_spares(2);
+    runner.warm_up().await;
+    let pool = alive(&tag);
+    assert_eq!(pool.len(), 2, "{pool:?}");
+    for _ in 0..2 {
+        let report = run_on(&runner, &Watch::new(&tag)).await;
+        assert_eq!(
+            report.end,
+            RunEnd::Returned(json!({"n": 1, "also": {"n": 1}}))
+        );
+    }
+    // Both spares were used (a spare is killed only once a run took it) and two new ones wait, without a warm_up.
+    let refilled = tokio::task::spawn_blocking({
+        let tag = tag.clone();
+        move || wait_for_pool(&tag, 2, &pool)
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        alive(&tag),
+        refilled,
+        "the pool grew past two or lost a spare"
+    );
     drop(runner);
     settle().await;
     assert_gone(&tag);
