@@ -15,10 +15,6 @@ mod runtime;
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
-/// mimalloc rather than glibc's malloc: see the workspace manifest for why.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// One binary between AI agents and their tools: an MCP gateway that aggregates upstream servers.
 #[derive(Parser)]
 #[command(name = "toolgate", version)]
