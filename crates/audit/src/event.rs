@@ -367,7 +367,11 @@ mod tests {
         assert!(!field(&long, 10_000).contains("hunter2"));
     }
 
-    fn sealed_both_ways(e: &AuditEvent, seq: u64, prev: &str) -> ((String, String), (String, String)) {
+    fn sealed_both_ways(
+        e: &AuditEvent,
+        seq: u64,
+        prev: &str,
+    ) -> ((String, String), (String, String)) {
         let mut entries = e.to_entries();
         entries.push(("seq", entry("seq", &seq)));
         entries.push(("prev", entry("prev", prev)));

@@ -178,4 +178,3 @@ mod tests {
         assert_eq!(hashes, ["a1", "a2"]);
     }
 }
-

@@ -316,7 +316,12 @@ pub trait StateStore:
     /// What an audit writer records once a batch is in the log: its reporting events, and the witnessed head
     /// moved to `head`, in one commit where the backend can (one sync instead of two; SQLite and PostgreSQL do). This default
     /// records them one after the other.
-    fn record_written(&self, events: &[ReportEvent], head: &AuditHead, now: Timestamp) -> Result<()> {
+    fn record_written(
+        &self,
+        events: &[ReportEvent],
+        head: &AuditHead,
+        now: Timestamp,
+    ) -> Result<()> {
         self.record_events(events)?;
         self.advance_audit_head(head, now)
     }

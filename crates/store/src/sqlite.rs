@@ -319,7 +319,12 @@ impl StateStore for SqliteStore {
         "sqlite"
     }
 
-    fn record_written(&self, events: &[ReportEvent], head: &AuditHead, now: Timestamp) -> Result<()> {
+    fn record_written(
+        &self,
+        events: &[ReportEvent],
+        head: &AuditHead,
+        now: Timestamp,
+    ) -> Result<()> {
         self.with(|s| s.record_written(events, head, now))
     }
 }

@@ -337,7 +337,11 @@ pub fn a_written_batch_records_its_events_and_head_together<B: Backend>() {
     other
         .record_written(&events[..1], &head(2, "b"), at(4))
         .unwrap();
-    assert_eq!(s.audit_head().unwrap(), Some(head(7, "g")), "never moved back");
+    assert_eq!(
+        s.audit_head().unwrap(),
+        Some(head(7, "g")),
+        "never moved back"
+    );
     assert_eq!(s.event_count().unwrap(), 3);
     s.record_written(&[], &head(8, "h"), at(5)).unwrap();
     assert_eq!(other.audit_head().unwrap(), Some(head(8, "h")));
