@@ -36,6 +36,18 @@ use store::{Approval, ApprovalStatus, NewRequest, Timestamp};
 
 /// How soon a held call reads its row again after the store could not be read.
 const LOOKUP_RETRY: Duration = Duration::from_millis(250);
+
+/// A failure that may pass: the store unreachable, a shared database refusing statements while it restarts, an
+/// SQLite file busy or failing to read. An unknown, tampered or corrupt row is an answer, not a failure to wait out.
+fn transient(e: &store::Error) -> bool {
+    matches!(
+        e,
+        store::Error::Unavailable(_)
+            | store::Error::Postgres(_)
+            | store::Error::Sqlite(_)
+            | store::Error::Io(_)
+    )
+}
 /// How often a held call tells the client it is still waiting.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Recorded as the decider of a request whose call went away.
@@ -195,7 +207,7 @@ async fn wait(
             let current = match woken.read(|s| s.get_request(&approval.id, now())) {
                 Ok(a) if !a.authentic => return Held::Answer(tampered(&a.id)),
                 Ok(a) => a,
-                Err(e) if Instant::now() < deadline => {
+                Err(e) if transient(&e) && Instant::now() < deadline => {
                     tracing::warn!(request = %approval.id, "approval lookup failed, retrying: {e}");
                     retry = Some(Instant::now() + LOOKUP_RETRY);
                     look = false;
