@@ -31,6 +31,8 @@ pub struct Cluster {
     password: String,
     /// The user to run the server's commands as, under root.
     run_as: Option<(u32, u32)>,
+    /// Whether commits are synced as a production server's are; tests run without, a benchmark with.
+    durable: bool,
 }
 
 /// The directory of `initdb`, `pg_ctl` and `psql`: `TOOLGATE_PG_BIN`, or the newest `/usr/lib/postgresql/*/bin`.
@@ -89,8 +91,14 @@ fn run_as() -> Option<(u32, u32)> {
 }
 
 impl Cluster {
-    /// Makes and starts a fresh cluster.
+    /// Makes and starts a fresh cluster, with syncing off (tests).
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// Makes and starts a fresh cluster; `durable` keeps PostgreSQL's own defaults for syncing commits (fsync,
+    /// synchronous_commit, full_page_writes), as a benchmark against SQLite's synced commits needs.
+    pub fn start_with(durable: bool) -> Self {
         let bin = bin_dir();
         let run_as = run_as();
         let dir = unique_dir();
@@ -109,6 +117,7 @@ impl Cluster {
             dir,
             password,
             run_as,
+            durable,
         };
         let pwfile = cluster.dir.join("pw");
         std::fs::write(&pwfile, &cluster.password).expect("write the password file");
@@ -189,12 +198,14 @@ impl Cluster {
 
     /// Starts the server again on the same port.
     pub fn resume(&self) {
-        let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c max_connections=300 \
-             -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+        let mut options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c max_connections=300",
             self.port,
             self.dir.display()
         );
+        if !self.durable {
+            options.push_str(" -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
+        }
         let log = self.dir.join("log");
         self.run(
             "pg_ctl",

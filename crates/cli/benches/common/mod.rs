@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod mcp_http;
+
 /// The value after `name` on the bench's command line.
 pub fn arg(name: &str) -> Option<String> {
     std::env::args().skip_while(|a| a != name).nth(1)
@@ -129,6 +131,11 @@ impl Drop for Front {
 
 impl Front {
     pub fn start(config: &str, extra: &[&str]) -> Self {
+        Self::start_with(config, extra, &[])
+    }
+
+    /// `start` with environment variables for the server (a replica's state root, name and store password).
+    pub fn start_with(config: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
         use std::time::{Duration, Instant};
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -140,6 +147,7 @@ impl Front {
             .args(["serve", "--config", config])
             .args(extra)
             .args(["--http", &addr.to_string()])
+            .envs(env.iter().copied())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .spawn()
