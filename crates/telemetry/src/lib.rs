@@ -111,6 +111,19 @@ impl Telemetry {
         }
     }
 
+    /// A call is held for a human until the returned guard is dropped (the `approvals_held` gauge).
+    pub fn held(&self) -> Held {
+        let gauge = self
+            .inner
+            .as_ref()
+            .and_then(|i| i.metrics.as_ref())
+            .map(|m| m.held.clone());
+        if let Some(g) = &gauge {
+            g.inc();
+        }
+        Held(gauge)
+    }
+
     /// The Prometheus text, with the gauges set from `now`; `None` when metrics are off.
     pub fn render_metrics(&self, now: &Gauges) -> Option<String> {
         let metrics = self.inner.as_ref()?.metrics.as_ref()?;
@@ -124,6 +137,27 @@ impl Telemetry {
             if let Err(e) = provider.shutdown() {
                 tracing::warn!("telemetry: the last spans may not have been exported: {e}");
             }
+        }
+    }
+}
+
+impl std::fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.inner.as_ref();
+        f.debug_struct("Telemetry")
+            .field("otlp", &inner.is_some_and(|i| i.tracing.is_some()))
+            .field("metrics", &inner.is_some_and(|i| i.metrics.is_some()))
+            .finish()
+    }
+}
+
+/// A call held for a human (`Telemetry::held`).
+pub struct Held(Option<prometheus_client::metrics::gauge::Gauge>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(g) = &self.0 {
+            g.dec();
         }
     }
 }
@@ -300,8 +334,9 @@ mod tests {
         };
         call.end(&ending);
         call.end(&ending);
+        let _held = (t.held(), t.held());
+        drop(t.held());
         let gauges = Gauges {
-            held_approvals: 2,
             audit_queue: 5,
             upstreams: vec![("files".to_owned(), true), ("web".to_owned(), false)],
         };

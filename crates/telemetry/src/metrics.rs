@@ -1,5 +1,6 @@
-//! The Prometheus metrics: calls by decision, reason and outcome, each stage's latency, and at each scrape the
-//! gauges the gateway reads then (held approvals, upstream health, the audit queue). Labels are closed sets
+//! The Prometheus metrics: calls by decision, reason and outcome, each stage's latency, the calls held for a
+//! human as they come and go, and at each scrape the gauges the gateway reads then (upstream health, the audit
+//! queue). Labels are closed sets
 //! (decisions, reason codes, outcomes, stage names) or configured names (servers): never an argument, a tool
 //! result, a path or an identity.
 //!
@@ -26,8 +27,6 @@ fn stage_histogram() -> Histogram {
 /// What the gateway knows at the moment of a scrape.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Gauges {
-    /// Approvals waiting for a human.
-    pub held_approvals: i64,
     /// Records waiting for the audit writer.
     pub audit_queue: i64,
     /// Each configured upstream and whether it is connected.
@@ -39,7 +38,7 @@ pub(crate) struct Metrics {
     calls: Family<Labels, Counter>,
     stages: Family<Labels, Histogram, fn() -> Histogram>,
     rate_limited: Family<Labels, Counter>,
-    held: Gauge,
+    pub(crate) held: Gauge,
     audit_queue: Gauge,
     upstream_up: Family<Labels, Gauge>,
     /// Scrapes set the gauges, then encode: one at a time, so two scrapes never interleave their values.
@@ -72,7 +71,7 @@ impl Metrics {
         let held = Gauge::default();
         registry.register(
             "approvals_held",
-            "Approvals waiting for a human",
+            "Calls of this process held until a human approves or rejects them",
             held.clone(),
         );
         let audit_queue = Gauge::default();
@@ -126,7 +125,6 @@ impl Metrics {
             .scrape
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.held.set(now.held_approvals);
         self.audit_queue.set(now.audit_queue);
         // A server removed from the config disappears from the gauge instead of staying at its last value.
         self.upstream_up.clear();

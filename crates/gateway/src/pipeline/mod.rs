@@ -129,7 +129,7 @@ pub(crate) async fn approval_stage(
     snapshot: Snapshot,
     decision: policy::Decision,
 ) -> CallOutcome {
-    let waiting = ctx.human_wait.start();
+    let waiting = (ctx.human_wait.start(), gw.opts.telemetry.held());
     let held = approval::hold(gw, ctx, snapshot, decision).await;
     drop(waiting);
     match held {
