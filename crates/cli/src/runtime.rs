@@ -1,7 +1,6 @@
 //! What every subcommand shares: logging to stderr, exit codes and error printing, the tokio runtime, config
 //! loading, the workspace and its state, and the serve loop that `serve` and `wrap` both run.
 
-use tokio::runtime::Handle;
 use anyhow::Context;
 use config::{Config, Overrides};
 use gateway::{Gateway, Guard, Options};
@@ -9,6 +8,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use tokio::runtime::Handle;
 
 /// The command ran and its answer is a failure: a check found errors, a request was refused, an upstream did not
 /// start.

@@ -21,11 +21,9 @@ impl Gateway {
             return None;
         }
         let now = telemetry::Gauges {
-            audit_queue: self
-                .stages
-                .state
-                .as_ref()
-                .map_or(0, |s| i64::try_from(s.audit_queue_depth()).unwrap_or(i64::MAX)),
+            audit_queue: self.stages.state.as_ref().map_or(0, |s| {
+                i64::try_from(s.audit_queue_depth()).unwrap_or(i64::MAX)
+            }),
             upstreams: self
                 .statuses()
                 .into_iter()

@@ -243,7 +243,12 @@ impl Call {
 
 impl Drop for Call {
     fn drop(&mut self) {
-        if let Some(cx) = self.0.as_ref().filter(|c| !c.ended).and_then(|c| c.cx.as_ref()) {
+        if let Some(cx) = self
+            .0
+            .as_ref()
+            .filter(|c| !c.ended)
+            .and_then(|c| c.cx.as_ref())
+        {
             cx.span().end();
         }
     }
@@ -303,7 +308,9 @@ mod tests {
             otlp: None,
             metrics: true,
         };
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         Telemetry::start(&settings, runtime.handle().clone()).unwrap()
     }
 
@@ -349,7 +356,10 @@ mod tests {
             r#"toolgate_upstream_up{server="files"} 1"#,
             r#"toolgate_upstream_up{server="web"} 0"#,
         ] {
-            assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing from:\n{text}"
+            );
         }
     }
 }

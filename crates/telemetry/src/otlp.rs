@@ -30,6 +30,8 @@ pub(crate) fn provider(
     otlp: &config::Otlp,
     runtime: Handle,
 ) -> Result<SdkTracerProvider, TelemetryError> {
+    // The process's TLS provider, as for HTTP upstreams (ring); a no-op when one is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(EXPORT_TIMEOUT)

@@ -13,10 +13,13 @@ pub const TRACEPARENT: &str = "traceparent";
 pub fn parse(value: &str) -> Option<SpanContext> {
     let value = value.trim();
     let mut parts = value.split('-');
-    let (version, trace, span, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let (version, trace, span, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     let extra = parts.next();
     let lower_hex = |s: &str, len: usize| {
-        s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        s.len() == len
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     };
     if !lower_hex(version, 2) || version == "ff" || (version == "00" && extra.is_some()) {
         return None;
