@@ -88,15 +88,26 @@ fn gateway(collector: &str, upstream_url: &str) -> Setup {
 
 /// One 2026-07-28 `tools/call` (a session of its own) with `traceparent`; the JSON-RPC answer.
 async fn call(http: &reqwest::Client, url: &str, tool: &str, args: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": tool, "arguments": args, "_meta": test_support::modern_meta()}});
+    request(http, url, "tools/call", tool, args).await
+}
+
+/// One 2026-07-28 request naming `name` (a tool or a prompt) with `arguments`, with `traceparent`.
+async fn request(
+    http: &reqwest::Client,
+    url: &str,
+    method: &str,
+    name: &str,
+    arguments: Value,
+) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {
+        "name": name, "arguments": arguments, "_meta": test_support::modern_meta()}});
     let text = http
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
+        .header("mcp-method", method)
+        .header("mcp-name", name)
         .header("traceparent", format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"))
         .body(body.to_string())
         .send()
@@ -183,6 +194,15 @@ async fn a_calls_stages_are_spans_of_the_clients_trace_and_the_upstream_joins_it
     let echoed = call(&http, &gw.url, "remote__echo", json!({"text": SECRET})).await;
     assert!(echoed.to_string().contains(SECRET), "{echoed}");
     let denied = call(&http, &gw.url, "remote__add", json!({"a": 1, "b": 2})).await;
+    let prompt = request(
+        &http,
+        &gw.url,
+        "prompts/get",
+        "remote__greet",
+        json!({"name": SECRET}),
+    )
+    .await;
+    assert!(prompt["result"]["messages"].is_array(), "{prompt}");
     assert!(
         denied.to_string().contains("deny") || denied["result"]["isError"] == true,
         "{denied}"
@@ -191,7 +211,7 @@ async fn a_calls_stages_are_spans_of_the_clients_trace_and_the_upstream_joins_it
     let trace = hex::decode(CLIENT_TRACE).unwrap();
     let seen = exported(&received, |seen| {
         let calls = seen.iter().filter(|s| s.span.name == "toolgate.call");
-        calls.filter(|s| s.span.trace_id == trace).count() >= 3
+        calls.filter(|s| s.span.trace_id == trace).count() >= 5
     })
     .await;
     let ours: Vec<&Seen> = seen
@@ -251,6 +271,17 @@ async fn a_calls_stages_are_spans_of_the_clients_trace_and_the_upstream_joins_it
         .unwrap_or_else(|| panic!("the upstream's call span is missing: {seen:#?}"));
     assert_eq!(upstream_call.span.trace_id, trace);
     assert_eq!(upstream_call.span.parent_span_id, execute.span.span_id);
+
+    // A prompt get takes the same path: its upstream request carries its execute stage's traceparent.
+    let greet = call_of("greet");
+    assert_eq!(greet.attr("toolgate.outcome").as_deref(), Some("SUCCEEDED"));
+    let greet_execute = ours
+        .iter()
+        .find(|s| s.span.name == "toolgate.execute" && s.span.parent_span_id == greet.span.span_id)
+        .unwrap_or_else(|| panic!("no execute stage under the prompt get: {ours:#?}"));
+    assert!(seen.iter().any(|s| s.service == "upstream"
+        && s.attr("toolgate.tool").as_deref() == Some("greet")
+        && s.span.parent_span_id == greet_execute.span.span_id));
 
     // Arguments are never exported.
     for body in received.lock().unwrap().iter() {

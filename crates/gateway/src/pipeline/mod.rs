@@ -152,6 +152,16 @@ pub(crate) async fn after_approval(
     execute::approved(gw, ctx, snapshot).await
 }
 
+/// Runs stage `stage`'s work: an upstream's spans are children of the stage that sent its request (`telemetry`).
+pub(super) async fn traced(
+    stage: telemetry::Stage,
+    run: impl std::future::Future<Output = CallOutcome>,
+) -> CallOutcome {
+    let outcome = upstream::with_traceparent(stage.traceparent(), run).await;
+    drop(stage);
+    outcome
+}
+
 /// Quarantined and flagged definitions: `Ok(true)` when a quarantined tool's calls must ask instead.
 pub(super) fn pin_stage(
     gw: &Stages,

@@ -3,8 +3,8 @@
 //! is a function here or in the module named; `stages` is the one place their order is written for tool calls.
 
 use super::{
-    approval_stage, audit_refusal, execute, record_decision, resume_stage, CallContext, Finish,
-    Origin,
+    approval_stage, audit_refusal, execute, record_decision, resume_stage, traced, CallContext,
+    Finish, Origin,
 };
 use crate::calls;
 use crate::guard::{Verdict, OWN_SERVER};
@@ -103,16 +103,6 @@ pub(super) async fn stages(
             Err(answer) => answer,
         },
     }
-}
-
-/// Runs stage `stage`'s work: an upstream's spans are children of the stage that sent its request (`telemetry`).
-async fn traced(
-    stage: telemetry::Stage,
-    run: impl std::future::Future<Output = CallOutcome>,
-) -> CallOutcome {
-    let outcome = upstream::with_traceparent(stage.traceparent(), run).await;
-    drop(stage);
-    outcome
 }
 
 /// Route: any spelling of a tool names it (`spellings`); one that could mean two tools names none.
