@@ -5,7 +5,10 @@
 //! arm through it (its upstream is another process), the fixture's for the direct arm. On a shared VM wall latency
 //! is dominated by how fast an idle vCPU wakes; the CPU time per call is the figure that follows the code.
 //!
-//! Run: `cargo bench -p toolgate --bench overhead` (optional: `-- --calls 20000 --block 500 --in-flight 32`).
+//! With `--telemetry` a third arm, toolgate with OpenTelemetry spans exported over OTLP/HTTP to a sink in this
+//! process and metrics on, alternates with the other two: the cost of telemetry on against off, in one run.
+//!
+//! Run: `cargo bench -p toolgate --bench overhead` (optional: `-- --calls 20000 --block 500 --in-flight 32 --telemetry`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -116,8 +119,21 @@ async fn throughput(client: Arc<StdioClient>, name: &'static str, calls: usize) 
     while tasks.join_next().await.is_some() {}
 }
 
+/// An OTLP/HTTP sink on loopback that accepts every export and keeps nothing; its base URL.
+async fn otlp_sink() -> String {
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(|_: axum::body::Bytes| async { "" }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
 fn main() {
     let calls: usize = common::number("--calls", 10_000);
+    let telemetry = std::env::args().any(|a| a == "--telemetry");
     let rt = common::runtime();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
@@ -135,23 +151,42 @@ fn main() {
 
         let mut direct = Arm::new(start(&["fixture-server"]).await, "echo");
         let mut gated = Arm::new(start(&["serve", "--config", &config]).await, "fx__echo");
+        let mut traced = None;
+        if telemetry {
+            let mut body = body.clone();
+            body["telemetry"] = json!({"otlp": {"endpoint": otlp_sink().await}, "metrics": true});
+            body["http"] = json!({"admin": {"keySha256": "ab".repeat(32)}});
+            let path = dir.path().join("traced.json");
+            std::fs::write(&path, body.to_string()).unwrap();
+            let path = path.to_str().unwrap().to_owned();
+            traced = Some(Arm::new(start(&["serve", "--config", &path]).await, "fx__echo"));
+        }
         for _ in 0..WARMUP {
             echo(&direct.client, direct.name).await;
             echo(&gated.client, gated.name).await;
+            if let Some(t) = &traced {
+                echo(&t.client, t.name).await;
+            }
         }
         // Alternate blocks, so machine noise hits both arms alike.
         let block = common::number("--block", 500).max(1);
         for _ in 0..calls.div_ceil(block) {
             direct.sequential(block).await;
             gated.sequential(block).await;
+            if let Some(t) = traced.as_mut() {
+                t.sequential(block).await;
+            }
         }
         let tp_block = (block * 4).max(in_flight());
         for _ in 0..(calls * 2).div_ceil(tp_block) {
             direct.pipelined(tp_block).await;
             gated.pipelined(tp_block).await;
+            if let Some(t) = traced.as_mut() {
+                t.pipelined(tp_block).await;
+            }
         }
         let rounds = calls.div_ceil(block);
-        for arm in [&mut direct, &mut gated] {
+        for arm in [&mut direct, &mut gated].into_iter().chain(traced.as_mut()) {
             arm.latencies.sort_by(f64::total_cmp);
         }
         let (d, g) = (&direct.latencies, &gated.latencies);
@@ -198,10 +233,22 @@ fn main() {
             gated.tp_cpu.per_call(),
             gated.calls_per_s() / direct.calls_per_s()
         );
+        if let Some(t) = &traced {
+            println!(
+                "telemetry on (OTLP spans to a local sink, metrics): sequential p50 {:.1} µs, cpu {:.1} µs/call \
+                 ({:.2} of off); pipelined {:.0} calls/s, cpu {:.1} µs/call ({:.2} of off)",
+                common::pct(&t.latencies, 50.0),
+                t.seq_cpu.per_call(),
+                t.seq_cpu.per_call() / gated.seq_cpu.per_call(),
+                t.calls_per_s(),
+                t.tp_cpu.per_call(),
+                t.tp_cpu.per_call() / gated.tp_cpu.per_call()
+            );
+        }
         println!("Goal: toolgate's CPU per governed call ≤ 25 µs; pipelined ≥ 0.6 of direct.");
         let (direct, gated) = (direct.client, gated.client);
         // Let toolgate write what it queued for the audit log before the temporary directory goes.
-        for client in [direct, gated] {
+        for client in [direct, gated].into_iter().chain(traced.map(|t| t.client)) {
             if let Ok(mut c) = Arc::try_unwrap(client) {
                 c.close(Duration::from_secs(30)).await;
             }

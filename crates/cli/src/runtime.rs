@@ -8,6 +8,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use tokio::runtime::Handle;
 
 /// The command ran and its answer is a failure: a check found errors, a request was refused, an upstream did not
 /// start.
@@ -251,7 +252,7 @@ pub fn serve(config: Config, wrap: bool, transport: Transport) -> anyhow::Result
 /// `serve` with the gateway's options given (a product's surface of the own tools, `mcp-toolhub`'s).
 pub fn serve_with(
     config: Config,
-    options: Options,
+    mut options: Options,
     transport: Transport,
 ) -> anyhow::Result<ExitCode> {
     // Before any key is read or any child started: nothing this process starts may read its memory or
@@ -262,6 +263,9 @@ pub fn serve_with(
     let builtin = builtin_tools(&config, state.as_deref())?;
     let rt = tokio()?;
     let code = rt.block_on(async move {
+        // Spans are exported from the runtime's threads; nothing starts when the config asks for nothing.
+        let telemetry = telemetry::Telemetry::start(&config.telemetry, Handle::current())?;
+        options.telemetry = telemetry.clone();
         let gw = Gateway::start_with(&config, options, guard, state, builtin);
         gw.set_hooks(gateway::command_hooks(
             &config.hooks,
@@ -274,6 +278,8 @@ pub fn serve_with(
             Transport::Http(addr) => serve_http_until_signal(&gw, &config, addr).await,
         };
         gw.shutdown().await;
+        // The last spans are sent before the runtime goes (bounded by the export timeout).
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
         served
     });
     // The stdin reader may still be blocked in a read (a signal ended the loop while the client kept its end

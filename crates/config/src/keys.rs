@@ -56,6 +56,7 @@ impl Level {
 pub(crate) const TOP_LEVEL: Level = Level {
     read: &[
         "http",
+        "telemetry",
         "pins",
         "sandbox",
         "stateDir",

@@ -120,6 +120,7 @@ fn top_level_sample(key: &str) -> Value {
         "workspace" => json!("/srv/ws"),
         "hooks" => json!({"pre": [{"command": "/bin/check"}]}),
         "mode" => json!("code"),
+        "telemetry" => json!({"otlp": {"endpoint": "http://127.0.0.1:4318"}}),
         other => panic!("no sample for top-level key {other}: add one"),
     }
 }

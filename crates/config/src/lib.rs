@@ -19,6 +19,7 @@ mod model;
 mod raw;
 mod server;
 mod syntax;
+mod telemetry;
 mod unified;
 
 pub use env::{upstream_env, UPSTREAM_ENV_ALLOWLIST};
@@ -32,4 +33,5 @@ pub use model::{
     DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };
 pub use syntax::{parse_json, parse_toml, parse_yaml};
+pub use telemetry::{Otlp, Telemetry};
 pub use unified::{profile_store_for, state_root_for, unified_presets, Reporting};

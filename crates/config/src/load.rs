@@ -192,6 +192,7 @@ impl Validator<'_> {
                 "approvals" => self.approvals(value)?,
                 "sandbox" => self.sandbox(value)?,
                 "http" => self.http(value)?,
+                "telemetry" => self.telemetry(value)?,
                 "pins" => {
                     let raw: RawPins = section(value, "pins")?;
                     self.config.pins_on_change_ask = match raw.on_change.as_deref() {
@@ -262,6 +263,7 @@ impl Validator<'_> {
             }
         }
         self.unified_finish(&keys)?;
+        crate::telemetry::check_metrics(&self.config)?;
         if let Some((key, value)) = servers {
             self.servers(&key, value)?;
         }

@@ -467,6 +467,8 @@ pub struct Config {
     pub profile_store: Option<PathBuf>,
     /// Where the durable state lives (`"store"`): SQLite in the state root, or a PostgreSQL server replicas share.
     pub store: Store,
+    /// `"telemetry"`: OpenTelemetry spans over OTLP and Prometheus metrics, each off unless configured.
+    pub telemetry: crate::telemetry::Telemetry,
     /// Non-fatal findings (ignored client keys, disabled servers), for stderr and `doctor`.
     pub warnings: Vec<String>,
     /// The file this came from, if any.
@@ -498,6 +500,7 @@ impl Config {
             reporting: crate::unified::Reporting::default(),
             profile_store: None,
             store: Store::Sqlite,
+            telemetry: crate::telemetry::Telemetry::default(),
             warnings: Vec::new(),
             source: None,
         }

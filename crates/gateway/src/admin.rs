@@ -1,6 +1,6 @@
 //! What the admin surface asks the gateway: how a profile's policy would decide a hypothetical call (as
 //! `toolgate policy explain` explains it), a profile's tool surface (as `toolgate preview` shows it, with the
-//! names its clients' `tools/list` gives), and readiness. Answers carry no raw arguments: a call is described by its tool, its decision and what it touches,
+//! names its clients' `tools/list` gives), readiness, and the metrics text. Answers carry no raw arguments: a call is described by its tool, its decision and what it touches,
 //! redacted as the audit log redacts it, and its arguments by size and SHA-256 only. Each question is audited.
 //!
 //! It runs nothing and holds nothing: no upstream is called, no approval is created.
@@ -13,6 +13,26 @@ use policy::Visibility;
 use serde_json::{json, Value};
 
 impl Gateway {
+    /// The Prometheus text of `GET /metrics`, with the gauges read now: each upstream connected or not, and the
+    /// records waiting for the audit writer. `None` when metrics are off.
+    pub fn metrics(&self) -> Option<String> {
+        let telemetry = &self.stages.opts.telemetry;
+        if !telemetry.metrics_on() {
+            return None;
+        }
+        let now = telemetry::Gauges {
+            audit_queue: self.stages.state.as_ref().map_or(0, |s| {
+                i64::try_from(s.audit_queue_depth()).unwrap_or(i64::MAX)
+            }),
+            upstreams: self
+                .statuses()
+                .into_iter()
+                .map(|s| (s.server, s.state == upstream::State::Ready))
+                .collect(),
+        };
+        telemetry.render_metrics(&now)
+    }
+
     /// How `profile` (`None`: the served one) would decide a call of `exposed` (the name a client calls) with
     /// `arguments`: effect, rule id, reason, operation and the redacted resources it touches. `None` when no
     /// such tool is listed.

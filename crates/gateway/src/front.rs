@@ -26,6 +26,30 @@ pub struct RequestMeta {
     /// message binds the session to it; a later message from anyone else is refused or dropped, so a session's id
     /// that leaks does not let another identity drive the session, answer its questions, or cancel its calls.
     pub identity: Option<String>,
+    /// The W3C `traceparent` the transport received with this message (an HTTP request's header): the spans of
+    /// the calls it causes are its children. Links spans only; nothing is decided on it.
+    pub traceparent: Option<String>,
+}
+
+tokio::task_local! {
+    /// The `traceparent` of the message whose request this task runs (`RequestMeta::traceparent`).
+    static TRACEPARENT: String;
+}
+
+/// Runs `fut`, the task of one request, with the `traceparent` its transport carried.
+pub(crate) async fn with_traceparent<F: std::future::Future>(
+    traceparent: Option<String>,
+    fut: F,
+) -> F::Output {
+    match traceparent {
+        Some(value) => TRACEPARENT.scope(value, fut).await,
+        None => fut.await,
+    }
+}
+
+/// The `traceparent` of the request this task runs, if its transport carried one.
+pub(crate) fn traceparent() -> Option<String> {
+    TRACEPARENT.try_with(Clone::clone).ok()
 }
 
 /// A frame the front end could not turn into a message. Answered with a JSON-RPC error on the stream of the

@@ -39,6 +39,7 @@ impl Session {
             Arc::clone(&self.guard),
         );
         ctx.principal = self.principal();
+        ctx.traceparent = crate::front::traceparent();
         let channel = self.channel(request);
         ctx.grants = GrantScope::Session(self.id.clone());
         ctx.progress = params

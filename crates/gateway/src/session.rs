@@ -272,7 +272,11 @@ impl Session {
                     return;
                 }
                 let session = Arc::clone(self);
-                tokio::spawn(async move {
+                let traceparent = meta
+                    .traceparent
+                    .clone()
+                    .filter(|_| self.gateway.stages.opts.telemetry.is_on());
+                tokio::spawn(crate::front::with_traceparent(traceparent, async move {
                     let outcome = session.dispatch(&id, &method, params, modern, &token).await;
                     session.lock().in_flight.remove(&id);
                     match outcome {
@@ -287,7 +291,7 @@ impl Session {
                     // Released only once the answer is queued: a client that does not read its answers fills
                     // the bounded outbox, then the slots, then stops being read.
                     drop(slot);
-                });
+                }));
             }
             Message::Notification { method, params } => self.on_notification(&method, params).await,
             Message::Response {

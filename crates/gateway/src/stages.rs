@@ -79,6 +79,7 @@ impl Stages {
         let recorder = Recorder {
             state: p.state.clone(),
             hooks: Arc::default(),
+            telemetry: p.opts.telemetry.clone(),
         };
         Self {
             code_runner,

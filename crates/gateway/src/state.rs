@@ -17,6 +17,7 @@ use crate::outside_witness::{combine, OutsideWitness};
 use crate::state_chains::{adopt, database_witness};
 use crate::wakeups::Wakeups;
 use crate::write_behind::{Health, Record, Room, Taken, Writer};
+mod queue_depth;
 use audit::{AuditEvent, AuditLog, Head, PruneMode, PrunePlan, Recovery, VerifyReport, Witness};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -117,6 +117,11 @@ impl Room {
         self.queued.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Records holding a place now.
+    pub(crate) fn depth(&self) -> usize {
+        *self.lock()
+    }
+
     /// Takes a place for one record: at once while there is room (or while the writer is known stalled, so the
     /// calls already running are not each held for the whole bound), else after waiting at most `wait`. When the
     /// wait runs out the place is taken anyway, so the record is kept, and the writer is declared stalled.

@@ -26,6 +26,7 @@ mod own_meta;
 mod process;
 mod stdio;
 mod supervisor;
+mod trace_context;
 
 pub use catalog::Catalog;
 pub use connection::{Connection, Event, ProgressRoutes, Sinks};
@@ -37,3 +38,4 @@ pub use own_meta::{is_own_meta_key, strip_own_meta, OWN_META_PREFIX};
 pub use process::Containment;
 pub use stdio::{StdioConnector, StdioLink};
 pub use supervisor::{Options, State, Status, Upstream};
+pub use trace_context::with_traceparent;

@@ -54,6 +54,7 @@ mod rule_origins;
 mod shared_store;
 mod support;
 mod switch_links;
+mod telemetry;
 mod tool_spellings;
 mod toolfence;
 mod toolhub;

@@ -1,6 +1,7 @@
 //! The admin surface, as MCP Unified documents it, under the endpoint's path: `POST /mcp/policy/explain` (how a
 //! profile would decide a hypothetical call) and `POST /mcp/profiles/{id}/tool-preview` (a profile's tool
-//! surface), and the product verbs' routes (`admin_verbs`). Routed only when `http.admin` names a key, so every admin route is 404 otherwise. `GET /mcp/status`
+//! surface), `GET /metrics` (the Prometheus text, with `telemetry.metrics`), and the product verbs' routes
+//! (`admin_verbs`). Routed only when `http.admin` names a key, so every admin route is 404 otherwise. `GET /mcp/status`
 //! is `status`'s: the admin reads it with more detail, but it is not admin-only.
 //!
 //! The admin key comes in `X-MCP-Gateway-Admin-Key` (or `Authorization: Bearer`), compared by SHA-256 digest
@@ -35,6 +36,7 @@ pub(crate) fn routes(digest: [u8; 32]) -> Router<Arc<App>> {
     Router::new()
         .route("/mcp/policy/explain", post(explain))
         .route("/mcp/profiles/{id}/tool-preview", post(preview))
+        .route("/metrics", axum::routing::get(metrics))
         .merge(super::admin_verbs::routes())
         .route_layer(middleware::from_fn(
             move |request: Request, next: Next| async move {
@@ -152,6 +154,25 @@ fn text<'a>(
 fn no_profile(e: &gateway::Error) -> Response {
     tracing::debug!("admin request for a profile that cannot be served: {e}");
     problem(StatusCode::NOT_FOUND, "no such profile is served here")
+}
+
+/// `GET /metrics`: the Prometheus text (`telemetry.metrics`), 404 when metrics are off. Scrapes are not audited
+/// one by one: a scraper asks every few seconds, and the answer holds counts only (no call, argument or identity).
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    match app.gateway.metrics() {
+        Some(text) => Response::builder()
+            .status(StatusCode::OK)
+            .header(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )
+            .body(Body::from(text))
+            .unwrap_or_else(|_| problem(StatusCode::INTERNAL_SERVER_ERROR, "metrics")),
+        None => problem(
+            StatusCode::NOT_FOUND,
+            "metrics are off: set \"telemetry\": {\"metrics\": true} in the config",
+        ),
+    }
 }
 
 /// `POST /mcp/policy/explain` `{"profile_id"?, "tool_name", "arguments"?}`.

@@ -47,6 +47,16 @@ pub(crate) async fn post(
     }
 }
 
+/// The W3C `traceparent` header, when there is exactly one (several are invalid, and ignored as the
+/// recommendation says); the gateway checks its form when telemetry is on.
+fn traceparent(headers: &HeaderMap) -> Option<String> {
+    let mut values = headers.get_all("traceparent").iter();
+    match (values.next(), values.next()) {
+        (Some(v), None) => v.to_str().ok().map(str::to_owned),
+        _ => None,
+    }
+}
+
 async fn handle(
     app: &Arc<App>,
     principal: Principal,
@@ -97,6 +107,7 @@ async fn handle(
     let meta = RequestMeta {
         protocol_version: version.map(str::to_owned),
         identity: principal.identity.clone(),
+        traceparent: traceparent(headers),
     };
     // A request is modern by its `_meta` version, or by a header declaring the modern version (then its missing
     // `_meta` version is a header mismatch, not a legacy request in disguise).

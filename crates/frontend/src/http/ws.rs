@@ -96,6 +96,7 @@ async fn serve(
     let meta = RequestMeta {
         protocol_version: None,
         identity: principal.identity.clone(),
+        traceparent: None,
     };
     let idle = app.limits.session_idle;
     let mut quiet_until = Instant::now() + idle;

@@ -182,6 +182,9 @@ pub(crate) struct CallContext {
     pub principal: Option<String>,
     /// How long the request waited for a human, for its records.
     pub human_wait: HumanWait,
+    /// The W3C `traceparent` the requester's transport carried, when telemetry is on: the request's span is its
+    /// child.
+    pub traceparent: Option<String>,
 }
 
 impl CallContext {
@@ -206,6 +209,7 @@ impl CallContext {
             guard,
             principal: None,
             human_wait: HumanWait::default(),
+            traceparent: None,
         }
     }
 

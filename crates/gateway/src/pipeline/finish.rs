@@ -30,6 +30,8 @@ pub(crate) struct Recorder {
     /// Where the records go (none: a gateway without state).
     pub(crate) state: Option<Arc<State>>,
     pub(crate) hooks: Arc<Registry>,
+    /// Where each request's span and metrics go (off: nothing).
+    pub(crate) telemetry: telemetry::Telemetry,
 }
 
 /// The records and post-hooks of one governed request. Create it when the request is first seen; `close` it
@@ -45,6 +47,8 @@ pub(crate) struct Finish {
     /// The request's wait for a human, reported apart from the rest of its time.
     human_wait: super::HumanWait,
     closed: bool,
+    /// The request's span and its count in the metrics (`telemetry`; nothing when off).
+    span: telemetry::Call,
 }
 
 impl Finish {
@@ -56,6 +60,9 @@ impl Finish {
     ) -> Self {
         let trace_id = &ctx.trace_id;
         let profile = ctx.guard.profile().unwrap_or("default").to_owned();
+        let span = recorder
+            .telemetry
+            .call(ctx.traceparent.as_deref(), trace_id);
         Self {
             state: recorder.state.clone(),
             record: CallRecord {
@@ -75,6 +82,7 @@ impl Finish {
             started: Instant::now(),
             human_wait: ctx.human_wait.clone(),
             closed: false,
+            span,
         }
     }
 
@@ -92,6 +100,12 @@ impl Finish {
     pub(crate) fn routed(&mut self, server: &str, target: &str) {
         server.clone_into(&mut self.record.server);
         target.clone_into(&mut self.record.tool);
+        self.span.routed(server, target);
+    }
+
+    /// A stage of the request begins; its span and latency end when the guard is dropped (`telemetry`).
+    pub(crate) fn stage(&self, name: &'static str) -> telemetry::Stage {
+        self.span.stage(name)
     }
 
     /// What the request touches (canonical paths, programs, hosts), as the guard found it.
@@ -138,12 +152,26 @@ impl Finish {
     /// post-hooks.
     pub(crate) async fn close(mut self, outcome: &CallOutcome) {
         self.closed = true;
+        let stage = self.span.stage("finish");
         self.write(outcome);
         if let Some((h, hooks)) = self.hooks.take() {
             hooks
                 .post(&h, outcome.name(), outcome.result(), self.started.elapsed())
                 .await;
         }
+        drop(stage);
+        self.end_span(outcome);
+    }
+
+    /// The request's span ends with its decision and outcome, which the call counter counts.
+    fn end_span(&mut self, outcome: &CallOutcome) {
+        let d = &self.record.decision;
+        self.span.end(&telemetry::Ending {
+            decision: d.effect.as_str(),
+            reason: &d.reason,
+            operation: &d.operation,
+            outcome: outcome.name(),
+        });
     }
 
     fn write(&mut self, outcome: &CallOutcome) {
@@ -177,6 +205,7 @@ impl Drop for Finish {
         }
         self.closed = true;
         self.write(&CallOutcome::Cancelled);
+        self.end_span(&CallOutcome::Cancelled);
         let (Some((h, hooks)), Ok(runtime)) =
             (self.hooks.take(), tokio::runtime::Handle::try_current())
         else {

@@ -129,7 +129,7 @@ pub(crate) async fn approval_stage(
     snapshot: Snapshot,
     decision: policy::Decision,
 ) -> CallOutcome {
-    let waiting = ctx.human_wait.start();
+    let waiting = (ctx.human_wait.start(), gw.opts.telemetry.held());
     let held = approval::hold(gw, ctx, snapshot, decision).await;
     drop(waiting);
     match held {
@@ -150,6 +150,16 @@ pub(crate) async fn after_approval(
         return CallOutcome::Refused(refused);
     }
     execute::approved(gw, ctx, snapshot).await
+}
+
+/// Runs stage `stage`'s work: an upstream's spans are children of the stage that sent its request (`telemetry`).
+pub(super) async fn traced(
+    stage: telemetry::Stage,
+    run: impl std::future::Future<Output = CallOutcome>,
+) -> CallOutcome {
+    let outcome = upstream::with_traceparent(stage.traceparent(), run).await;
+    drop(stage);
+    outcome
 }
 
 /// Quarantined and flagged definitions: `Ok(true)` when a quarantined tool's calls must ask instead.

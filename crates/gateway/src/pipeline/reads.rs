@@ -139,7 +139,8 @@ async fn read_stages(
         }
     }
     let routed = (server.as_str(), upstream_name.as_str());
-    then_stages(gw, ctx, method, params, (target, then), routed, verdict).await
+    let then = then_stages(gw, ctx, method, params, (target, then), routed, verdict);
+    super::traced(finish.stage("execute"), then).await
 }
 
 /// What the request names, how an ask is treated, and where its name sits in the params.

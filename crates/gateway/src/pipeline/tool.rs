@@ -3,8 +3,8 @@
 //! is a function here or in the module named; `stages` is the one place their order is written for tool calls.
 
 use super::{
-    approval_stage, audit_refusal, execute, record_decision, resume_stage, CallContext, Finish,
-    Origin,
+    approval_stage, audit_refusal, execute, record_decision, resume_stage, traced, CallContext,
+    Finish, Origin,
 };
 use crate::calls;
 use crate::guard::{Verdict, OWN_SERVER};
@@ -41,10 +41,12 @@ pub(super) async fn stages(
     params: Value,
     arguments: Value,
 ) -> CallOutcome {
+    let routing = finish.stage("route");
     let r = match route(gw, &name, &params) {
         Ok(r) => r,
         Err(refused) => return CallOutcome::Refused(refused),
     };
+    drop(routing);
     finish.routed(&r.server, &r.tool);
     if let Some(refused) =
         crate::codemode::route_refusal(gw.opts.code.on(), ctx, &r.server, &r.tool, &r.name)
@@ -54,10 +56,12 @@ pub(super) async fn stages(
     if let Some(refused) = audit_refusal(gw, &r.name).filter(|_| !r.audit_exempt()) {
         return CallOutcome::Refused(refused);
     }
+    let deciding = finish.stage("decide");
     let (verdict, note, hooked) = match decide(gw, ctx, finish, &r, &arguments).await {
         Ok(decided) => decided,
         Err(refused) => return CallOutcome::Refused(refused),
     };
+    drop(deciding);
     finish.decide(record_decision(&verdict));
     // Post-hooks see calls that went ahead (ran or were held), not ones refused before running.
     if !matches!(verdict, Verdict::Refuse(_)) {
@@ -67,9 +71,12 @@ pub(super) async fn stages(
         &verdict,
         OwnTool::parse(&r.server, &r.tool).and_then(|t| t.resumes()),
     ) {
-        return resume_stage(gw, ctx, finish, &arguments, only).await;
+        let stage = finish.stage("execute");
+        return traced(stage, resume_stage(gw, ctx, finish, &arguments, only)).await;
     }
+    let recording = finish.stage("record");
     finish.commit();
+    drop(recording);
     // Writing the decision may have found the audit writer stalled (bounded wait): then nothing runs.
     let refused_now = matches!(verdict, Verdict::Refuse(_)) || r.audit_exempt();
     if let Some(refused) = audit_refusal(gw, &r.name).filter(|_| !refused_now) {
@@ -78,17 +85,21 @@ pub(super) async fn stages(
     let exec = || execute::tool(&r.server, &r.tool, params.clone(), &arguments);
     match verdict {
         Verdict::Refuse(refused) => CallOutcome::Refused(refused),
-        Verdict::Allow(_) => execute(gw, ctx, exec()).await,
+        Verdict::Allow(_) => traced(finish.stage("execute"), execute(gw, ctx, exec())).await,
         // A program's call is never held: an ask runs under the run's approval, or is refused.
         Verdict::Ask(d) if matches!(ctx.origin, Origin::CodeRun { .. }) => {
             let call = (r.name.as_str(), &arguments);
             match crate::codemode::program_ask(ctx, call, &r.server, &r.tool, &d) {
-                Ok(()) => execute(gw, ctx, exec()).await,
+                Ok(()) => traced(finish.stage("execute"), execute(gw, ctx, exec())).await,
                 Err(refused) => CallOutcome::Refused(refused),
             }
         }
         Verdict::Ask(d) => match snapshot(gw, &r, &arguments, note) {
-            Ok(snapshot) => approval_stage(gw, ctx, snapshot, d).await,
+            // The approval stage runs the approved call too, so an upstream's spans are its children.
+            Ok(snapshot) => {
+                let held = approval_stage(gw, ctx, snapshot, d);
+                traced(finish.stage("approval"), held).await
+            }
             Err(answer) => answer,
         },
     }

@@ -138,14 +138,16 @@ impl Shared {
             .get("method")
             .and(msg.get("id"))
             .and_then(Id::from_value);
-        let post = self
+        let mut post = self
             .ep
             .client
             .post(self.endpoint.clone())
             .headers(self.ep.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .send();
+            .header(CONTENT_TYPE, "application/json");
+        if let Some(traceparent) = crate::trace_context::traceparent() {
+            post = post.header(crate::trace_context::TRACEPARENT, traceparent);
+        }
+        let post = post.body(body).send();
         let resp = tokio::select! {
             r = tokio::time::timeout(POST_TIMEOUT, post) => r,
             () = self.life.ended.cancelled() => return Err(SendError::Closed),

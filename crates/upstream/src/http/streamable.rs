@@ -202,6 +202,9 @@ impl Shared {
         for (name, value) in self.tool_headers.for_call(msg) {
             b = b.header(name, value);
         }
+        if let Some(traceparent) = crate::trace_context::traceparent() {
+            b = b.header(crate::trace_context::TRACEPARENT, traceparent);
+        }
         Posted {
             had_session: lock(&self.session).is_some(),
             request: b.body(body),
