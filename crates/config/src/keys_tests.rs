@@ -120,6 +120,7 @@ fn top_level_sample(key: &str) -> Value {
         "workspace" => json!("/srv/ws"),
         "hooks" => json!({"pre": [{"command": "/bin/check"}]}),
         "mode" => json!("code"),
+        "rateLimits" | "rate_limits" => json!({"perTool": {"rate": 1, "per": "1s"}}),
         other => panic!("no sample for top-level key {other}: add one"),
     }
 }
