@@ -33,6 +33,8 @@ pub struct Options {
     pub bridge_wait: Duration,
     /// The names toolgate's own tools are listed under: its own, or ToolHub's (`mcp-toolhub`).
     pub surface: crate::own::Surface,
+    /// The token buckets a call must find a token in before it runs (`rate`).
+    pub rate_limits: config::RateLimits,
 }
 
 impl Options {
@@ -63,6 +65,7 @@ impl Options {
             // The upstream call cannot outlive its request timeout, so a longer wait would gain nothing.
             bridge_wait: config.limits.request_timeout.value,
             surface: crate::own::Surface::Toolgate,
+            rate_limits: config.rate_limits,
         }
     }
 }

@@ -1,0 +1,103 @@
+//! The rate-limit stage: before a decided call runs, it takes a token from each bucket `rateLimits` configures
+//! for it — its identity's (the caller's principal, or `local`), its exposed tool's and its server's, in that
+//! order — from the store, so every replica on one store shares the buckets. A bucket with no token refuses the
+//! call with `RATE_LIMITED` and the milliseconds until one is there (`retryAfterMs`); tokens already taken from
+//! the buckets before it stay taken. Without a store, or when the store cannot answer, a call under a limit is
+//! refused: a limit nobody can count is not a limit to skip.
+//!
+//! Bucket keys are the scope and a SHA-256 of its value, so a long principal never exceeds the store's bound.
+//! Each rate-limited refusal is counted (`rate_limited_total`), where a metrics endpoint reads it. This stage
+//! decides nothing else and records nothing: the finishing guard records the refusal like any other.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use config::{RateLimit, RateLimits};
+use store::Timestamp;
+
+use crate::outcome::{Refusal, RefusalCode};
+use crate::state::State;
+
+/// Calls refused by a rate limit since the process started.
+static RATE_LIMITED: AtomicU64 = AtomicU64::new(0);
+
+/// Calls refused by a rate limit since the process started: the counter a metrics endpoint exports.
+pub fn rate_limited_total() -> u64 {
+    RATE_LIMITED.load(Ordering::Relaxed)
+}
+
+/// What a call is counted against.
+pub(crate) struct Subject<'a> {
+    /// The caller's principal, or `local`.
+    pub identity: &'a str,
+    /// The exposed tool name.
+    pub tool: &'a str,
+    pub server: &'a str,
+}
+
+/// Takes a token from each configured bucket of `subject`; the refusal of the first bucket without one.
+pub(crate) fn check(
+    limits: &RateLimits,
+    state: Option<&State>,
+    subject: &Subject<'_>,
+    now: Timestamp,
+) -> Option<Refusal> {
+    let scopes = [
+        ("identity", limits.per_identity, subject.identity),
+        ("tool", limits.per_tool, subject.tool),
+        ("server", limits.per_server, subject.server),
+    ];
+    for (scope, limit, value) in scopes {
+        let Some(limit) = limit else { continue };
+        if let Some(refused) = take(state, scope, &limit, value, now) {
+            return Some(refused);
+        }
+    }
+    None
+}
+
+fn take(
+    state: Option<&State>,
+    scope: &str,
+    limit: &RateLimit,
+    value: &str,
+    now: Timestamp,
+) -> Option<Refusal> {
+    let unavailable = |why: String| {
+        Refusal::new(
+            RefusalCode::Refused,
+            format!(
+                "toolgate refused this call: a rate limit per {scope} applies and {why}; the call did not run"
+            ),
+        )
+    };
+    let Some(state) = state else {
+        return Some(unavailable(
+            "there is no state store to count it in (give toolgate a usable state directory or store)".to_owned(),
+        ));
+    };
+    let key = format!("{scope}:{}", jsonrpc::sha256_hex(value.as_bytes()));
+    let taken = state.store(|s| s.take(&key, limit.burst, limit.refill_per_ms(), now));
+    match taken {
+        Ok(t) if t.allowed => None,
+        Ok(t) => {
+            RATE_LIMITED.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(
+                scope,
+                retry_after_ms = t.retry_after_ms,
+                "call refused by a rate limit"
+            );
+            Some(
+                Refusal::new(
+                    RefusalCode::RateLimited,
+                    format!(
+                        "toolgate refused this call: the rate limit per {scope} ({} calls per {} ms, bursts of {}) is \
+                         reached; retry in {} ms",
+                        limit.rate, limit.per_ms, limit.burst, t.retry_after_ms
+                    ),
+                )
+                .retry_after(t.retry_after_ms),
+            )
+        }
+        Err(e) => Some(unavailable(format!("the store could not count it ({e})"))),
+    }
+}
