@@ -101,3 +101,40 @@ fn take(
         Err(e) => Some(unavailable(format!("the store could not count it ({e})"))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SUBJECT: Subject<'static> = Subject {
+        identity: "local",
+        tool: "fx__echo",
+        server: "fx",
+    };
+
+    #[test]
+    fn a_limit_nobody_can_count_refuses_the_call_and_no_limit_refuses_nothing() {
+        let limited = RateLimits {
+            per_server: Some(RateLimit {
+                rate: 1,
+                per_ms: 1_000,
+                burst: 1,
+            }),
+            ..RateLimits::default()
+        };
+        let refused = check(&limited, None, &SUBJECT, Timestamp::now())
+            .unwrap_or_else(|| panic!("a limit without a store let the call through"));
+        assert_eq!(refused.code, RefusalCode::Refused);
+        assert!(
+            refused.message.contains("per server"),
+            "{}",
+            refused.message
+        );
+        assert!(
+            refused.message.contains("no state store"),
+            "{}",
+            refused.message
+        );
+        assert!(check(&RateLimits::default(), None, &SUBJECT, Timestamp::now()).is_none());
+    }
+}

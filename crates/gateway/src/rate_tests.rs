@@ -1,5 +1,6 @@
 //! Rate limits through the whole pipeline: a tool's bucket gives its burst, then refuses with `RATE_LIMITED`
-//! and a retry hint, audited like any refusal, and gives again once it refilled.
+//! and a retry hint, audited like any refusal, and gives again once it refilled; an identity's bucket counts
+//! the caller's calls of every tool.
 
 use crate::testkit::Harness;
 use pretty_assertions::assert_eq;
@@ -62,5 +63,39 @@ async fn the_third_quick_call_of_a_tool_with_a_burst_of_two_waits_for_the_refill
     tokio::time::sleep(Duration::from_millis(retry + 50)).await;
     let again = client.call("fx__echo", json!({"text": "again"})).await;
     assert_eq!(again.pointer("/result/isError"), None, "{again}");
+    h.stop(&[&client]).await;
+}
+
+#[tokio::test]
+async fn an_identity_bucket_spans_every_tool_of_the_caller() {
+    let config = json!({
+        "policy": {"default": "allow"},
+        "pins": {"newTools": "accept"},
+        "rateLimits": {"perIdentity": {"rate": 1, "per": "1h", "burst": 2}},
+    });
+    let h = Harness::start(config, FixtureOptions::default()).await;
+    let mut client = h.client();
+    client.initialize(json!({})).await;
+    let first = client.call("fx__echo", json!({"text": "a"})).await;
+    assert_eq!(first.pointer("/result/isError"), None, "{first}");
+    let second = client.call("fx__env_keys", json!({})).await;
+    assert_ne!(
+        second.pointer("/result/structuredContent/error/code"),
+        Some(&json!("RATE_LIMITED")),
+        "{second}"
+    );
+    let third = client.call("fx__echo", json!({"text": "b"})).await;
+    let e = error(&third);
+    assert_eq!(e["code"], "RATE_LIMITED", "{third}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("per identity"),
+        "{third}"
+    );
+    // An hour for one token: the hint says so, within the second the calls took.
+    let retry = e["retryAfterMs"].as_u64().unwrap_or_default();
+    assert!((3_599_000..=3_600_000).contains(&retry), "{third}");
     h.stop(&[&client]).await;
 }
