@@ -78,6 +78,8 @@ pub(crate) const TOP_LEVEL: Level = Level {
         "limits",
         "workspace",
         "hooks",
+        "rateLimits",
+        "rate_limits",
         "mode",
     ],
     foreign: &[
@@ -159,6 +161,17 @@ pub(crate) const SECTIONS: &[(&str, &[&str])] = &[
     ),
     ("hooks", &["pre", "post"]),
     ("pins", &["onChange", "on_change", "newTools", "new_tools"]),
+    (
+        "rateLimits",
+        &[
+            "perIdentity",
+            "per_identity",
+            "perTool",
+            "per_tool",
+            "perServer",
+            "per_server",
+        ],
+    ),
     (
         "limits",
         &[

@@ -16,6 +16,7 @@ mod http;
 mod keys;
 mod load;
 mod model;
+mod rate;
 mod raw;
 mod server;
 mod syntax;
@@ -32,6 +33,7 @@ pub use model::{
     ServerSandbox, Setting, Store, StoreUrl, ToolFilter, Transport, DEFAULT_HOOK_TIMEOUT,
     DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };
+pub use rate::{RateLimit, RateLimits};
 pub use syntax::{parse_json, parse_toml, parse_yaml};
 pub use telemetry::{Otlp, Telemetry};
 pub use unified::{profile_store_for, state_root_for, unified_presets, Reporting};

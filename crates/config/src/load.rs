@@ -217,6 +217,9 @@ impl Validator<'_> {
                     };
                 }
                 "hooks" => self.hooks(value)?,
+                "rateLimits" | "rate_limits" => {
+                    self.config.rate_limits = crate::rate::parse(value)?
+                }
                 "mode" => self.mode(&value)?,
                 "stateDir" | "state_dir" => {
                     self.config.state_dir = Some(self.absolute_path(&key, &value)?);

@@ -446,6 +446,8 @@ pub struct Config {
     /// listed is pinned as it is, instead of held until a human accepts it like a changed one.
     pub pins_accept_new_tools: bool,
     pub sandbox: Sandbox,
+    /// `"rateLimits"`: the token buckets a call must find a token in before it runs.
+    pub rate_limits: crate::rate::RateLimits,
     /// `serve --http`: where it listens and whom it lets in.
     pub http: crate::http::HttpConfig,
     /// What the client's `tools/list` shows: every tool (`direct`), or `search_tools` and `run_code` (`code`).
@@ -490,6 +492,7 @@ impl Config {
             pins_on_change_ask: false,
             pins_accept_new_tools: false,
             sandbox: Sandbox::default(),
+            rate_limits: crate::rate::RateLimits::default(),
             http: crate::http::HttpConfig::default(),
             mode: Setting::default(Mode::Direct),
             code: CodeMode::default(),

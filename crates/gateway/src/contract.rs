@@ -67,6 +67,9 @@ struct V1Error<'a> {
     code: &'a str,
     message: &'a str,
     retryable: bool,
+    /// When a retry can succeed, in milliseconds (a rate limit's refill).
+    #[serde(rename = "retryAfterMs", skip_serializing_if = "Option::is_none")]
+    retry_after_ms: Option<std::num::NonZeroU32>,
 }
 
 /// The V1 fields of an answer about an approval request, in the order they have always been written.
@@ -114,6 +117,7 @@ fn approval_outcome(
             code: outcome,
             message: &message,
             retryable: retryable(outcome),
+            retry_after_ms: None,
         }),
     });
     let is_error = !matches!(
@@ -178,7 +182,8 @@ pub fn refusal(r: &Refusal) -> Value {
         error: V1Error {
             code: r.code.as_str(),
             message: &r.message,
-            retryable: false,
+            retryable: r.retry_after_ms.is_some(),
+            retry_after_ms: r.retry_after_ms,
         },
         decision: r.decision.as_ref().map(DecisionFields::of),
         trace_id: r.trace_id.as_deref(),

@@ -46,6 +46,9 @@ mod pipeline;
 mod pipeline_flow_tests;
 mod profiles;
 mod progress;
+mod rate;
+#[cfg(test)]
+mod rate_tests;
 mod rebuild;
 mod record;
 #[cfg(test)]
@@ -91,6 +94,7 @@ pub use outbox::{Drain, Outgoing, Stream};
 pub use outside_witness::OutsideWitness;
 pub use own::{Surface, OWN_SERVER};
 pub use pins::{Item as PinItem, PinStatus, PinView};
+pub use rate::rate_limited_total;
 pub use session::{Session, MAX_IN_FLIGHT, SUPPORTED_VERSIONS};
 pub use state::{state_root, State};
 pub use status::AuditHealth;

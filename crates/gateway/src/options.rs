@@ -35,6 +35,8 @@ pub struct Options {
     pub surface: crate::own::Surface,
     /// Spans and metrics of the pipeline (`telemetry`); off unless the caller started them.
     pub telemetry: telemetry::Telemetry,
+    /// The token buckets a call must find a token in before it runs (`rate`).
+    pub rate_limits: config::RateLimits,
 }
 
 impl Options {
@@ -66,6 +68,7 @@ impl Options {
             bridge_wait: config.limits.request_timeout.value,
             surface: crate::own::Surface::Toolgate,
             telemetry: telemetry::Telemetry::off(),
+            rate_limits: config.rate_limits,
         }
     }
 }

@@ -41,6 +41,8 @@ pub enum RefusalCode {
     /// A bound of toolgate's was reached (an identity's share, or the ceiling over every identity); the message
     /// names the bound and what frees it.
     LimitReached,
+    /// A rate limit's bucket has no token left; `Refusal::retry_after_ms` says when one is there.
+    RateLimited,
 }
 
 impl RefusalCode {
@@ -63,6 +65,7 @@ impl RefusalCode {
             RefusalCode::Failed => "FAILED",
             RefusalCode::Refused => "REFUSED",
             RefusalCode::LimitReached => "LIMIT_REACHED",
+            RefusalCode::RateLimited => "RATE_LIMITED",
         }
     }
 }
@@ -75,6 +78,9 @@ pub struct Refusal {
     pub decision: Option<Decision>,
     /// Set when the refusal is about a traced request the agent may ask about.
     pub trace_id: Option<String>,
+    /// When asking again can succeed, in milliseconds from now (a rate limit's refill). 32 bits, so a refusal
+    /// stays as small as it was (a day, the longest refill period, is far below the bound).
+    pub retry_after_ms: Option<std::num::NonZeroU32>,
 }
 
 impl Refusal {
@@ -84,7 +90,15 @@ impl Refusal {
             message: message.into(),
             decision: None,
             trace_id: None,
+            retry_after_ms: None,
         }
+    }
+
+    /// Asking again can succeed in `ms` milliseconds (at least 1, at most `u32::MAX`).
+    pub fn retry_after(mut self, ms: u64) -> Self {
+        let ms = u32::try_from(ms).unwrap_or(u32::MAX).max(1);
+        self.retry_after_ms = std::num::NonZeroU32::new(ms);
+        self
     }
 
     pub fn with_trace(mut self, trace_id: &str) -> Self {
@@ -321,6 +335,7 @@ mod tests {
             ),
             (RefusalCode::NotAToolCall, "NOT_A_TOOL_CALL"),
             (RefusalCode::PathOutsideWorkspace, "PATH_OUTSIDE_WORKSPACE"),
+            (RefusalCode::RateLimited, "RATE_LIMITED"),
         ] {
             assert_eq!(code.as_str(), wire);
         }

@@ -7,7 +7,7 @@
 //! approval states and their transitions, single consumption as one atomic conditional step, the per-session and
 //! per-identity caps checked in the same step as the insert, grants scoped to exact arguments, pins quarantined
 //! on change and a generation that moves on every pin write, a witnessed audit head that never moves back, path
-//! leases of which racing acquirers get one, and a change feed that never misses a write — are the contract
+//! leases of which racing acquirers get one, token buckets that never give more than they hold, and a change feed that never misses a write — are the contract
 //! suite's (`tests/suite/contract`), run against every
 //! implementation. `SqliteStore` (`sqlite`) is the default implementation. This module holds no state and does
 //! no I/O; secrets in the state root (the row-sealing key, the operator key) are files, not backend state.
@@ -25,6 +25,7 @@ use crate::events::{ReportEvent, Retention};
 use crate::handle::Limits;
 use crate::locks::{Acquired, Lease, LockCheck, Released};
 use crate::pins::{FirstUse, Observed, PinCheck, PinObservation, PinsSince, SinceChecks, ToolPin};
+use crate::rate::Taken;
 use crate::report::{GroupBy, Report};
 use crate::time::Timestamp;
 
@@ -270,6 +271,16 @@ pub trait WitnessStore {
     }
 }
 
+/// Token buckets of rate limits, shared by every handle on the state (`rate`).
+pub trait RateStore {
+    /// Refills bucket `key` (created full: `capacity` tokens, gaining `refill_per_ms` a millisecond) up to `now`
+    /// and takes one token if there is one, in one atomic step: racing takers on any handles, in any processes,
+    /// never get more tokens than the bucket holds. Refused, `retry_after_ms` says when a token is there. A take
+    /// need not wake the feed's waiters (nobody waits on a bucket). `InvalidBucket` for a key empty or longer
+    /// than `MAX_BUCKET_KEY`, a capacity of 0 or a refill that is not positive.
+    fn take(&self, key: &str, capacity: u32, refill_per_ms: f64, now: Timestamp) -> Result<Taken>;
+}
+
 /// "May anything have changed?": what held calls and the watch terminal wait on. A false "changed" costs the
 /// caller one read; a missed change would leave it waiting until its deadline, so a backend errs on "changed".
 /// A backend with notifications (LISTEN/NOTIFY, a pub/sub channel) answers `wait_for_change` from them; one
@@ -305,6 +316,7 @@ pub trait StateStore:
     + ReportStore
     + LockStore
     + WitnessStore
+    + RateStore
     + ChangeFeed
     + Debug
     + Send

@@ -176,6 +176,16 @@ const MIGRATIONS: &[&str] = &[
         expires_at   INTEGER NOT NULL
     ) STRICT;
     ",
+    // Token buckets of rate limits (`rate`): a bucket full again by `full_at` is the same as none, and pruned.
+    "
+    CREATE TABLE rate_buckets (
+        key        TEXT PRIMARY KEY NOT NULL,
+        tokens     REAL NOT NULL,
+        updated_at INTEGER NOT NULL,
+        full_at    INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX rate_buckets_by_full_at ON rate_buckets(full_at);
+    ",
 ];
 
 /// The schema version this build writes.

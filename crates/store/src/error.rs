@@ -144,6 +144,10 @@ pub enum Error {
         /// The per-identity cap.
         limit: u64,
     },
+    /// A rate-limit bucket the store cannot keep: its key is empty or too long, or its capacity or refill is not
+    /// positive.
+    #[error("invalid rate-limit bucket: {0}")]
+    InvalidBucket(String),
     /// The OS random number generator failed; no id is better than a guessable id.
     #[error("OS random number generator failed")]
     Rng,

@@ -26,6 +26,7 @@ mod namespace;
 mod operator;
 mod pins;
 mod postgres;
+mod rate;
 mod report;
 mod report_render;
 mod seal;
@@ -38,7 +39,7 @@ pub use approvals::{
 };
 pub use audit_chain::{AuditAnchor, AuditHead, ChainWitness};
 pub use backend::{
-    ApprovalStore, ChangeFeed, GrantStore, LockStore, PinStore, ReportStore, StateStore,
+    ApprovalStore, ChangeFeed, GrantStore, LockStore, PinStore, RateStore, ReportStore, StateStore,
     WitnessStore,
 };
 pub use changes::ChangeMark;
@@ -60,6 +61,7 @@ pub use pins::{
     SinceChecks, ToolPin,
 };
 pub use postgres::{Migrated, PostgresStore, POSTGRES_SCHEMA_VERSION};
+pub use rate::{Taken, MAX_BUCKET_KEY};
 pub use report::{percentile_nearest_rank, GroupBy, ReasonCount, Report, ReportRow};
 pub use report_render::ReportFormat;
 pub use sqlite::SqliteStore;

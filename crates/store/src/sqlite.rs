@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::approvals::{Approval, ApprovalStatus, NewRequest, PruneMode, PrunedApproval};
 use crate::audit_chain::{AuditAnchor, AuditHead};
 use crate::backend::{
-    ApprovalStore, ChangeFeed, GrantStore, LockStore, PinStore, ReportStore, StateStore,
+    ApprovalStore, ChangeFeed, GrantStore, LockStore, PinStore, RateStore, ReportStore, StateStore,
     WitnessStore,
 };
 use crate::changes::ChangeMark;
@@ -22,6 +22,7 @@ use crate::handle::{Limits, Store, StoreStats};
 use crate::locks::{Acquired, Lease, LockCheck, Released};
 use crate::namespace::Namespace;
 use crate::pins::{Observed, PinObservation, PinsSince, SinceChecks, ToolPin};
+use crate::rate::Taken;
 use crate::report::{GroupBy, Report};
 use crate::time::Timestamp;
 
@@ -257,6 +258,13 @@ impl LockStore for SqliteStore {
 
     fn list_locks(&self, now: Timestamp) -> Result<Vec<Lease>> {
         self.lock().list_locks(now)
+    }
+}
+
+impl RateStore for SqliteStore {
+    fn take(&self, key: &str, capacity: u32, refill_per_ms: f64, now: Timestamp) -> Result<Taken> {
+        // Not through `with`: a take is no change a waiter waits on.
+        self.lock().take_token(key, capacity, refill_per_ms, now)
     }
 }
 

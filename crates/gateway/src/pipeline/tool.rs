@@ -1,6 +1,7 @@
 //! The stages of one tool call, in their order: route → audit gate → pins → guard → pre-hooks → decision record
-//! (→ `toolgate_resume` re-entering after the approval stage) → audit gate again → approval → execute. Each stage
-//! is a function here or in the module named; `stages` is the one place their order is written for tool calls.
+//! (→ `toolgate_resume` re-entering after the approval stage) → audit gate again → rate limits (`rate`) →
+//! approval → execute. Each stage is a function here or in the module named; `stages` is the one place their
+//! order is written for tool calls.
 
 use super::{
     approval_stage, audit_refusal, execute, record_decision, resume_stage, traced, CallContext,
@@ -82,6 +83,9 @@ pub(super) async fn stages(
     if let Some(refused) = audit_refusal(gw, &r.name).filter(|_| !refused_now) {
         return CallOutcome::Refused(refused);
     }
+    if let Some(refused) = rate_stage(gw, ctx, &r).filter(|_| !refused_now) {
+        return CallOutcome::Refused(refused);
+    }
     let exec = || execute::tool(&r.server, &r.tool, params.clone(), &arguments);
     match verdict {
         Verdict::Refuse(refused) => CallOutcome::Refused(refused),
@@ -103,6 +107,27 @@ pub(super) async fn stages(
             Err(answer) => answer,
         },
     }
+}
+
+/// Rate limits (`rate`): a call that goes ahead takes its tokens first.
+fn rate_stage(gw: &Stages, ctx: &CallContext, r: &Routed) -> Option<Refusal> {
+    let limits = &gw.opts.rate_limits;
+    if !limits.any() {
+        return None;
+    }
+    let identity = crate::codemode::bounds::identity(ctx);
+    let subject = crate::rate::Subject {
+        identity: &identity,
+        tool: &r.name,
+        server: &r.server,
+    };
+    crate::rate::check(
+        limits,
+        gw.state.as_deref(),
+        &gw.opts.telemetry,
+        &subject,
+        store::Timestamp::now(),
+    )
 }
 
 /// Route: any spelling of a tool names it (`spellings`); one that could mean two tools names none.

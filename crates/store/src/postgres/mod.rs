@@ -3,7 +3,8 @@
 //! Each handle holds a small pool of connections (`pool`), the row-sealing key of its state root and its
 //! namespace's id, and a change feed on `LISTEN`/`NOTIFY` (`feed`). Every write runs in one transaction that also
 //! notifies; the atomic rules of the contract hold across replicas through conditional updates and
-//! transaction-level advisory locks (`approvals`, `pins`, `rest`). Rows are sealed exactly as SQLite's are, so
+//! transaction-level advisory locks (`approvals`, `pins`, `rest`), and rate-limit buckets through row locks
+//! (`rate`). Rows are sealed exactly as SQLite's are, so
 //! every replica needs the same `approval.key` in its state root: the database records a check of the key per
 //! namespace and a replica with another key is refused at open. The schema is versioned (`schema`): opening
 //! checks it, `migrate` moves it on. While the database cannot be reached every call fails with
@@ -14,6 +15,7 @@ mod events;
 mod feed;
 mod pins;
 mod pool;
+mod rate;
 mod rest;
 mod schema;
 mod traits;

@@ -133,6 +133,19 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE audit_anchors DROP CONSTRAINT audit_anchors_pkey;
     ALTER TABLE audit_anchors ADD PRIMARY KEY (ns, chain, hash);
     ",
+    // 3: token buckets of rate limits, shared by the replicas: a bucket full again by `full_at` is the same as
+    // none, and pruned.
+    "
+    CREATE TABLE rate_buckets (
+        ns         TEXT NOT NULL,
+        key        TEXT NOT NULL,
+        tokens     DOUBLE PRECISION NOT NULL,
+        updated_at BIGINT NOT NULL,
+        full_at    BIGINT NOT NULL,
+        PRIMARY KEY (ns, key)
+    );
+    CREATE INDEX rate_buckets_by_full_at ON rate_buckets(ns, full_at);
+    ",
 ];
 
 /// The schema version this build needs.

@@ -4,11 +4,12 @@
 use std::time::Instant;
 
 use super::rest::Acquire;
-use super::{approvals, events, pins, rest, PostgresStore};
+use super::{approvals, events, pins, rate, rest, PostgresStore};
 use crate::approvals::{Approval, ApprovalStatus, NewRequest, PruneMode, PrunedApproval};
 use crate::audit_chain::{AuditAnchor, AuditHead, ChainWitness};
 use crate::backend::{
-    ApprovalStore, ChangeFeed, GrantStore, LockStore, PinStore, ReportStore, WitnessStore,
+    ApprovalStore, ChangeFeed, GrantStore, LockStore, PinStore, RateStore, ReportStore,
+    WitnessStore,
 };
 use crate::changes::ChangeMark;
 use crate::error::{Error, Result};
@@ -16,6 +17,7 @@ use crate::events::{ReportEvent, Retention};
 use crate::handle::Limits;
 use crate::locks::{Acquired, Lease, LockCheck, Released};
 use crate::pins::{Observed, PinObservation, PinsSince, SinceChecks, ToolPin};
+use crate::rate::Taken;
 use crate::report::{GroupBy, Report};
 use crate::time::Timestamp;
 
@@ -219,6 +221,12 @@ impl LockStore for PostgresStore {
 
     fn list_locks(&self, now: Timestamp) -> Result<Vec<Lease>> {
         self.read(|tx, s| rest::list(tx, &s.ns, now))
+    }
+}
+
+impl RateStore for PostgresStore {
+    fn take(&self, key: &str, capacity: u32, refill_per_ms: f64, now: Timestamp) -> Result<Taken> {
+        self.write(|tx, s| rate::take(tx, &s.ns, key, capacity, refill_per_ms, now))
     }
 }
 

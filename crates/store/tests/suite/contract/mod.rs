@@ -8,6 +8,7 @@
 mod approvals;
 mod feed;
 mod locks;
+mod rate;
 mod rest;
 
 use std::sync::Arc;
@@ -127,6 +128,10 @@ macro_rules! contract {
                 locks::racing_acquirers_on_separate_handles_get_one_lease,
                 locks::live_leases_are_bounded,
                 locks::one_identity_cannot_take_every_lease,
+                rate::a_burst_then_a_refusal_with_a_retry_hint,
+                rate::a_bucket_refills_over_time_up_to_its_capacity,
+                rate::racing_takers_on_separate_handles_never_exceed_the_capacity,
+                rate::bad_bucket_keys_and_rates_are_refused,
                 feed::a_change_by_another_handle_wakes_a_waiter_before_its_deadline,
                 feed::a_write_through_the_same_handle_wakes_its_waiter,
                 feed::without_a_change_the_wait_lasts_until_the_deadline,
