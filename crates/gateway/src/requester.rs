@@ -36,7 +36,7 @@ impl Session {
             origin,
             HoldPolicy::Wait,
             cancel.clone(),
-            Arc::clone(&self.guard),
+            Session::guard(self),
         );
         ctx.principal = self.principal();
         let channel = self.channel(request);
@@ -171,7 +171,7 @@ impl Client for Session {
     }
 
     fn guard(&self) -> Arc<Guard> {
-        Arc::clone(&self.guard)
+        Session::guard(self)
     }
 
     fn capabilities(&self) -> Value {

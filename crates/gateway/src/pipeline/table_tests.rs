@@ -152,7 +152,7 @@ async fn every_message_kind_leaves_one_decision_by_the_policy_and_at_most_one_fi
     let origin = Origin::CodeRun {
         run_trace_id: "run-table".into(),
     };
-    let guard = Arc::clone(&h.gateway.stages.guard);
+    let guard = h.gateway.stages.guard();
     let ctx = CallContext::new(
         origin,
         HoldPolicy::HandleNow,
