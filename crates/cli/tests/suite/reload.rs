@@ -76,12 +76,7 @@ impl Served {
         for _ in 0..200 {
             let err = self.stderr();
             if err.matches(line).count() > before {
-                return err
-                    .lines()
-                    .filter(|l| l.contains(line))
-                    .last()
-                    .unwrap()
-                    .to_owned();
+                return err.lines().rfind(|l| l.contains(line)).unwrap().to_owned();
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

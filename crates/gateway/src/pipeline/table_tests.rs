@@ -10,7 +10,6 @@ use crate::testkit::{Client, Harness};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use test_support::FixtureOptions;
 use tokio_util::sync::CancellationToken;
 
