@@ -4,7 +4,8 @@
 //! says why. What is reloaded is the policy and its profiles (`Gateway::reload_policy`); sessions and calls
 //! under way, held ones included, carry on.
 //!
-//! It does not restart upstreams or the HTTP listener, nor re-read API keys: a change to those takes a restart.
+//! It does not restart upstreams or the HTTP listener, nor re-read API keys: a change to those takes a restart,
+//! and a reload that finds one changed says so on stderr (`not_applied`).
 
 use config::Config;
 use gateway::Gateway;
@@ -18,10 +19,12 @@ const POLL: Duration = Duration::from_secs(1);
 /// Loads the configuration again the way the command loaded it at start (same flags, same checks).
 pub type Load = Box<dyn Fn() -> anyhow::Result<Config> + Send + Sync>;
 
-/// What `serve` reloads from: how to load, and the file to watch (none when no file was found at start).
+/// What `serve` reloads from: how to load, the file to watch (none when no file was found at start), and the
+/// configuration it started with, whose settings read only at start stay in force.
 pub struct Reloader {
     pub load: Load,
     pub file: Option<PathBuf>,
+    pub started: Config,
 }
 
 /// Reloads on every SIGHUP and every change of the file, until the gateway's runtime ends.
@@ -48,7 +51,12 @@ pub async fn watch(gw: Arc<Gateway>, reloader: Reloader) {
             }
         };
         match reload_once(&gw, &reloader).await {
-            Ok(()) => eprintln!("toolgate: config reloaded ({cause})"),
+            Ok(kept) if kept.is_empty() => eprintln!("toolgate: config reloaded ({cause})"),
+            Ok(kept) => eprintln!(
+                "toolgate: config reloaded ({cause}); what changed in {} takes a restart of toolgate and is \
+                 not applied",
+                kept.join(", ")
+            ),
             Err(e) => eprintln!(
                 "toolgate: config not reloaded ({cause}); the previous one stays in force: {}",
                 crate::runtime::error_chain(&e)
@@ -59,11 +67,29 @@ pub async fn watch(gw: Arc<Gateway>, reloader: Reloader) {
     }
 }
 
-async fn reload_once(gw: &Gateway, reloader: &Reloader) -> anyhow::Result<()> {
+/// Reloads the policy; returns the sections read only at start that differ from the running ones.
+async fn reload_once(gw: &Gateway, reloader: &Reloader) -> anyhow::Result<Vec<&'static str>> {
     let config = (reloader.load)()?;
     let guard = crate::runtime::load_guard(&config)?;
     gw.reload_policy(&config, Arc::new(guard)).await?;
-    Ok(())
+    Ok(not_applied(&reloader.started, &config))
+}
+
+/// The sections of `next` that a reload does not apply and that differ from what serving started with.
+fn not_applied(started: &Config, next: &Config) -> Vec<&'static str> {
+    let changed = [
+        ("mcpServers", started.servers != next.servers),
+        ("http", started.http != next.http),
+        ("hooks", started.hooks != next.hooks),
+        ("sandbox", started.sandbox != next.sandbox),
+        ("store", started.store != next.store),
+        ("stateDir", started.state_dir != next.state_dir),
+        ("auditWitness", started.audit_witness != next.audit_witness),
+    ];
+    changed
+        .into_iter()
+        .filter_map(|(name, differs)| differs.then_some(name))
+        .collect()
 }
 
 /// The file's size, modification time and a hash of its content; `None` when it cannot be read.

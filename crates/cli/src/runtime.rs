@@ -279,7 +279,11 @@ pub fn serve_reloading(
         ));
         if let Some(load) = reload {
             let file = config.source.clone();
-            let reloader = crate::reload::Reloader { load, file };
+            let reloader = crate::reload::Reloader {
+                load,
+                file,
+                started: config.clone(),
+            };
             tokio::spawn(crate::reload::watch(Arc::clone(&gw), reloader));
         }
         // No start-up step can stop serving: an upstream that fails, or lists what cannot be served, is reported

@@ -96,7 +96,8 @@ async fn sighup_applies_a_new_policy_to_the_open_session() {
         .unwrap();
     assert_eq!(text(&echo), "before");
     s.rewrite_permissions(json!({"default": "allow", "deny": ["mcp__fx__echo"]}));
-    s.hangup_and_wait("config reloaded (SIGHUP)").await;
+    let line = s.hangup_and_wait("config reloaded (SIGHUP)").await;
+    assert!(!line.contains("restart"), "only the policy changed: {line}");
     let after = call(&s.client, "fx__echo", json!({"text": "after"}))
         .await
         .unwrap();
@@ -111,6 +112,24 @@ async fn sighup_applies_a_new_policy_to_the_open_session() {
         changed.is_some(),
         "the session was told its tools may have changed"
     );
+}
+
+#[tokio::test]
+async fn an_upstream_added_by_a_reload_is_named_as_taking_a_restart() {
+    let s = Served::start(json!({"default": "allow"})).await;
+    let root = std::fs::canonicalize(s.setup.dir.path()).unwrap();
+    let mut next = config(&root, json!({"default": "allow"}));
+    next["mcpServers"]["fx2"] = fixture(&[]);
+    s.rewrite(&serde_json::to_string_pretty(&next).unwrap());
+    let line = s.hangup_and_wait("config reloaded (SIGHUP)").await;
+    assert!(
+        line.contains("what changed in mcpServers takes a restart"),
+        "the user is told the new upstream is not started: {line}"
+    );
+    let echo = call(&s.client, "fx__echo", json!({"text": "on"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&echo), "on", "the policy part of the file was applied");
 }
 
 #[tokio::test]
