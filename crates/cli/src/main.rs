@@ -9,6 +9,7 @@
 mod commands;
 mod harden;
 mod products;
+mod reload;
 mod replica;
 mod runtime;
 

@@ -252,8 +252,18 @@ pub fn serve(config: Config, wrap: bool, transport: Transport) -> anyhow::Result
 /// `serve` with the gateway's options given (a product's surface of the own tools, `mcp-toolhub`'s).
 pub fn serve_with(
     config: Config,
+    options: Options,
+    transport: Transport,
+) -> anyhow::Result<ExitCode> {
+    serve_reloading(config, options, transport, None)
+}
+
+/// `serve_with`, reloading the policy on SIGHUP and when the config file changes (`reload`).
+pub fn serve_reloading(
+    config: Config,
     mut options: Options,
     transport: Transport,
+    reload: Option<crate::reload::Load>,
 ) -> anyhow::Result<ExitCode> {
     // Before any key is read or any child started: nothing this process starts may read its memory or
     // environment, inherit its terminal, or leave its tree.
@@ -271,6 +281,15 @@ pub fn serve_with(
             &config.hooks,
             &protected_paths(&config),
         ));
+        if let Some(load) = reload {
+            let file = config.source.clone();
+            let reloader = crate::reload::Reloader {
+                load,
+                file,
+                started: config.clone(),
+            };
+            tokio::spawn(crate::reload::watch(Arc::clone(&gw), reloader));
+        }
         // No start-up step can stop serving: an upstream that fails, or lists what cannot be served, is reported
         // by `toolgate_status` and `doctor` while the others serve.
         let served = match transport {

@@ -16,6 +16,8 @@ pub enum Error {
         mode: &'static str,
         served: &'static str,
     },
+    #[error("{0}; restart toolgate to change it")]
+    NeedsRestart(String),
     #[error("state root: {0}")]
     StateRoot(store::Error),
     #[error("state for {workspace}: {why}")]

@@ -88,7 +88,11 @@ impl Session {
     ) -> Result<(Arc<Session>, Drain), crate::Error> {
         let guard = gateway.guard_for(profile)?;
         let (outbox, drain) = Outbox::new(gateway.stages.opts.limits.max_message_bytes);
-        Ok((Session::new_as(Arc::clone(gateway), outbox, guard), drain))
+        let profile = profile.map(str::to_owned);
+        Ok((
+            Session::new_as(Arc::clone(gateway), outbox, profile, guard),
+            drain,
+        ))
     }
 
     /// The identity this session serves, once its first message bound it (`None`: unauthenticated).

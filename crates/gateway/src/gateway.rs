@@ -37,7 +37,7 @@ const SETTLE_WAIT: Duration = Duration::from_secs(2);
 pub struct Gateway {
     pub(crate) stages: Arc<Stages>,
     /// The guards of other profiles an HTTP caller's sessions run under.
-    profiles: crate::profiles::Profiles,
+    pub(crate) profiles: crate::profiles::Profiles,
     /// Live sessions by id: where what an upstream sends on its own is delivered (`route`).
     sessions: Mutex<HashMap<String, Weak<Session>>>,
     /// Set once the first list has waited (bounded) for upstreams still starting.

@@ -31,6 +31,7 @@ mod guard;
 mod hooks;
 mod ids;
 mod intrinsics;
+mod live;
 mod methods;
 #[cfg(test)]
 mod modern_flow_tests;
@@ -54,6 +55,7 @@ mod record;
 #[cfg(test)]
 mod relay_flow_tests;
 mod relayed;
+mod reload;
 mod requester;
 mod route;
 mod session;

@@ -245,7 +245,7 @@ impl Session {
 
     /// Only what the active profile lets a client see. Listing is not enforcement: calls are decided again.
     fn list_tools(&self, params: &Value) -> Result<Value, Value> {
-        let (agg, visible) = self.gateway.stages.visible_tools(&self.guard);
+        let (agg, visible) = self.gateway.stages.visible_tools(&Session::guard(self));
         let list = cursor::Listing {
             len: visible.len(),
             item: |i| &agg.tools[visible[i]],

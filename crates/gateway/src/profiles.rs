@@ -1,7 +1,8 @@
 //! The guards of the profiles a gateway serves besides its own: an HTTP caller's key or token names the profile
 //! its sessions run under, and each session decides its calls and computes its visible catalog with that
-//! profile's guard. Each guard is compiled on first use from the configuration the gateway started with and kept;
-//! only configured profiles compile, so there are at most as many as the configuration names.
+//! profile's guard. Each guard is compiled on first use from the configuration in force and kept; only configured
+//! profiles compile, so there are at most as many as the configuration names. A reload (`replace`) swaps the whole
+//! set at once: the configuration, the served guard and the compiled guards, after every profile compiled.
 //!
 //! One gateway serves one mode: a profile that sets the other mode is refused, since code mode changes what the
 //! whole gateway lists and runs. It does not choose a profile for anybody; the front end says which.
@@ -14,6 +15,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 pub(crate) struct Profiles {
+    current: crate::live::Live<Set>,
+}
+
+/// One configuration's profiles.
+struct Set {
     config: Config,
     /// The guard of the profile the gateway was started with.
     served: Arc<Guard>,
@@ -24,6 +30,42 @@ pub(crate) struct Profiles {
 impl Profiles {
     pub(crate) fn new(config: &Config, served: Arc<Guard>, mode: Mode) -> Self {
         Self {
+            current: crate::live::Live::new(Arc::new(Set::new(config, served, mode))),
+        }
+    }
+
+    /// The guard of `profile` (`None`, or the served profile's name: the gateway's own).
+    pub(crate) fn guard(&self, profile: Option<&str>) -> Result<Arc<Guard>, Error> {
+        self.current.load().guard(profile)
+    }
+
+    /// Replaces every profile with those of `config`, once each of them compiles (a profile of the other mode
+    /// is refused when used, as at start) and each of `in_use` can serve sessions; else nothing changes.
+    pub(crate) fn replace(
+        &self,
+        config: &Config,
+        served: Arc<Guard>,
+        in_use: &[String],
+    ) -> Result<(), Error> {
+        let mode = self.current.load().mode;
+        let next = Set::new(config, served, mode);
+        for name in next.served.policy().profile_names() {
+            match next.guard(Some(name)) {
+                Ok(_) | Err(Error::ProfileMode { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        for name in in_use {
+            next.guard(Some(name))?;
+        }
+        self.current.store(Arc::new(next));
+        Ok(())
+    }
+}
+
+impl Set {
+    fn new(config: &Config, served: Arc<Guard>, mode: Mode) -> Self {
+        Self {
             config: config.clone(),
             served,
             mode,
@@ -31,8 +73,7 @@ impl Profiles {
         }
     }
 
-    /// The guard of `profile` (`None`, or the served profile's name: the gateway's own).
-    pub(crate) fn guard(&self, profile: Option<&str>) -> Result<Arc<Guard>, Error> {
+    fn guard(&self, profile: Option<&str>) -> Result<Arc<Guard>, Error> {
         let Some(name) = profile.filter(|p| Some(*p) != self.served.profile()) else {
             return Ok(Arc::clone(&self.served));
         };

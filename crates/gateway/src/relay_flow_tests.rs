@@ -173,7 +173,7 @@ async fn sampling_asked_during_a_call_with_no_client_session_is_refused_and_the_
         origin,
         HoldPolicy::HandleNow,
         CancellationToken::new(),
-        std::sync::Arc::clone(&h.gateway.stages.guard),
+        h.gateway.stages.guard(),
     );
     let params = call("fx__sample", json!({"prompt": "hi"}));
     let outcome =

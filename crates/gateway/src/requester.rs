@@ -36,7 +36,7 @@ impl Session {
             origin,
             HoldPolicy::Wait,
             cancel.clone(),
-            Arc::clone(&self.guard),
+            Session::guard(self),
         );
         ctx.principal = self.principal();
         ctx.traceparent = crate::front::traceparent();
@@ -172,7 +172,7 @@ impl Client for Session {
     }
 
     fn guard(&self) -> Arc<Guard> {
-        Arc::clone(&self.guard)
+        Session::guard(self)
     }
 
     fn capabilities(&self) -> Value {

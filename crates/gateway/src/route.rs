@@ -53,7 +53,7 @@ impl Gateway {
             return refused(format!("toolgate does not relay {method} to clients"));
         };
         // The client's roots would replace the directories the policy resolves this server's paths in.
-        if cap == "roots" && self.stages.guard.keeps_own_directories(server) {
+        if cap == "roots" && self.stages.guard().keeps_own_directories(server) {
             return refused(format!(
                 "toolgate does not relay {method} to {server}: its policy resolves paths in the directories the \
                  server was started with"

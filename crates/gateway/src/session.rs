@@ -86,8 +86,12 @@ pub struct Session {
     /// Identifies this connection for session grants.
     pub(crate) id: String,
     pub(crate) gateway: Arc<Gateway>,
-    /// The guard of the profile this session runs under: its calls are decided, and its catalog shown, by it.
-    pub(crate) guard: Arc<crate::guard::Guard>,
+    /// The profile this session runs under (`None`: the served one): each call is decided, and the catalog
+    /// shown, by that profile's guard as it is when the call starts (`guard`), so a reload reaches open sessions.
+    profile: Option<String>,
+    /// The guard the session opened with, used only if its profile were gone (a reload refuses to remove a
+    /// profile that open sessions run under).
+    opened_with: Arc<crate::guard::Guard>,
     out: Outbox,
     pub(crate) state: Mutex<State>,
     pub(crate) next_relay: AtomicU64,
@@ -97,20 +101,22 @@ pub struct Session {
 
 impl Session {
     pub(crate) fn new(gateway: Arc<Gateway>, out: Outbox) -> Arc<Self> {
-        let guard = Arc::clone(&gateway.stages.guard);
-        Self::new_as(gateway, out, guard)
+        let guard = gateway.stages.guard();
+        Self::new_as(gateway, out, None, guard)
     }
 
     /// A session whose calls `guard` decides.
     pub(crate) fn new_as(
         gateway: Arc<Gateway>,
         out: Outbox,
+        profile: Option<String>,
         guard: Arc<crate::guard::Guard>,
     ) -> Arc<Self> {
         let session = Arc::new(Self {
             id: crate::ids::session_id(),
             gateway: Arc::clone(&gateway),
-            guard,
+            profile,
+            opened_with: guard,
             out,
             state: Mutex::new(State {
                 era: ClientEra::Unknown,
@@ -129,6 +135,18 @@ impl Session {
         });
         gateway.register_session(&session);
         session
+    }
+
+    /// The guard of this session's profile as it is now: the one a call or list starting now runs under.
+    pub(crate) fn guard(&self) -> Arc<crate::guard::Guard> {
+        self.gateway
+            .guard_for(self.profile.as_deref())
+            .unwrap_or_else(|_| Arc::clone(&self.opened_with))
+    }
+
+    /// The profile this session runs under (`None`: the served one).
+    pub(crate) fn profile(&self) -> Option<&str> {
+        self.profile.as_deref()
     }
 
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {

@@ -25,7 +25,8 @@ use upstream::{Status, Upstream};
 pub(crate) struct Stages {
     pub(crate) opts: Options,
     /// The served profile's guard: the stdio session's, and every session opened without a profile of its own.
-    pub(crate) guard: Arc<Guard>,
+    /// Replaced whole by a reload (`Gateway::reload_policy`); a call keeps the one it started with.
+    served: crate::live::Live<Guard>,
     /// Approvals, pins, reporting and audit; `None` when this workspace has no usable state directory, in which
     /// case every ask fails closed.
     pub(crate) state: Option<Arc<State>>,
@@ -84,7 +85,7 @@ impl Stages {
         Self {
             code_runner,
             opts: p.opts,
-            guard: p.guard,
+            served: crate::live::Live::new(p.guard),
             state: p.state,
             builtin: p.builtin,
             recorder,
@@ -97,6 +98,16 @@ impl Stages {
             listens: Default::default(),
             code_sessions: Default::default(),
         }
+    }
+
+    /// The served profile's guard as it is now.
+    pub(crate) fn guard(&self) -> Arc<Guard> {
+        self.served.load()
+    }
+
+    /// Replaces the served profile's guard for every call that starts from now on.
+    pub(crate) fn set_guard(&self, guard: Arc<Guard>) {
+        self.served.store(guard);
     }
 
     /// In code mode, starts the spare workers in the background unless they are ready or starting: called when
@@ -130,7 +141,7 @@ impl Stages {
         if !self.opts.code.on() {
             return self.merged.search();
         }
-        let served = Arc::ptr_eq(guard, &self.guard);
+        let served = Arc::ptr_eq(guard, &self.guard());
         self.merged
             .search_for(guard, served, self.opts.quarantine_asks)
     }
@@ -248,7 +259,7 @@ impl Stages {
         Inputs {
             upstreams: self.upstreams.clone(),
             state: self.state.clone(),
-            guard: Arc::clone(&self.guard),
+            guard: self.guard(),
             naming: self.opts.naming.clone(),
             max_item_bytes: self.page_limits().bytes,
             hold_new_tools: self.opts.hold_new_tools,

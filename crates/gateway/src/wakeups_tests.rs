@@ -81,12 +81,7 @@ fn waiting(gw: &Gateway, cancel: &CancellationToken) -> CallContext {
     let origin = Origin::Client {
         session_id: "s-wakeups".into(),
     };
-    let mut ctx = CallContext::new(
-        origin,
-        HoldPolicy::Wait,
-        cancel.clone(),
-        Arc::clone(&gw.stages.guard),
-    );
+    let mut ctx = CallContext::new(origin, HoldPolicy::Wait, cancel.clone(), gw.stages.guard());
     ctx.trace_id = "trace-wakeups".into();
     ctx.grants = GrantScope::Session("s-wakeups".into());
     ctx

@@ -40,12 +40,23 @@ impl StdioClient {
         env: &[(&str, &str)],
         answers: HashMap<String, Value>,
     ) -> std::io::Result<Self> {
+        Self::spawn_logging(program, args, env, answers, Stdio::inherit())
+    }
+
+    /// Like `spawn`, with the server's stderr going to `stderr` (a file a test reads, say).
+    pub fn spawn_logging(
+        program: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        answers: HashMap<String, Value>,
+        stderr: Stdio,
+    ) -> std::io::Result<Self> {
         let mut child = Command::new(program)
             .args(args)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .kill_on_drop(false)
             .spawn()?;
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {

@@ -1,5 +1,5 @@
 //! `toolgate serve`: the gateway for every upstream in the config, in direct or code mode, over stdio or
-//! Streamable HTTP (`--http`).
+//! Streamable HTTP (`--http`). SIGHUP, or a change of the config file, reloads the policy (`reload`).
 
 use super::common::ConfigArgs;
 use config::{Mode, Provenance, Setting};
@@ -30,8 +30,21 @@ enum ModeArg {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut config = args.config.load_to_start()?;
-    if let Some(mode) = args.mode {
+    let config = load(&args.config, args.mode)?;
+    let transport = match args.http {
+        None => crate::runtime::Transport::Stdio,
+        Some(addr) => crate::runtime::Transport::Http(addr),
+    };
+    let options = crate::runtime::gateway_options(&config, false);
+    // A reload loads the file with the same flags, so it is checked exactly as it was at start.
+    let (flags, mode) = (args.config, args.mode);
+    let reload: crate::reload::Load = Box::new(move || load(&flags, mode));
+    crate::runtime::serve_reloading(config, options, transport, Some(reload))
+}
+
+fn load(flags: &ConfigArgs, mode: Option<ModeArg>) -> anyhow::Result<config::Config> {
+    let mut config = flags.load_to_start()?;
+    if let Some(mode) = mode {
         let value = match mode {
             ModeArg::Direct => Mode::Direct,
             ModeArg::Code => Mode::Code,
@@ -41,9 +54,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             from: Provenance::Flag("--mode"),
         };
     }
-    let transport = match args.http {
-        None => crate::runtime::Transport::Stdio,
-        Some(addr) => crate::runtime::Transport::Http(addr),
-    };
-    crate::runtime::serve(config, false, transport)
+    Ok(config)
 }

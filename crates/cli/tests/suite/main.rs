@@ -49,6 +49,7 @@ mod path_resolution;
 mod pins;
 mod policy;
 mod policy_cli;
+mod reload;
 mod replicas;
 mod rule_origins;
 mod shared_store;

@@ -127,7 +127,7 @@ async fn ask_all(
             )));
         };
         // The client's roots would replace the directories the policy resolves this server's paths in.
-        if cap == "roots" && gw.guard.keeps_own_directories(server) {
+        if cap == "roots" && gw.guard().keeps_own_directories(server) {
             return Err(failed(format!(
                 "toolgate does not relay {method} to {server}: its policy resolves paths in the directories the \
                  server was started with"

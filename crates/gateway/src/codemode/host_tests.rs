@@ -29,7 +29,7 @@ fn host(h: &Harness, approved: Option<&[&str]>) -> Host {
             }
             Arc::new(approval)
         }),
-        guard: Arc::clone(&h.gateway.stages.guard),
+        guard: h.gateway.stages.guard(),
         principal: None,
         identity: super::bounds::LOCAL.to_owned(),
         party: RUN.to_owned(),

@@ -94,7 +94,7 @@ async fn search_tools_finds_upstream_tools_and_never_a_tool_denied_for_every_cal
     assert_eq!(tools[0]["name"], "fx__add", "{answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("fx__add("), "{text}");
-    let index = h.gateway.stages.search_index(&h.gateway.stages.guard);
+    let index = h.gateway.stages.search_index(&h.gateway.stages.guard());
     let names: Vec<String> = index
         .search("env keys", 50)
         .into_iter()
@@ -116,7 +116,7 @@ async fn pre_run_check_stops_a_denied_literal_and_asks_for_an_ask_literal() {
     let check = |program: &str| {
         prerun::check(
             &h.gateway.stages,
-            &h.gateway.stages.guard,
+            &h.gateway.stages.guard(),
             &codemode::scan(program),
         )
     };
@@ -373,9 +373,11 @@ async fn search_tools_lists_servers_that_failed_to_start_with_why() {
     .unwrap();
     let gw = crate::testkit::gateway(&config, dir.path(), None);
     gw.ready().await;
-    let CallOutcome::Complete(result, _) =
-        tools::search(&gw.stages, &gw.stages.guard, &json!({"query": "anything"}))
-    else {
+    let CallOutcome::Complete(result, _) = tools::search(
+        &gw.stages,
+        &gw.stages.guard(),
+        &json!({"query": "anything"}),
+    ) else {
         panic!("search answers");
     };
     let unavailable = &result["structuredContent"]["unavailable"];
@@ -400,7 +402,7 @@ async fn pre_run_check_does_not_ask_for_a_call_the_policy_will_refuse() {
     let check = |program: &str| {
         prerun::check(
             &h.gateway.stages,
-            &h.gateway.stages.guard,
+            &h.gateway.stages.guard(),
             &codemode::scan(program),
         )
     };

@@ -59,9 +59,7 @@ pub(crate) async fn govern_upstream_request(
         Ok(Target::Bridge(_, client)) => client.as_ref().and_then(Weak::upgrade),
         Err(_) => None,
     };
-    let guard = client
-        .as_ref()
-        .map_or_else(|| Arc::clone(&gw.guard), |c| c.guard());
+    let guard = client.as_ref().map_or_else(|| gw.guard(), |c| c.guard());
     let principal = client.as_ref().and_then(|c| c.identity());
     let arguments = params.clone().unwrap_or_else(|| json!({}));
     let by = (guard, principal);

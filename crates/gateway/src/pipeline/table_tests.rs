@@ -10,7 +10,6 @@ use crate::testkit::{Client, Harness};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use test_support::FixtureOptions;
 use tokio_util::sync::CancellationToken;
 
@@ -152,7 +151,7 @@ async fn every_message_kind_leaves_one_decision_by_the_policy_and_at_most_one_fi
     let origin = Origin::CodeRun {
         run_trace_id: "run-table".into(),
     };
-    let guard = Arc::clone(&h.gateway.stages.guard);
+    let guard = h.gateway.stages.guard();
     let ctx = CallContext::new(
         origin,
         HoldPolicy::HandleNow,

@@ -92,12 +92,7 @@ fn code_run(gw: &Gateway, hold: HoldPolicy) -> CallContext {
     let origin = Origin::CodeRun {
         run_trace_id: "run-1".into(),
     };
-    CallContext::new(
-        origin,
-        hold,
-        CancellationToken::new(),
-        Arc::clone(&gw.stages.guard),
-    )
+    CallContext::new(origin, hold, CancellationToken::new(), gw.stages.guard())
 }
 
 /// A request with no session behind it (as a stateless front end's would be): no grants, no asker.
@@ -105,12 +100,7 @@ fn sessionless(gw: &Gateway, hold: HoldPolicy) -> CallContext {
     let origin = Origin::Client {
         session_id: String::new(),
     };
-    CallContext::new(
-        origin,
-        hold,
-        CancellationToken::new(),
-        Arc::clone(&gw.stages.guard),
-    )
+    CallContext::new(origin, hold, CancellationToken::new(), gw.stages.guard())
 }
 
 fn call(tool: &str) -> Value {
