@@ -78,6 +78,7 @@ impl Arm {
                         Err(_) => errors += 1,
                     }
                 }
+                session.close().await;
                 (us, errors)
             });
         }

@@ -83,6 +83,18 @@ impl Session {
         })
     }
 
+    /// Ends the session (`DELETE` with its id), so a bench that opens sessions round after round stays within
+    /// the gateway's bound on live sessions.
+    pub async fn close(self) {
+        let _ = self
+            .client
+            .delete(&self.url)
+            .header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", VERSION)
+            .send()
+            .await;
+    }
+
     pub async fn echo(&self) -> Result<(), String> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
