@@ -71,6 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "workspace tools: not served (give --workspace or \"workspace\" to serve them)"
         ),
     }
+    let worker_ok = code_worker(&config);
     println!("containment layers for commands on this machine:");
     for entry in sandbox::probe().entries {
         println!("  {:<16} {:?}", format!("{:?}", entry.layer), entry.state);
@@ -83,11 +84,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.no_start {
         println!("upstreams: not started (--no-start)");
-        return Ok(exit(state_ok && audit_ok));
+        return Ok(exit(state_ok && audit_ok && worker_ok));
     }
     let rt = crate::runtime::tokio()?;
     let healthy = rt.block_on(upstreams(&config, guard, state, builtin)) && audit_ok;
-    Ok(exit(healthy && state_ok))
+    Ok(exit(healthy && state_ok && worker_ok))
+}
+
+/// Where code mode's worker executable is, and whether it is there: `run_code` starts it from beside toolgate.
+/// Missing, it fails the check in code mode and is noted in direct mode (a profile may turn code mode on).
+fn code_worker(config: &config::Config) -> bool {
+    let Some(worker) =
+        crate::runtime::self_exe().map(|exe| exe.with_file_name(codemode::WORKER_EXE))
+    else {
+        println!("code mode worker: cannot tell where toolgate runs from");
+        return config.mode.value != config::Mode::Code;
+    };
+    if worker.is_file() {
+        println!("code mode worker: {}", worker.display());
+        return true;
+    }
+    println!(
+        "code mode worker: MISSING ({}): run_code cannot start a program; build it beside toolgate \
+         (`cargo build -p toolgate`, or `cargo install --path crates/cli`)",
+        worker.display()
+    );
+    config.mode.value != config::Mode::Code
 }
 
 fn exit(healthy: bool) -> ExitCode {

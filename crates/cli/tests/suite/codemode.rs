@@ -1,4 +1,4 @@
-//! Hostile programs against `toolgate serve --mode code` (the binary is also the worker): names built at run
+//! Hostile programs against `toolgate serve --mode code` (its worker, `toolgate-codemode-worker`, beside it): names built at run
 //! time, `call` aliased, a call from a promise that settles after `return`, calls at and after the deadline, and
 //! a tool result that tells the program to call a denied tool. None runs a denied or unapproved call, and every
 //! call a program made is in the audit under its run's trace id. Also the pre-run check end to end: a deny on a
@@ -480,4 +480,47 @@ async fn a_client_of_code_mode_finds_two_spare_workers_ready_before_its_first_ru
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(workers_of(direct.pid().unwrap()), Vec::<u32>::new());
     stop(direct).await;
+}
+
+/// `doctor` names code mode's worker executable; in code mode a toolgate without it beside it fails the check and
+/// says how to build it (run_code could start no program).
+#[test]
+fn doctor_names_the_code_mode_worker_and_fails_code_mode_without_it() {
+    let setup = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({"workspace": dir.join("ws"), "mode": "code", "stateDir": dir.join("state")})
+    });
+    let doctor = |exe: &std::path::Path| {
+        std::process::Command::new(exe)
+            .args(["doctor", "--no-start", "--config"])
+            .arg(&setup.config)
+            .output()
+            .unwrap()
+    };
+    let with = doctor(&toolgate());
+    let worker = toolgate().with_file_name("toolgate-codemode-worker");
+    assert!(
+        String::from_utf8_lossy(&with.stdout)
+            .contains(&format!("code mode worker: {}", worker.display())),
+        "{}",
+        String::from_utf8_lossy(&with.stdout)
+    );
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+
+    // The same binary alone in a directory of its own.
+    let alone = setup.dir.path().join("alone");
+    std::fs::create_dir_all(&alone).unwrap();
+    let exe = alone.join("toolgate");
+    if std::fs::hard_link(toolgate(), &exe).is_err() {
+        std::fs::copy(toolgate(), &exe).unwrap();
+    }
+    let without = doctor(&exe);
+    let out = String::from_utf8_lossy(&without.stdout);
+    assert!(out.contains("code mode worker: MISSING"), "{out}");
+    assert!(out.contains("cargo build -p toolgate"), "{out}");
+    assert_eq!(without.status.code(), Some(1), "{out}");
 }
