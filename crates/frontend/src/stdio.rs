@@ -65,32 +65,24 @@ pub async fn serve_stdio(
 }
 
 /// The only code that writes to the client. It stops at the first failed write, and at once when the session is
-/// closed for not reading (a client that does not read would block the write forever). Each message's room in
-/// the session's bounds comes back when it is dropped, after it was written.
-/// Bytes gathered into one write at most. Lines already queued when one is written go out with it, in order,
-/// so a burst of answers costs one system call instead of one each; a lone line is written at once.
-const WRITE_GATHER_BYTES: usize = 64 * 1024;
-
+/// closed for not reading (a client that does not read would block the write forever). Answers already queued go
+/// out with the one written (`jsonrpc::Gathered`). Each message's room in the session's bounds comes back when it
+/// is dropped, after it was written.
 async fn write_loop(mut drain: Drain, mut out: impl AsyncWrite + Unpin) {
-    let mut buf = Vec::new();
+    let mut gathered = jsonrpc::Gathered::default();
     let mut written = Vec::new();
     while let Some(message) = drain.next().await {
-        buf.extend_from_slice(message.line());
+        let mut room = gathered.push(message.line());
         written.push(message);
-        while buf.len() < WRITE_GATHER_BYTES {
+        while room {
             let Some(more) = drain.try_next() else { break };
-            buf.extend_from_slice(more.line());
+            room = gathered.push(more.line());
             written.push(more);
         }
-        if out.write_all(&buf).await.is_err() || out.flush().await.is_err() {
+        if out.write_all(gathered.bytes()).await.is_err() || out.flush().await.is_err() {
             break;
         }
-        buf.clear();
-        // A very long line leaves no large buffer behind.
-        if buf.capacity() > 4 * WRITE_GATHER_BYTES {
-            buf = Vec::new();
-        }
-        // Their room in the session's bounds is given back once they are written.
+        gathered.clear();
         written.clear();
     }
 }

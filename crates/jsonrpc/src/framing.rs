@@ -112,9 +112,54 @@ pub fn encode_line(value: &serde_json::Value, max: usize) -> Result<Vec<u8>, usi
     Ok(out)
 }
 
+/// Lines gathered into one write: a writer takes the lines already queued behind the one it writes, in order,
+/// up to `Gathered::MAX` bytes, so a burst costs one system call instead of one a line, and a lone line is written
+/// at once. The buffer is kept between writes, except after a very long line.
+#[derive(Debug, Default)]
+pub struct Gathered {
+    buf: Vec<u8>,
+}
+
+impl Gathered {
+    /// Bytes gathered into one write at most (one line longer than this is written alone).
+    pub const MAX: usize = 64 * 1024;
+
+    /// Adds a line; true while there is room for more.
+    pub fn push(&mut self, line: &[u8]) -> bool {
+        self.buf.extend_from_slice(line);
+        self.buf.len() < Self::MAX
+    }
+
+    /// What to write.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Empties it after a write; a very long line leaves no large buffer behind.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        if self.buf.capacity() > 4 * Self::MAX {
+            self.buf = Vec::new();
+        }
+    }
+}
+
 #[cfg(test)]
 #[cfg(feature = "io")]
 mod tests {
+
+    #[test]
+    fn gathered_lines_stop_taking_at_the_bound_and_a_long_line_leaves_no_large_buffer() {
+        let mut g = Gathered::default();
+        assert!(g.push(b"a\n"));
+        assert!(!g.push(&vec![b'x'; Gathered::MAX]));
+        assert_eq!(g.bytes().len(), Gathered::MAX + 2);
+        g.clear();
+        assert!(g.bytes().is_empty());
+        assert!(!g.push(&vec![b'y'; 5 * Gathered::MAX]));
+        g.clear();
+        assert!(g.buf.capacity() <= 4 * Gathered::MAX);
+    }
     use super::*;
     use pretty_assertions::assert_eq;
 

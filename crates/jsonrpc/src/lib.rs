@@ -25,7 +25,7 @@ pub use codes::{
 pub use decode::{decode, DecodeError, Limits};
 #[cfg(feature = "io")]
 pub use framing::FrameReader;
-pub use framing::{encode_line, recover_id, Frame};
+pub use framing::{encode_line, recover_id, Frame, Gathered};
 pub use message::{
     error_object, error_response, notification, request, result_response, Id, Message,
 };

@@ -326,15 +326,11 @@ pub trait StateStore:
     fn backend(&self) -> &'static str;
 
     /// What an audit writer records once a batch is in the log: its reporting events, and the witnessed head
-    /// moved to `head`, in one commit where the backend can (one sync instead of two; SQLite and PostgreSQL do). This default
-    /// records them one after the other.
+    /// moved to `head`, in one commit (one sync instead of two): both are recorded or, on an error, neither.
     fn record_written(
         &self,
         events: &[ReportEvent],
         head: &AuditHead,
         now: Timestamp,
-    ) -> Result<()> {
-        self.record_events(events)?;
-        self.advance_audit_head(head, now)
-    }
+    ) -> Result<()>;
 }

@@ -168,40 +168,27 @@ impl Link for StdioLink {
     }
 }
 
-/// Bytes gathered into one write to the server at most.
-const WRITE_GATHER_BYTES: usize = 64 * 1024;
-
 async fn write_loop(
     mut rx: mpsc::Receiver<Vec<u8>>,
     mut stdin: impl AsyncWrite + Unpin,
     ended: CancellationToken,
 ) {
-    let mut buf = Vec::new();
+    // Lines already queued go out with the one written, in order (`jsonrpc::Gathered`).
+    let mut gathered = jsonrpc::Gathered::default();
     loop {
         tokio::select! {
             line = rx.recv() => {
                 let Some(line) = line else { break };
-                // Lines already queued go out with this one, in order: one system call for a burst.
-                let mut line = line;
-                loop {
-                    buf.extend_from_slice(&line);
-                    if buf.len() >= WRITE_GATHER_BYTES {
-                        break;
-                    }
-                    match rx.try_recv() {
-                        Ok(more) => line = more,
-                        Err(_) => break,
-                    }
+                let mut room = gathered.push(&line);
+                while room {
+                    let Ok(more) = rx.try_recv() else { break };
+                    room = gathered.push(&more);
                 }
-                if stdin.write_all(&buf).await.is_err() || stdin.flush().await.is_err() {
+                if stdin.write_all(gathered.bytes()).await.is_err() || stdin.flush().await.is_err() {
                     ended.cancel();
                     break;
                 }
-                buf.clear();
-                // A very long line leaves no large buffer behind.
-                if buf.capacity() > 4 * WRITE_GATHER_BYTES {
-                    buf = Vec::new();
-                }
+                gathered.clear();
             }
             () = ended.cancelled() => break,
         }

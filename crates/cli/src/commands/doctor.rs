@@ -91,15 +91,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(exit(healthy && state_ok && worker_ok))
 }
 
-/// Where code mode's worker executable is, and whether it is there: `run_code` starts it from beside toolgate.
-/// Missing, it fails the check in code mode and is noted in direct mode (a profile may turn code mode on).
+/// Where code mode's worker executable is, and whether it is there: the one the gateway starts
+/// (`WorkerCommand::beside` the running executable). Missing, it fails the check in code mode and is noted in
+/// direct mode (a profile may turn code mode on).
 fn code_worker(config: &config::Config) -> bool {
-    let Some(worker) =
-        crate::runtime::self_exe().map(|exe| exe.with_file_name(codemode::WORKER_EXE))
-    else {
+    let Ok(exe) = std::env::current_exe() else {
         println!("code mode worker: cannot tell where toolgate runs from");
         return config.mode.value != config::Mode::Code;
     };
+    let worker = codemode::WorkerCommand::beside(&exe).program;
     if worker.is_file() {
         println!("code mode worker: {}", worker.display());
         return true;
