@@ -106,6 +106,8 @@ pub struct AuditEvent {
     pub duration_ms: Option<u64>,
     /// The part of `duration_ms` the call waited for a human's approval, when it waited for one.
     pub wait_ms: Option<u64>,
+    /// The names of the upstream credentials the call was sent with (never their values); absent when none.
+    pub credentials: Vec<String>,
     /// Size and hash of the call's arguments.
     pub arguments: Option<Digest>,
     /// Size and hash of the call's result.
@@ -185,6 +187,14 @@ impl AuditEvent {
             let more = (self.resources.len() - MAX_RESOURCES) as u64;
             out.push(("resources_omitted", entry("resources_omitted", &more)));
         }
+        if !self.credentials.is_empty() {
+            let names: Vec<String> = self
+                .credentials
+                .iter()
+                .map(|c| field(c, MAX_FIELD_CHARS))
+                .collect();
+            out.push(("credentials", entry("credentials", &names)));
+        }
         if let Some(d) = self.duration_ms {
             out.push(("duration_ms", entry("duration_ms", &d)));
         }
@@ -245,6 +255,14 @@ impl AuditEvent {
         if self.resources.len() > MAX_RESOURCES {
             let more = (self.resources.len() - MAX_RESOURCES) as u64;
             m.insert("resources_omitted".into(), more.into());
+        }
+        if !self.credentials.is_empty() {
+            let names: Vec<Value> = self
+                .credentials
+                .iter()
+                .map(|c| Value::String(field(c, MAX_FIELD_CHARS)))
+                .collect();
+            m.insert("credentials".into(), Value::Array(names));
         }
         if let Some(d) = self.duration_ms {
             m.insert("duration_ms".into(), d.into());
@@ -394,6 +412,7 @@ mod tests {
             texts in proptest::collection::vec("(\\PC|[\"\\\\\u{0}-\u{1f}\u{7f}é€😀]){0,300}", 5),
             options in proptest::collection::vec(proptest::option::of("\\PC{0,40}|token=[a-z0-9]{20}"), 9),
             resources in proptest::collection::vec("\\PC{0,600}|https://x.test/\\?key=[a-z]{12}", 0..20),
+            credentials in proptest::collection::vec("\\PC{0,80}", 0..3),
             numbers in proptest::collection::vec(proptest::option::of(proptest::prelude::any::<u64>()), 2),
             digests in proptest::collection::vec(proptest::option::of(".{0,8}"), 2),
             seq in proptest::prelude::any::<u64>(),
@@ -411,6 +430,7 @@ mod tests {
                 (decision, rule_id, rule_at, reason_code, outcome);
             (e.request_id, e.parent_trace_id, e.actor, e.principal) = (request_id, parent, actor, principal);
             e.resources = resources;
+            e.credentials = credentials;
             (e.duration_ms, e.wait_ms) = (numbers[0], numbers[1]);
             e.arguments = digests[0].as_deref().map(|t| Digest::of_bytes(t.as_bytes()));
             e.result = digests[1].as_deref().map(|t| Digest::of_json(&json!({"t": t})));

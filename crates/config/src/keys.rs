@@ -80,6 +80,7 @@ pub(crate) const TOP_LEVEL: Level = Level {
         "hooks",
         "rateLimits",
         "rate_limits",
+        "credentials",
         "mode",
     ],
     foreign: &[

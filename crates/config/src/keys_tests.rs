@@ -122,6 +122,7 @@ fn top_level_sample(key: &str) -> Value {
         "mode" => json!("code"),
         "telemetry" => json!({"otlp": {"endpoint": "http://127.0.0.1:4318"}}),
         "rateLimits" | "rate_limits" => json!({"perTool": {"rate": 1, "per": "1s"}}),
+        "credentials" => json!({}),
         other => panic!("no sample for top-level key {other}: add one"),
     }
 }

@@ -8,6 +8,7 @@
 #![deny(clippy::print_stdout)]
 
 mod code;
+mod credentials;
 mod env;
 mod envfile;
 mod error;
@@ -23,6 +24,7 @@ mod syntax;
 mod telemetry;
 mod unified;
 
+pub use credentials::{Credential, CredentialTarget, Grant, Secret, SecretSource};
 pub use env::{upstream_env, UPSTREAM_ENV_ALLOWLIST};
 pub use error::{ConfigError, Result};
 pub use http::{AdminKey, ApiKey, HttpAuth, HttpConfig, HttpLimits, JwtAuth};

@@ -162,6 +162,7 @@ impl Validator<'_> {
 
     fn run(mut self, top: Map<String, Value>) -> Result<Config> {
         let mut servers = None;
+        let mut credentials = None;
         let unified = crate::unified::is_unified(&top);
         let keys: Vec<String> = top.keys().cloned().collect();
         for (key, value) in top {
@@ -217,6 +218,7 @@ impl Validator<'_> {
                     };
                 }
                 "hooks" => self.hooks(value)?,
+                "credentials" => credentials = Some(value),
                 "rateLimits" | "rate_limits" => {
                     self.config.rate_limits = crate::rate::parse(value)?
                 }
@@ -269,6 +271,15 @@ impl Validator<'_> {
         crate::telemetry::check_metrics(&self.config)?;
         if let Some((key, value)) = servers {
             self.servers(&key, value)?;
+        }
+        if let Some(value) = credentials {
+            let folder = self.vars().workspace_folder.map(Path::to_path_buf);
+            let vars = Vars {
+                env: self.env,
+                workspace_folder: folder.as_deref(),
+                origin: self.origin,
+            };
+            crate::credentials::apply(value, &mut self.config, &vars)?;
         }
         self.toolscript_policy()?;
         if self.config.policy.toolscript.is_some() && self.config.mode.from == Provenance::Default {

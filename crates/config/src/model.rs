@@ -448,6 +448,9 @@ pub struct Config {
     pub sandbox: Sandbox,
     /// `"rateLimits"`: the token buckets a call must find a token in before it runs.
     pub rate_limits: crate::rate::RateLimits,
+    /// `"credentials"`: upstream secrets and whom they are granted to (env ones, and header ones granted to
+    /// everyone, are also in their server's transport).
+    pub credentials: Vec<crate::credentials::Credential>,
     /// `serve --http`: where it listens and whom it lets in.
     pub http: crate::http::HttpConfig,
     /// What the client's `tools/list` shows: every tool (`direct`), or `search_tools` and `run_code` (`code`).
@@ -493,6 +496,7 @@ impl Config {
             pins_accept_new_tools: false,
             sandbox: Sandbox::default(),
             rate_limits: crate::rate::RateLimits::default(),
+            credentials: Vec::new(),
             http: crate::http::HttpConfig::default(),
             mode: Setting::default(Mode::Direct),
             code: CodeMode::default(),

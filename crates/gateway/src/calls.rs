@@ -186,6 +186,26 @@ pub(crate) async fn forward(
     ctx: &CallContext,
     server: &str,
     method: &str,
+    params: Value,
+) -> CallOutcome {
+    // The caller's credentials for this server (`credentials`): refused when they are granted to others only;
+    // header ones go on this request to this server, and the answer is scrubbed of every one's value.
+    let credentials = gw.credentials();
+    let headers = match credentials.call_headers(server, ctx) {
+        Ok(headers) => headers,
+        Err(refused) => return CallOutcome::Refused(refused),
+    };
+    let forwarded = forward_as_granted(gw, ctx, server, method, params);
+    let mut outcome = upstream::with_call_headers(headers, forwarded).await;
+    credentials.scrub_outcome(server, &mut outcome);
+    outcome
+}
+
+async fn forward_as_granted(
+    gw: &Arc<Stages>,
+    ctx: &CallContext,
+    server: &str,
+    method: &str,
     mut params: Value,
 ) -> CallOutcome {
     let Some(up) = gw.upstream(server).cloned() else {

@@ -20,6 +20,7 @@ mod client;
 mod codemode;
 mod contract;
 mod correlate;
+mod credentials;
 mod cursor;
 mod elicit;
 mod error;

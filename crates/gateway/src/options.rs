@@ -37,6 +37,8 @@ pub struct Options {
     pub telemetry: telemetry::Telemetry,
     /// The token buckets a call must find a token in before it runs (`rate`).
     pub rate_limits: config::RateLimits,
+    /// Upstream credentials and whom they are granted to (`credentials`); a reload replaces them.
+    pub credentials: Vec<config::Credential>,
 }
 
 impl Options {
@@ -69,6 +71,7 @@ impl Options {
             surface: crate::own::Surface::Toolgate,
             telemetry: telemetry::Telemetry::off(),
             rate_limits: config.rate_limits,
+            credentials: config.credentials.clone(),
         }
     }
 }

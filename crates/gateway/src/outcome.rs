@@ -43,6 +43,8 @@ pub enum RefusalCode {
     LimitReached,
     /// A rate limit's bucket has no token left; `Refusal::retry_after_ms` says when one is there.
     RateLimited,
+    /// The server needs a credential toolgate holds, and it is granted only to other callers (`credentials`).
+    CredentialNotGranted,
 }
 
 impl RefusalCode {
@@ -66,6 +68,7 @@ impl RefusalCode {
             RefusalCode::Refused => "REFUSED",
             RefusalCode::LimitReached => "LIMIT_REACHED",
             RefusalCode::RateLimited => "RATE_LIMITED",
+            RefusalCode::CredentialNotGranted => "CREDENTIAL_NOT_GRANTED",
         }
     }
 }

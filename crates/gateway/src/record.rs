@@ -96,6 +96,8 @@ pub(crate) struct CallRecord {
     pub request_id: Option<String>,
     /// For a call a code-mode program made: its run's trace id.
     pub parent_trace_id: Option<String>,
+    /// The names of the upstream credentials the call goes with (`credentials`).
+    pub credentials: Vec<String>,
 }
 
 impl CallRecord {
@@ -114,6 +116,7 @@ impl CallRecord {
         e.reason_code = Some(self.decision.reason.clone());
         e.request_id = self.request_id.clone();
         e.parent_trace_id = self.parent_trace_id.clone();
+        e.credentials = self.credentials.clone();
         e
     }
 

@@ -1,5 +1,5 @@
 //! Reloading the policy of a running gateway: the served profile's guard and every other profile's, replaced
-//! together once the new configuration's policy compiled whole. A call already under way keeps the guard it
+//! together once the new configuration's policy compiled whole, and the upstream credentials with them. A call already under way keeps the guard it
 //! started with (its `CallContext` holds it), so a call held for approval finishes under the policy it was held
 //! by; every call and list that starts afterwards, in every open session, is decided by the new one.
 //!
@@ -43,6 +43,8 @@ impl Gateway {
         in_use.dedup();
         self.profiles.replace(config, Arc::clone(&guard), &in_use)?;
         self.stages.set_guard(guard);
+        // Rotated or regranted credentials apply from the next request on (`credentials`).
+        self.stages.set_credentials(&config.credentials);
         for session in sessions {
             session.list_changed(ListKind::Tools).await;
         }

@@ -27,6 +27,8 @@ pub(crate) struct Stages {
     /// The served profile's guard: the stdio session's, and every session opened without a profile of its own.
     /// Replaced whole by a reload (`Gateway::reload_policy`); a call keeps the one it started with.
     served: crate::live::Live<Guard>,
+    /// Upstream credentials by server (`credentials`), replaced whole by a reload.
+    credentials: crate::live::Live<crate::credentials::Credentials>,
     /// Approvals, pins, reporting and audit; `None` when this workspace has no usable state directory, in which
     /// case every ask fails closed.
     pub(crate) state: Option<Arc<State>>,
@@ -77,6 +79,7 @@ impl Stages {
             codemode::Runner::new(p.opts.code.worker.clone(), p.opts.code.limits.clone())
                 .with_spares(CODE_SPARES);
         let bridge = Bridge::new(p.opts.bridge_wait);
+        let credentials = Arc::new(crate::credentials::Credentials::new(&p.opts.credentials));
         let recorder = Recorder {
             state: p.state.clone(),
             hooks: Arc::default(),
@@ -86,6 +89,7 @@ impl Stages {
             code_runner,
             opts: p.opts,
             served: crate::live::Live::new(p.guard),
+            credentials: crate::live::Live::new(credentials),
             state: p.state,
             builtin: p.builtin,
             recorder,
@@ -108,6 +112,17 @@ impl Stages {
     /// Replaces the served profile's guard for every call that starts from now on.
     pub(crate) fn set_guard(&self, guard: Arc<Guard>) {
         self.served.store(guard);
+    }
+
+    /// The credentials as they are now.
+    pub(crate) fn credentials(&self) -> Arc<crate::credentials::Credentials> {
+        self.credentials.load()
+    }
+
+    /// Replaces the credentials for every request that starts from now on.
+    pub(crate) fn set_credentials(&self, all: &[config::Credential]) {
+        self.credentials
+            .store(Arc::new(crate::credentials::Credentials::new(all)));
     }
 
     /// In code mode, starts the spare workers in the background unless they are ready or starting: called when

@@ -14,6 +14,7 @@
 
 #![deny(clippy::print_stdout)]
 
+mod call_headers;
 mod catalog;
 mod connection;
 mod era;
@@ -28,6 +29,7 @@ mod stdio;
 mod supervisor;
 mod trace_context;
 
+pub use call_headers::{current_call_headers, with_call_headers, CallHeaders};
 pub use catalog::Catalog;
 pub use connection::{Connection, Event, ProgressRoutes, Sinks};
 pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSION, PROTOCOL_META_PREFIX};

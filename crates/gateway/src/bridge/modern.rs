@@ -51,10 +51,12 @@ pub(crate) async fn forward(
     let cancel = CancellationToken::new();
     let call = gw.correlation.begin_bridged(server, sink);
     let (task_conn, task_cancel) = (Arc::clone(&conn), cancel.clone());
+    // The call goes on in a task of its own: it carries the caller's credentials there.
+    let granted = upstream::current_call_headers();
     tokio::spawn(async move {
-        let answer = task_conn
-            .request_for(call.key(), method, Some(params), timeout, &task_cancel)
-            .await;
+        let request =
+            task_conn.request_for(call.key(), method, Some(params), timeout, &task_cancel);
+        let answer = upstream::with_call_headers(granted, request).await;
         drop(call);
         let _ = tx.send(answer);
     });

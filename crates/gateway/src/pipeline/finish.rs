@@ -76,6 +76,7 @@ impl Finish {
                 resources: Vec::new(),
                 request_id: None,
                 parent_trace_id: None,
+                credentials: Vec::new(),
             },
             decided: Decided::No,
             hooks: None,
@@ -101,6 +102,11 @@ impl Finish {
         server.clone_into(&mut self.record.server);
         target.clone_into(&mut self.record.tool);
         self.span.routed(server, target);
+    }
+
+    /// The upstream credentials the request goes with, by name (`credentials`).
+    pub(crate) fn credentials(&mut self, names: Vec<String>) {
+        self.record.credentials = names;
     }
 
     /// A stage of the request begins; its span and latency end when the guard is dropped (`telemetry`).

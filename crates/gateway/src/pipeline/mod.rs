@@ -162,6 +162,15 @@ pub(super) async fn traced(
     outcome
 }
 
+/// The names of the credentials a call of `ctx`'s caller to `server` goes with, for its records (`credentials`;
+/// one the caller is not granted is refused when the call is forwarded).
+pub(super) fn used_credentials(gw: &Stages, ctx: &CallContext, server: &str) -> Vec<String> {
+    gw.credentials()
+        .for_caller(server, ctx)
+        .map(|used| used.names)
+        .unwrap_or_default()
+}
+
 /// Quarantined and flagged definitions: `Ok(true)` when a quarantined tool's calls must ask instead.
 pub(super) fn pin_stage(
     gw: &Stages,
@@ -232,6 +241,7 @@ pub(super) async fn resume_stage(
             resources,
             request_id: Some(request_id),
             parent_trace_id: None,
+            credentials: used_credentials(gw, &ctx, &s.server),
         },
     );
     finish.post_hooks(&gw.recorder, hooked);

@@ -109,6 +109,7 @@ async fn read_stages(
         Ok(r) => r,
         Err(refused) => return refused,
     };
+    finish.credentials(super::used_credentials(gw, ctx, &server));
     // The record names a prompt by its upstream name; a resource only among what the call touches (the audit
     // log redacts those), since a URI can carry secrets.
     let (what, verdict) = match &target {

@@ -74,10 +74,25 @@ async fn task_stages(
     if let Verdict::Refuse(refused) = verdict {
         return refusal(refused);
     }
-    // Execute: the tasks table forwards under the upstream's id.
+    // Execute: the tasks table forwards under the upstream's id, with the caller's credentials for the task's
+    // server (`credentials`), and the answer scrubbed of their values.
+    let credentials = gw.credentials();
     let answer = match listing {
         true => gw.list_tasks(client, &ctx.cancel).await,
-        false => gw.task_request(client, method, params, &ctx.cancel).await,
+        false => {
+            let headers = match credentials.call_headers(&server, ctx) {
+                Ok(headers) => headers,
+                Err(refused) => return refusal(refused),
+            };
+            let forwarded = gw.task_request(client, method, params, &ctx.cancel);
+            let mut answer = upstream::with_call_headers(headers, forwarded).await;
+            match &mut answer {
+                Ok(v) | Err(v) => {
+                    credentials.scrub(&server, v);
+                }
+            }
+            answer
+        }
     };
     let outcome = match &answer {
         Ok(v) => CallOutcome::complete(v.clone()),

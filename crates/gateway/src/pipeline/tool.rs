@@ -49,6 +49,12 @@ pub(super) async fn stages(
     };
     drop(routing);
     finish.routed(&r.server, &r.tool);
+    // The caller's credentials for the server (`credentials`): named in the records; one granted only to others
+    // refuses the call once it is decided, before it runs or asks anyone.
+    let granted = gw.credentials().for_caller(&r.server, ctx);
+    if let Ok(used) = &granted {
+        finish.credentials(used.names.clone());
+    }
     if let Some(refused) =
         crate::codemode::route_refusal(gw.opts.code.on(), ctx, &r.server, &r.tool, &r.name)
     {
@@ -81,6 +87,9 @@ pub(super) async fn stages(
     // Writing the decision may have found the audit writer stalled (bounded wait): then nothing runs.
     let refused_now = matches!(verdict, Verdict::Refuse(_)) || r.audit_exempt();
     if let Some(refused) = audit_refusal(gw, &r.name).filter(|_| !refused_now) {
+        return CallOutcome::Refused(refused);
+    }
+    if let (Err(refused), false) = (granted, refused_now) {
         return CallOutcome::Refused(refused);
     }
     if let Some(refused) = rate_stage(gw, ctx, &r).filter(|_| !refused_now) {

@@ -147,6 +147,9 @@ impl Shared {
         if let Some(traceparent) = crate::trace_context::traceparent() {
             post = post.header(crate::trace_context::TRACEPARENT, traceparent);
         }
+        if let Some(granted) = crate::call_headers::for_server(&self.ep.server) {
+            post = post.headers((*granted).clone());
+        }
         let post = post.body(body).send();
         let resp = tokio::select! {
             r = tokio::time::timeout(POST_TIMEOUT, post) => r,

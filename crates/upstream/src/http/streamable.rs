@@ -205,6 +205,9 @@ impl Shared {
         if let Some(traceparent) = crate::trace_context::traceparent() {
             b = b.header(crate::trace_context::TRACEPARENT, traceparent);
         }
+        if let Some(granted) = crate::call_headers::for_server(&self.ep.server) {
+            b = b.headers((*granted).clone());
+        }
         Posted {
             had_session: lock(&self.session).is_some(),
             request: b.body(body),
