@@ -282,7 +282,11 @@ impl CallOutcome {
         match self {
             CallOutcome::Complete(_, Completion::Succeeded) => store::OUTCOME_SUCCEEDED,
             CallOutcome::Complete(_, Completion::Failed(o)) => o,
-            CallOutcome::Refused(_) => "REFUSED",
+            // Refused after the policy allowed it, for a reason of its own: the records say which.
+            CallOutcome::Refused(r) => match r.code {
+                RefusalCode::RateLimited | RefusalCode::CredentialNotGranted => r.code.as_str(),
+                _ => "REFUSED",
+            },
             CallOutcome::Held(h) => h.state.as_str(),
             CallOutcome::InputRequired(_) | CallOutcome::Bridged { .. } => "INPUT_REQUIRED",
             CallOutcome::Failed(_) => "FAILED",

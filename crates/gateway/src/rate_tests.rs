@@ -47,11 +47,11 @@ async fn the_third_quick_call_of_a_tool_with_a_burst_of_two_waits_for_the_refill
         "{message}"
     );
     assert!(crate::rate_limited_total() > refused_before);
-    // Audited like any refusal: the policy's decision, then the call refused.
+    // Audited: the policy's decision, then the call refused by its rate limit, which the outcome names.
     let (_, records) = h.one_trace_of(before, Some("echo")).await;
     assert_eq!(
         records,
-        (vec!["DEFAULT_ALLOW".to_owned()], vec!["REFUSED".to_owned()])
+        (vec!["DEFAULT_ALLOW".to_owned()], vec!["RATE_LIMITED".to_owned()])
     );
     // Another tool has a bucket of its own.
     let other = client.call("fx__env_keys", json!({})).await;

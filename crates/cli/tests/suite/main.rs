@@ -27,6 +27,7 @@ mod conformance;
 mod conformance_client;
 mod conformance_dual;
 mod containment;
+mod credentials;
 mod demo;
 mod eras;
 mod first_hour;

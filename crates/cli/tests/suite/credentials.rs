@@ -1,0 +1,310 @@
+//! Credential grants end to end. The upstream is a second toolgate serving the fixture over Streamable HTTP that
+//! admits only API keys and records which key each call came with; the gateway under test holds those keys as
+//! credentials: the service key for every caller, alice's key for identity `key:alice` (from a file), the team
+//! key for profile `team-b` (from toolgate's environment), and, for a stdio fixture, a secret in its environment
+//! granted to alice only. Each caller's call reaches the upstream with its own key, a caller not granted the
+//! stdio server's secret is refused before it runs, an answer holding a secret reaches the client scrubbed, the
+//! gateway's records name the credentials and hold no value, and a rotated file is used after a reload.
+
+use crate::support::{audit_records, fixture, toolgate, ServedHttp, Setup};
+use serde_json::{json, Value};
+use sha2::Digest;
+use std::time::Duration;
+
+const UP_SERVICE: &str = "upstream-service-key-0123456789";
+const UP_ALICE: &str = "upstream-alice-key-0123456789";
+const UP_TEAM: &str = "upstream-team-key-0123456789";
+const UP_ROTATED: &str = "upstream-rotated-key-0123456789";
+const FX_SECRET: &str = "stdio-secret-value-0123456789";
+const GW_KEYS: [(&str, &str); 3] = [
+    ("alice", "gateway-alice-key-000000"),
+    ("bob", "gateway-bob-key-000000"),
+    ("carol", "gateway-carol-key-000000"),
+];
+const SECRETS: [&str; 5] = [UP_SERVICE, UP_ALICE, UP_TEAM, UP_ROTATED, FX_SECRET];
+
+fn digest(key: &str) -> String {
+    hex::encode(sha2::Sha256::digest(key.as_bytes()))
+}
+
+fn serve(setup: &Setup, env: &[(&str, &str)]) -> ServedHttp {
+    let mut cmd = std::process::Command::new(toolgate());
+    cmd.args(["serve", "--config"])
+        .arg(&setup.config)
+        .args(["--http", "127.0.0.1:0"])
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
+        .envs(env.iter().copied());
+    ServedHttp::spawn(cmd)
+}
+
+/// The upstream: the fixture behind API keys, one per credential the gateway holds.
+fn upstream() -> Setup {
+    let keys: Vec<Value> = [
+        ("up-service", UP_SERVICE),
+        ("up-alice", UP_ALICE),
+        ("up-team", UP_TEAM),
+        ("up-rotated", UP_ROTATED),
+    ]
+    .iter()
+    .map(|(name, key)| json!({"name": name, "sha256": digest(key)}))
+    .collect();
+    Setup::new(json!({
+        "mcpServers": {"fx": fixture(&[])},
+        "prefixTools": false,
+        "permissions": {"default": "allow"},
+        "pins": {"newTools": "accept"},
+        "http": {"auth": {"apiKeys": keys}}
+    }))
+}
+
+/// The gateway under test, holding the upstream's keys as credentials.
+fn gateway(upstream_url: &str) -> Setup {
+    Setup::with(|dir| {
+        std::fs::write(dir.join("alice.token"), format!("Bearer {UP_ALICE}\n")).unwrap();
+        let keys: Vec<Value> = GW_KEYS
+            .iter()
+            .map(|(name, key)| {
+                let profile = (*name == "bob").then_some("team-b");
+                json!({"name": name, "sha256": digest(key), "profile": profile})
+            })
+            .collect();
+        json!({
+            "mcpServers": {
+                "remote": {"type": "http", "url": upstream_url},
+                "local": fixture(&[])
+            },
+            "permissions": {"default": "allow"},
+            "profiles": {"team-b": {}},
+            "pins": {"newTools": "accept"},
+            "http": {"auth": {"apiKeys": keys}},
+            "credentials": {
+                "service": {"server": "remote", "header": "Authorization", "value": format!("Bearer {UP_SERVICE}")},
+                "alice": {"server": "remote", "header": "Authorization", "valueFile": "alice.token",
+                          "grantedTo": {"identities": ["key:alice"]}},
+                "team": {"server": "remote", "header": "Authorization", "value": "Bearer ${TEAM_TOKEN}",
+                         "grantedTo": {"profiles": ["team-b"]}},
+                "local-secret": {"server": "local", "env": "FX_SECRET", "value": FX_SECRET,
+                                 "grantedTo": {"identities": ["key:alice"]}}
+            }
+        })
+    })
+}
+
+/// One 2026-07-28 `tools/call` as the caller whose gateway key is `key`; the JSON-RPC answer.
+async fn call(http: &reqwest::Client, url: &str, key: &str, tool: &str, args: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": args, "_meta": test_support::modern_meta()}});
+    let text = http
+        .post(url)
+        .header("authorization", format!("Bearer {key}"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for secret in SECRETS {
+        assert!(
+            !text.contains(secret),
+            "a secret reached the client: {text}"
+        );
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m.get("id").is_some())
+        .unwrap_or_else(|| panic!("no answer in {text:?}"))
+}
+
+fn key(name: &str) -> &'static str {
+    GW_KEYS.iter().find(|(n, _)| *n == name).unwrap().1
+}
+
+/// Stops a served toolgate with SIGTERM, so its audit log holds every record, and waits for it.
+fn stop(mut served: ServedHttp) {
+    let pid = nix::unistd::Pid::from_raw(served.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let _ = served.child.wait();
+}
+
+/// The principals the upstream recorded for its `echo` calls, in order.
+fn upstream_principals(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r["kind"] == "execution" && r["tool"] == "echo")
+        .map(|r| r["principal"].as_str().unwrap_or("none").to_owned())
+        .collect()
+}
+
+/// Every file under `dir`, read as bytes, must hold none of the secrets.
+fn assert_no_secret_under(dir: &std::path::Path) {
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            for secret in SECRETS {
+                let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+                assert!(!found, "{} holds a credential's value", path.display());
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_caller_reaches_the_upstream_with_its_own_granted_credential() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let up_setup = upstream();
+    let up = serve(&up_setup, &[]);
+    let gw_setup = gateway(&up.url);
+    let gw = serve(&gw_setup, &[("TEAM_TOKEN", UP_TEAM)]);
+    let http = reqwest::Client::new();
+
+    for who in ["alice", "bob", "carol"] {
+        let answer = call(
+            &http,
+            &gw.url,
+            key(who),
+            "remote__echo",
+            json!({"text": who}),
+        )
+        .await;
+        assert_eq!(answer["result"]["content"][0]["text"], who, "{answer}");
+    }
+
+    // The stdio server's secret is alice's: carol is refused before anything runs, alice's answer is scrubbed.
+    let refused = call(
+        &http,
+        &gw.url,
+        key("carol"),
+        "local__echo",
+        json!({"text": "x"}),
+    )
+    .await;
+    assert!(
+        refused.to_string().contains("CREDENTIAL_NOT_GRANTED"),
+        "{refused}"
+    );
+    let echoed = call(
+        &http,
+        &gw.url,
+        key("alice"),
+        "local__echo",
+        json!({"text": format!("FX_SECRET={FX_SECRET}")}),
+    )
+    .await;
+    assert_eq!(
+        echoed["result"]["content"][0]["text"], "FX_SECRET=[credential]",
+        "{echoed}"
+    );
+
+    // Rotation: alice's file now holds a key the upstream refuses; after a reload her calls carry it (and fail
+    // upstream), then the right key again, and every other caller is unaffected meanwhile.
+    let token = gw_setup
+        .dir
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("alice.token");
+    std::fs::write(&token, "Bearer upstream-unknown-key-0000000\n").unwrap();
+    let gw_pid = nix::unistd::Pid::from_raw(gw.child.id() as i32);
+    nix::sys::signal::kill(gw_pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    let mut rotated = false;
+    for _ in 0..40 {
+        let answer = call(
+            &http,
+            &gw.url,
+            key("alice"),
+            "remote__echo",
+            json!({"text": "after"}),
+        )
+        .await;
+        if answer.get("error").is_some() || answer["result"]["isError"] == true {
+            rotated = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(rotated, "alice's rotated credential was never used");
+    let bob = call(
+        &http,
+        &gw.url,
+        key("bob"),
+        "remote__echo",
+        json!({"text": "bob"}),
+    )
+    .await;
+    assert_eq!(bob["result"]["content"][0]["text"], "bob", "{bob}");
+    std::fs::write(&token, format!("Bearer {UP_ROTATED}\n")).unwrap();
+    nix::sys::signal::kill(gw_pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    let mut back = false;
+    for _ in 0..40 {
+        let answer = call(
+            &http,
+            &gw.url,
+            key("alice"),
+            "remote__echo",
+            json!({"text": "rotated"}),
+        )
+        .await;
+        if answer["result"]["content"][0]["text"] == "rotated" {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(back, "alice's calls never worked with the rotated key");
+
+    stop(gw);
+    stop(up);
+    let seen = upstream_principals(&audit_records(&up_setup.state_dir()));
+    assert_eq!(
+        &seen[..3],
+        ["key:up-alice", "key:up-team", "key:up-service"],
+        "the upstream saw {seen:?}"
+    );
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("key:up-rotated"),
+        "{seen:?}"
+    );
+
+    // The gateway's records name the credentials each call went with; nothing it keeps holds a value.
+    let records = audit_records(&gw_setup.state_dir());
+    let named = |server: &str, principal: &str| -> Vec<Value> {
+        records
+            .iter()
+            .filter(|r| {
+                r["kind"] == "execution" && r["server"] == server && r["principal"] == principal
+            })
+            .map(|r| r["credentials"].clone())
+            .collect()
+    };
+    assert_eq!(named("remote", "key:alice")[0], json!(["alice"]));
+    assert_eq!(named("remote", "key:bob")[0], json!(["team"]));
+    assert_eq!(named("remote", "key:carol")[0], json!(["service"]));
+    assert_eq!(named("local", "key:alice")[0], json!(["local-secret"]));
+    let carol_local: Vec<&Value> = records
+        .iter()
+        .filter(|r| {
+            r["kind"] == "execution" && r["server"] == "local" && r["principal"] == "key:carol"
+        })
+        .collect();
+    assert_eq!(carol_local.len(), 1, "{carol_local:?}");
+    assert_eq!(
+        carol_local[0]["outcome"], "CREDENTIAL_NOT_GRANTED",
+        "{carol_local:?}"
+    );
+    assert_no_secret_under(&gw_setup.state_dir());
+}
