@@ -158,6 +158,21 @@ impl Credentials {
         }
     }
 
+    /// An upstream's status as shown to agents and admins: its error, list errors and stderr scrubbed.
+    pub(crate) fn scrub_status(&self, status: &mut upstream::Status) {
+        if !self.scrubs(&status.server) {
+            return;
+        }
+        let server = status.server.clone();
+        let scrub = |s: &mut String| *s = self.scrub_text(&server, s);
+        status.last_error.iter_mut().for_each(scrub);
+        status.stderr_tail.iter_mut().for_each(scrub);
+        status
+            .list_errors
+            .iter_mut()
+            .for_each(|(_, why)| scrub(why));
+    }
+
     /// `text` with every credential value of `server` replaced.
     pub(crate) fn scrub_text(&self, server: &str, text: &str) -> String {
         let mut out = text.to_owned();

@@ -163,3 +163,32 @@ fn another_servers_answer_and_short_secrets_are_left_alone() {
     let mut other = json!({"text": "Bearer alice-token-222222"});
     assert!(!t.scrub("plain", &mut other));
 }
+
+#[test]
+fn a_server_printing_its_environment_to_stderr_shows_no_secret_in_status() {
+    let t = table();
+    let mut status = upstream::Status {
+        server: "files".into(),
+        last_error: Some("exited with FILES_KEY=files-secret-4444 set".into()),
+        stderr_tail: vec!["env: FILES_KEY=files-secret-4444".into()],
+        list_errors: vec![("tools".into(), "bad key files-secret-4444".into())],
+        state: upstream::State::Backoff,
+        protocol_version: None,
+        pid: None,
+        containment: Vec::new(),
+        restarts: 1,
+        tools: 0,
+        resources: 0,
+        prompts: 0,
+        garbage_lines: 0,
+    };
+    t.scrub_status(&mut status);
+    assert!(
+        !format!("{status:?}").contains("files-secret-4444"),
+        "{status:?}"
+    );
+    assert_eq!(
+        status.stderr_tail,
+        vec!["env: FILES_KEY=[credential]".to_owned()]
+    );
+}

@@ -51,7 +51,10 @@ async fn the_third_quick_call_of_a_tool_with_a_burst_of_two_waits_for_the_refill
     let (_, records) = h.one_trace_of(before, Some("echo")).await;
     assert_eq!(
         records,
-        (vec!["DEFAULT_ALLOW".to_owned()], vec!["RATE_LIMITED".to_owned()])
+        (
+            vec!["DEFAULT_ALLOW".to_owned()],
+            vec!["RATE_LIMITED".to_owned()]
+        )
     );
     // Another tool has a bucket of its own.
     let other = client.call("fx__env_keys", json!({})).await;

@@ -243,8 +243,17 @@ impl Stages {
         &self.upstreams
     }
 
+    /// Every upstream's status, its errors and stderr scrubbed of its credentials' values (`credentials`).
     pub(crate) fn statuses(&self) -> Vec<Status> {
-        self.upstreams.iter().map(|u| u.status()).collect()
+        let credentials = self.credentials();
+        self.upstreams
+            .iter()
+            .map(|u| {
+                let mut status = u.status();
+                credentials.scrub_status(&mut status);
+                status
+            })
+            .collect()
     }
 
     /// toolgate's own tools, listed before upstream tools.
