@@ -304,7 +304,21 @@ impl Gateway {
 
     /// Handles one upstream event. Deliveries to sessions only post (`Session::post`): a client that does not
     /// read is closed, never waited on, so it cannot stall this loop for the other clients.
-    pub(crate) async fn on_event(&self, event: Event) {
+    pub(crate) async fn on_event(&self, mut event: Event) {
+        // What an upstream says to a client (a log message, a question) holds none of its credentials' values.
+        if let Event::Notification {
+            server,
+            params: Some(params),
+            ..
+        }
+        | Event::Request {
+            server,
+            params: Some(params),
+            ..
+        } = &mut event
+        {
+            self.stages.credentials().scrub(server, params);
+        }
         match event {
             Event::CatalogChanged { server } => {
                 // Empty until the first list has waited for the starting upstreams: nobody holds a list that could

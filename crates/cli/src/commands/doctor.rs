@@ -35,6 +35,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     println!("toolgate {} doctor", env!("CARGO_PKG_VERSION"));
     settings(&config);
     server_entries(&config);
+    credential_entries(&config);
     let guard = Arc::new(crate::runtime::load_guard(&config)?);
     match (guard.profile(), config.policy.is_empty()) {
         (Some(p), _) => println!("policy: loaded, profile {p:?}"),
@@ -176,6 +177,25 @@ fn server_entries(config: &config::Config) {
     }
     for d in &config.disabled {
         println!("  {:<16} not started: {}", d.name, d.reason);
+    }
+}
+
+/// Each credential: its server, where it goes, whom it is granted to and where its value is read from; never
+/// the value.
+fn credential_entries(config: &config::Config) {
+    if config.credentials.is_empty() {
+        return;
+    }
+    println!("credentials (values never shown):");
+    for c in &config.credentials {
+        let from = match &c.source {
+            config::SecretSource::Value => "the config".to_owned(),
+            config::SecretSource::File(path) => path.display().to_string(),
+        };
+        println!(
+            "  {:<16} {} of {}, granted to {}, from {from}",
+            c.name, c.target, c.server, c.grant
+        );
     }
 }
 

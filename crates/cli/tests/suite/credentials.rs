@@ -308,3 +308,32 @@ async fn each_caller_reaches_the_upstream_with_its_own_granted_credential() {
     );
     assert_no_secret_under(&gw_setup.state_dir());
 }
+
+#[test]
+fn doctor_names_each_credential_and_whom_it_is_granted_to_but_no_value() {
+    let setup = gateway("http://127.0.0.1:9/mcp");
+    let out = std::process::Command::new(toolgate())
+        .args(["doctor", "--no-start", "--config"])
+        .arg(&setup.config)
+        .env("TOOLGATE_STATE_DIR", setup.state_dir())
+        .env("TEAM_TOKEN", UP_TEAM)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for secret in SECRETS {
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{stdout}{stderr}"
+        );
+    }
+    let token = setup.dir.path().canonicalize().unwrap().join("alice.token");
+    for line in [
+        "  service          header \"authorization\" of remote, granted to every caller, from the config".to_owned(),
+        format!("  alice            header \"authorization\" of remote, granted to key:alice, from {}", token.display()),
+        "  team             header \"authorization\" of remote, granted to profile team-b, from the config".to_owned(),
+        "  local-secret     env \"FX_SECRET\" of local, granted to key:alice, from the config".to_owned(),
+    ] {
+        assert!(stdout.lines().any(|l| l == line), "missing {line:?} in:\n{stdout}");
+    }
+}
