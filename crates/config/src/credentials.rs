@@ -258,6 +258,15 @@ fn one(
             ))
         }
     };
+    if let (CredentialTarget::Header(_), Transport::Http { url, .. }) = (&target, &entry.transport)
+    {
+        if plain_http_off_machine(url) {
+            config.warnings.push(format!(
+                "{at}: server {server:?} is reached over plain http at {url}, so this credential crosses the \
+                 network unencrypted; use https"
+            ));
+        }
+    }
     let (secret, source) = secret(at, raw.value, raw.value_file, vars)?;
     check_value(at, &target, &secret)?;
     let grant = match raw.granted_to {
@@ -272,6 +281,24 @@ fn one(
         grant,
         source,
     }))
+}
+
+/// An `http://` URL whose host is not this machine.
+fn plain_http_off_machine(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host_port.split(':').next().unwrap_or_default(),
+    };
+    let local = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    !local
 }
 
 fn header_name(at: &str, v: &Value) -> Result<String> {

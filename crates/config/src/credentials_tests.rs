@@ -241,3 +241,33 @@ fn a_name_the_server_entry_sets_itself_is_refused() {
     let m = refusal(json!({"x": {"server": "files", "env": "ROOT", "value": "v"}}));
     assert!(m.contains("already sets env \"ROOT\""), "{m}");
 }
+
+#[test]
+fn a_header_credential_over_plain_http_off_this_machine_is_warned_about() {
+    let config = parse(json!({"x": {"server": "github", "header": "A", "value": "v"}})).unwrap();
+    assert!(
+        !config.warnings.iter().any(|w| w.contains("unencrypted")),
+        "{:?}",
+        config.warnings
+    );
+    for (url, warned) in [
+        ("http://api.example.com/mcp", true),
+        ("http://10.0.0.5:8080/mcp", true),
+        ("http://user@127.0.0.1:9/mcp", false),
+        ("http://localhost:9/mcp", false),
+        ("http://[::1]:9/mcp", false),
+    ] {
+        let config = parse_str(
+            &json!({"mcpServers": {"h": {"type": "http", "url": url}},
+                    "credentials": {"x": {"server": "h", "header": "A", "value": "v"}}})
+            .to_string(),
+            Format::Json,
+            Path::new("/nonexistent/config.json"),
+            &env,
+            &Overrides::default(),
+        )
+        .unwrap();
+        let got = config.warnings.iter().any(|w| w.contains("unencrypted"));
+        assert_eq!(got, warned, "{url}: {:?}", config.warnings);
+    }
+}
