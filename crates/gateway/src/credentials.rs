@@ -17,7 +17,7 @@ use config::{Credential, CredentialTarget};
 use serde_json::Value;
 
 use crate::outcome::{CallError, CallOutcome, Refusal, RefusalCode};
-use crate::pipeline::CallContext;
+use crate::pipeline::context::CallContext;
 
 /// Secrets shorter than this are not scrubbed from answers: replacing every occurrence of a few characters
 /// would mangle answers and protects nothing.
