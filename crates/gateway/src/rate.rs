@@ -1,8 +1,8 @@
 //! The rate-limit stage: before a decided call runs, it takes a token from each bucket `rateLimits` configures
-//! for it — its identity's (the caller's principal, or `local`), its exposed tool's and its server's, in that
-//! order — from the store, so every replica on one store shares the buckets. A bucket with no token refuses the
-//! call with `RATE_LIMITED` and the milliseconds until one is there (`retryAfterMs`); tokens already taken from
-//! the buckets before it stay taken. Without a store, or when the store cannot answer, a call under a limit is
+//! for it — its identity's (the caller's principal, or `local`), its exposed tool's and its server's — from the
+//! store, in one atomic step, so every replica on one store shares the buckets. When any bucket has no token the
+//! call takes none (a call one limit refuses spends nothing of the others) and is refused with `RATE_LIMITED`
+//! and the milliseconds until every bucket has one (`retryAfterMs`). Without a store, or when the store cannot answer, a call under a limit is
 //! refused: a limit nobody can count is not a limit to skip.
 //!
 //! Bucket keys are the scope and a SHA-256 of its value, so a long principal never exceeds the store's bound.
@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use config::{RateLimit, RateLimits};
-use store::Timestamp;
+use store::{BucketSpec, Timestamp};
 
 use crate::outcome::{Refusal, RefusalCode};
 use crate::state::State;
@@ -35,7 +35,8 @@ pub(crate) struct Subject<'a> {
     pub server: &'a str,
 }
 
-/// Takes a token from each configured bucket of `subject`; the refusal of the first bucket without one.
+/// Takes a token from each configured bucket of `subject`, or from none; the refusal names the bucket that
+/// waits longest.
 pub(crate) fn check(
     limits: &RateLimits,
     state: Option<&State>,
@@ -43,33 +44,23 @@ pub(crate) fn check(
     subject: &Subject<'_>,
     now: Timestamp,
 ) -> Option<Refusal> {
-    let scopes = [
+    let scopes: Vec<(&'static str, RateLimit, String)> = [
         ("identity", limits.per_identity, subject.identity),
         ("tool", limits.per_tool, subject.tool),
         ("server", limits.per_server, subject.server),
-    ];
-    for (scope, limit, value) in scopes {
-        let Some(limit) = limit else { continue };
-        if let Some(refused) = take(state, telemetry, scope, &limit, value, now) {
-            return Some(refused);
-        }
-    }
-    None
-}
-
-fn take(
-    state: Option<&State>,
-    telemetry: &telemetry::Telemetry,
-    scope: &'static str,
-    limit: &RateLimit,
-    value: &str,
-    now: Timestamp,
-) -> Option<Refusal> {
+    ]
+    .into_iter()
+    .filter_map(|(scope, limit, value)| {
+        let key = format!("{scope}:{}", jsonrpc::sha256_hex(value.as_bytes()));
+        Some((scope, limit?, key))
+    })
+    .collect();
+    let first = scopes.first()?.0;
     let unavailable = |why: String| {
         Refusal::new(
             RefusalCode::Refused,
             format!(
-                "toolgate refused this call: a rate limit per {scope} applies and {why}; the call did not run"
+                "toolgate refused this call: a rate limit per {first} applies and {why}; the call did not run"
             ),
         )
     };
@@ -78,32 +69,39 @@ fn take(
             "there is no state store to count it in (give toolgate a usable state directory or store)".to_owned(),
         ));
     };
-    let key = format!("{scope}:{}", jsonrpc::sha256_hex(value.as_bytes()));
-    let taken = state.store(|s| s.take(&key, limit.burst, limit.refill_per_ms(), now));
-    match taken {
-        Ok(t) if t.allowed => None,
-        Ok(t) => {
-            RATE_LIMITED.fetch_add(1, Ordering::Relaxed);
-            telemetry.rate_limited(scope);
-            tracing::info!(
-                scope,
-                retry_after_ms = t.retry_after_ms,
-                "call refused by a rate limit"
-            );
-            Some(
-                Refusal::new(
-                    RefusalCode::RateLimited,
-                    format!(
-                        "toolgate refused this call: the rate limit per {scope} ({} calls per {} ms, bursts of {}) is \
-                         reached; retry in {} ms",
-                        limit.rate, limit.per_ms, limit.burst, t.retry_after_ms
-                    ),
-                )
-                .retry_after(t.retry_after_ms),
-            )
-        }
-        Err(e) => Some(unavailable(format!("the store could not count it ({e})"))),
-    }
+    let buckets: Vec<BucketSpec<'_>> = scopes
+        .iter()
+        .map(|(_, limit, key)| BucketSpec {
+            key,
+            capacity: limit.burst,
+            refill_per_ms: limit.refill_per_ms(),
+        })
+        .collect();
+    let taken = match state.store(|s| s.take_all(&buckets, now)) {
+        Ok(t) if t.taken.allowed => return None,
+        Ok(t) => t,
+        Err(e) => return Some(unavailable(format!("the store could not count it ({e})"))),
+    };
+    let (scope, limit, _) = &scopes[taken.limiting.min(scopes.len() - 1)];
+    let retry = taken.taken.retry_after_ms;
+    RATE_LIMITED.fetch_add(1, Ordering::Relaxed);
+    telemetry.rate_limited(scope);
+    tracing::info!(
+        scope,
+        retry_after_ms = retry,
+        "call refused by a rate limit"
+    );
+    Some(
+        Refusal::new(
+            RefusalCode::RateLimited,
+            format!(
+                "toolgate refused this call: the rate limit per {scope} ({} calls per {} ms, bursts of {}) is \
+                 reached; retry in {retry} ms",
+                limit.rate, limit.per_ms, limit.burst
+            ),
+        )
+        .retry_after(retry),
+    )
 }
 
 #[cfg(test)]

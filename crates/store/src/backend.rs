@@ -25,7 +25,7 @@ use crate::events::{ReportEvent, Retention};
 use crate::handle::Limits;
 use crate::locks::{Acquired, Lease, LockCheck, Released};
 use crate::pins::{FirstUse, Observed, PinCheck, PinObservation, PinsSince, SinceChecks, ToolPin};
-use crate::rate::Taken;
+use crate::rate::{BucketSpec, Taken, TakenAll};
 use crate::report::{GroupBy, Report};
 use crate::time::Timestamp;
 
@@ -273,12 +273,24 @@ pub trait WitnessStore {
 
 /// Token buckets of rate limits, shared by every handle on the state (`rate`).
 pub trait RateStore {
-    /// Refills bucket `key` (created full: `capacity` tokens, gaining `refill_per_ms` a millisecond) up to `now`
-    /// and takes one token if there is one, in one atomic step: racing takers on any handles, in any processes,
-    /// never get more tokens than the bucket holds. Refused, `retry_after_ms` says when a token is there. A take
-    /// need not wake the feed's waiters (nobody waits on a bucket). `InvalidBucket` for a key empty or longer
-    /// than `MAX_BUCKET_KEY`, a capacity of 0 or a refill that is not positive.
-    fn take(&self, key: &str, capacity: u32, refill_per_ms: f64, now: Timestamp) -> Result<Taken>;
+    /// Refills every bucket (each created full: `capacity` tokens, gaining `refill_per_ms` a millisecond) up to
+    /// `now` and takes one token from each if each has one, else from none, in one atomic step: racing takers on
+    /// any handles, in any processes, never get more tokens than a bucket holds, and a call one bucket refuses
+    /// spends nothing of the others. Refused, `retry_after_ms` says when every bucket has a token and
+    /// `limiting` which bucket waits longest. A take need not wake the feed's waiters (nobody waits on a
+    /// bucket). `InvalidBucket` for no bucket, a key named twice, empty or longer than `MAX_BUCKET_KEY`, a
+    /// capacity of 0 or a refill that is not positive.
+    fn take_all(&self, buckets: &[BucketSpec<'_>], now: Timestamp) -> Result<TakenAll>;
+
+    /// `take_all` of one bucket.
+    fn take(&self, key: &str, capacity: u32, refill_per_ms: f64, now: Timestamp) -> Result<Taken> {
+        let bucket = BucketSpec {
+            key,
+            capacity,
+            refill_per_ms,
+        };
+        Ok(self.take_all(&[bucket], now)?.taken)
+    }
 }
 
 /// "May anything have changed?": what held calls and the watch terminal wait on. A false "changed" costs the

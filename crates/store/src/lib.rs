@@ -61,7 +61,7 @@ pub use pins::{
     SinceChecks, ToolPin,
 };
 pub use postgres::{Migrated, PostgresStore, POSTGRES_SCHEMA_VERSION};
-pub use rate::{Taken, MAX_BUCKET_KEY};
+pub use rate::{BucketSpec, Taken, TakenAll, MAX_BUCKET_KEY};
 pub use report::{percentile_nearest_rank, GroupBy, ReasonCount, Report, ReportRow};
 pub use report_render::ReportFormat;
 pub use sqlite::SqliteStore;

@@ -22,7 +22,7 @@ use crate::handle::{Limits, Store, StoreStats};
 use crate::locks::{Acquired, Lease, LockCheck, Released};
 use crate::namespace::Namespace;
 use crate::pins::{Observed, PinObservation, PinsSince, SinceChecks, ToolPin};
-use crate::rate::Taken;
+use crate::rate::{BucketSpec, TakenAll};
 use crate::report::{GroupBy, Report};
 use crate::time::Timestamp;
 
@@ -262,9 +262,9 @@ impl LockStore for SqliteStore {
 }
 
 impl RateStore for SqliteStore {
-    fn take(&self, key: &str, capacity: u32, refill_per_ms: f64, now: Timestamp) -> Result<Taken> {
+    fn take_all(&self, buckets: &[BucketSpec<'_>], now: Timestamp) -> Result<TakenAll> {
         // Not through `with`: a take is no change a waiter waits on.
-        self.lock().take_token(key, capacity, refill_per_ms, now)
+        self.lock().take_tokens(buckets, now)
     }
 }
 

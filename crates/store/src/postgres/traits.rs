@@ -17,7 +17,7 @@ use crate::events::{ReportEvent, Retention};
 use crate::handle::Limits;
 use crate::locks::{Acquired, Lease, LockCheck, Released};
 use crate::pins::{Observed, PinObservation, PinsSince, SinceChecks, ToolPin};
-use crate::rate::Taken;
+use crate::rate::{BucketSpec, TakenAll};
 use crate::report::{GroupBy, Report};
 use crate::time::Timestamp;
 
@@ -225,8 +225,8 @@ impl LockStore for PostgresStore {
 }
 
 impl RateStore for PostgresStore {
-    fn take(&self, key: &str, capacity: u32, refill_per_ms: f64, now: Timestamp) -> Result<Taken> {
-        self.write(|tx, s| rate::take(tx, &s.ns, key, capacity, refill_per_ms, now))
+    fn take_all(&self, buckets: &[BucketSpec<'_>], now: Timestamp) -> Result<TakenAll> {
+        self.write(|tx, s| rate::take(tx, &s.ns, buckets, now))
     }
 }
 

@@ -132,6 +132,8 @@ macro_rules! contract {
                 rate::a_bucket_refills_over_time_up_to_its_capacity,
                 rate::racing_takers_on_separate_handles_never_exceed_the_capacity,
                 rate::bad_bucket_keys_and_rates_are_refused,
+                rate::a_call_one_bucket_refuses_spends_nothing_of_the_others,
+                rate::takers_of_the_same_buckets_in_any_order_all_finish_within_capacity,
                 feed::a_change_by_another_handle_wakes_a_waiter_before_its_deadline,
                 feed::a_write_through_the_same_handle_wakes_its_waiter,
                 feed::without_a_change_the_wait_lasts_until_the_deadline,

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Barrier};
 
 use pretty_assertions::assert_eq;
-use store::{Error, Limits, Taken, MAX_BUCKET_KEY};
+use store::{BucketSpec, Error, Limits, Taken, MAX_BUCKET_KEY};
 
 use super::{at, Backend};
 
@@ -100,4 +100,54 @@ pub fn bad_bucket_keys_and_rates_are_refused<B: Backend>() {
             .unwrap()
             .allowed
     );
+}
+
+fn bucket(key: &str, capacity: u32) -> BucketSpec<'_> {
+    BucketSpec {
+        key,
+        capacity,
+        refill_per_ms: PER_MS,
+    }
+}
+
+pub fn a_call_one_bucket_refuses_spends_nothing_of_the_others<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let s = b.handle();
+    let both = [bucket("identity:a", 3), bucket("tool:t", 1)];
+    let first = s.take_all(&both, at(0)).unwrap();
+    assert!(first.taken.allowed);
+    assert_eq!(first.taken.remaining, 0, "the fewest left in any bucket");
+    // The tool's bucket is empty: ten refused calls spend nothing of the identity's.
+    for _ in 0..10 {
+        let refused = s.take_all(&both, at(0)).unwrap();
+        assert!(!refused.taken.allowed);
+        assert_eq!((refused.limiting, refused.taken.retry_after_ms), (1, 1000));
+    }
+    assert_eq!(s.take("identity:a", 3, PER_MS, at(0)).unwrap(), allowed(1));
+    // A key named twice, or no bucket at all, is refused.
+    for bad in [&[][..], &[bucket("k", 1), bucket("k", 1)][..]] {
+        let e = s.take_all(bad, at(0)).unwrap_err();
+        assert!(matches!(e, Error::InvalidBucket(_)), "{e:?}");
+    }
+}
+
+pub fn takers_of_the_same_buckets_in_any_order_all_finish_within_capacity<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let start = Arc::new(Barrier::new(4));
+    let racers: Vec<_> = (0..4)
+        .map(|i| {
+            let (h, start) = (b.handle(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                // Half name the buckets one way round, half the other: no order may deadlock them.
+                let (x, y) = (bucket("id:x", 6), bucket("tool:y", 6));
+                let order = if i % 2 == 0 { [x, y] } else { [y, x] };
+                start.wait();
+                (0..4)
+                    .filter(|_| h.take_all(&order, at(0)).unwrap().taken.allowed)
+                    .count()
+            })
+        })
+        .collect();
+    let given: usize = racers.into_iter().map(|r| r.join().unwrap()).sum();
+    assert_eq!(given, 6);
 }
