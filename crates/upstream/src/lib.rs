@@ -40,4 +40,4 @@ pub use own_meta::{is_own_meta_key, strip_own_meta, OWN_META_PREFIX};
 pub use process::Containment;
 pub use stdio::{StdioConnector, StdioLink};
 pub use supervisor::{Options, State, Status, Upstream};
-pub use trace_context::with_traceparent;
+pub use trace_context::{current_traceparent, with_traceparent};

@@ -22,6 +22,12 @@ pub async fn with_traceparent<F: Future>(traceparent: Option<String>, fut: F) ->
     }
 }
 
+/// The `traceparent` set around this task's work, as text: for work that goes on in other tasks and joins the same
+/// trace (a code-mode run's calls).
+pub fn current_traceparent() -> Option<String> {
+    TRACEPARENT_VALUE.try_with(Clone::clone).ok()
+}
+
 /// The `traceparent` of the call this task forwards, if any.
 pub(crate) fn traceparent() -> Option<reqwest::header::HeaderValue> {
     TRACEPARENT_VALUE

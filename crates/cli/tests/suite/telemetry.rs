@@ -381,3 +381,52 @@ async fn without_telemetry_nothing_is_exported_and_metrics_are_not_served() {
         "{collector} received spans"
     );
 }
+
+/// In code mode, what a program calls joins its run's trace: each call's span is a child of the `run_code`
+/// call's execute stage, under the client's trace id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_mode_programs_calls_are_spans_of_its_runs_execute_stage() {
+    let (collector, received) = collector().await;
+    let setup = Setup::new(json!({
+        "mcpServers": {"fx": fixture(&[])},
+        "mode": "code",
+        "permissions": {"default": "allow"},
+        "pins": {"newTools": "accept"},
+        "telemetry": {"otlp": {"endpoint": collector, "serviceName": "gateway"}}
+    }));
+    let gw = serve(&setup);
+    let http = client();
+    let program = r#"const a = await call("fx__echo", {text: "one"});
+                     const b = await call("fx__echo", {text: "two"});
+                     return [a, b].length;"#;
+    let ran = call(&http, &gw.url, "run_code", json!({"code": program})).await;
+    assert!(ran.get("result").is_some(), "{ran}");
+
+    let trace = hex::decode(CLIENT_TRACE).unwrap();
+    let seen = exported(&received, |seen| {
+        let calls = seen.iter().filter(|s| s.span.name == "toolgate.call");
+        calls.filter(|s| s.span.trace_id == trace).count() >= 3
+    })
+    .await;
+    let ours: Vec<&Seen> = seen.iter().filter(|s| s.span.trace_id == trace).collect();
+    let run = ours
+        .iter()
+        .find(|s| {
+            s.span.name == "toolgate.call" && s.attr("toolgate.tool").as_deref() == Some("run_code")
+        })
+        .unwrap_or_else(|| panic!("no span for the run: {ours:#?}"));
+    let execute = ours
+        .iter()
+        .find(|s| s.span.name == "toolgate.execute" && s.span.parent_span_id == run.span.span_id)
+        .unwrap_or_else(|| panic!("no execute stage under the run: {ours:#?}"));
+    let echoes: Vec<&&Seen> = ours
+        .iter()
+        .filter(|s| {
+            s.span.name == "toolgate.call" && s.attr("toolgate.tool").as_deref() == Some("echo")
+        })
+        .collect();
+    assert_eq!(echoes.len(), 2, "{ours:#?}");
+    for echo in echoes {
+        assert_eq!(echo.span.parent_span_id, execute.span.span_id, "{echo:#?}");
+    }
+}

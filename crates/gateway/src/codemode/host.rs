@@ -28,6 +28,9 @@ pub(crate) struct Host {
     /// The run's profile and identity: its calls are decided and recorded as the client's that started it.
     pub guard: Arc<crate::guard::Guard>,
     pub principal: Option<String>,
+    /// The run's execute stage as a `traceparent` (telemetry on): each call's span is its child, in the run's
+    /// trace.
+    pub traceparent: Option<String>,
     /// Whose shares of calls in flight its calls take (`bounds::identity`), and in whose turn within that
     /// identity they wait (`bounds::party`).
     pub identity: String,
@@ -62,6 +65,7 @@ impl ToolHost for Host {
             );
             ctx.run_approval = self.approval.clone();
             ctx.principal = self.principal.clone();
+            ctx.traceparent = self.traceparent.clone();
             let params = json!({"name": name, "arguments": call.arguments});
             let gw = Arc::clone(&self.gw);
             // Its own task, so a call the program drops still runs its cancellation to the end (the upstream told,

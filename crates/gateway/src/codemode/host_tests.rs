@@ -31,6 +31,7 @@ fn host(h: &Harness, approved: Option<&[&str]>) -> Host {
         }),
         guard: h.gateway.stages.guard(),
         principal: None,
+        traceparent: None,
         identity: super::bounds::LOCAL.to_owned(),
         party: RUN.to_owned(),
     }

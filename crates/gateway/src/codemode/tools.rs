@@ -232,6 +232,7 @@ async fn run(
         approval,
         guard: Arc::clone(&ctx.guard),
         principal: ctx.principal.clone(),
+        traceparent: upstream::current_traceparent(),
         identity,
         party,
     };
