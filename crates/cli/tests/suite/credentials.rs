@@ -127,6 +127,26 @@ fn key(name: &str) -> &'static str {
     GW_KEYS.iter().find(|(n, _)| *n == name).unwrap().1
 }
 
+/// Writes a new secret into `file` and has the gateway reload.
+fn rotate(file: &std::path::Path, secret: &str, gateway: nix::unistd::Pid) {
+    std::fs::write(file, format!("{secret}\n")).unwrap();
+    nix::sys::signal::kill(gateway, nix::sys::signal::Signal::SIGHUP).unwrap();
+}
+
+/// Calls `call` until its answer satisfies `done` (true), or ten seconds pass (false).
+async fn until<F: std::future::Future<Output = Value>>(
+    call: impl Fn() -> F,
+    done: impl Fn(&Value) -> bool,
+) -> bool {
+    for _ in 0..40 {
+        if done(&call().await) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    false
+}
+
 /// Stops a served toolgate with SIGTERM, so its audit log holds every record, and waits for it.
 fn stop(mut served: ServedHttp) {
     let pid = nix::unistd::Pid::from_raw(served.child.id() as i32);
@@ -217,26 +237,22 @@ async fn each_caller_reaches_the_upstream_with_its_own_granted_credential() {
         .canonicalize()
         .unwrap()
         .join("alice.token");
-    std::fs::write(&token, "Bearer upstream-unknown-key-0000000\n").unwrap();
     let gw_pid = nix::unistd::Pid::from_raw(gw.child.id() as i32);
-    nix::sys::signal::kill(gw_pid, nix::sys::signal::Signal::SIGHUP).unwrap();
-    let mut rotated = false;
-    for _ in 0..40 {
-        let answer = call(
+    let alice = |text: &'static str| {
+        call(
             &http,
             &gw.url,
             key("alice"),
             "remote__echo",
-            json!({"text": "after"}),
+            json!({"text": text}),
         )
-        .await;
-        if answer.get("error").is_some() || answer["result"]["isError"] == true {
-            rotated = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    assert!(rotated, "alice's rotated credential was never used");
+    };
+    let refused = |a: &Value| a.get("error").is_some() || a["result"]["isError"] == true;
+    rotate(&token, "Bearer upstream-unknown-key-0000000", gw_pid);
+    assert!(
+        until(|| alice("after"), refused).await,
+        "alice's rotated credential was never used"
+    );
     let bob = call(
         &http,
         &gw.url,
@@ -246,25 +262,12 @@ async fn each_caller_reaches_the_upstream_with_its_own_granted_credential() {
     )
     .await;
     assert_eq!(bob["result"]["content"][0]["text"], "bob", "{bob}");
-    std::fs::write(&token, format!("Bearer {UP_ROTATED}\n")).unwrap();
-    nix::sys::signal::kill(gw_pid, nix::sys::signal::Signal::SIGHUP).unwrap();
-    let mut back = false;
-    for _ in 0..40 {
-        let answer = call(
-            &http,
-            &gw.url,
-            key("alice"),
-            "remote__echo",
-            json!({"text": "rotated"}),
-        )
-        .await;
-        if answer["result"]["content"][0]["text"] == "rotated" {
-            back = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    assert!(back, "alice's calls never worked with the rotated key");
+    rotate(&token, &format!("Bearer {UP_ROTATED}"), gw_pid);
+    let worked = |a: &Value| a["result"]["content"][0]["text"] == "rotated";
+    assert!(
+        until(|| alice("rotated"), worked).await,
+        "alice's calls never worked with the rotated key"
+    );
 
     stop(gw);
     stop(up);
