@@ -115,12 +115,7 @@ async fn call(http: &reqwest::Client, url: &str, key: &str, tool: &str, args: Va
             "a secret reached the client: {text}"
         );
     }
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .chain(std::iter::once(text.as_str()))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .find(|m| m.get("id").is_some())
-        .unwrap_or_else(|| panic!("no answer in {text:?}"))
+    crate::support::answer_in(&text)
 }
 
 fn key(name: &str) -> &'static str {

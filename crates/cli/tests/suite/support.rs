@@ -363,3 +363,13 @@ pub fn audit_records(state: &Path) -> Vec<Value> {
     }
     out
 }
+
+/// The JSON-RPC answer in a Streamable HTTP response body, whether plain JSON or an event stream.
+pub fn answer_in(text: &str) -> Value {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .chain(std::iter::once(text))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m.get("id").is_some())
+        .unwrap_or_else(|| panic!("no answer in {text:?}"))
+}

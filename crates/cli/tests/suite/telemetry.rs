@@ -116,12 +116,7 @@ async fn request(
         .text()
         .await
         .unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .chain(std::iter::once(text.as_str()))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .find(|m| m.get("id").is_some())
-        .unwrap_or_else(|| panic!("no answer in {text:?}"))
+    crate::support::answer_in(&text)
 }
 
 /// A span as exported, with the service that sent it.
