@@ -4,8 +4,8 @@
 //! `Rejection` (401 with `WWW-Authenticate`).
 //!
 //! Only `Authorization: Bearer` is read: a token in the query string, a cookie or another scheme is never looked
-//! at. A rejection says only that the token is invalid; why is logged at debug level. The JWKS file is read once,
-//! at start (a changed file takes effect on restart). It does not decide whether the profile exists or fits the
+//! at. A rejection says only that the token is invalid; why is logged at debug level. The JWKS file is read at
+//! start and again at each reload (`auth_live`). It does not decide whether the profile exists or fits the
 //! served mode: opening the session under it does (`Session::open_as`), and the front end answers 403 then.
 
 use crate::http::HttpError;
@@ -78,6 +78,8 @@ impl IntoResponse for Rejection {
 
 /// One verification key of the JWKS, with the algorithms it may verify.
 struct VerifyKey {
+    /// The key as the file gave it (canonical JSON): a reload compares keys by it.
+    jwk: String,
     kid: Option<String>,
     algorithms: Vec<Algorithm>,
     key: DecodingKey,
@@ -94,6 +96,29 @@ pub(crate) struct Authenticator {
     jwt: Option<Jwt>,
     resource: Option<String>,
     authorization_servers: Vec<String>,
+}
+
+/// The callers a reload of the authentication revoked (`Authenticator::revoked_by`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Revoked {
+    /// `key:<name>` identities.
+    pub keys: std::collections::BTreeSet<String>,
+    /// Every `jwt:` identity.
+    pub jwt: bool,
+}
+
+impl Revoked {
+    /// Whether the caller `identity` was revoked.
+    pub(crate) fn covers(&self, identity: &Option<String>) -> bool {
+        match identity {
+            Some(id) => self.keys.contains(id) || (self.jwt && id.starts_with("jwt:")),
+            None => false,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.keys.is_empty() && !self.jwt
+    }
 }
 
 /// What was wrong with a presented token; logged, never told to the caller.
@@ -135,6 +160,31 @@ impl Authenticator {
     /// Whether anybody can authenticate at all (a non-loopback bind needs this).
     pub(crate) fn configured(&self) -> bool {
         !self.api_keys.is_empty() || self.jwt.is_some()
+    }
+
+    /// The callers this authenticator let in whom `next` would not let in as they were: each API key that
+    /// `next` no longer has with the same name, digest and profile, and every JWT caller when the JWT settings
+    /// changed or a key of the JWKS left it or changed (which key verified a session's token is not kept, so
+    /// none of them is presumed still valid). A key only added revokes nobody.
+    pub(crate) fn revoked_by(&self, next: &Authenticator) -> Revoked {
+        let keys = self
+            .api_keys
+            .iter()
+            .filter(|k| !next.api_keys.contains(k))
+            .map(|k| format!("key:{}", k.name))
+            .collect();
+        let jwt = match (&self.jwt, &next.jwt) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(now), Some(then)) => {
+                now.settings != then.settings
+                    || now
+                        .keys
+                        .iter()
+                        .any(|k| !then.keys.iter().any(|t| t.jwk == k.jwk))
+            }
+        };
+        Revoked { keys, jwt }
     }
 
     /// The caller of one request: `Principal::anonymous()` when no auth is configured; otherwise a valid bearer
@@ -215,10 +265,14 @@ impl Authenticator {
     }
 }
 
-/// Checks at start that sessions can run under every profile an API key or the JWT settings name, so a key
-/// whose profile is missing, or sets the other mode, stops `serve` instead of failing its first request. A
-/// profile a token's claim names is checked when it is presented (403 if it cannot be served).
-pub(crate) fn check_profiles(auth: &HttpAuth, gateway: &gateway::Gateway) -> Result<(), HttpError> {
+/// Checks at start (and at a reload, against the profiles it brings) that sessions can run under every profile
+/// an API key or the JWT settings name, so a key whose profile is missing, or sets the other mode, stops
+/// `serve` (or the reload) instead of failing its first request. A profile a token's claim names is checked
+/// when it is presented (403 if it cannot be served).
+pub(crate) fn check_profiles(
+    auth: &HttpAuth,
+    check: impl Fn(&str) -> Result<(), gateway::Error>,
+) -> Result<(), HttpError> {
     let named = auth
         .api_keys
         .iter()
@@ -229,7 +283,7 @@ pub(crate) fn check_profiles(auth: &HttpAuth, gateway: &gateway::Gateway) -> Res
                 .filter_map(|j| Some(("http.auth.jwt.profile".to_owned(), j.profile.as_deref()?))),
         );
     for (by, profile) in named {
-        gateway.check_profile(profile).map_err(|e| {
+        check(profile).map_err(|e| {
             HttpError::Auth(format!(
                 "{by} names profile {profile:?}, which cannot be served: {e}"
             ))
@@ -244,7 +298,7 @@ pub(crate) async fn metadata_route(
     axum::extract::State(app): axum::extract::State<std::sync::Arc<crate::http::App>>,
     headers: HeaderMap,
 ) -> Response {
-    match app.auth.metadata(&headers) {
+    match app.auth.load().metadata(&headers) {
         Some(doc) => crate::http::reply::json(StatusCode::OK, doc.to_string()),
         None => StatusCode::NOT_FOUND.into_response(),
     }
@@ -371,6 +425,7 @@ fn load_jwks(path: &std::path::Path) -> Result<Vec<VerifyKey>, HttpError> {
         }
         let key = DecodingKey::from_jwk(jwk).map_err(|e| fail(format!("key {i}: {e}")))?;
         keys.push(VerifyKey {
+            jwk: serde_json::to_string(jwk).map_err(|e| fail(format!("key {i}: {e}")))?,
             kid: jwk.common.key_id.clone(),
             algorithms,
             key,
