@@ -83,9 +83,7 @@ impl Gateway {
             .collect();
         in_use.sort();
         in_use.dedup();
-        let profiles = self
-            .profiles
-            .prepare(config, Arc::clone(&guard), &in_use)?;
+        let profiles = self.profiles.prepare(config, Arc::clone(&guard), &in_use)?;
         Ok(Reload {
             guard,
             profiles,
@@ -123,7 +121,8 @@ impl Gateway {
                     *slot = Some(self.launcher.start(server));
                 }
             }
-            self.stages.set_upstreams(slots.into_iter().flatten().collect());
+            self.stages
+                .set_upstreams(slots.into_iter().flatten().collect());
             self.catalog_changed(&applied).await;
         }
         Ok(applied)

@@ -141,9 +141,7 @@ impl Stages {
         let Some((server, upstream_id)) = self.tasks.resolve(state, &ours, &owner) else {
             return Err(unknown(&ours));
         };
-        let up = self
-            .upstream(&server)
-            .ok_or_else(|| unknown(&ours))?;
+        let up = self.upstream(&server).ok_or_else(|| unknown(&ours))?;
         let conn = up
             .connection()
             .map_err(|e| crate::errors::to_client(e).unwrap_or_else(|| unknown(&ours)))?;

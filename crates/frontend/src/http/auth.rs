@@ -177,7 +177,10 @@ impl Authenticator {
             (None, _) => false,
             (Some(_), None) => true,
             (Some(now), Some(then)) => {
-                now.settings != then.settings
+                // Which file the keys come from does not matter, the keys in it do.
+                let (a, b) = (&now.settings, &then.settings);
+                (&a.issuer, &a.audience, &a.profile_claim, &a.profile)
+                    != (&b.issuer, &b.audience, &b.profile_claim, &b.profile)
                     || now
                         .keys
                         .iter()

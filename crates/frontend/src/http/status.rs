@@ -98,6 +98,9 @@ fn document(app: &App, admin: bool) -> Value {
         "admin_auth".into(),
         value!({"configured": app.admin.is_some()}),
     );
-    doc.insert("auth".into(), value!({"configured": app.auth.load().configured()}));
+    doc.insert(
+        "auth".into(),
+        value!({"configured": app.auth.load().configured()}),
+    );
     Value::Object(doc)
 }
