@@ -45,6 +45,8 @@ pub(crate) struct Principal {
     pub identity: Option<String>,
     /// The profile the caller's sessions run under; `None`: the profile `serve` applies.
     pub profile: Option<String>,
+    /// Which authentication (counted by reloads, `auth_live`) let the caller in.
+    pub generation: u64,
 }
 
 impl Principal {
@@ -92,6 +94,8 @@ struct Jwt {
 }
 
 pub(crate) struct Authenticator {
+    /// 0 at start, one more at each reload that replaces it.
+    pub(crate) generation: u64,
     api_keys: Vec<ApiKey>,
     jwt: Option<Jwt>,
     resource: Option<String>,
@@ -105,9 +109,16 @@ pub(crate) struct Revoked {
     pub keys: std::collections::BTreeSet<String>,
     /// Every `jwt:` identity.
     pub jwt: bool,
+    /// The authentication that revoked them: a caller let in by it or a later one is not revoked.
+    pub generation: u64,
 }
 
 impl Revoked {
+    /// Whether `principal`, let in before this revocation, lost its credential by it.
+    pub(crate) fn revokes(&self, principal: &Principal) -> bool {
+        principal.generation < self.generation && self.covers(&principal.identity)
+    }
+
     /// Whether the caller `identity` was revoked.
     pub(crate) fn covers(&self, identity: &Option<String>) -> bool {
         match identity {
@@ -150,6 +161,7 @@ impl Authenticator {
             })
             .transpose()?;
         Ok(Self {
+            generation: 0,
             api_keys: auth.api_keys.clone(),
             jwt,
             resource: auth.resource.clone(),
@@ -187,7 +199,11 @@ impl Authenticator {
                         .any(|k| !then.keys.iter().any(|t| t.jwk == k.jwk))
             }
         };
-        Revoked { keys, jwt }
+        Revoked {
+            keys,
+            jwt,
+            generation: next.generation,
+        }
     }
 
     /// The caller of one request: `Principal::anonymous()` when no auth is configured; otherwise a valid bearer
@@ -206,7 +222,10 @@ impl Authenticator {
             return Err(challenge(&metadata, false));
         };
         match self.verify(token) {
-            Ok(principal) => Ok(principal),
+            Ok(principal) => Ok(Principal {
+                generation: self.generation,
+                ..principal
+            }),
             Err(why) => {
                 tracing::debug!(reason = why.reason(), "refused a bearer token");
                 Err(challenge(&metadata, true))
@@ -219,6 +238,7 @@ impl Authenticator {
             return Ok(Principal {
                 identity: Some(format!("key:{}", key.name)),
                 profile: key.profile.clone(),
+                generation: 0,
             });
         }
         match &self.jwt {
@@ -407,6 +427,7 @@ impl Jwt {
         Ok(Principal {
             identity: Some(format!("jwt:{}#{sub}", self.settings.issuer)),
             profile,
+            generation: 0,
         })
     }
 }

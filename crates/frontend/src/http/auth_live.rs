@@ -76,11 +76,12 @@ impl AuthReload {
     /// Puts `next` in force for every request from now on, and ends the legacy sessions and WebSockets of the
     /// callers it revoked; returns how many legacy sessions were ended.
     pub fn apply(&self, next: NextAuth) -> usize {
-        let next = Arc::new(next.0);
+        let mut next = next.0;
         let revoked = {
             let mut now = self.auth.now.write().unwrap_or_else(|p| p.into_inner());
+            next.generation = now.generation + 1;
             let revoked = now.revoked_by(&next);
-            *now = next;
+            *now = Arc::new(next);
             revoked
         };
         if revoked.is_empty() {

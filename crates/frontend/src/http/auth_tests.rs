@@ -389,9 +389,20 @@ fn a_reload_revokes_a_key_that_left_or_changed_and_nobody_for_a_key_only_added()
         profile_claim: Some("toolgate_profile".into()),
         profile: Some("readonly".into()),
     });
-    let rotated = Authenticator::new(&changed).unwrap();
+    let mut rotated = Authenticator::new(&changed).unwrap();
+    rotated.generation = 1;
     let revoked = before.revoked_by(&rotated);
     assert!(revoked.covers(&Some("key:ci".into())), "{revoked:?}");
+    let let_in_by = |generation| Principal {
+        identity: Some("key:ci".into()),
+        profile: Some("review".into()),
+        generation,
+    };
+    assert!(revoked.revokes(&let_in_by(0)));
+    assert!(
+        !revoked.revokes(&let_in_by(1)),
+        "a caller the rotated key let in is not revoked"
+    );
     assert!(!revoked.jwt, "the JWT settings and keys did not change");
     assert!(!revoked.covers(&Some("jwt:https://idp.example#alice".into())));
     assert!(!revoked.covers(&None));

@@ -101,13 +101,15 @@ async fn serve(
     };
     let idle = app.limits.session_idle;
     let mut quiet_until = Instant::now() + idle;
+    // A reload may have revoked the caller between its check and here: the last revocation is looked at first.
     let mut revocations = app.auth.revocations();
+    revocations.mark_changed();
     let close = loop {
         let frame = tokio::select! {
             biased;
             () = app.shutdown.cancelled() => break Some(close_code::AWAY),
             Ok(()) = revocations.changed() => {
-                if revocations.borrow_and_update().covers(&principal.identity) {
+                if revocations.borrow_and_update().revokes(&principal) {
                     // A reload revoked the credential this socket was opened with.
                     break Some(close_code::POLICY);
                 }
