@@ -57,6 +57,8 @@ mod record;
 mod relay_flow_tests;
 mod relayed;
 mod reload;
+#[cfg(test)]
+mod reload_tests;
 mod requester;
 mod route;
 mod session;
