@@ -8,8 +8,9 @@
 //! unchanged ones are left alone). Sessions and calls under way, held ones included, carry on.
 //!
 //! What is read only at start — the listener's address and its other HTTP settings, turning authentication on
-//! or off, the state root, the store, the audit witness, hooks and the sandbox layers every server must have —
-//! takes a restart: a reload that finds one changed applies the rest and names that section on stderr
+//! or off, the state root, the store, the audit witness, hooks, the sandbox layers every server must have, and
+//! the gateway's options (names, limits, approvals, pins, rate limits, code mode's run timeout, telemetry,
+//! reporting) — takes a restart: a reload that finds one changed applies the rest and names that section on stderr
 //! (`not_applied`). A changed workspace or mode refuses the reload, since the policy is compiled for them.
 
 use config::Config;
@@ -160,6 +161,21 @@ fn not_applied(started: &Config, next: &Config) -> Vec<&'static str> {
         ),
         ("http.admin", a.admin != b.admin),
         ("http.limits", a.limits != b.limits),
+        (
+            "separator/prefixTools",
+            started.separator != next.separator || started.prefix_tools != next.prefix_tools,
+        ),
+        ("limits", started.limits != next.limits),
+        ("approvals", started.approvals != next.approvals),
+        (
+            "pins",
+            started.pins_on_change_ask != next.pins_on_change_ask
+                || started.pins_accept_new_tools != next.pins_accept_new_tools,
+        ),
+        ("rateLimits", started.rate_limits != next.rate_limits),
+        ("sandbox.timeoutSeconds", started.code != next.code),
+        ("telemetry", started.telemetry != next.telemetry),
+        ("tool_use_reporting", started.reporting != next.reporting),
         ("hooks", started.hooks != next.hooks),
         ("sandbox", started.sandbox != next.sandbox),
         ("store", started.store != next.store),

@@ -99,7 +99,7 @@ impl Gateway {
     pub async fn apply_reload(&self, next: Reload) -> Result<Applied, Error> {
         let _one = self.reloading.lock().await;
         if self.shutdown.is_cancelled() {
-            return Err(Error::NeedsRestart("toolgate is shutting down".to_owned()));
+            return Err(Error::ShuttingDown);
         }
         let (mut slots, applied, stopping) = self.plan_upstreams(&next.servers);
         self.profiles.install(next.profiles);
@@ -131,15 +131,16 @@ impl Gateway {
     /// Has the event loop rebuild the catalog when the upstreams changed, in turn with the upstreams' own
     /// changes; it announces what the rebuild changed to every session.
     async fn catalog_changed(&self, applied: &Applied) {
-        if applied.changed() {
-            let _ = self
-                .launcher
-                .sinks
-                .events
-                .send(Event::CatalogChanged {
-                    server: "(reload)".to_owned(),
-                })
-                .await;
+        if !applied.changed() {
+            return;
+        }
+        let event = Event::CatalogChanged {
+            server: "(reload)".to_owned(),
+        };
+        // Once shutdown has begun nobody drains the events, and shutdown waits for this reload to end.
+        tokio::select! {
+            _ = self.launcher.sinks.events.send(event) => {}
+            () = self.shutdown.cancelled() => {}
         }
     }
 

@@ -214,3 +214,23 @@ async fn a_broken_unused_profile_is_refused_at_start_and_by_a_reload_alike() {
     assert!(!out.status.success(), "start-up refuses it: {err}");
     assert!(err.contains(why), "{err}");
 }
+
+#[tokio::test]
+async fn a_section_read_only_at_start_is_named_and_the_rest_is_applied() {
+    let s = Served::start_with(|dir| config(dir, allow())).await;
+    s.rewrite_with(|dir| {
+        let mut c = config(dir, json!({"default": "allow", "deny": ["mcp__fx__echo"]}));
+        c["stateDir"] = json!(dir.join("elsewhere"));
+        c["http"] = json!({"listen": "127.0.0.1:9"});
+        c
+    });
+    let line = s.hangup_and_wait("config reloaded (SIGHUP)").await;
+    assert!(
+        line.contains("what changed in http.listen, stateDir takes a restart of toolgate"),
+        "{line}"
+    );
+    let echo = call(&s.client, "fx__echo", json!({"text": "x"}))
+        .await
+        .unwrap();
+    assert!(refused(&echo), "the policy was applied: {echo}");
+}
