@@ -115,7 +115,8 @@ impl Gateway {
             stops.spawn(async move { up.shutdown().await });
         }
         while stops.join_next().await.is_some() {}
-        if !applied.restarted.is_empty() {
+        // Shutdown, waiting for this reload, would end what starts now right away: nothing is started.
+        if !applied.restarted.is_empty() && !self.shutdown.is_cancelled() {
             for (slot, server) in slots.iter_mut().zip(&next.servers) {
                 if slot.is_none() {
                     *slot = Some(self.launcher.start(server));

@@ -3,7 +3,8 @@
 //! lose what they hold open. A revoked API key (or every JWT caller, when the JWT settings or a key of the JWKS
 //! changed) is refused 401 on its next request; its legacy sessions are ended at once, so their GET streams
 //! close and their ids are unknown (404) afterwards, and its WebSockets are closed with 1008 (policy violation).
-//! A call of such a session that was under way is cancelled with the session, as when the client disconnects.
+//! A call of such a session that was under way is cancelled with the session, as when the client disconnects;
+//! a 2026-07-28 request already under way (a session of its own, authenticated when it arrived) finishes.
 //!
 //! It does not read the configuration: the binary loads it, the gateway checks the profiles it names, and the
 //! result is handed here through `AuthReload`. Turning authentication on or off takes a restart (the per-caller
