@@ -70,6 +70,23 @@ impl Served {
         self.rewrite(&serde_json::to_string_pretty(&build(&root)).unwrap());
     }
 
+    /// The store, and the id of the first call held for approval (waited for, at most 10 s).
+    pub(crate) async fn held(&self) -> (store::Store, String) {
+        let ns = store::Namespace::open(&self.setup.state_dir(), &self.setup.workspace()).unwrap();
+        let store = store::Store::open(&ns).unwrap();
+        for _ in 0..200 {
+            let now = store::Timestamp::now();
+            let pending = store
+                .list_requests(Some(store::ApprovalStatus::Pending), now)
+                .unwrap();
+            if let Some(a) = pending.into_iter().next() {
+                return (store, a.id);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no call was held");
+    }
+
     pub(crate) fn stderr(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -173,21 +190,7 @@ async fn a_call_held_for_approval_survives_a_reload() {
         let s = Arc::clone(&s);
         tokio::spawn(async move { call(&s.client, "fx__echo", json!({"text": "held"})).await })
     };
-    let ns = store::Namespace::open(&s.setup.state_dir(), &s.setup.workspace()).unwrap();
-    let mut store = store::Store::open(&ns).unwrap();
-    let mut id = None;
-    for _ in 0..200 {
-        let now = store::Timestamp::now();
-        let pending = store
-            .list_requests(Some(store::ApprovalStatus::Pending), now)
-            .unwrap();
-        if let Some(a) = pending.into_iter().next() {
-            id = Some(a.id);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let id = id.expect("the call was held");
+    let (mut store, id) = s.held().await;
     s.rewrite_permissions(json!({"default": "allow", "deny": ["mcp__fx__echo"]}));
     s.hangup_and_wait("config reloaded (SIGHUP)").await;
     store

@@ -234,3 +234,42 @@ async fn a_section_read_only_at_start_is_named_and_the_rest_is_applied() {
         .unwrap();
     assert!(refused(&echo), "the policy was applied: {echo}");
 }
+
+#[tokio::test]
+async fn a_held_call_survives_the_restart_of_its_server_and_runs_on_the_new_one() {
+    let asks = |dir: &Path| {
+        config(
+            dir,
+            json!({"default": "allow", "ask": ["mcp__fx__env_keys"]}),
+        )
+    };
+    let s = Arc::new(Served::start_with(asks).await);
+    let held = {
+        let s = Arc::clone(&s);
+        tokio::spawn(async move { call(&s.client, "fx__env_keys", json!({})).await })
+    };
+    let (mut store, id) = s.held().await;
+    s.rewrite_with(|dir| {
+        let mut c = asks(dir);
+        c["mcpServers"]["fx"]["env"] = json!({"RELOAD_MARK": "1"});
+        c
+    });
+    let line = s.hangup_and_wait("config reloaded (SIGHUP)").await;
+    assert!(line.contains("servers restarted: fx"), "{line}");
+    // Approved once the new server is up, the held call runs there.
+    call_when_up(&s, "fx__echo", json!({"text": "up"})).await;
+    store
+        .approve(&id, "test operator", store::Timestamp::now())
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), held)
+        .await
+        .expect("the held call ends")
+        .unwrap()
+        .unwrap();
+    let keys: Vec<String> =
+        serde_json::from_value(result["structuredContent"]["keys"].clone()).unwrap();
+    assert!(
+        keys.contains(&"RELOAD_MARK".to_owned()),
+        "the held call ran on the restarted server: {result}"
+    );
+}
