@@ -26,7 +26,8 @@ const POLL: Duration = Duration::from_secs(1);
 pub type Load = Box<dyn Fn() -> anyhow::Result<Config> + Send + Sync>;
 
 /// What `serve` reloads from: how to load, the file to watch (none when no file was found at start), the
-/// configuration it started with, whose settings read only at start stay in force, and the HTTP front end's authentication when it serves HTTP.
+/// configuration it started with, whose settings read only at start stay in force, and the HTTP front end's
+/// authentication when it serves HTTP.
 pub struct Reloader {
     load: Load,
     file: Option<PathBuf>,

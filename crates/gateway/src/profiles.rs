@@ -2,7 +2,8 @@
 //! its sessions run under, and each session decides its calls and computes its visible catalog with that
 //! profile's guard. Each guard is compiled on first use from the configuration in force and kept; only configured
 //! profiles compile, so there are at most as many as the configuration names. A reload (`prepare`, then
-//! `install`) swaps the whole set at once: the configuration, the served guard and the compiled guards, after every profile compiled.
+//! `install`) swaps the whole set at once: the configuration, the served guard and the compiled guards, after
+//! every profile compiled.
 //!
 //! One gateway serves one mode: a profile that sets the other mode is refused, since code mode changes what the
 //! whole gateway lists and runs. It does not choose a profile for anybody; the front end says which.

@@ -25,7 +25,7 @@ use upstream::{Status, Upstream};
 pub(crate) struct Stages {
     pub(crate) opts: Options,
     /// The served profile's guard: the stdio session's, and every session opened without a profile of its own.
-    /// Replaced whole by a reload (`Gateway::reload_policy`); a call keeps the one it started with.
+    /// Replaced whole by a reload (`Gateway::apply_reload`); a call keeps the one it started with.
     served: crate::live::Live<Guard>,
     /// Approvals, pins, reporting and audit; `None` when this workspace has no usable state directory, in which
     /// case every ask fails closed.
