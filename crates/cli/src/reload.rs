@@ -1,11 +1,17 @@
 //! Reloading `serve`'s configuration while it serves: on SIGHUP, and when the config file changes (its size,
-//! modification time and content, looked at once a second on a blocking thread). The new file is loaded and its
-//! policy compiled exactly as at start-up; anything that fails leaves the old configuration in force, and stderr
-//! says why. What is reloaded is the policy and its profiles (`Gateway::reload_policy`); sessions and calls
-//! under way, held ones included, carry on.
+//! modification time and content, looked at once a second on a blocking thread). The new file is loaded and
+//! checked whole exactly as at start-up (its policy and every profile compiling, each server entry valid, the
+//! JWKS file loading, each profile an API key names servable); anything that fails leaves the old
+//! configuration in force, and stderr says why. Then it is put in force: the HTTP API keys and JWKS first (a
+//! revoked key is refused from its next request on, `frontend::AuthReload`), then the policy, the profiles and
+//! the upstreams (`Gateway::apply_reload`: servers added start, removed ones stop, changed ones restart,
+//! unchanged ones are left alone). Sessions and calls under way, held ones included, carry on.
 //!
-//! It does not restart upstreams or the HTTP listener, nor re-read API keys: a change to those takes a restart,
-//! and a reload that finds one changed says so on stderr (`not_applied`).
+//! What is read only at start — the listener's address and its other HTTP settings, turning authentication on
+//! or off, the state root, the store, the audit witness, hooks, the sandbox layers every server must have, and
+//! the gateway's options (names, limits, approvals, pins, rate limits, code mode's run timeout, telemetry,
+//! reporting) — takes a restart: a reload that finds one changed applies the rest and names that section on stderr
+//! (`not_applied`). A changed workspace or mode refuses the reload, since the policy is compiled for them.
 
 use config::Config;
 use gateway::Gateway;
@@ -19,12 +25,31 @@ const POLL: Duration = Duration::from_secs(1);
 /// Loads the configuration again the way the command loaded it at start (same flags, same checks).
 pub type Load = Box<dyn Fn() -> anyhow::Result<Config> + Send + Sync>;
 
-/// What `serve` reloads from: how to load, the file to watch (none when no file was found at start), and the
-/// configuration it started with, whose settings read only at start stay in force.
+/// What `serve` reloads from: how to load, the file to watch (none when no file was found at start), the
+/// configuration it started with, whose settings read only at start stay in force, and the HTTP front end's
+/// authentication when it serves HTTP.
 pub struct Reloader {
-    pub load: Load,
-    pub file: Option<PathBuf>,
-    pub started: Config,
+    load: Load,
+    file: Option<PathBuf>,
+    started: Config,
+    auth: Option<frontend::AuthReload>,
+}
+
+impl Reloader {
+    pub fn new(load: Load, started: &Config) -> Self {
+        Self {
+            load,
+            file: started.source.clone(),
+            started: started.clone(),
+            auth: None,
+        }
+    }
+
+    /// Reloads the API keys and JWKS of this HTTP front end too.
+    pub fn with_auth(mut self, auth: frontend::AuthReload) -> Self {
+        self.auth = Some(auth);
+        self
+    }
 }
 
 /// Reloads on every SIGHUP and every change of the file, until the gateway's runtime ends.
@@ -51,12 +76,7 @@ pub async fn watch(gw: Arc<Gateway>, reloader: Reloader) {
             }
         };
         match reload_once(&gw, &reloader).await {
-            Ok(kept) if kept.is_empty() => eprintln!("toolgate: config reloaded ({cause})"),
-            Ok(kept) => eprintln!(
-                "toolgate: config reloaded ({cause}); what changed in {} takes a restart of toolgate and is \
-                 not applied",
-                kept.join(", ")
-            ),
+            Ok(done) => eprintln!("toolgate: config reloaded ({cause}){}", done.describe()),
             Err(e) => eprintln!(
                 "toolgate: config not reloaded ({cause}); the previous one stays in force: {}",
                 crate::runtime::error_chain(&e)
@@ -67,19 +87,96 @@ pub async fn watch(gw: Arc<Gateway>, reloader: Reloader) {
     }
 }
 
-/// Reloads the policy; returns the sections read only at start that differ from the running ones.
-async fn reload_once(gw: &Gateway, reloader: &Reloader) -> anyhow::Result<Vec<&'static str>> {
+/// What one reload did, for its line on stderr.
+struct Done {
+    upstreams: gateway::Applied,
+    /// Legacy HTTP sessions ended because their caller's credential was revoked.
+    ended: usize,
+    /// The sections read only at start that differ from the running ones.
+    kept: Vec<&'static str>,
+}
+
+impl Done {
+    fn describe(&self) -> String {
+        let mut out = String::new();
+        for (what, names) in [
+            ("started", &self.upstreams.added),
+            ("stopped", &self.upstreams.removed),
+            ("restarted", &self.upstreams.restarted),
+        ] {
+            if !names.is_empty() {
+                out.push_str(&format!("; servers {what}: {}", names.join(", ")));
+            }
+        }
+        if self.ended > 0 {
+            out.push_str(&format!(
+                "; {} HTTP session(s) of revoked callers ended",
+                self.ended
+            ));
+        }
+        if !self.kept.is_empty() {
+            out.push_str(&format!(
+                "; what changed in {} takes a restart of toolgate and is not applied",
+                self.kept.join(", ")
+            ));
+        }
+        out
+    }
+}
+
+/// Loads and checks the configuration whole, then puts it in force; on error nothing changed.
+async fn reload_once(gw: &Gateway, reloader: &Reloader) -> anyhow::Result<Done> {
     let config = (reloader.load)()?;
-    let guard = crate::runtime::load_guard(&config)?;
-    gw.reload_policy(&config, Arc::new(guard)).await?;
-    Ok(not_applied(&reloader.started, &config))
+    let guard = crate::runtime::serve_guard(&config)?;
+    let next = gw.prepare_reload(&config, Arc::new(guard))?;
+    let mut kept = not_applied(&reloader.started, &config);
+    // Turning authentication on or off takes a restart; the keys of an authenticated server are reloaded.
+    let auth = match &reloader.auth {
+        Some(auth) if reloader.started.http.auth.any() == config.http.auth.any() => {
+            let prepared = auth.prepare(&config.http, |p| next.check_profile(p))?;
+            Some((auth, prepared))
+        }
+        Some(_) => {
+            kept.push("http.auth (turning authentication on or off)");
+            None
+        }
+        None => None,
+    };
+    let ended = auth.map_or(0, |(auth, prepared)| auth.apply(prepared));
+    let upstreams = gw.apply_reload(next).await?;
+    Ok(Done {
+        upstreams,
+        ended,
+        kept,
+    })
 }
 
 /// The sections of `next` that a reload does not apply and that differ from what serving started with.
 fn not_applied(started: &Config, next: &Config) -> Vec<&'static str> {
+    let (a, b) = (&started.http, &next.http);
     let changed = [
-        ("mcpServers", started.servers != next.servers),
-        ("http", started.http != next.http),
+        ("http.listen", a.listen != b.listen),
+        (
+            "http.allowedHosts/allowedOrigins",
+            a.allowed_hosts != b.allowed_hosts || a.allowed_origins != b.allowed_origins,
+        ),
+        ("http.admin", a.admin != b.admin),
+        ("http.limits", a.limits != b.limits),
+        (
+            "separator/prefixTools",
+            started.separator != next.separator || started.prefix_tools != next.prefix_tools,
+        ),
+        ("limits", started.limits != next.limits),
+        ("approvals", started.approvals != next.approvals),
+        (
+            "pins",
+            started.pins_on_change_ask != next.pins_on_change_ask
+                || started.pins_accept_new_tools != next.pins_accept_new_tools,
+        ),
+        ("rateLimits", started.rate_limits != next.rate_limits),
+        ("sandbox.timeoutSeconds", started.code != next.code),
+        ("telemetry", started.telemetry != next.telemetry),
+        ("tool_use_reporting", started.reporting != next.reporting),
         ("hooks", started.hooks != next.hooks),
         ("sandbox", started.sandbox != next.sandbox),
         ("store", started.store != next.store),

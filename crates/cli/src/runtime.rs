@@ -268,7 +268,7 @@ pub fn serve_reloading(
     // Before any key is read or any child started: nothing this process starts may read its memory or
     // environment, inherit its terminal, or leave its tree.
     crate::harden::gateway();
-    let guard = Arc::new(load_guard(&config)?);
+    let guard = Arc::new(serve_guard(&config)?);
     let state = serve_state(&config)?;
     let builtin = builtin_tools(&config, state.as_deref())?;
     let rt = tokio()?;
@@ -281,20 +281,17 @@ pub fn serve_reloading(
             &config.hooks,
             &protected_paths(&config),
         ));
-        if let Some(load) = reload {
-            let file = config.source.clone();
-            let reloader = crate::reload::Reloader {
-                load,
-                file,
-                started: config.clone(),
-            };
-            tokio::spawn(crate::reload::watch(Arc::clone(&gw), reloader));
-        }
+        let reloader = reload.map(|load| crate::reload::Reloader::new(load, &config));
         // No start-up step can stop serving: an upstream that fails, or lists what cannot be served, is reported
         // by `toolgate_status` and `doctor` while the others serve.
         let served = match transport {
-            Transport::Stdio => serve_stdio_until_signal(&gw).await,
-            Transport::Http(addr) => serve_http_until_signal(&gw, &config, addr).await,
+            Transport::Stdio => {
+                if let Some(reloader) = reloader {
+                    tokio::spawn(crate::reload::watch(Arc::clone(&gw), reloader));
+                }
+                serve_stdio_until_signal(&gw).await
+            }
+            Transport::Http(addr) => serve_http_until_signal(&gw, &config, addr, reloader).await,
         };
         gw.shutdown().await;
         // The last spans are sent before the runtime goes (bounded by the export timeout).
@@ -328,6 +325,7 @@ async fn serve_http_until_signal(
     gw: &Arc<Gateway>,
     config: &Config,
     addr: Option<std::net::SocketAddr>,
+    reloader: Option<crate::reload::Reloader>,
 ) -> anyhow::Result<ExitCode> {
     let addr = match addr.or(config.http.listen) {
         Some(a) => a,
@@ -344,6 +342,10 @@ async fn serve_http_until_signal(
         .admin_verbs(Arc::new(crate::products::unified_admin::UnifiedVerbs::new(
             config,
         )));
+    if let Some(reloader) = reloader {
+        let reloader = reloader.with_auth(server.auth_reload());
+        tokio::spawn(crate::reload::watch(Arc::clone(gw), reloader));
+    }
     // The one line a user needs to connect a client; stdout stays free of anything but protocol bytes.
     eprintln!(
         "toolgate: serving MCP over HTTP at http://{}/mcp",
@@ -401,6 +403,14 @@ pub fn load_guard(config: &Config) -> anyhow::Result<Guard> {
             _ => anyhow::Error::msg(e),
         }
     })
+}
+
+/// The served profile's policy as `serve` needs it, at start and at every reload alike: `load_guard`, and every
+/// other profile the config defines compiling too (one nobody uses yet is still one a key may name tomorrow).
+pub fn serve_guard(config: &Config) -> anyhow::Result<Guard> {
+    let guard = load_guard(config)?;
+    gateway::check_profiles(config, &guard).map_err(anyhow::Error::msg)?;
+    Ok(guard)
 }
 
 /// The gateway's options for `config`, with what every stdio upstream is kept from: the state root and the

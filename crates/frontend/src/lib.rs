@@ -9,6 +9,7 @@
 mod http;
 mod stdio;
 
+pub use http::auth_live::{AuthReload, NextAuth};
 pub use http::{
     AdminVerb, AdminVerbs, HttpError, HttpServer, ProfileStore, VerbRefusal, DEFAULT_LISTEN,
 };

@@ -208,7 +208,7 @@ async fn forward_as_granted(
     method: &str,
     mut params: Value,
 ) -> CallOutcome {
-    let Some(up) = gw.upstream(server).cloned() else {
+    let Some(up) = gw.upstream(server) else {
         return CallOutcome::Failed(CallError::BadRequest(format!("unknown upstream {server}")));
     };
     let conn = match up.connection() {

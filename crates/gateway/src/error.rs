@@ -18,6 +18,8 @@ pub enum Error {
     },
     #[error("{0}; restart toolgate to change it")]
     NeedsRestart(String),
+    #[error("toolgate is shutting down")]
+    ShuttingDown,
     #[error("state root: {0}")]
     StateRoot(store::Error),
     #[error("state for {workspace}: {why}")]

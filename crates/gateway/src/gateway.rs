@@ -42,7 +42,12 @@ pub struct Gateway {
     sessions: Mutex<HashMap<String, Weak<Session>>>,
     /// Set once the first list has waited (bounded) for upstreams still starting.
     first_list: OnceCell<()>,
-    shutdown: CancellationToken,
+    pub(crate) shutdown: CancellationToken,
+    /// How upstreams are started, for those a reload adds or changes.
+    pub(crate) launcher: crate::launch::Launcher,
+    /// Held by a reload from its first check to its last upstream stopped, and by shutdown once it has begun:
+    /// two reloads never interleave, and none starts an upstream that shutdown would not end.
+    pub(crate) reloading: tokio::sync::Mutex<()>,
 }
 
 impl Gateway {
@@ -91,19 +96,12 @@ impl Gateway {
             events: tx,
             progress: Some(routes),
         };
-        let upstreams = config
-            .servers
-            .iter()
-            .map(|s| match links.get(&s.name) {
-                Some(link) => Upstream::start_linked(
-                    s.clone(),
-                    opts.upstream.clone(),
-                    sinks.clone(),
-                    Arc::clone(link),
-                ),
-                None => Upstream::start(s.clone(), opts.upstream.clone(), sinks.clone()),
-            })
-            .collect();
+        let launcher = crate::launch::Launcher {
+            opts: opts.upstream.clone(),
+            sinks,
+            links: links.clone(),
+        };
+        let upstreams = config.servers.iter().map(|s| launcher.start(s)).collect();
         let profiles = crate::profiles::Profiles::new(config, Arc::clone(&guard), opts.code.mode);
         let stages = Arc::new(Stages::new(Parts {
             opts,
@@ -120,6 +118,8 @@ impl Gateway {
             sessions: Mutex::new(HashMap::new()),
             first_list: OnceCell::new(),
             shutdown: CancellationToken::new(),
+            launcher,
+            reloading: tokio::sync::Mutex::new(()),
         });
         // What toolgate offers before any upstream has answered: its own tools, and every list kind to come (no
         // upstream catalog yet, so this build is small enough to run here).
@@ -156,7 +156,7 @@ impl Gateway {
     /// own start-up timeout (Codex `startup_timeout_sec`) replaces `limit` for that server.
     async fn wait_settled(&self, limit: Duration, own_timeouts: bool) {
         let mut waits = tokio::task::JoinSet::new();
-        for up in self.stages.upstreams() {
+        for up in self.stages.upstreams().iter() {
             let up = Arc::clone(up);
             let limit = match up.config().startup_timeout {
                 Some(own) if own_timeouts => own,
@@ -193,6 +193,8 @@ impl Gateway {
     /// session, which is why it is closed here too.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
+        // A reload under way finishes first (it sees the token and starts nothing); none begins after this.
+        let _no_reload = self.reloading.lock().await;
         let sessions = self.live_sessions();
         for session in &sessions {
             session.close();
@@ -213,7 +215,7 @@ impl Gateway {
             state.flush();
         }
         let mut stops = tokio::task::JoinSet::new();
-        for up in self.stages.upstreams() {
+        for up in self.stages.upstreams().iter() {
             let up = Arc::clone(up);
             stops.spawn(async move { up.shutdown().await });
         }
@@ -263,11 +265,12 @@ impl Gateway {
         self.stages.audit_health()
     }
 
-    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+    pub fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
         self.stages.upstream(name)
     }
 
-    pub fn upstreams(&self) -> &[Arc<Upstream>] {
+    /// The upstreams as they are now (a reload may replace the list; this one stays as it was).
+    pub fn upstreams(&self) -> Arc<Vec<Arc<Upstream>>> {
         self.stages.upstreams()
     }
 

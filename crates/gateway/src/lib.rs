@@ -32,6 +32,7 @@ mod guard;
 mod hooks;
 mod ids;
 mod intrinsics;
+mod launch;
 mod live;
 mod methods;
 #[cfg(test)]
@@ -57,6 +58,8 @@ mod record;
 mod relay_flow_tests;
 mod relayed;
 mod reload;
+#[cfg(test)]
+mod reload_tests;
 mod requester;
 mod route;
 mod session;
@@ -97,7 +100,9 @@ pub use outbox::{Drain, Outgoing, Stream};
 pub use outside_witness::OutsideWitness;
 pub use own::{Surface, OWN_SERVER};
 pub use pins::{Item as PinItem, PinStatus, PinView};
+pub use profiles::check_profiles;
 pub use rate::rate_limited_total;
+pub use reload::{Applied, Reload};
 pub use session::{Session, MAX_IN_FLIGHT, SUPPORTED_VERSIONS};
 pub use state::{state_root, State};
 pub use status::AuditHealth;

@@ -1,8 +1,9 @@
 //! The guards of the profiles a gateway serves besides its own: an HTTP caller's key or token names the profile
 //! its sessions run under, and each session decides its calls and computes its visible catalog with that
 //! profile's guard. Each guard is compiled on first use from the configuration in force and kept; only configured
-//! profiles compile, so there are at most as many as the configuration names. A reload (`replace`) swaps the whole
-//! set at once: the configuration, the served guard and the compiled guards, after every profile compiled.
+//! profiles compile, so there are at most as many as the configuration names. A reload (`prepare`, then
+//! `install`) swaps the whole set at once: the configuration, the served guard and the compiled guards, after
+//! every profile compiled.
 //!
 //! One gateway serves one mode: a profile that sets the other mode is refused, since code mode changes what the
 //! whole gateway lists and runs. It does not choose a profile for anybody; the front end says which.
@@ -39,14 +40,14 @@ impl Profiles {
         self.current.load().guard(profile)
     }
 
-    /// Replaces every profile with those of `config`, once each of them compiles (a profile of the other mode
-    /// is refused when used, as at start) and each of `in_use` can serve sessions; else nothing changes.
-    pub(crate) fn replace(
+    /// The profiles of `config`, once each of them compiles (a profile of the other mode is refused when used,
+    /// as at start) and each of `in_use` can serve sessions; nothing is replaced yet (`install`).
+    pub(crate) fn prepare(
         &self,
         config: &Config,
         served: Arc<Guard>,
         in_use: &[String],
-    ) -> Result<(), Error> {
+    ) -> Result<Next, Error> {
         let mode = self.current.load().mode;
         let next = Set::new(config, served, mode);
         for name in next.served.policy().profile_names() {
@@ -58,9 +59,36 @@ impl Profiles {
         for name in in_use {
             next.guard(Some(name))?;
         }
-        self.current.store(Arc::new(next));
-        Ok(())
+        Ok(Next(Arc::new(next)))
     }
+
+    /// Puts prepared profiles in force for every session that decides a call from now on.
+    pub(crate) fn install(&self, next: Next) {
+        self.current.store(next.0);
+    }
+}
+
+/// A reload's profiles, compiled and checked, not yet in force.
+pub(crate) struct Next(Arc<Set>);
+
+impl Next {
+    /// Whether sessions can run under `profile` once these profiles are in force.
+    pub(crate) fn check(&self, profile: &str) -> Result<(), Error> {
+        self.0.guard(Some(profile)).map(drop)
+    }
+}
+
+/// Whether every profile `config` defines compiles, which `serve` requires at start as a reload does (with the
+/// same error): a profile nobody uses yet is still one an API key or a token may name tomorrow. A profile that
+/// sets the other mode compiles and is refused only when a session asks for it.
+pub fn check_profiles(config: &Config, served: &Guard) -> Result<(), Error> {
+    let workspace = Path::new(served.workspace());
+    for name in served.policy().profile_names() {
+        if Some(name) != served.profile() {
+            Guard::load_as(config, workspace, Some(name.to_owned()))?;
+        }
+    }
+    Ok(())
 }
 
 impl Set {

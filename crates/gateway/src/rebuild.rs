@@ -45,7 +45,7 @@ impl ListKind {
 
 /// What one build reads besides the upstream catalogs; owned, so a build can run on another thread.
 pub(crate) struct Inputs {
-    pub upstreams: Vec<Arc<Upstream>>,
+    pub upstreams: Arc<Vec<Arc<Upstream>>>,
     pub state: Option<Arc<State>>,
     pub guard: Arc<Guard>,
     pub naming: Naming,
@@ -369,7 +369,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let guard = Guard::load(&config::Config::empty(), dir.path()).unwrap();
         Inputs {
-            upstreams: Vec::new(),
+            upstreams: Arc::default(),
             state: None,
             guard: Arc::new(guard),
             naming: Naming {

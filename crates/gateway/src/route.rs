@@ -254,7 +254,7 @@ impl Gateway {
 
     /// Sets every upstream that logs to `level`.
     async fn set_upstream_level(&self, level: LogLevel) {
-        for up in self.upstreams() {
+        for up in self.upstreams().iter() {
             if up.catalog().has("logging") {
                 if let Ok(conn) = up.connection() {
                     let never = CancellationToken::new();
@@ -306,7 +306,7 @@ impl Gateway {
         if self.stages.listens.close(&server, &uri) {
             return;
         }
-        let Some(up) = self.upstream(&server).cloned() else {
+        let Some(up) = self.upstream(&server) else {
             return;
         };
         let never = CancellationToken::new();

@@ -188,7 +188,7 @@ async fn upstream_that_ends_is_restarted_and_serves_the_same_session_again() {
         crashed.get("error").is_some() || crashed["result"]["isError"] == true,
         "{crashed}"
     );
-    let up = std::sync::Arc::clone(h.gateway.upstream("fx").unwrap());
+    let up = h.gateway.upstream("fx").unwrap();
     let deadline = std::time::Instant::now() + crate::testkit::WAIT;
     loop {
         let status = up.status();

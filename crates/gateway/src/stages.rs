@@ -25,7 +25,7 @@ use upstream::{Status, Upstream};
 pub(crate) struct Stages {
     pub(crate) opts: Options,
     /// The served profile's guard: the stdio session's, and every session opened without a profile of its own.
-    /// Replaced whole by a reload (`Gateway::reload_policy`); a call keeps the one it started with.
+    /// Replaced whole by a reload (`Gateway::apply_reload`); a call keeps the one it started with.
     served: crate::live::Live<Guard>,
     /// Upstream credentials by server (`credentials`), replaced whole by a reload.
     credentials: crate::live::Live<crate::credentials::Credentials>,
@@ -37,7 +37,9 @@ pub(crate) struct Stages {
     /// Where each request's records go (the same state) and its pre- and post-call hooks, in order
     /// (`Gateway::set_hooks`).
     pub(crate) recorder: Recorder,
-    upstreams: Vec<Arc<Upstream>>,
+    /// The upstreams calls go to, replaced whole by a reload (`Gateway::apply_reload`): a reader takes the list
+    /// as it is now and keeps it for as long as it needs, so a call under way keeps the upstream it started on.
+    upstreams: crate::live::Live<Vec<Arc<Upstream>>>,
     /// The merged catalog and pin view, published by each rebuild.
     pub(crate) merged: Arc<Merged>,
     pub(crate) progress: Arc<ProgressTable>,
@@ -93,7 +95,7 @@ impl Stages {
             state: p.state,
             builtin: p.builtin,
             recorder,
-            upstreams: p.upstreams,
+            upstreams: crate::live::Live::new(Arc::new(p.upstreams)),
             merged: Arc::default(),
             progress: p.progress,
             correlation: p.correlation,
@@ -235,18 +237,28 @@ impl Stages {
         }
     }
 
-    pub(crate) fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
-        self.upstreams.iter().find(|u| u.name() == name)
+    pub(crate) fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
+        self.upstreams
+            .load()
+            .iter()
+            .find(|u| u.name() == name)
+            .cloned()
     }
 
-    pub(crate) fn upstreams(&self) -> &[Arc<Upstream>] {
-        &self.upstreams
+    /// The upstreams as they are now; a reload later does not change the list returned.
+    pub(crate) fn upstreams(&self) -> Arc<Vec<Arc<Upstream>>> {
+        self.upstreams.load()
+    }
+
+    /// Replaces the upstreams for every reader from now on (a reload); whoever holds the old list keeps it.
+    pub(crate) fn set_upstreams(&self, upstreams: Vec<Arc<Upstream>>) {
+        self.upstreams.store(Arc::new(upstreams));
     }
 
     /// Every upstream's status, its errors and stderr scrubbed of its credentials' values (`credentials`).
     pub(crate) fn statuses(&self) -> Vec<Status> {
         let credentials = self.credentials();
-        self.upstreams
+        self.upstreams()
             .iter()
             .map(|u| {
                 let mut status = u.status();
@@ -281,7 +293,7 @@ impl Stages {
 
     pub(crate) fn rebuild_inputs(&self) -> Inputs {
         Inputs {
-            upstreams: self.upstreams.clone(),
+            upstreams: self.upstreams(),
             state: self.state.clone(),
             guard: self.guard(),
             naming: self.opts.naming.clone(),

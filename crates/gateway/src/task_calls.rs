@@ -86,7 +86,7 @@ impl Stages {
 
     /// Best effort: tells `server` to cancel a task nobody can reach.
     fn cancel_upstream_task(&self, server: &str, upstream_id: String) {
-        let Some(up) = self.upstream(server).cloned() else {
+        let Some(up) = self.upstream(server) else {
             return;
         };
         tokio::spawn(async move {
@@ -141,10 +141,7 @@ impl Stages {
         let Some((server, upstream_id)) = self.tasks.resolve(state, &ours, &owner) else {
             return Err(unknown(&ours));
         };
-        let up = self
-            .upstream(&server)
-            .cloned()
-            .ok_or_else(|| unknown(&ours))?;
+        let up = self.upstream(&server).ok_or_else(|| unknown(&ours))?;
         let conn = up
             .connection()
             .map_err(|e| crate::errors::to_client(e).unwrap_or_else(|| unknown(&ours)))?;
@@ -194,7 +191,7 @@ impl Stages {
         servers.sort_by(|a, b| a.0.cmp(&b.0));
         let mut tasks = Vec::new();
         for (server, ids) in servers {
-            let Some(up) = self.upstream(&server).cloned() else {
+            let Some(up) = self.upstream(&server) else {
                 continue;
             };
             let Ok(conn) = up.connection() else { continue };

@@ -349,6 +349,11 @@ impl Harness {
         }
     }
 
+    /// The temporary directory the harness's config, workspace (`ws`) and state live in.
+    pub(crate) fn root(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     /// A new client session on this gateway.
     pub(crate) fn client(&self) -> Client {
         Client {

@@ -326,10 +326,18 @@ impl Connection {
                 Incoming::Oversized { len, max, id } => self.oversized(len, max, id),
             }
         }
+        // Closed before its output ended: toolgate ended it (`end`), the server did not go on its own.
+        let stopped = self.closed.is_cancelled();
         self.closed.cancel();
-        let why = self
-            .end_reason()
-            .unwrap_or_else(|| "the server exited".to_owned());
+        let why = self.end_reason().unwrap_or_else(|| {
+            match stopped {
+                true => {
+                    "toolgate stopped it (shutting down, or a reload removed or changed its entry)"
+                }
+                false => "the server exited",
+            }
+            .to_owned()
+        });
         let waiters: Vec<Waiter> = self.lock_pending().drain().map(|(_, w)| w).collect();
         for w in waiters {
             let _ = w.send(Err(self.unavailable(&why)));

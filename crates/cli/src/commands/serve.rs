@@ -1,5 +1,5 @@
 //! `toolgate serve`: the gateway for every upstream in the config, in direct or code mode, over stdio or
-//! Streamable HTTP (`--http`). SIGHUP, or a change of the config file, reloads the policy (`reload`).
+//! Streamable HTTP (`--http`). SIGHUP, or a change of the config file, reloads the configuration (`reload`).
 
 use super::common::ConfigArgs;
 use config::{Mode, Provenance, Setting};

@@ -51,6 +51,8 @@ mod pins;
 mod policy;
 mod policy_cli;
 mod reload;
+mod reload_keys;
+mod reload_upstreams;
 mod replicas;
 mod rule_origins;
 mod shared_store;

@@ -4,8 +4,8 @@
 //! `Rejection` (401 with `WWW-Authenticate`).
 //!
 //! Only `Authorization: Bearer` is read: a token in the query string, a cookie or another scheme is never looked
-//! at. A rejection says only that the token is invalid; why is logged at debug level. The JWKS file is read once,
-//! at start (a changed file takes effect on restart). It does not decide whether the profile exists or fits the
+//! at. A rejection says only that the token is invalid; why is logged at debug level. The JWKS file is read at
+//! start and again at each reload (`auth_live`). It does not decide whether the profile exists or fits the
 //! served mode: opening the session under it does (`Session::open_as`), and the front end answers 403 then.
 
 use crate::http::HttpError;
@@ -45,6 +45,8 @@ pub(crate) struct Principal {
     pub identity: Option<String>,
     /// The profile the caller's sessions run under; `None`: the profile `serve` applies.
     pub profile: Option<String>,
+    /// Which authentication (counted by reloads, `auth_live`) let the caller in.
+    pub generation: u64,
 }
 
 impl Principal {
@@ -78,6 +80,8 @@ impl IntoResponse for Rejection {
 
 /// One verification key of the JWKS, with the algorithms it may verify.
 struct VerifyKey {
+    /// The key as the file gave it (canonical JSON): a reload compares keys by it.
+    jwk: String,
     kid: Option<String>,
     algorithms: Vec<Algorithm>,
     key: DecodingKey,
@@ -90,10 +94,42 @@ struct Jwt {
 }
 
 pub(crate) struct Authenticator {
+    /// 0 at start, one more at each reload that replaces it.
+    pub(crate) generation: u64,
     api_keys: Vec<ApiKey>,
     jwt: Option<Jwt>,
     resource: Option<String>,
     authorization_servers: Vec<String>,
+}
+
+/// The callers a reload of the authentication revoked (`Authenticator::revoked_by`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Revoked {
+    /// `key:<name>` identities.
+    pub keys: std::collections::BTreeSet<String>,
+    /// Every `jwt:` identity.
+    pub jwt: bool,
+    /// The authentication that revoked them: a caller let in by it or a later one is not revoked.
+    pub generation: u64,
+}
+
+impl Revoked {
+    /// Whether `principal`, let in before this revocation, lost its credential by it.
+    pub(crate) fn revokes(&self, principal: &Principal) -> bool {
+        principal.generation < self.generation && self.covers(&principal.identity)
+    }
+
+    /// Whether the caller `identity` was revoked.
+    pub(crate) fn covers(&self, identity: &Option<String>) -> bool {
+        match identity {
+            Some(id) => self.keys.contains(id) || (self.jwt && id.starts_with("jwt:")),
+            None => false,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.keys.is_empty() && !self.jwt
+    }
 }
 
 /// What was wrong with a presented token; logged, never told to the caller.
@@ -125,6 +161,7 @@ impl Authenticator {
             })
             .transpose()?;
         Ok(Self {
+            generation: 0,
             api_keys: auth.api_keys.clone(),
             jwt,
             resource: auth.resource.clone(),
@@ -135,6 +172,38 @@ impl Authenticator {
     /// Whether anybody can authenticate at all (a non-loopback bind needs this).
     pub(crate) fn configured(&self) -> bool {
         !self.api_keys.is_empty() || self.jwt.is_some()
+    }
+
+    /// The callers this authenticator let in whom `next` would not let in as they were: each API key that
+    /// `next` no longer has with the same name, digest and profile, and every JWT caller when the JWT settings
+    /// changed or a key of the JWKS left it or changed (which key verified a session's token is not kept, so
+    /// none of them is presumed still valid). A key only added revokes nobody.
+    pub(crate) fn revoked_by(&self, next: &Authenticator) -> Revoked {
+        let keys = self
+            .api_keys
+            .iter()
+            .filter(|k| !next.api_keys.contains(k))
+            .map(|k| format!("key:{}", k.name))
+            .collect();
+        let jwt = match (&self.jwt, &next.jwt) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(now), Some(then)) => {
+                // Which file the keys come from does not matter, the keys in it do.
+                let (a, b) = (&now.settings, &then.settings);
+                (&a.issuer, &a.audience, &a.profile_claim, &a.profile)
+                    != (&b.issuer, &b.audience, &b.profile_claim, &b.profile)
+                    || now
+                        .keys
+                        .iter()
+                        .any(|k| !then.keys.iter().any(|t| t.jwk == k.jwk))
+            }
+        };
+        Revoked {
+            keys,
+            jwt,
+            generation: next.generation,
+        }
     }
 
     /// The caller of one request: `Principal::anonymous()` when no auth is configured; otherwise a valid bearer
@@ -153,7 +222,10 @@ impl Authenticator {
             return Err(challenge(&metadata, false));
         };
         match self.verify(token) {
-            Ok(principal) => Ok(principal),
+            Ok(principal) => Ok(Principal {
+                generation: self.generation,
+                ..principal
+            }),
             Err(why) => {
                 tracing::debug!(reason = why.reason(), "refused a bearer token");
                 Err(challenge(&metadata, true))
@@ -166,6 +238,7 @@ impl Authenticator {
             return Ok(Principal {
                 identity: Some(format!("key:{}", key.name)),
                 profile: key.profile.clone(),
+                generation: 0,
             });
         }
         match &self.jwt {
@@ -215,10 +288,14 @@ impl Authenticator {
     }
 }
 
-/// Checks at start that sessions can run under every profile an API key or the JWT settings name, so a key
-/// whose profile is missing, or sets the other mode, stops `serve` instead of failing its first request. A
-/// profile a token's claim names is checked when it is presented (403 if it cannot be served).
-pub(crate) fn check_profiles(auth: &HttpAuth, gateway: &gateway::Gateway) -> Result<(), HttpError> {
+/// Checks at start (and at a reload, against the profiles it brings) that sessions can run under every profile
+/// an API key or the JWT settings name, so a key whose profile is missing, or sets the other mode, stops
+/// `serve` (or the reload) instead of failing its first request. A profile a token's claim names is checked
+/// when it is presented (403 if it cannot be served).
+pub(crate) fn check_profiles(
+    auth: &HttpAuth,
+    check: impl Fn(&str) -> Result<(), gateway::Error>,
+) -> Result<(), HttpError> {
     let named = auth
         .api_keys
         .iter()
@@ -229,7 +306,7 @@ pub(crate) fn check_profiles(auth: &HttpAuth, gateway: &gateway::Gateway) -> Res
                 .filter_map(|j| Some(("http.auth.jwt.profile".to_owned(), j.profile.as_deref()?))),
         );
     for (by, profile) in named {
-        gateway.check_profile(profile).map_err(|e| {
+        check(profile).map_err(|e| {
             HttpError::Auth(format!(
                 "{by} names profile {profile:?}, which cannot be served: {e}"
             ))
@@ -244,7 +321,7 @@ pub(crate) async fn metadata_route(
     axum::extract::State(app): axum::extract::State<std::sync::Arc<crate::http::App>>,
     headers: HeaderMap,
 ) -> Response {
-    match app.auth.metadata(&headers) {
+    match app.auth.load().metadata(&headers) {
         Some(doc) => crate::http::reply::json(StatusCode::OK, doc.to_string()),
         None => StatusCode::NOT_FOUND.into_response(),
     }
@@ -350,6 +427,7 @@ impl Jwt {
         Ok(Principal {
             identity: Some(format!("jwt:{}#{sub}", self.settings.issuer)),
             profile,
+            generation: 0,
         })
     }
 }
@@ -371,6 +449,7 @@ fn load_jwks(path: &std::path::Path) -> Result<Vec<VerifyKey>, HttpError> {
         }
         let key = DecodingKey::from_jwk(jwk).map_err(|e| fail(format!("key {i}: {e}")))?;
         keys.push(VerifyKey {
+            jwk: serde_json::to_string(jwk).map_err(|e| fail(format!("key {i}: {e}")))?,
             kid: jwk.common.key_id.clone(),
             algorithms,
             key,

@@ -358,3 +358,79 @@ fn metadata_names_the_resource_and_its_servers() {
         "http://127.0.0.1:8787/.well-known/oauth-protected-resource/mcp"
     );
 }
+
+/// The JWKS with only its first key (`ed-1`), or with both, written to `dir`.
+fn jwks_keeping(dir: &std::path::Path, keep: usize) -> PathBuf {
+    let mut set: Value =
+        serde_json::from_str(&std::fs::read_to_string(jwks_path()).unwrap()).unwrap();
+    set["keys"].as_array_mut().unwrap().truncate(keep);
+    let path = dir.join(format!("jwks-{keep}.json"));
+    std::fs::write(&path, set.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_reload_revokes_a_key_that_left_or_changed_and_nobody_for_a_key_only_added() {
+    let before = auth();
+    let same = auth();
+    assert_eq!(before.revoked_by(&same), Revoked::default());
+    let mut changed = HttpAuth {
+        api_keys: vec![ApiKey {
+            name: "ci".into(),
+            sha256: digest("rotated-ci-key"),
+            profile: Some("review".into()),
+        }],
+        ..HttpAuth::default()
+    };
+    changed.jwt = Some(JwtAuth {
+        jwks_file: jwks_path(),
+        issuer: ISS.into(),
+        audience: AUD.into(),
+        profile_claim: Some("toolgate_profile".into()),
+        profile: Some("readonly".into()),
+    });
+    let mut rotated = Authenticator::new(&changed).unwrap();
+    rotated.generation = 1;
+    let revoked = before.revoked_by(&rotated);
+    assert!(revoked.covers(&Some("key:ci".into())), "{revoked:?}");
+    let let_in_by = |generation| Principal {
+        identity: Some("key:ci".into()),
+        profile: Some("review".into()),
+        generation,
+    };
+    assert!(revoked.revokes(&let_in_by(0)));
+    assert!(
+        !revoked.revokes(&let_in_by(1)),
+        "a caller the rotated key let in is not revoked"
+    );
+    assert!(!revoked.jwt, "the JWT settings and keys did not change");
+    assert!(!revoked.covers(&Some("jwt:https://idp.example#alice".into())));
+    assert!(!revoked.covers(&None));
+    // A key that gets another profile is revoked too: its sessions run under the old one.
+    changed.api_keys[0].sha256 = digest("secret-ci-key");
+    changed.api_keys[0].profile = None;
+    let reprofiled = Authenticator::new(&changed).unwrap();
+    assert!(before
+        .revoked_by(&reprofiled)
+        .covers(&Some("key:ci".into())));
+}
+
+#[test]
+fn a_jwks_key_removed_by_a_reload_revokes_every_jwt_caller_and_one_added_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = auth_with(jwks_keeping(dir.path(), 1));
+    let both = auth_with(jwks_keeping(dir.path(), 2));
+    let added = one.revoked_by(&both);
+    assert_eq!(added, Revoked::default(), "a key only added revokes nobody");
+    let removed = both.revoked_by(&one);
+    assert!(removed.jwt);
+    assert!(removed.covers(&Some("jwt:https://idp.example#alice".into())));
+    assert!(
+        !removed.covers(&Some("key:ci".into())),
+        "API keys are untouched"
+    );
+    // The removed key no longer verifies a token it signed.
+    let rsa = signed(Algorithm::RS256, Some("rsa-1"), RSA_DER, &claims());
+    assert!(both.authenticate(&bearer_headers(&rsa)).is_ok());
+    assert_invalid_token(one.authenticate(&bearer_headers(&rsa)));
+}

@@ -18,6 +18,7 @@
 mod admin;
 mod admin_verbs;
 pub(crate) mod auth;
+pub(crate) mod auth_live;
 mod connections;
 mod modern;
 mod origin;
@@ -32,6 +33,7 @@ mod table;
 mod ws;
 
 use crate::http::auth::Authenticator;
+use crate::http::auth_live::{AuthReload, LiveAuth};
 use crate::http::connections::{Pending, Rules, Ticket};
 use crate::http::origin::OriginPolicy;
 use crate::http::reply::Refusal;
@@ -91,7 +93,8 @@ pub enum HttpError {
 pub(crate) struct App {
     pub gateway: Arc<Gateway>,
     pub policy: OriginPolicy,
-    pub auth: Authenticator,
+    /// The API keys and JWKS in force, replaced whole by a reload (`auth_live`).
+    pub auth: Arc<LiveAuth>,
     /// The admin key's digest; the admin routes exist only with one.
     pub admin: Option<[u8; 32]>,
     /// Where the served profiles come from, for `GET /mcp/status`.
@@ -128,7 +131,7 @@ impl HttpServer {
         addr: SocketAddr,
     ) -> Result<Self, HttpError> {
         let auth = Authenticator::new(&http.auth)?;
-        auth::check_profiles(&http.auth, &gateway)?;
+        auth::check_profiles(&http.auth, |p| gateway.check_profile(p))?;
         if !addr.ip().is_loopback() && !auth.configured() {
             return Err(HttpError::UnauthenticatedBind(addr));
         }
@@ -152,7 +155,7 @@ impl HttpServer {
         }
         let app = App {
             policy: OriginPolicy::new(addr, &http.allowed_hosts, &http.allowed_origins),
-            auth,
+            auth: Arc::new(LiveAuth::new(auth)),
             admin: http.admin.as_ref().map(|a| a.sha256),
             profile_store: ProfileStore::default(),
             verbs: None,
@@ -191,6 +194,15 @@ impl HttpServer {
     pub fn admin_verbs(mut self, verbs: Arc<dyn AdminVerbs>) -> Self {
         self.app.verbs = Some(verbs);
         self
+    }
+
+    /// What reloads this server's API keys and JWKS while it serves.
+    pub fn auth_reload(&self) -> AuthReload {
+        AuthReload {
+            auth: Arc::clone(&self.app.auth),
+            sessions: Arc::clone(&self.app.sessions),
+            addr: self.addr,
+        }
     }
 
     /// The address actually bound (the port chosen when `addr` named port 0).
@@ -290,7 +302,7 @@ async fn check_origin(State(app): State<Arc<App>>, request: Request, next: Next)
 
 /// Second gate: who is calling; the principal rides along to the handler.
 async fn authenticate(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
-    match app.auth.authenticate(request.headers()) {
+    match app.auth.load().authenticate(request.headers()) {
         Ok(principal) => {
             if let Some(ticket) = request.extensions().get::<Arc<Ticket>>() {
                 if !ticket.authenticated(&principal.identity) {

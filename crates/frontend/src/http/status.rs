@@ -45,7 +45,7 @@ pub(crate) async fn status(State(app): State<Arc<App>>, request: Request) -> Res
         tracing::warn!("refused a status request with a wrong admin key");
         return problem(StatusCode::UNAUTHORIZED, "the admin key is refused");
     } else {
-        match app.auth.authenticate(headers) {
+        match app.auth.load().authenticate(headers) {
             Ok(principal) => {
                 let ticket = request
                     .extensions()
@@ -98,6 +98,9 @@ fn document(app: &App, admin: bool) -> Value {
         "admin_auth".into(),
         value!({"configured": app.admin.is_some()}),
     );
-    doc.insert("auth".into(), value!({"configured": app.auth.configured()}));
+    doc.insert(
+        "auth".into(),
+        value!({"configured": app.auth.load().configured()}),
+    );
     Value::Object(doc)
 }

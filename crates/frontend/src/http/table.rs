@@ -185,6 +185,23 @@ impl Table {
         }
     }
 
+    /// Ends every session whose identity `revoked` says (a reload revoked its credential); returns how many.
+    pub(crate) fn end_where(&self, revoked: impl Fn(&Option<String>) -> bool) -> usize {
+        let ended: Vec<_> = {
+            let mut entries = self.entries();
+            let ids: Vec<String> = entries
+                .iter()
+                .filter(|(_, e)| revoked(&e.identity))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| entries.remove(id)).collect()
+        };
+        for entry in &ended {
+            entry.end();
+        }
+        ended.len()
+    }
+
     /// Ends every session (shutdown).
     pub(crate) fn end_all(&self) {
         let all: Vec<_> = self.entries().drain().map(|(_, e)| e).collect();

@@ -12,7 +12,8 @@
 //! of its identity's requests in flight (`maxConcurrentRequestsPerIdentity`, `maxConcurrentRequests`) until its
 //! response is written, and a request beyond them is answered with a JSON-RPC error rather than run. A socket
 //! that sends nothing for `sessionIdle` with no request in flight is closed, as is one whose client stops
-//! reading (its outbox overflows), and every socket at shutdown. Binary frames are refused (close 1003). This
+//! reading (its outbox overflows), one whose caller's credential a reload revoked (1008, `auth_live`), and every
+//! socket at shutdown. Binary frames are refused (close 1003). This
 //! module drives the session only through its public API and decides nothing about a message.
 
 use crate::http::auth::Principal;
@@ -100,10 +101,20 @@ async fn serve(
     };
     let idle = app.limits.session_idle;
     let mut quiet_until = Instant::now() + idle;
+    // A reload may have revoked the caller between its check and here: the last revocation is looked at first.
+    let mut revocations = app.auth.revocations();
+    revocations.mark_changed();
     let close = loop {
         let frame = tokio::select! {
             biased;
             () = app.shutdown.cancelled() => break Some(close_code::AWAY),
+            Ok(()) = revocations.changed() => {
+                if revocations.borrow_and_update().revokes(&principal) {
+                    // A reload revoked the credential this socket was opened with.
+                    break Some(close_code::POLICY);
+                }
+                continue;
+            }
             () = session.closed() => break None,
             () = tokio::time::sleep_until(quiet_until) => {
                 if lock(&in_flight).is_empty() {

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use upstream::memory::MemoryConnector;
 
 pub const KEY_A: &str = "key-for-profile-a";
-const KEY_B: &str = "key-for-profile-b";
+pub const KEY_B: &str = "key-for-profile-b";
 pub const ADMIN_KEY: &str = "the-admin-key";
 const ISS: &str = "https://idp.example";
 const AUD: &str = "http://toolgate.test/mcp";
@@ -28,6 +28,8 @@ pub fn digest(key: &str) -> String {
 
 pub struct Served {
     pub addr: SocketAddr,
+    /// What reloads the server's API keys and JWKS.
+    pub auth: frontend::AuthReload,
     state: Arc<State>,
     _dir: tempfile::TempDir,
 }
@@ -118,9 +120,11 @@ pub async fn serve_with(
         None => server,
     };
     let addr = server.local_addr();
+    let auth = server.auth_reload();
     tokio::spawn(server.run(std::future::pending()));
     Served {
         addr,
+        auth,
         state,
         _dir: dir,
     }
@@ -279,6 +283,21 @@ pub fn two_profiles() -> Value {
         },
         "pins": {"newTools": "accept"},
     })
+}
+
+/// The `"http"` section `http` as the config loads it.
+pub fn http_config(http: Value) -> config::HttpConfig {
+    let dir = tempfile::tempdir().unwrap();
+    let text = json!({"http": http}).to_string();
+    config::parse_str(
+        &text,
+        config::Format::Json,
+        &dir.path().join("toolgate.json"),
+        &|_| None,
+        &config::Overrides::default(),
+    )
+    .unwrap()
+    .http
 }
 
 pub fn keys_http() -> Value {

@@ -4,7 +4,7 @@
 //! shutdown.
 
 use super::http::Served;
-use super::http_auth::{keys_http, serve, two_profiles, KEY_A};
+use super::http_auth::{digest, http_config, keys_http, serve, two_profiles, KEY_A, KEY_B};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -267,4 +267,47 @@ async fn an_idle_socket_is_closed_and_shutdown_closes_every_socket() {
     initialize(&mut open_one).await;
     drop(s);
     assert_eq!(close_code(&mut open_one).await, Some(CloseCode::Away));
+}
+
+#[tokio::test]
+async fn a_socket_whose_key_a_reload_revokes_is_closed_and_the_key_refused() {
+    let s = serve(keys_http(), two_profiles()).await;
+    let (bearer_a, bearer_b) = (format!("Bearer {KEY_A}"), format!("Bearer {KEY_B}"));
+    let mut a = open(s.addr, &[("Authorization", &bearer_a)]).await.unwrap();
+    let mut b = open(s.addr, &[("Authorization", &bearer_b)]).await.unwrap();
+    initialize(&mut a).await;
+    initialize(&mut b).await;
+    let only_b = json!({"auth": {"apiKeys": [
+        {"name": "b", "sha256": digest(KEY_B), "profile": "b"},
+    ]}});
+    let next = s.auth.prepare(&http_config(only_b), |_| Ok(())).unwrap();
+    assert_eq!(s.auth.apply(next), 0, "no legacy POST session was open");
+    assert_eq!(
+        close_code(&mut a).await,
+        Some(CloseCode::Policy),
+        "the revoked key's socket is closed"
+    );
+    let listed = request(&mut b, 1, "tools/list", json!({})).await;
+    assert!(
+        tool_names(&listed).contains(&"fx__echo".to_owned()),
+        "the kept key's socket carries on: {listed}"
+    );
+    assert_eq!(
+        open(s.addr, &[("Authorization", &bearer_a)]).await.err(),
+        Some(401),
+        "the revoked key opens no new socket"
+    );
+}
+
+#[tokio::test]
+async fn a_reload_that_turns_authentication_off_is_refused() {
+    let s = serve(keys_http(), two_profiles()).await;
+    let refused = s.auth.prepare(&http_config(json!({})), |_| Ok(())).err();
+    assert!(
+        refused.is_some_and(|e| e.to_string().contains("takes a restart")),
+        "an authenticated server is never opened to everyone by a reload"
+    );
+    let bearer = format!("Bearer {KEY_A}");
+    assert!(open(s.addr, &[("Authorization", &bearer)]).await.is_ok());
+    assert_eq!(open(s.addr, &[]).await.err(), Some(401));
 }
