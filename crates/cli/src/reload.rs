@@ -1,5 +1,6 @@
-//! Reloading `serve`'s configuration while it serves: on SIGHUP, and when the config file changes (its size,
-//! modification time and content, looked at once a second on a blocking thread). The new file is loaded and
+//! Reloading `serve`'s configuration while it serves: on SIGHUP, and when the config file or a credential's
+//! `valueFile` changes (its size, modification time and content, looked at once a second on a blocking thread),
+//! so a secret rotated by rewriting its file is in force within a second. The new file is loaded and
 //! checked whole exactly as at start-up (its policy and every profile compiling, each server entry valid, the
 //! JWKS file loading, each profile an API key names servable); anything that fails leaves the old
 //! configuration in force, and stderr says why. Then it is put in force: the HTTP API keys and JWKS first (a
@@ -33,6 +34,8 @@ pub struct Reloader {
     file: Option<PathBuf>,
     started: Config,
     auth: Option<frontend::AuthReload>,
+    /// The value files of the credentials in force, watched beside the config file.
+    secrets: std::sync::Mutex<Vec<PathBuf>>,
 }
 
 impl Reloader {
@@ -42,7 +45,14 @@ impl Reloader {
             file: started.source.clone(),
             started: started.clone(),
             auth: None,
+            secrets: std::sync::Mutex::new(secret_files(started)),
         }
+    }
+
+    /// The files whose change reloads: the config file, then the credentials' value files.
+    fn watched(&self) -> Vec<PathBuf> {
+        let secrets = self.secrets.lock().unwrap_or_else(|p| p.into_inner());
+        self.file.iter().chain(secrets.iter()).cloned().collect()
     }
 
     /// Reloads the API keys and JWKS of this HTTP front end too.
@@ -61,18 +71,21 @@ pub async fn watch(gw: Arc<Gateway>, reloader: Reloader) {
             return;
         }
     };
-    let mut last = fingerprint(reloader.file.clone()).await;
+    let mut last = fingerprint(reloader.watched()).await;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let cause = tokio::select! {
             _ = hup.recv() => "SIGHUP",
             _ = tick.tick() => {
-                let now = fingerprint(reloader.file.clone()).await;
+                let now = fingerprint(reloader.watched()).await;
                 if now == last {
                     continue;
                 }
-                "the config file changed"
+                match (reloader.file.is_some(), now.first() == last.first()) {
+                    (true, false) => "the config file changed",
+                    _ => "a credential's value file changed",
+                }
             }
         };
         match reload_once(&gw, &reloader).await {
@@ -82,8 +95,8 @@ pub async fn watch(gw: Arc<Gateway>, reloader: Reloader) {
                 crate::runtime::error_chain(&e)
             ),
         }
-        // A reload caused by a signal also takes in the file as it is now, so it does not reload twice.
-        last = fingerprint(reloader.file.clone()).await;
+        // A reload caused by a signal also takes in the files as they are now, so it does not reload twice.
+        last = fingerprint(reloader.watched()).await;
     }
 }
 
@@ -144,6 +157,7 @@ async fn reload_once(gw: &Gateway, reloader: &Reloader) -> anyhow::Result<Done> 
     };
     let ended = auth.map_or(0, |(auth, prepared)| auth.apply(prepared));
     let upstreams = gw.apply_reload(next).await?;
+    *reloader.secrets.lock().unwrap_or_else(|p| p.into_inner()) = secret_files(&config);
     Ok(Done {
         upstreams,
         ended,
@@ -190,12 +204,22 @@ fn not_applied(started: &Config, next: &Config) -> Vec<&'static str> {
 }
 
 /// The file's size, modification time and a hash of its content; `None` when it cannot be read.
-async fn fingerprint(file: Option<PathBuf>) -> Option<(u64, std::time::SystemTime, u64)> {
-    let file = file?;
-    tokio::task::spawn_blocking(move || read_fingerprint(&file))
+async fn fingerprint(files: Vec<PathBuf>) -> Vec<Option<(u64, std::time::SystemTime, u64)>> {
+    tokio::task::spawn_blocking(move || files.iter().map(|f| read_fingerprint(f)).collect())
         .await
-        .ok()
-        .flatten()
+        .unwrap_or_default()
+}
+
+/// The value files of `config`'s credentials.
+fn secret_files(config: &Config) -> Vec<PathBuf> {
+    config
+        .credentials
+        .iter()
+        .filter_map(|c| match &c.source {
+            config::SecretSource::File(path) => Some(path.clone()),
+            config::SecretSource::Value => None,
+        })
+        .collect()
 }
 
 fn read_fingerprint(file: &Path) -> Option<(u64, std::time::SystemTime, u64)> {

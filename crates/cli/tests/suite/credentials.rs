@@ -335,3 +335,51 @@ fn doctor_names_each_credential_and_whom_it_is_granted_to_but_no_value() {
         assert!(stdout.lines().any(|l| l == line), "missing {line:?} in:\n{stdout}");
     }
 }
+
+/// An env credential is part of its server's launch: rewriting its value file (no signal) reloads, restarts that
+/// server with the new value, and answers are scrubbed of the new value from then on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewriting_an_env_credentials_file_restarts_its_server_with_the_new_value() {
+    let setup = Setup::with(|dir| {
+        std::fs::write(dir.join("fx.secret"), format!("{FX_SECRET}\n")).unwrap();
+        json!({
+            "mcpServers": {"local": fixture(&[])},
+            "permissions": {"default": "allow"},
+            "pins": {"newTools": "accept"},
+            "credentials": {"fx": {"server": "local", "env": "FX_SECRET", "valueFile": "fx.secret"}}
+        })
+    });
+    let client = crate::support::legacy(&setup).await;
+    // A tool the running process adds: a new process does not have it.
+    crate::support::call(&client, "local__add_tool", json!({"name": "marker"}))
+        .await
+        .unwrap();
+    let added = until(
+        || async { json!(marker(&client).await) },
+        |answered| answered == &json!(true),
+    )
+    .await;
+    assert!(added, "the added tool never answered");
+    let file = setup.dir.path().canonicalize().unwrap().join("fx.secret");
+    std::fs::write(&file, format!("{UP_ROTATED}\n")).unwrap();
+    let restarted = until(
+        || async { json!(marker(&client).await) },
+        |answered| answered == &json!(false),
+    )
+    .await;
+    assert!(
+        restarted,
+        "the server was not restarted with the rotated value"
+    );
+    let echoed = crate::support::call(&client, "local__echo", json!({"text": UP_ROTATED}))
+        .await
+        .unwrap();
+    assert_eq!(crate::support::text(&echoed), "[credential]", "{echoed}");
+}
+
+/// Whether the tool `marker` the fixture was told to add answers (only the process that added it has it).
+async fn marker(client: &test_support::StdioClient) -> bool {
+    crate::support::call(client, "local__marker", json!({}))
+        .await
+        .is_ok_and(|answer| answer.get("isError").is_none() && answer.get("error").is_none())
+}
