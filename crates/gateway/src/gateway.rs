@@ -248,6 +248,24 @@ impl Gateway {
         self.stages.recorder.hooks.failures()
     }
 
+    /// Records the `host:port` the other replicas of a team reach this process at: the request states of bridged
+    /// calls name it from now on, so a retry that reaches another replica can be sent on here.
+    pub fn advertise(&self, address: String) {
+        self.stages.bridge.advertise(address);
+    }
+
+    /// Where a modern request retrying a bridged call (`tools/call`, `prompts/get` or `resources/read` with
+    /// toolgate's `requestState`) must be served; `Here` for every other request.
+    pub fn bridge_holder(&self, method: &str, params: Option<&serde_json::Value>) -> crate::Holder {
+        let state = params
+            .filter(|_| crate::bridge::BRIDGED.contains(&method))
+            .and_then(crate::bridge::retry_state);
+        match state {
+            Some(state) => self.stages.bridge.holder(&state),
+            None => crate::Holder::Here,
+        }
+    }
+
     /// The merged catalog as it is now.
     pub fn aggregate(&self) -> Arc<Aggregate> {
         self.stages.aggregate()
