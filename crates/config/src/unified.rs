@@ -232,12 +232,19 @@ impl Validator<'_> {
 
     /// Once every key is read: MCP Unified's reporting is off unless the file turns it on, and the profiles are
     /// the presets, then the stored ones, then the file's own `profiles` (each later one wins a shared name).
+    ///
+    /// A file whose one MCP Unified key is a `store` naming PostgreSQL is toolgate's own config with its team's
+    /// store: it keeps toolgate's defaults (reporting on, the config's profiles), so that moving a config onto a
+    /// shared store does not silently turn its reporting off.
     pub(crate) fn unified_finish(&mut self, top: &[String]) -> Result<()> {
         let has = |k: &str| top.iter().any(|t| t == k);
         if !UNIFIED.read.iter().any(|k| has(k)) {
             return Ok(());
         }
         let shared = matches!(self.config.store, crate::model::Store::Postgres(_));
+        if shared && !has("default_preset_id") && !has("tool_use_reporting") {
+            return Ok(());
+        }
         if has("store") && !shared && (has("stateDir") || has("state_dir")) {
             return Err(ConfigError::invalid(
                 "store",

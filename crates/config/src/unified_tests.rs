@@ -210,6 +210,19 @@ fn a_postgres_store_takes_its_url_with_the_password_from_the_environment() {
         Some(PathBuf::from("/var/lib/toolgate"))
     );
     assert_eq!(cfg.profile_store, None);
+    assert!(
+        cfg.reporting.enabled.value,
+        "a toolgate config on a shared store keeps reporting on"
+    );
+    // In a gateway.json (MCP Unified's keys beside it), MCP Unified's default stands: off unless turned on.
+    let unified = parse_with_env(
+        dir.path(),
+        &json!({"store": {"kind": "postgres", "url": "postgres://tg:x@db:5432/toolgate"},
+                "default_preset_id": "project-researcher", "stateDir": "/var/lib/toolgate"}),
+        &env,
+    )
+    .unwrap();
+    assert!(!unified.reporting.enabled.value);
 }
 
 #[test]

@@ -10,4 +10,5 @@
 
 mod bridged;
 mod flows;
+mod report;
 mod team;
