@@ -92,22 +92,20 @@ async fn report_on_any_machine_counts_the_calls_of_every_replica() {
     while count(&report(&team, 0, "tool"), "fx/add") < 6 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    for i in 0..NAMES.len() {
+    for (i, name) in NAMES.iter().enumerate() {
         let by_tool = report(&team, i, "tool");
         let add = row(&by_tool, "fx/add");
         assert_eq!(
             (&add["count"], &add["succeeded"]),
             (&json!(6), &json!(6)),
-            "machine {}: {by_tool:#}",
-            NAMES[i]
+            "machine {name}: {by_tool:#}"
         );
         // The held call: its hold, and its run once resumed (with its wait for the approval).
         let echo = row(&by_tool, "fx/echo");
         assert_eq!(
             (&echo["count"], &echo["succeeded"], &echo["waited"]),
             (&json!(2), &json!(1), &json!(1)),
-            "machine {}: {by_tool:#}",
-            NAMES[i]
+            "machine {name}: {by_tool:#}"
         );
         assert_eq!(count(&by_tool, "old/ask_twice"), 1, "{by_tool:#}");
     }
