@@ -1,8 +1,9 @@
-//! Sending a 2026-07-28 retry on to the replica that holds its bridged call.
+//! Sending a 2026-07-28 request on to the replica that holds what it names: a bridged call waiting for the
+//! retry's answers, or a task in that replica's upstream.
 //!
-//! Behind a load balancer a client's retry of a bridged call (a `requestState` toolgate minted) may reach any
-//! replica, but the upstream call waiting for its answers lives in one. The gateway reads the sealed state and
-//! says where (`Gateway::bridge_holder`); this sends the request there as it came: the same body bytes, the
+//! Behind a load balancer a client's retry of a bridged call (a `requestState` toolgate minted) or its task method
+//! (a toolgate task id) may reach any replica, but the upstream call or task lives in one. The gateway reads the
+//! sealed state or id and says where (`Gateway::holder_of`); this sends the request there as it came: the same body bytes, the
 //! headers that authenticate the caller and that the holder checks (its `Host` too, which every replica
 //! accepts), and nothing else. The holder authenticates it and checks the retry against its state as for any
 //! request; its answer streams back as it is written, and a client that hangs up ends it there too.
@@ -10,7 +11,7 @@
 //! Bounds: the address comes only from a state sealed under the team's key (a caller cannot name one); a
 //! request is sent on at most once (`HOP_HEADER`: a replica never sends on a request that carries it, so no loop
 //! is possible); connecting is bounded by `CONNECT_TIMEOUT`; the request keeps its slot here while it is served
-//! there. When the holder cannot be reached the retry fails closed with 502, saying the call is lost.
+//! there. When the holder cannot be reached the request fails closed with 502, saying what is lost.
 
 use crate::http::reply::Refusal;
 use crate::http::shares::Held;
@@ -78,8 +79,9 @@ impl Forwarder {
         let lost = |why: String| {
             tracing::warn!("could not send a retry on to the replica at {address}: {why}");
             Refusal::Holder(format!(
-                "toolgate could not reach the replica at {address} that holds this call ({why}): the call \
-                 waiting for these answers is lost; make the call again"
+                "toolgate could not reach the replica at {address} that holds what this request names \
+                 ({why}): a call waiting for its answers there is lost, make the call again; a task there \
+                 cannot be reached until that replica is back"
             ))
         };
         let uri: Uri = format!("http://{address}/mcp")

@@ -223,12 +223,12 @@ async fn modern_request(
     let rid = match &message {
         Message::Request { id, method, params } => {
             check_headers(headers, id, method, params.as_ref())?;
-            match app.gateway.bridge_holder(method, params.as_ref()) {
+            match app.gateway.holder_of(method, params.as_ref()) {
                 Holder::Here => {}
                 _ if headers.contains_key(HOP_HEADER) => {
                     return Err(Refusal::Holder(
-                        "this retry was sent on by another replica, and its call does not wait here either: \
-                         a retry is sent on at most once; make the call again"
+                        "this request was sent on by another replica, and what it names is not held here \
+                         either: a request is sent on at most once"
                             .into(),
                     ))
                 }
@@ -238,9 +238,9 @@ async fn modern_request(
                 }
                 Holder::Unreachable => {
                     return Err(Refusal::Holder(
-                        "the call this retry answers waits on another replica, which gave no address to reach \
-                         it at (it listens on an unspecified address: set http.advertise there): the call is \
-                         lost; make the call again"
+                        "what this request names (a call waiting for its answers, or a task) is held by another \
+                         replica, which gave no address to reach it at (it listens on an unspecified address: \
+                         set http.advertise there)"
                             .into(),
                     ))
                 }

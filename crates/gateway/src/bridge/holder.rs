@@ -76,11 +76,8 @@ impl Seal {
         }
         let mut nonce = [0u8; 16];
         rand::rngs::SysRng.try_fill_bytes(&mut nonce).ok()?;
-        let payload = json!({
-            "i": self.instance,
-            "a": self.address.get(),
-            "n": hex::encode(nonce),
-        });
+        let mut payload = self.naming();
+        payload["n"] = Value::String(hex::encode(nonce));
         let expires = Timestamp::now().plus_millis(i64::try_from(ttl.as_millis()).ok()?);
         let token = key.seal(payload.to_string().as_bytes(), expires).ok()?;
         Some(format!("{}{token}", super::STATE_PREFIX))
@@ -99,12 +96,23 @@ impl Seal {
         let Some(named) = opened else {
             return Holder::Here;
         };
+        self.locate(&named)
+    }
+
+    /// This process's instance id and address, as a sealed token names its minting process (`"i"`, `"a"`).
+    pub(crate) fn naming(&self) -> Value {
+        json!({"i": self.instance, "a": self.address.get()})
+    }
+
+    /// Where the process a genuine sealed payload names (`naming`'s keys) is, seen from this one. A payload
+    /// naming no process (minted before tokens named one) is `Here`.
+    pub(crate) fn locate(&self, named: &Value) -> Holder {
         let address = named.get("a").and_then(Value::as_str);
-        let instance = named.get("i").and_then(Value::as_str);
-        // A restarted process at the same address lost its calls: the retry is refused here, not sent in a loop.
-        if instance == Some(self.instance.as_str())
-            || address == self.address.get().map(String::as_str)
-        {
+        let Some(instance) = named.get("i").and_then(Value::as_str) else {
+            return Holder::Here;
+        };
+        // A restarted process at the same address lost what it held: refused here, not sent on in a loop.
+        if instance == self.instance || address == self.address.get().map(String::as_str) {
             return Holder::Here;
         }
         match address {

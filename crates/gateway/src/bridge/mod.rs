@@ -37,7 +37,7 @@ pub(crate) use modern::{forward, retry, retry_state, Retry};
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
 use crate::pipeline::finish::Finish;
 use crate::progress::ProgressGuard;
-use holder::Seal;
+pub(crate) use holder::Seal;
 use jsonrpc::error_object;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -201,6 +201,11 @@ impl Bridge {
     /// Records the `host:port` other replicas reach this process at, named in the states it mints from now on.
     pub(crate) fn advertise(&self, address: String) {
         self.seal.advertise(address);
+    }
+
+    /// The seal naming this process in the tokens it mints (request states, task ids).
+    pub(crate) fn seal(&self) -> &Seal {
+        &self.seal
     }
 
     /// Where the call a retry's `state` names waits; see `Holder`.

@@ -63,7 +63,9 @@ impl Team {
             json!({
                 "workspace": dir.join("ws"),
                 // `old` is a 2025-era server that asks mid-call: a modern client's call of it is bridged.
-                "mcpServers": {"fx": fixture(&[]), "old": fixture(&["--era", "legacy", "--bridging"])},
+                // `new` is a 2026-07-28 server whose `task_work` makes a task.
+                "mcpServers": {"fx": fixture(&[]), "old": fixture(&["--era", "legacy", "--bridging"]),
+                               "new": fixture(&["--era", "modern", "--bridging"])},
                 "permissions": {"default": "allow", "ask": ["mcp__fx__echo"]},
                 "approvals": {"wait_seconds": wait_seconds, "elicitation": false},
                 "store": {"kind": "postgres", "url": url},
@@ -323,7 +325,8 @@ impl Client {
         self.send_with(method, params, &[]).await
     }
 
-    /// Sends `method` with `params` and the extra `headers`; a modern client declares elicitation and sampling.
+    /// Sends `method` with `params` and the extra `headers`; a modern client declares elicitation, sampling and
+    /// the tasks extension.
     pub async fn send_with(
         &self,
         method: &str,
@@ -342,8 +345,8 @@ impl Client {
             .header("Accept", "application/json, text/event-stream");
         if self.modern {
             params["_meta"] = test_support::modern_meta();
-            params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-                json!({"elicitation": {}, "sampling": {}});
+            params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {},
+                "sampling": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
             request = request
                 .header("MCP-Protocol-Version", "2026-07-28")
                 .header("Mcp-Method", method);
