@@ -212,7 +212,7 @@ async fn legacy(
 }
 
 /// A modern message: checked against its headers, then served on a session of its own, or sent on to the
-/// replica holding the bridged call it retries (`forward`).
+/// replica holding what it names, a bridged call it retries or a task (`forward`).
 async fn modern_request(
     app: &Arc<App>,
     principal: &Principal,
