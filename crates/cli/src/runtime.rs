@@ -496,7 +496,7 @@ fn open_configured(
     workspace: &Path,
     witness: Option<&Path>,
 ) -> anyhow::Result<gateway::State> {
-    let config::Store::Postgres(url) = &config.store else {
+    let config::Store::Postgres(url, pool) = &config.store else {
         return match witness {
             None => gateway::State::open_in(root, workspace),
             Some(w) => gateway::State::open_witnessed(root, workspace, w),
@@ -507,14 +507,24 @@ fn open_configured(
     store::Namespace::open(root, workspace).map_err(anyhow::Error::msg)?;
     let chain = crate::replica::name(root)?;
     let open = |namespace: &store::Namespace| -> Result<Arc<dyn store::StateStore>, store::Error> {
-        Ok(Arc::new(store::PostgresStore::open_chain(
+        Ok(Arc::new(store::PostgresStore::open_chain_with(
             url.value.expose(),
             namespace,
             &chain,
+            pg_options(pool),
         )?))
     };
     gateway::State::open_chain(root, workspace, witness, &open, &chain)
         .map_err(|e| anyhow::anyhow!("{e} (store {} from {})", url.value, url.from))
+}
+
+/// The store's pool and deadlines as the config's `store` section gives them.
+pub fn pg_options(pool: &config::StorePool) -> store::PgOptions {
+    store::PgOptions {
+        pool_size: pool.size,
+        connect_timeout: pool.connect_timeout,
+        statement_timeout: pool.statement_timeout,
+    }
 }
 
 /// The state `serve` runs with. State that cannot be opened stops start-up: approvals are never quietly off.

@@ -8,6 +8,7 @@
 //!   "listen": "127.0.0.1:8787",
 //!   "allowedOrigins": ["http://localhost:6274"],
 //!   "allowedHosts": ["toolgate.internal:8787"],
+//!   "advertise": "10.0.0.11:8787",
 //!   "auth": {
 //!     "apiKeys": [{"name": "ci", "sha256": "<64 hex digits>", "profile": "review"}],
 //!     "jwt": {"jwksFile": "jwks.json", "issuer": "https://idp.example", "audience": "https://toolgate.example/mcp",
@@ -42,6 +43,9 @@ pub struct HttpConfig {
     pub allowed_origins: BTreeSet<String>,
     /// `Host` values (`host[:port]`, lower-cased) accepted besides loopback names on the listening port.
     pub allowed_hosts: BTreeSet<String>,
+    /// `"advertise"`: the `host:port` the other replicas of a team reach this one at (where a retry of a bridged
+    /// call is sent on to); by default the listening address, unless that is unspecified (`0.0.0.0`, `::`).
+    pub advertise: Option<String>,
     pub auth: HttpAuth,
     /// `"admin"`: the admin surface, off unless a key is configured.
     pub admin: Option<AdminKey>,
@@ -154,6 +158,7 @@ struct RawHttp {
     allowed_origins: Vec<String>,
     #[serde(default)]
     allowed_hosts: Vec<String>,
+    advertise: Option<String>,
     auth: Option<RawAuth>,
     admin: Option<RawAdmin>,
     limits: Option<RawLimits>,
@@ -234,6 +239,22 @@ impl Validator<'_> {
             .iter()
             .map(|h| host("http.allowedHosts", h))
             .collect::<Result<_>>()?;
+        let advertise = raw
+            .advertise
+            .map(|a| {
+                let a = host("http.advertise", &a)?;
+                if a.rsplit_once(':')
+                    .is_none_or(|(_, p)| p.parse::<u16>().is_err())
+                    || a.ends_with(']')
+                {
+                    return Err(ConfigError::invalid(
+                        "http.advertise",
+                        format!("{a:?} names no port: give host:port"),
+                    ));
+                }
+                Ok(a)
+            })
+            .transpose()?;
         let auth = match raw.auth {
             Some(a) => self.http_auth(a)?,
             None => HttpAuth::default(),
@@ -258,6 +279,7 @@ impl Validator<'_> {
             listen,
             allowed_origins,
             allowed_hosts,
+            advertise,
             auth,
             admin,
             limits: limits(raw.limits)?,
@@ -509,6 +531,30 @@ mod tests {
         );
         let jwt = c.auth.jwt.unwrap();
         assert_eq!(jwt.jwks_file, std::path::Path::new("conf/jwks.json"));
+    }
+
+    #[test]
+    fn advertise_is_a_host_and_port() {
+        let c = http(r#"{"advertise": "Replica-A.internal:8080"}"#).unwrap();
+        assert_eq!(c.advertise.as_deref(), Some("replica-a.internal:8080"));
+        assert_eq!(
+            http(r#"{"advertise": "[::1]:80"}"#)
+                .unwrap()
+                .advertise
+                .as_deref(),
+            Some("[::1]:80")
+        );
+        for bad in [
+            "10.0.0.1",
+            "[::1]",
+            "10.0.0.1:x",
+            "http://a:1",
+            "a:1/mcp",
+            "user@a:1",
+        ] {
+            let e = http(&format!(r#"{{"advertise": "{bad}"}}"#)).unwrap_err();
+            assert!(e.to_string().contains("http.advertise"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -32,8 +32,8 @@ pub use load::{load, parse_str, Format, Overrides};
 pub use model::{
     Approvals, CodeMode, Config, DisabledServer, HookCommand, HookStage, Hooks, Limits, Mode,
     PolicyConfig, Protocol, Provenance, Sandbox, SandboxLimits, ServerConfig, ServerKind,
-    ServerSandbox, Setting, Store, StoreUrl, ToolFilter, Transport, DEFAULT_HOOK_TIMEOUT,
-    DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
+    ServerSandbox, Setting, Store, StorePool, StoreUrl, ToolFilter, Transport,
+    DEFAULT_HOOK_TIMEOUT, DEFAULT_SEPARATOR, FIXTURE_SUBCOMMAND, SANDBOX_LAYERS,
 };
 pub use rate::{RateLimit, RateLimits};
 pub use syntax::{parse_json, parse_toml, parse_yaml};

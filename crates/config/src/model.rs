@@ -381,8 +381,32 @@ pub enum Store {
     /// SQLite under the state root, one database per workspace: the embedded default.
     #[default]
     Sqlite,
-    /// A PostgreSQL server that several replicas share (`"kind": "postgres", "url": "postgres://…"`).
-    Postgres(Setting<StoreUrl>),
+    /// A PostgreSQL server that several replicas share (`"kind": "postgres", "url": "postgres://…"`), with the
+    /// pool and deadlines each replica's handle uses.
+    Postgres(Setting<StoreUrl>, StorePool),
+}
+
+/// How a replica reaches its PostgreSQL store: `pool_size`, `connect_timeout_seconds`,
+/// `statement_timeout_seconds` in the `store` section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StorePool {
+    /// Most connections one handle holds at once.
+    pub size: usize,
+    /// How long opening a connection may take before the database counts as gone.
+    pub connect_timeout: std::time::Duration,
+    /// The server's limit on one statement; a call waits this and a margin for an answer.
+    pub statement_timeout: std::time::Duration,
+}
+
+impl Default for StorePool {
+    /// The store's own defaults: 8 connections, 5 s to connect, 15 s a statement.
+    fn default() -> Self {
+        Self {
+            size: 8,
+            connect_timeout: std::time::Duration::from_secs(5),
+            statement_timeout: std::time::Duration::from_secs(15),
+        }
+    }
 }
 
 /// A `postgres://` URL, `${VAR}` expanded; it may hold a password, so it is never printed whole.

@@ -96,6 +96,62 @@ struct RawStore {
     kind: String,
     sqlite_path: Option<String>,
     url: Option<String>,
+    pool_size: Option<u64>,
+    connect_timeout_seconds: Option<u64>,
+    statement_timeout_seconds: Option<u64>,
+}
+
+impl RawStore {
+    /// The PostgreSQL keys given, by name, so a SQLite store refuses them.
+    fn postgres_keys(&self) -> Option<&'static str> {
+        [
+            (self.url.is_some(), "url"),
+            (self.pool_size.is_some(), "pool_size"),
+            (
+                self.connect_timeout_seconds.is_some(),
+                "connect_timeout_seconds",
+            ),
+            (
+                self.statement_timeout_seconds.is_some(),
+                "statement_timeout_seconds",
+            ),
+        ]
+        .into_iter()
+        .find_map(|(given, key)| given.then_some(key))
+    }
+
+    /// The pool and deadlines, each within its range.
+    fn pool(&self) -> Result<crate::model::StorePool> {
+        let d = crate::model::StorePool::default();
+        let secs = |key: &str, v: Option<u64>, max: u64, default: std::time::Duration| {
+            v.map_or(Ok(default), |n| {
+                check_range(&format!("store.{key}"), n, 1, max)?;
+                Ok(std::time::Duration::from_secs(n))
+            })
+        };
+        let size = match self.pool_size {
+            Some(n) => {
+                check_range("store.pool_size", n, 1, 256)?;
+                n as usize
+            }
+            None => d.size,
+        };
+        Ok(crate::model::StorePool {
+            size,
+            connect_timeout: secs(
+                "connect_timeout_seconds",
+                self.connect_timeout_seconds,
+                300,
+                d.connect_timeout,
+            )?,
+            statement_timeout: secs(
+                "statement_timeout_seconds",
+                self.statement_timeout_seconds,
+                3600,
+                d.statement_timeout,
+            )?,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -123,10 +179,10 @@ impl Validator<'_> {
     }
 
     fn sqlite_path(&self, key: &str, raw: RawStore) -> Result<PathBuf> {
-        if raw.url.is_some() {
+        if let Some(pg) = raw.postgres_keys() {
             return Err(ConfigError::invalid(
-                format!("{key}.url"),
-                "a url is for \"kind\": \"postgres\"; SQLite takes sqlite_path",
+                format!("{key}.{pg}"),
+                format!("{pg} is for \"kind\": \"postgres\"; SQLite takes sqlite_path"),
             ));
         }
         if raw.kind != "sqlite" {
@@ -169,6 +225,7 @@ impl Validator<'_> {
                 "sqlite_path is for \"kind\": \"sqlite\"; PostgreSQL takes url",
             ));
         }
+        let pool = raw.pool()?;
         let url = raw.url.ok_or_else(|| {
             ConfigError::invalid(
                 "store",
@@ -182,10 +239,11 @@ impl Validator<'_> {
                 "must be a postgres:// (or postgresql://) URL",
             ));
         }
-        self.config.store = crate::model::Store::Postgres(Setting {
+        let url = Setting {
             value: crate::model::StoreUrl::new(url),
             from: self.provenance("store.url"),
-        });
+        };
+        self.config.store = crate::model::Store::Postgres(url, pool);
         Ok(())
     }
 
@@ -232,12 +290,19 @@ impl Validator<'_> {
 
     /// Once every key is read: MCP Unified's reporting is off unless the file turns it on, and the profiles are
     /// the presets, then the stored ones, then the file's own `profiles` (each later one wins a shared name).
+    ///
+    /// A file whose one MCP Unified key is a `store` naming PostgreSQL is toolgate's own config with its team's
+    /// store: it keeps toolgate's defaults (reporting on, the config's profiles), so that moving a config onto a
+    /// shared store does not silently turn its reporting off.
     pub(crate) fn unified_finish(&mut self, top: &[String]) -> Result<()> {
         let has = |k: &str| top.iter().any(|t| t == k);
         if !UNIFIED.read.iter().any(|k| has(k)) {
             return Ok(());
         }
-        let shared = matches!(self.config.store, crate::model::Store::Postgres(_));
+        let shared = matches!(self.config.store, crate::model::Store::Postgres(..));
+        if shared && !has("default_preset_id") && !has("tool_use_reporting") {
+            return Ok(());
+        }
         if has("store") && !shared && (has("stateDir") || has("state_dir")) {
             return Err(ConfigError::invalid(
                 "store",

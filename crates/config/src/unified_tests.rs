@@ -198,11 +198,12 @@ fn a_postgres_store_takes_its_url_with_the_password_from_the_environment() {
         &env,
     )
     .unwrap();
-    let crate::Store::Postgres(url) = &cfg.store else {
+    let crate::Store::Postgres(url, pool) = &cfg.store else {
         panic!("{:?}", cfg.store)
     };
     assert_eq!(url.value.expose(), "postgres://tg:s3cret@db:5432/toolgate");
     assert_eq!(url.value.redacted(), "postgres://tg:***@db:5432/toolgate");
+    assert_eq!(*pool, crate::model::StorePool::default());
     assert!(!format!("{cfg:?}").contains("s3cret"));
     // Each replica keeps its keys and audit log in its own state root.
     assert_eq!(
@@ -210,6 +211,19 @@ fn a_postgres_store_takes_its_url_with_the_password_from_the_environment() {
         Some(PathBuf::from("/var/lib/toolgate"))
     );
     assert_eq!(cfg.profile_store, None);
+    assert!(
+        cfg.reporting.enabled.value,
+        "a toolgate config on a shared store keeps reporting on"
+    );
+    // In a gateway.json (MCP Unified's keys beside it), MCP Unified's default stands: off unless turned on.
+    let unified = parse_with_env(
+        dir.path(),
+        &json!({"store": {"kind": "postgres", "url": "postgres://tg:x@db:5432/toolgate"},
+                "default_preset_id": "project-researcher", "stateDir": "/var/lib/toolgate"}),
+        &env,
+    )
+    .unwrap();
+    assert!(!unified.reporting.enabled.value);
 }
 
 #[test]
@@ -239,4 +253,59 @@ fn a_postgres_store_refuses_typos_and_the_other_kinds_keys() {
         let e = parse_at(dir.path(), &json!({ "store": store })).unwrap_err();
         assert!(e.to_string().contains(says), "{store}: {e}");
     }
+}
+
+#[test]
+fn a_postgres_stores_pool_and_deadlines_are_configured_within_their_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = |extra: Value| {
+        let mut store = json!({"kind": "postgres", "url": "postgres://tg:x@db:5432/toolgate"});
+        store
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        parse_at(
+            dir.path(),
+            &json!({"store": store, "stateDir": "/var/lib/toolgate"}),
+        )
+    };
+    let cfg = store(
+        json!({"pool_size": 3, "connect_timeout_seconds": 2, "statement_timeout_seconds": 40}),
+    )
+    .unwrap();
+    let crate::Store::Postgres(_, pool) = cfg.store else {
+        panic!("{:?}", cfg.store)
+    };
+    assert_eq!(
+        pool,
+        crate::model::StorePool {
+            size: 3,
+            connect_timeout: std::time::Duration::from_secs(2),
+            statement_timeout: std::time::Duration::from_secs(40),
+        }
+    );
+    for (bad, key) in [
+        (json!({"pool_size": 0}), "store.pool_size"),
+        (json!({"pool_size": 100000}), "store.pool_size"),
+        (
+            json!({"connect_timeout_seconds": 0}),
+            "store.connect_timeout_seconds",
+        ),
+        (
+            json!({"statement_timeout_seconds": 86400}),
+            "store.statement_timeout_seconds",
+        ),
+        (json!({"pool_size": "8"}), "store"),
+        (json!({"poolSize": 8}), "poolSize"),
+    ] {
+        let e = store(bad.clone()).unwrap_err().to_string();
+        assert!(e.contains(key), "{bad}: {e}");
+    }
+    // A SQLite store has no pool to size.
+    let e = parse_at(
+        dir.path(),
+        &json!({"store": {"kind": "sqlite", "sqlite_path": "a.db", "pool_size": 4}}),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("store.pool_size"), "{e}");
 }

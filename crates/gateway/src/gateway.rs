@@ -250,6 +250,39 @@ impl Gateway {
         self.stages.recorder.hooks.failures()
     }
 
+    /// Records the `host:port` the other replicas of a team reach this process at: the request states of bridged
+    /// calls name it from now on, so a retry that reaches another replica can be sent on here.
+    pub fn advertise(&self, address: String) {
+        self.stages.bridge.advertise(address);
+    }
+
+    /// Where a modern request must be served when what it names is held by one process: a retry of a bridged
+    /// call (`tools/call`, `prompts/get` or `resources/read` with toolgate's `requestState`), or a task method
+    /// (`tasks/get`, `tasks/update`, `tasks/cancel`, `tasks/result`) on a task whose upstream call another
+    /// replica made. `Here` for every other request, and for whatever does not open as genuine.
+    pub fn holder_of(&self, method: &str, params: Option<&serde_json::Value>) -> crate::Holder {
+        let Some(params) = params else {
+            return crate::Holder::Here;
+        };
+        if method.starts_with("tasks/") && method != "tasks/list" {
+            let state = self.stages.state.as_deref();
+            return match params.get("taskId").and_then(serde_json::Value::as_str) {
+                Some(ours) => self
+                    .stages
+                    .tasks
+                    .holder(state, ours, self.stages.bridge.seal()),
+                None => crate::Holder::Here,
+            };
+        }
+        let state = Some(params)
+            .filter(|_| crate::bridge::BRIDGED.contains(&method))
+            .and_then(crate::bridge::retry_state);
+        match state {
+            Some(state) => self.stages.bridge.holder(&state),
+            None => crate::Holder::Here,
+        }
+    }
+
     /// The merged catalog as it is now.
     pub fn aggregate(&self) -> Arc<Aggregate> {
         self.stages.aggregate()

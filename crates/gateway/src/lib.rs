@@ -87,6 +87,7 @@ mod wire;
 mod write_behind;
 
 pub use aggregate::{Aggregate, Held, Naming, Route, Spelled};
+pub use bridge::Holder;
 pub use canon::canonicalise;
 pub use codemode::{CodeOptions, RUN_TOOL, SEARCH_TOOL};
 pub use error::Error;

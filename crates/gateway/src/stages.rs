@@ -80,7 +80,8 @@ impl Stages {
         let code_runner =
             codemode::Runner::new(p.opts.code.worker.clone(), p.opts.code.limits.clone())
                 .with_spares(CODE_SPARES);
-        let bridge = Bridge::new(p.opts.bridge_wait);
+        let root = p.state.as_deref().map(|s| s.namespace().state_root());
+        let bridge = Bridge::new(p.opts.bridge_wait, root);
         let credentials = Arc::new(crate::credentials::Credentials::new(&p.opts.credentials));
         let recorder = Recorder {
             state: p.state.clone(),

@@ -35,7 +35,10 @@ impl Stages {
         let state = self.state.as_deref();
         let minted = client.and_then(|client| {
             let owner = owner_of(client.as_ref());
-            let ours = self.tasks.mint(state, server, &upstream_id, &owner, ttl)?;
+            let here = self.bridge.seal();
+            let ours = self
+                .tasks
+                .mint(state, (server, &upstream_id), &owner, ttl, here)?;
             Some((owner, ours))
         });
         let ours = match minted {

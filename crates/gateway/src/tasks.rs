@@ -5,19 +5,24 @@
 //!
 //! A client never sees an upstream's task id: each task an upstream creates for a client's call gets a
 //! toolgate id that is a sealed token (`store::TokenKey`, under the state root's key: encrypted, authenticated,
-//! expiring with the task's ttl, capped) naming the server, the upstream id and the owner — the session that
-//! created it for a legacy client, the identity for a modern one, whose requests may come on any session. So any
-//! toolgate process of the same state root resolves it, with no table to share; one that cannot open it, or
-//! whose caller is not its owner, answers as for an unknown id, in every method. What stays in this process is
-//! what only it can do: deliver an upstream's status notification to the live session that owns the task, and
-//! list the owner's tasks it created (`tasks/list` merges them across servers and shows nothing else). That local
-//! index is bounded (per owner and overall) and expires with the tokens. A method the upstream's era lacks (`tasks/result` and `tasks/list` on a 2026-07-28 upstream,
-//! `tasks/update` on a legacy one) is refused with the reason.
+//! expiring with the task's ttl, capped) naming the server, the upstream id, the owner — the session that
+//! created it for a legacy client, the identity for a modern one, whose requests may come on any session — and
+//! the process that created it (`bridge::Seal::naming`). The task lives in that process's upstream: another
+//! replica's upstream of the same name is another process whose task ids collide with it, so a task method is
+//! carried only by the process that created the task (`task_target` finds it in this table); another replica's
+//! HTTP front end sends a modern client's task method on to it (`holder`). One that cannot open an id, or whose
+//! caller is not its owner, answers as for an unknown id, in every method. Only this process can also deliver an
+//! upstream's status notification to the live session that owns the task, and list the owner's tasks it created
+//! (`tasks/list` merges them across servers and shows nothing else; a legacy client's session, which owns them,
+//! lives here). That index is bounded (per owner and overall) and expires with the tokens. A method the upstream's
+//! era lacks (`tasks/result` and `tasks/list` on a 2026-07-28 upstream, `tasks/update` on a legacy one) is refused
+//! with the reason.
 //!
 //! Creating a task is a `tools/call`, governed by the pipeline like any call; the task methods are decided as the
 //! task's tool (`pipeline::task_methods`). This file keeps the table (ids, owners, sealing); carrying a created
 //! task and the task methods to the upstream is `task_calls`'.
 
+use crate::bridge::{Holder, Seal};
 use crate::client::{Client, ClientEra};
 use crate::state::State;
 use jsonrpc::error_object;
@@ -91,17 +96,41 @@ impl Tasks {
         }
     }
 
-    /// A toolgate id for `owner`'s task `upstream_id` on `server`, valid for `ttl`.
+    /// A toolgate id for `owner`'s task `upstream_id` on `server`, valid for `ttl`, naming this process
+    /// (`here`: `Seal::naming`), whose upstream holds the task.
     pub(crate) fn mint(
         &self,
         state: Option<&State>,
-        server: &str,
-        upstream_id: &str,
+        (server, upstream_id): (&str, &str),
         owner: &Owner,
         ttl: Duration,
+        here: &Seal,
     ) -> Option<String> {
         let expires = Timestamp::now().plus_millis(i64::try_from(ttl.as_millis()).ok()?);
-        seal_id(self.key(state)?, server, upstream_id, owner, expires)
+        let task = Task {
+            server,
+            upstream_id,
+            owner,
+            holder: here.naming(),
+        };
+        seal_id(self.key(state)?, &task, expires)
+    }
+
+    /// Where the task `ours` is held: this process when it created it (or the id is not a genuine one, refused
+    /// here as unknown), else the replica its sealed id names, whose upstream holds the task. The owner is
+    /// checked where it is held.
+    pub(crate) fn holder(&self, state: Option<&State>, ours: &str, here: &Seal) -> Holder {
+        if self.lock().contains_key(ours) {
+            return Holder::Here;
+        }
+        let opened = self.key(state).and_then(|key| {
+            let payload = key.open(ours.strip_prefix(ID_PREFIX)?, Timestamp::now())?;
+            serde_json::from_slice::<Value>(&payload).ok()
+        });
+        match opened.and_then(|v| v.get("h").cloned()) {
+            Some(named) => here.locate(&named),
+            None => Holder::Here,
+        }
     }
 
     /// The (server, upstream id) a toolgate id names, if it is unexpired, genuine and `owner`'s.
@@ -122,19 +151,23 @@ impl Tasks {
     }
 }
 
-/// A toolgate task id: the sealed (server, upstream id, owner), until `expires`.
-fn seal_id(
-    key: &TokenKey,
-    server: &str,
-    upstream_id: &str,
-    owner: &Owner,
-    expires: Timestamp,
-) -> Option<String> {
+/// What a task id names: the task, its owner, and the process whose upstream holds it.
+struct Task<'a> {
+    server: &'a str,
+    upstream_id: &'a str,
+    owner: &'a Owner,
+    /// `Seal::naming` of the minting process.
+    holder: Value,
+}
+
+/// A toolgate task id: the sealed task, until `expires`.
+fn seal_id(key: &TokenKey, task: &Task<'_>, expires: Timestamp) -> Option<String> {
     let payload = json!({
-        "s": server,
-        "u": upstream_id,
-        "i": owner.identity,
-        "p": owner.session,
+        "s": task.server,
+        "u": task.upstream_id,
+        "i": task.owner.identity,
+        "p": task.owner.session,
+        "h": task.holder,
     });
     let token = key.seal(payload.to_string().as_bytes(), expires).ok()?;
     Some(format!("{ID_PREFIX}{token}"))

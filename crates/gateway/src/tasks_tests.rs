@@ -19,6 +19,16 @@ fn every_place_a_task_id_sits_is_rewritten() {
     assert_eq!(modern["taskId"], "ours");
 }
 
+/// `fx`'s task `up-1` of `owner`, minted by a process that names no address.
+fn task(owner: &Owner) -> Task<'_> {
+    Task {
+        server: "fx",
+        upstream_id: "up-1",
+        owner,
+        holder: json!({"i": "minter", "a": null}),
+    }
+}
+
 fn owner(identity: Option<&str>, session: Option<&str>) -> Owner {
     Owner {
         identity: identity.map(str::to_owned),
@@ -33,7 +43,7 @@ fn a_task_id_minted_by_one_process_resolves_in_another_of_the_same_state_root() 
     let there = TokenKey::for_state_root(root.path(), TOKEN_PURPOSE).unwrap();
     let alice = owner(Some("alice"), None);
     let now = Timestamp::now();
-    let id = seal_id(&here, "fx", "up-1", &alice, now.plus_millis(60_000)).unwrap();
+    let id = seal_id(&here, &task(&alice), now.plus_millis(60_000)).unwrap();
     assert!(id.starts_with(ID_PREFIX));
     assert!(
         !id.contains("up-1") && !id.contains("alice"),
@@ -53,7 +63,7 @@ fn another_owners_or_a_forged_task_id_is_unknown() {
     let key = TokenKey::for_state_root(root.path(), TOKEN_PURPOSE).unwrap();
     let now = Timestamp::now();
     let legacy = owner(None, Some("session-1"));
-    let id = seal_id(&key, "fx", "up-1", &legacy, now.plus_millis(60_000)).unwrap();
+    let id = seal_id(&key, &task(&legacy), now.plus_millis(60_000)).unwrap();
     assert!(open_id(&key, &id, &legacy, now).is_some());
     for other in [
         owner(None, Some("session-2")),

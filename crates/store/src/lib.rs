@@ -60,7 +60,7 @@ pub use pins::{
     definition_hash, FirstUse, Observed, PinCheck, PinObservation, PinState, PinsSince,
     SinceChecks, ToolPin,
 };
-pub use postgres::{Migrated, PostgresStore, POSTGRES_SCHEMA_VERSION};
+pub use postgres::{Migrated, PgOptions, PostgresStore, POSTGRES_SCHEMA_VERSION};
 pub use rate::{BucketSpec, Taken, TakenAll, MAX_BUCKET_KEY};
 pub use report::{percentile_nearest_rank, GroupBy, ReasonCount, Report, ReportRow};
 pub use report_render::ReportFormat;

@@ -60,6 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             hook.from
         );
     }
+    let store_ok = store_line(&config);
     let (state, state_ok) = state_line(&config);
     let audit_ok = state.as_ref().is_none_or(|s| audit_health(s));
     let builtin = crate::runtime::builtin_tools(&config, None)?;
@@ -85,11 +86,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.no_start {
         println!("upstreams: not started (--no-start)");
-        return Ok(exit(state_ok && audit_ok && worker_ok));
+        return Ok(exit(store_ok && state_ok && audit_ok && worker_ok));
     }
     let rt = crate::runtime::tokio()?;
     let healthy = rt.block_on(upstreams(&config, guard, state, builtin)) && audit_ok;
-    Ok(exit(healthy && state_ok && worker_ok))
+    Ok(exit(healthy && store_ok && state_ok && worker_ok))
 }
 
 /// Where code mode's worker executable is, and whether it is there: the one the gateway starts
@@ -118,6 +119,45 @@ fn exit(healthy: bool) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(crate::runtime::EXIT_FAILURE)
+    }
+}
+
+/// The store: its kind and, for PostgreSQL, where (never the password), its pool and deadlines, whether it
+/// answers, and its schema version against the one this build needs. False when `serve` could not use it.
+fn store_line(config: &config::Config) -> bool {
+    let config::Store::Postgres(url, pool) = &config.store else {
+        println!("store: sqlite in the state root (its schema moves on when opened)");
+        return true;
+    };
+    println!("store: postgres {} ({})", url.value, url.from);
+    println!(
+        "  pool {} connections, connect timeout {} s, statement timeout {} s",
+        pool.size,
+        pool.connect_timeout.as_secs(),
+        pool.statement_timeout.as_secs()
+    );
+    let options = crate::runtime::pg_options(pool);
+    match store::PostgresStore::check_schema_with(url.value.expose(), options) {
+        Ok(v) => {
+            println!("  reachable, schema version {v} (the one this build needs)");
+            true
+        }
+        Err(store::Error::SchemaBehind { found, needed }) => {
+            println!(
+                "  reachable, schema version {found}: BEHIND this build's {needed}; run `toolgate store migrate`"
+            );
+            false
+        }
+        Err(store::Error::SchemaTooNew { found, supported }) => {
+            println!(
+                "  reachable, schema version {found}: NEWER than this build's {supported}; upgrade toolgate"
+            );
+            false
+        }
+        Err(e) => {
+            println!("  UNREACHABLE — {e}");
+            false
+        }
     }
 }
 

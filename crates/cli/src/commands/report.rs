@@ -72,7 +72,17 @@ pub(crate) enum Since {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let state = crate::runtime::state(&args.config.load()?)?;
+    let config = args.config.load()?;
+    let reporting = &config.reporting.enabled;
+    if !reporting.value {
+        // An empty report would otherwise look like no calls: say that none are being counted, and why.
+        eprintln!(
+            "reporting is off (from {}): the gateway keeps no reporting events for this config; turn it on with \
+             \"tool_use_reporting\": {{\"enabled\": true}}",
+            reporting.from
+        );
+    }
+    let state = crate::runtime::state(&config)?;
     let since = args.since.map(Since::resolve);
     let (text, empty_table) = render(&state, args.group_by, since, args.format)?;
     print!("{text}");

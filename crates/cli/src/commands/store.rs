@@ -24,12 +24,13 @@ enum Action {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Action::Migrate = args.action;
     let config = args.config.load()?;
-    let config::Store::Postgres(url) = &config.store else {
+    let config::Store::Postgres(url, pool) = &config.store else {
         println!("store: SQLite in the state root migrates itself when opened; nothing to do");
         return Ok(ExitCode::SUCCESS);
     };
-    let done = store::PostgresStore::migrate(url.value.expose())
-        .map_err(|e| anyhow::anyhow!("store {} ({}): {e}", url.value, url.from))?;
+    let done =
+        store::PostgresStore::migrate_with(url.value.expose(), crate::runtime::pg_options(pool))
+            .map_err(|e| anyhow::anyhow!("store {} ({}): {e}", url.value, url.from))?;
     if done.from == done.to {
         println!(
             "store: {} is at schema version {} already",

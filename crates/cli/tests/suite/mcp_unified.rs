@@ -262,6 +262,15 @@ fn explain_policy_never_echoes_a_secret_argument_on_any_channel() {
 #[test]
 fn tool_use_reporting_decides_whether_a_report_is_made() {
     let u = Unified::new(MINIMAL);
+    // toolgate's own report says it counts nothing, rather than showing an empty table as if no call was made.
+    let own = Command::new(crate::support::toolgate())
+        .args(["report", "--config", "./gateway.json"])
+        .current_dir(&u.ws)
+        .env("TOOLGATE_STATE_DIR", u.root.join("state"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&own.stderr);
+    assert!(said.contains("reporting is off"), "{said}");
     let line = "mcp-unified-gateway tool-events report --group-by profile --config ./gateway.json";
     let off = u.sh(line, None);
     assert_eq!(off.code, 2, "{}{}", off.out, off.err);

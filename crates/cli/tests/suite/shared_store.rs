@@ -22,7 +22,7 @@ fn setup(db: &str) -> (Setup, String) {
             "workspace": dir.join("ws"),
             "mcpServers": {"fx": fixture(&[])},
             "permissions": {"default": "allow"},
-            "store": {"kind": "postgres", "url": url},
+            "store": {"kind": "postgres", "url": url, "pool_size": 3, "statement_timeout_seconds": 20},
         })
     });
     (setup, cluster.url(&db))
@@ -57,6 +57,52 @@ fn serve_refuses_a_schema_behind_and_store_migrate_moves_it_once() {
     let (code, out, _) = run(&setup, &["store", "migrate"]);
     assert_eq!(code, Some(0));
     assert!(out.contains("already"), "{out}");
+}
+
+#[test]
+fn doctor_shows_the_store_its_pool_reachability_and_schema_version() {
+    let (setup, _) = setup("doctor");
+    let password = Cluster::shared().password();
+    let (code, out, err) = run(&setup, &["doctor", "--no-start"]);
+    assert_ne!(code, Some(0), "a schema behind fails the check: {out}{err}");
+    assert!(
+        out.contains("store: postgres postgres://toolgate:***@127.0.0.1:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("pool 3 connections, connect timeout 5 s, statement timeout 20 s"),
+        "{out}"
+    );
+    assert!(out.contains("schema version 0: BEHIND"), "{out}");
+    assert!(out.contains("toolgate store migrate"), "{out}");
+    let (code, _, err) = run(&setup, &["store", "migrate"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (_, out, _) = run(&setup, &["doctor", "--no-start"]);
+    let current = format!(
+        "reachable, schema version {} (the one this build needs)",
+        store::POSTGRES_SCHEMA_VERSION
+    );
+    assert!(out.contains(&current), "{out}");
+    assert!(!out.contains(password), "{out}");
+    // A server that does not answer: said, and the check fails (as serve would refuse to start).
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = nobody.local_addr().unwrap().port();
+    drop(nobody);
+    let gone = Setup::with(|dir| {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        json!({
+            "workspace": dir.join("ws"),
+            "store": {"kind": "postgres", "url": format!("postgres://toolgate:${{TG_STORE_PASSWORD}}@127.0.0.1:{port}/x"),
+                      "connect_timeout_seconds": 1},
+        })
+    });
+    let (code, out, err) = run(&gone, &["doctor", "--no-start"]);
+    assert_ne!(code, Some(0), "{out}{err}");
+    assert!(out.contains("UNREACHABLE"), "{out}");
+    assert!(
+        !out.contains(password) && !err.contains(password),
+        "{out}{err}"
+    );
 }
 
 #[tokio::test]

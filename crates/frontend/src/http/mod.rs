@@ -7,7 +7,8 @@
 //! through their public API; nothing here decides anything about a message. Both protocol eras are served on
 //! the one endpoint: legacy clients (2025-03-26 … 2025-11-25) with `Mcp-Session-Id` sessions (`table`) whose
 //! outgoing messages are sorted onto the POST and GET streams (`streams`), modern clients (2026-07-28) with a
-//! session per request (`post`, `modern`). Bounds: time to send a request head and a body, connections not yet
+//! session per request (`post`, `modern`); a modern retry of a bridged call another replica holds is sent on to
+//! it (`forward`). Bounds: time to send a request head and a body, connections not yet
 //! authenticated (`connections`), body size, sessions and requests in flight each with a share per identity
 //! under a ceiling for all (`shares`, `table`), and per session the gateway's outbox, which the writers pull from
 //! only as fast as sockets take it (`sse`).
@@ -20,6 +21,7 @@ mod admin_verbs;
 pub(crate) mod auth;
 pub(crate) mod auth_live;
 mod connections;
+mod forward;
 mod modern;
 mod origin;
 mod post;
@@ -111,6 +113,8 @@ pub(crate) struct App {
     pub bodies: Arc<Shares>,
     /// The limits messages are decoded under: the gateway's, as every session has them.
     pub decode_limits: jsonrpc::Limits,
+    /// Sends a retry on to the replica holding its bridged call (`forward`).
+    pub forwarder: forward::Forwarder,
     /// Cancelled when the server begins to shut down; ends every WebSocket (legacy sessions end through `sessions`).
     pub shutdown: CancellationToken,
 }
@@ -141,6 +145,13 @@ impl HttpServer {
         let addr = listener
             .local_addr()
             .map_err(|source| HttpError::Bind { addr, source })?;
+        // The states of bridged calls name where the other replicas reach this one; an unspecified address names
+        // nothing they could reach.
+        match &http.advertise {
+            Some(a) => gateway.advertise(a.clone()),
+            None if !addr.ip().is_unspecified() => gateway.advertise(addr.to_string()),
+            None => {}
+        }
         // The gateway's decode limits are read off a session, the only public place they are exposed.
         let (probe, _drain) = Session::open(&gateway);
         let decode_limits = probe.limits();
@@ -174,6 +185,7 @@ impl HttpServer {
                 limits.max_concurrent_requests_per_identity,
             ),
             decode_limits,
+            forwarder: forward::Forwarder::new(),
             gateway,
             shutdown: CancellationToken::new(),
         };

@@ -12,6 +12,7 @@
 //! announced and never sent holds no slot and keeps no session alive.
 
 use crate::http::auth::Principal;
+use crate::http::forward::HOP_HEADER;
 use crate::http::modern::{check_headers, meta_version};
 use crate::http::reply::{json, Refusal};
 use crate::http::shares::{Held, Over};
@@ -23,7 +24,9 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use futures_util::StreamExt;
-use gateway::{FramingError, Id, Message, RequestMeta, Session, Stream, SUPPORTED_VERSIONS};
+use gateway::{
+    FramingError, Holder, Id, Message, RequestMeta, Session, Stream, SUPPORTED_VERSIONS,
+};
 use jsonrpc::{decode, error_object, error_response};
 use serde_json::json;
 use std::sync::Arc;
@@ -123,7 +126,8 @@ async fn handle(
                     .into(),
             ));
         }
-        return modern_request(app, &principal, headers, message, meta, permit).await;
+        let request = (headers, message, bytes);
+        return modern_request(app, &principal, request, meta, permit).await;
     }
     if let Some(v) = version {
         if !SUPPORTED_VERSIONS[1..].contains(&v) {
@@ -207,18 +211,40 @@ async fn legacy(
     Ok(response)
 }
 
-/// A modern message: checked against its headers, then served on a session of its own.
+/// A modern message: checked against its headers, then served on a session of its own, or sent on to the
+/// replica holding what it names, a bridged call it retries or a task (`forward`).
 async fn modern_request(
     app: &Arc<App>,
     principal: &Principal,
-    headers: &HeaderMap,
-    message: Message,
+    (headers, message, bytes): (&HeaderMap, Message, Vec<u8>),
     meta: RequestMeta,
     permit: Held,
 ) -> Result<Response, Refusal> {
     let rid = match &message {
         Message::Request { id, method, params } => {
             check_headers(headers, id, method, params.as_ref())?;
+            match app.gateway.holder_of(method, params.as_ref()) {
+                Holder::Here => {}
+                _ if headers.contains_key(HOP_HEADER) => {
+                    return Err(Refusal::Holder(
+                        "this request was sent on by another replica, and what it names is not held here \
+                         either: a request is sent on at most once"
+                            .into(),
+                    ))
+                }
+                Holder::At(address) => {
+                    let body = Bytes::from(bytes);
+                    return app.forwarder.send(&address, headers, body, permit).await;
+                }
+                Holder::Unreachable => {
+                    return Err(Refusal::Holder(
+                        "what this request names (a call waiting for its answers, or a task) is held by another \
+                         replica, which gave no address to reach it at (it listens on an unspecified address: \
+                         set http.advertise there)"
+                            .into(),
+                    ))
+                }
+            }
             id.clone()
         }
         Message::Notification { .. } => return Ok(StatusCode::ACCEPTED.into_response()),

@@ -35,6 +35,9 @@ pub(crate) enum Refusal {
         message: String,
         retry_after_secs: u64,
     },
+    /// A retry whose bridged call waits on another replica that cannot be reached (or on one it may not be sent
+    /// on to): 502, saying the call is lost.
+    Holder(String),
     /// A request whose headers disagree with its body, or that names an unsupported version: the JSON-RPC
     /// error response to send (−32020 or −32022), with 400.
     Protocol(serde_json::Value),
@@ -65,6 +68,7 @@ impl IntoResponse for Refusal {
                 "Content-Type must be application/json".to_owned(),
             ),
             Refusal::BadRequest(why) => (StatusCode::BAD_REQUEST, jsonrpc::INVALID_REQUEST, why),
+            Refusal::Holder(why) => (StatusCode::BAD_GATEWAY, jsonrpc::INTERNAL_ERROR, why),
             Refusal::UnknownSession => (
                 StatusCode::NOT_FOUND,
                 jsonrpc::INVALID_REQUEST,

@@ -19,12 +19,17 @@
 //! runs nothing new, it only carries the client's answers to the call the policy already allowed — but it passes
 //! the audit gate, and must repeat the call exactly.
 //!
+//! The request state is a sealed token naming the process that holds the call and its address (`holder`), so
+//! that behind a load balancer a retry reaching another replica is sent on to the holder by the HTTP front end.
+//!
 //! Nothing here decides policy; the tasks extension is not bridged.
 
+mod holder;
 mod legacy;
 mod listen;
 mod modern;
 
+pub use holder::Holder;
 pub(crate) use legacy::{answer_for_legacy, input_requests, is_input_required};
 pub(crate) use listen::Listens;
 pub(crate) use modern::{forward, retry, retry_state, Retry};
@@ -32,8 +37,8 @@ pub(crate) use modern::{forward, retry, retry_state, Retry};
 use crate::outcome::{CallOutcome, Refusal, RefusalCode};
 use crate::pipeline::finish::Finish;
 use crate::progress::ProgressGuard;
+pub(crate) use holder::Seal;
 use jsonrpc::error_object;
-use rand::TryRng;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -178,14 +183,37 @@ pub(crate) struct Bridge {
     parked: Mutex<HashMap<String, Box<Exchange>>>,
     /// How long a call waits for the retry.
     ttl: Duration,
+    /// Mints the request states and tells whose a presented one is.
+    seal: Seal,
 }
 
 impl Bridge {
-    pub(crate) fn new(ttl: Duration) -> Arc<Self> {
+    /// A bridge whose request states are sealed under the state root at `root`'s key (shared by a team's
+    /// replicas), or this process's own without one.
+    pub(crate) fn new(ttl: Duration, root: Option<&std::path::Path>) -> Arc<Self> {
         Arc::new(Self {
             parked: Mutex::new(HashMap::new()),
             ttl,
+            seal: Seal::new(root),
         })
+    }
+
+    /// Records the `host:port` other replicas reach this process at, named in the states it mints from now on.
+    pub(crate) fn advertise(&self, address: String) {
+        self.seal.advertise(address);
+    }
+
+    /// The seal naming this process in the tokens it mints (request states, task ids).
+    pub(crate) fn seal(&self) -> &Seal {
+        &self.seal
+    }
+
+    /// Where the call a retry's `state` names waits; see `Holder`.
+    pub(crate) fn holder(&self, state: &str) -> Holder {
+        if self.lock().contains_key(state) {
+            return Holder::Here;
+        }
+        self.seal.holder(state, store::Timestamp::now())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Box<Exchange>>> {
@@ -195,11 +223,9 @@ impl Bridge {
     /// Parks `ex` until its retry under a fresh request state, which expires after the bridge's ttl. Refused
     /// (the exchange comes back, with why) past the bounds, or when no unguessable state can be minted.
     fn park(self: &Arc<Self>, ex: Box<Exchange>) -> Result<String, (Box<Exchange>, String)> {
-        let mut bytes = [0u8; 32];
-        if rand::rngs::SysRng.try_fill_bytes(&mut bytes).is_err() {
+        let Some(state) = self.seal.mint(self.ttl) else {
             return Err((ex, "toolgate could not mint a request state".to_owned()));
-        }
-        let state = format!("{STATE_PREFIX}{}", hex::encode(bytes));
+        };
         {
             let mut parked = self.lock();
             let mine = parked

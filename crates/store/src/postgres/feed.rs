@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
-use super::pool::{block_on, pg_error, Pool, CONNECT_TIMEOUT};
+use super::pool::{block_on, connect_timeout, pg_error, Pool};
 use crate::changes::ChangeMark;
 use crate::error::{Error, Result};
 
@@ -143,7 +143,10 @@ impl Feed {
             Arc::clone(self),
             first,
         ));
-        match block_on(subscribed, Instant::now() + CONNECT_TIMEOUT * 2) {
+        match block_on(
+            subscribed,
+            Instant::now() + connect_timeout(pool.config()) * 2,
+        ) {
             Some(Ok(Ok(()))) => {
                 self.seen().listening = true;
                 Ok(())
@@ -193,10 +196,11 @@ async fn subscribe(
     config: &tokio_postgres::Config,
     feed: &Arc<Feed>,
 ) -> Result<(Client, tokio::task::JoinHandle<()>)> {
-    let (client, mut connection) = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls))
-        .await
-        .map_err(|_| Error::Unavailable("connecting timed out".into()))?
-        .map_err(pg_error)?;
+    let (client, mut connection) =
+        tokio::time::timeout(connect_timeout(config), config.connect(NoTls))
+            .await
+            .map_err(|_| Error::Unavailable("connecting timed out".into()))?
+            .map_err(pg_error)?;
     let hearer = Arc::clone(feed);
     let ended = tokio::spawn(async move {
         while let Some(message) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use rand::TryRng;
 
 use self::feed::{Feed, CHANNEL};
+pub use self::pool::PgOptions;
 use self::pool::{col, Pool, Tx};
 use crate::backend::StateStore;
 use crate::error::{Error, Result};
@@ -72,7 +73,17 @@ impl PostgresStore {
     /// Opens the namespace's state in the database at `url` as the replica `chain`: the audit witness it reads
     /// and moves is that replica's chain's (every replica writes an audit log of its own); all else is shared.
     pub fn open_chain(url: &str, namespace: &Namespace, chain: &str) -> Result<Self> {
-        let mut store = Self::open_with_limits(url, namespace, Limits::DEFAULT)?;
+        Self::open_chain_with(url, namespace, chain, PgOptions::DEFAULT)
+    }
+
+    /// `open_chain` with the pool and deadlines of `options` (the config's `store` section).
+    pub fn open_chain_with(
+        url: &str,
+        namespace: &Namespace,
+        chain: &str,
+        options: PgOptions,
+    ) -> Result<Self> {
+        let mut store = Self::open_on(Pool::new(url, options)?, namespace, Limits::DEFAULT)?;
         chain.clone_into(&mut store.scope.chain);
         Ok(store)
     }
@@ -81,9 +92,12 @@ impl PostgresStore {
     /// ahead of this build, and a state root whose `approval.key` is not the one the namespace's rows are sealed
     /// with.
     pub fn open_with_limits(url: &str, namespace: &Namespace, limits: Limits) -> Result<Self> {
+        Self::open_on(Pool::new(url, PgOptions::DEFAULT)?, namespace, limits)
+    }
+
+    fn open_on(pool: Pool, namespace: &Namespace, limits: Limits) -> Result<Self> {
         let key = SealKey::load_or_create(namespace.state_root())?;
         crate::operator::ensure_operator_key(namespace.state_root())?;
-        let pool = Pool::new(url)?;
         schema::check(&pool)?;
         let check = hex::encode(key.derive(KEY_CHECK_LABEL));
         let ns = namespace.id().to_owned();
@@ -122,12 +136,22 @@ impl PostgresStore {
 
     /// Applies every migration the database at `url` lacks (`toolgate store migrate`).
     pub fn migrate(url: &str) -> Result<Migrated> {
-        schema::migrate(&Pool::new(url)?, Timestamp::now().as_millis())
+        Self::migrate_with(url, PgOptions::DEFAULT)
+    }
+
+    /// `migrate` with the pool and deadlines of `options`.
+    pub fn migrate_with(url: &str, options: PgOptions) -> Result<Migrated> {
+        schema::migrate(&Pool::new(url, options)?, Timestamp::now().as_millis())
     }
 
     /// The schema version of the database at `url`, when it is the one this build needs.
     pub fn check_schema(url: &str) -> Result<i64> {
-        schema::check(&Pool::new(url)?)
+        Self::check_schema_with(url, PgOptions::DEFAULT)
+    }
+
+    /// `check_schema` with the pool and deadlines of `options` (`toolgate doctor`).
+    pub fn check_schema_with(url: &str, options: PgOptions) -> Result<i64> {
+        schema::check(&Pool::new(url, options)?)
     }
 
     fn read<T>(&self, f: impl FnOnce(&Tx<'_>, &Scope) -> Result<T>) -> Result<T> {

@@ -22,16 +22,42 @@ use tokio_postgres::{Client, NoTls, Row, Statement, Transaction};
 
 use crate::error::{Error, Result};
 
-/// Most connections one handle holds: a gateway's calls rarely overlap by more, and a team's replicas share
-/// the server's connection slots.
-pub(crate) const POOL_SIZE: usize = 8;
-/// How long opening a connection may take before the database counts as gone.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// The server's own limit on one statement (`statement_timeout`), so a wedged lock surfaces as an error.
-const STATEMENT_TIMEOUT_MS: u64 = 15_000;
-/// How long a caller waits for one answer, or for a free connection: the statement timeout and a margin, so
-/// a server that stopped answering (a cut network) ends the wait too.
-pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+/// How one handle reaches the database: how many connections it holds, and how long it waits. A team's replicas
+/// share the server's connection slots, so each holds few; the deadlines make a database that stopped answering
+/// an error (calls fail closed) rather than a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PgOptions {
+    /// Most connections one handle holds at once (a gateway's calls rarely overlap by more than the default).
+    pub pool_size: usize,
+    /// How long opening a connection may take before the database counts as gone.
+    pub connect_timeout: Duration,
+    /// The server's own limit on one statement (`statement_timeout`), so a wedged lock surfaces as an error.
+    pub statement_timeout: Duration,
+}
+
+impl PgOptions {
+    /// 8 connections, 5 s to connect, 15 s a statement.
+    pub const DEFAULT: Self = Self {
+        pool_size: 8,
+        connect_timeout: Duration::from_secs(5),
+        statement_timeout: Duration::from_secs(15),
+    };
+
+    /// How long a caller waits for one answer, or for a free connection: the statement timeout and a margin, so
+    /// a server that stopped answering (a cut network) ends the wait too.
+    pub(crate) fn answer_timeout(&self) -> Duration {
+        self.statement_timeout + ANSWER_MARGIN
+    }
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// What a caller waits beyond the statement timeout for its answer.
+const ANSWER_MARGIN: Duration = Duration::from_secs(5);
 
 /// One pooled connection and the statements prepared on it.
 struct PgConn {
@@ -75,6 +101,7 @@ impl Drop for Runtime {
 /// A bounded set of connections to one database.
 pub(crate) struct Pool {
     config: tokio_postgres::Config,
+    options: PgOptions,
     slots: Mutex<Slots>,
     freed: Condvar,
     runtime: Runtime,
@@ -88,10 +115,11 @@ impl std::fmt::Debug for Pool {
 }
 
 impl Pool {
-    /// A pool for `url` (`postgres://user:password@host:port/db`); opens nothing yet.
-    pub(crate) fn new(url: &str) -> Result<Self> {
+    /// A pool for `url` (`postgres://user:password@host:port/db`) under `options`; opens nothing yet.
+    pub(crate) fn new(url: &str, options: PgOptions) -> Result<Self> {
         Ok(Self {
-            config: config(url)?,
+            config: config(url, &options)?,
+            options,
             slots: Mutex::new(Slots {
                 idle: Vec::new(),
                 open: 0,
@@ -113,9 +141,9 @@ impl Pool {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A connection: an idle one, a new one while fewer than `POOL_SIZE` are open, or the next one freed.
+    /// A connection: an idle one, a new one while fewer than `pool_size` are open, or the next one freed.
     fn get(&self) -> Result<Conn<'_>> {
-        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        let deadline = Instant::now() + self.options.answer_timeout();
         let mut slots = self.slots();
         loop {
             while let Some(conn) = slots.idle.pop() {
@@ -124,7 +152,7 @@ impl Pool {
                 }
                 slots.open -= 1;
             }
-            if slots.open < POOL_SIZE {
+            if slots.open < self.options.pool_size {
                 slots.open += 1;
                 drop(slots);
                 return match connect(&self.runtime, &self.config) {
@@ -165,6 +193,7 @@ impl Pool {
                 inner: Inner::Plain(&pg.client),
                 prepared: &pg.prepared,
                 changed: 0,
+                wait: self.options.answer_timeout(),
             };
             f(&mut tx)
         };
@@ -220,12 +249,14 @@ impl<'p> Conn<'p> {
         f: impl FnOnce(&mut Tx<'_>) -> Result<T>,
         after: impl FnOnce(&mut Tx<'_>) -> Result<()>,
     ) -> Result<(T, u64)> {
+        let wait = self.pool.options.answer_timeout();
         let PgConn { client, prepared } = self.pg()?;
-        let begun = answer(client.transaction())?;
+        let begun = answer(client.transaction(), wait)?;
         let mut tx = Tx {
             inner: Inner::Transaction(begun),
             prepared,
             changed: 0,
+            wait,
         };
         let out = f(&mut tx).and_then(|out| after(&mut tx).map(|()| out));
         let changed = tx.changed;
@@ -234,14 +265,14 @@ impl<'p> Conn<'p> {
         };
         match out {
             Ok(out) => {
-                answer(begun.commit())?;
+                answer(begun.commit(), wait)?;
                 Ok((out, changed))
             }
             Err(e) => {
                 // Ended explicitly, so the connection is clean when it goes back to the pool; one that lost the
                 // database is discarded anyway.
                 if !matches!(e, Error::Unavailable(_)) {
-                    let _ = answer(begun.rollback());
+                    let _ = answer(begun.rollback(), wait);
                 }
                 Err(e)
             }
@@ -274,6 +305,8 @@ pub(crate) struct Tx<'c> {
     inner: Inner<'c>,
     prepared: &'c RefCell<HashMap<String, Statement>>,
     pub(crate) changed: u64,
+    /// How long each answer may take.
+    wait: Duration,
 }
 
 /// Statement parameters.
@@ -285,8 +318,8 @@ impl Tx<'_> {
             return Ok(s.clone());
         }
         let statement = match &self.inner {
-            Inner::Plain(c) => answer(c.prepare(sql))?,
-            Inner::Transaction(t) => answer(t.prepare(sql))?,
+            Inner::Plain(c) => answer(c.prepare(sql), self.wait)?,
+            Inner::Transaction(t) => answer(t.prepare(sql), self.wait)?,
         };
         self.prepared
             .borrow_mut()
@@ -298,8 +331,8 @@ impl Tx<'_> {
     pub(crate) fn query(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>> {
         let s = self.statement(sql)?;
         match &self.inner {
-            Inner::Plain(c) => answer(c.query(&s, params)),
-            Inner::Transaction(t) => answer(t.query(&s, params)),
+            Inner::Plain(c) => answer(c.query(&s, params), self.wait),
+            Inner::Transaction(t) => answer(t.query(&s, params), self.wait),
         }
     }
 
@@ -324,8 +357,8 @@ impl Tx<'_> {
     /// Runs statements given as one text (schema changes), uncounted.
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
         match &self.inner {
-            Inner::Plain(c) => answer(c.batch_execute(sql)),
-            Inner::Transaction(t) => answer(t.batch_execute(sql)),
+            Inner::Plain(c) => answer(c.batch_execute(sql), self.wait),
+            Inner::Transaction(t) => answer(t.batch_execute(sql), self.wait),
         }
     }
 
@@ -333,8 +366,8 @@ impl Tx<'_> {
     pub(crate) fn execute(&mut self, sql: &str, params: &Params<'_>) -> Result<u64> {
         let s = self.statement(sql)?;
         let n = match &self.inner {
-            Inner::Plain(c) => answer(c.execute(&s, params))?,
-            Inner::Transaction(t) => answer(t.execute(&s, params))?,
+            Inner::Plain(c) => answer(c.execute(&s, params), self.wait)?,
+            Inner::Transaction(t) => answer(t.execute(&s, params), self.wait)?,
         };
         self.changed += n;
         Ok(n)
@@ -351,16 +384,17 @@ pub(crate) fn col<'a, T: tokio_postgres::types::FromSql<'a>>(
 }
 
 /// Parses a store URL; the message never repeats the URL, which may hold a password.
-pub(crate) fn config(url: &str) -> Result<tokio_postgres::Config> {
+pub(crate) fn config(url: &str, options: &PgOptions) -> Result<tokio_postgres::Config> {
     let mut config: tokio_postgres::Config =
         url.parse().map_err(|e| Error::StoreUrl(format!("{e}")))?;
     config
-        .connect_timeout(CONNECT_TIMEOUT)
+        .connect_timeout(options.connect_timeout)
         .keepalives(true)
         .keepalives_idle(Duration::from_secs(30))
         .application_name("toolgate")
         .options(format!(
-            "-c statement_timeout={STATEMENT_TIMEOUT_MS} -c idle_in_transaction_session_timeout=60000"
+            "-c statement_timeout={} -c idle_in_transaction_session_timeout=60000",
+            options.statement_timeout.as_millis()
         ));
     Ok(config)
 }
@@ -371,32 +405,37 @@ pub(crate) fn connect(runtime: &Runtime, config: &tokio_postgres::Config) -> Res
         .handle()
         .ok_or_else(|| Error::Unavailable("the store is shutting down".into()))?;
     let config = config.clone();
+    let wait = connect_timeout(&config);
     let task = handle.spawn(async move {
-        let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls))
+        let (client, connection) = tokio::time::timeout(wait, config.connect(NoTls))
             .await
             .map_err(|_| Error::Unavailable("connecting timed out".into()))?
             .map_err(pg_error)?;
         tokio::spawn(connection);
         Ok::<_, Error>(client)
     });
-    match block_on(
-        task,
-        Instant::now() + CONNECT_TIMEOUT + Duration::from_secs(1),
-    ) {
+    match block_on(task, Instant::now() + wait + Duration::from_secs(1)) {
         Some(Ok(out)) => out,
         Some(Err(e)) => Err(Error::Unavailable(format!("connecting failed: {e}"))),
         None => Err(Error::Unavailable("connecting timed out".into())),
     }
 }
 
-/// Waits for one answer of the database, at most `ANSWER_TIMEOUT`.
+/// How long connecting under `config` may take (its `connect_timeout`).
+pub(crate) fn connect_timeout(config: &tokio_postgres::Config) -> Duration {
+    config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(PgOptions::DEFAULT.connect_timeout)
+}
+
+/// Waits for one answer of the database, at most `wait`.
 fn answer<T>(
     fut: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+    wait: Duration,
 ) -> Result<T> {
-    block_on(fut, Instant::now() + ANSWER_TIMEOUT)
-        .ok_or_else(|| {
-            Error::Unavailable(format!("no answer within {} s", ANSWER_TIMEOUT.as_secs()))
-        })?
+    block_on(fut, Instant::now() + wait)
+        .ok_or_else(|| Error::Unavailable(format!("no answer within {} s", wait.as_secs())))?
         .map_err(pg_error)
 }
 

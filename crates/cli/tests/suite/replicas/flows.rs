@@ -18,21 +18,15 @@ fn held(client: Client, text: &str) -> tokio::task::JoinHandle<super::team::Answ
     tokio::spawn(async move { client.call("fx__echo", json!({"text": text})).await })
 }
 
-/// Sends `tool` so that it reaches replica `to`: round robin moves on with each request, so `tools/list` probes
-/// advance it until the replica before `to` has answered.
+/// Calls `tool` so that it reaches replica `to`.
 async fn on_replica(
     client: &Client,
     to: usize,
     tool: &str,
     args: serde_json::Value,
 ) -> super::team::Answer {
-    let before = NAMES[(to + NAMES.len() - 1) % NAMES.len()];
-    for _ in 0..12 {
-        if client.send("tools/list", json!({})).await.replica == before {
-            return client.call(tool, args).await;
-        }
-    }
-    panic!("HAProxy never sent a request to {before}")
+    let params = json!({"name": tool, "arguments": args});
+    client.send_to(to, "tools/call", params, &[]).await
 }
 
 /// The replica holding the one call that asked: the one whose chain has its decision record.

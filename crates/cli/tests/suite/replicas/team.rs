@@ -62,7 +62,10 @@ impl Team {
             std::fs::create_dir_all(dir.join("ws")).unwrap();
             json!({
                 "workspace": dir.join("ws"),
-                "mcpServers": {"fx": fixture(&[])},
+                // `old` is a 2025-era server that asks mid-call: a modern client's call of it is bridged.
+                // `new` is a 2026-07-28 server whose `task_work` makes a task.
+                "mcpServers": {"fx": fixture(&[]), "old": fixture(&["--era", "legacy", "--bridging"]),
+                               "new": fixture(&["--era", "modern", "--bridging"])},
                 "permissions": {"default": "allow", "ask": ["mcp__fx__echo"]},
                 "approvals": {"wait_seconds": wait_seconds, "elicitation": false},
                 "store": {"kind": "postgres", "url": url},
@@ -318,7 +321,18 @@ impl Client {
     }
 
     /// Sends `method` with `params` (the era's `_meta` added for a modern client).
-    pub async fn send(&self, method: &str, mut params: Value) -> Answer {
+    pub async fn send(&self, method: &str, params: Value) -> Answer {
+        self.send_with(method, params, &[]).await
+    }
+
+    /// Sends `method` with `params` and the extra `headers`; a modern client declares elicitation, sampling and
+    /// the tasks extension.
+    pub async fn send_with(
+        &self,
+        method: &str,
+        mut params: Value,
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(120))
@@ -331,6 +345,8 @@ impl Client {
             .header("Accept", "application/json, text/event-stream");
         if self.modern {
             params["_meta"] = test_support::modern_meta();
+            params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {},
+                "sampling": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
             request = request
                 .header("MCP-Protocol-Version", "2026-07-28")
                 .header("Mcp-Method", method);
@@ -341,6 +357,9 @@ impl Client {
             request = request
                 .header("Mcp-Session-Id", session)
                 .header("MCP-Protocol-Version", "2025-11-25");
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let answer = request.body(body.to_string()).send().await.unwrap();
@@ -361,6 +380,24 @@ impl Client {
             session,
             body: response_of(&raw),
         }
+    }
+
+    /// Sends `method` so that it reaches replica `to` (round robin, no affinity): round robin moves on with each
+    /// request, so `tools/list` probes advance it until the replica before `to` has answered.
+    pub async fn send_to(
+        &self,
+        to: usize,
+        method: &str,
+        params: Value,
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        let before = NAMES[(to + NAMES.len() - 1) % NAMES.len()];
+        for _ in 0..12 {
+            if self.send("tools/list", json!({})).await.replica == before {
+                return self.send_with(method, params, headers).await;
+            }
+        }
+        panic!("HAProxy never sent a request to {before}")
     }
 
     /// Calls `tool` with `arguments`.
