@@ -142,16 +142,18 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut stamp = Stamp::default();
         let checks = items
             .iter()
-            .map(|item| observe_one(&tx, item, now))
+            .map(|item| observe_one(&tx, item, now, &mut stamp))
             .collect();
         tx.commit()?;
         Ok(checks)
     }
 
-    /// The pins' generation: every write to a pin advances it in the writer's own transaction (migration 4's
-    /// triggers), whichever process writes. Two equal readings mean no pin changed in between.
+    /// The pins' generation: every write to a pin advances it in the writer's own transaction, whichever process
+    /// writes (a pass of checks once for all its writes, any other write by trigger). Two equal readings mean no
+    /// pin changed in between.
     pub fn pins_generation(&self) -> Result<u64> {
         generation(&self.conn)
     }
@@ -179,15 +181,16 @@ impl Store {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let before = generation(&tx)?;
+        let mut stamp = Stamp::default();
         let changed = pass
             .changed
             .iter()
-            .map(|item| observe_one(&tx, item, now))
+            .map(|item| observe_one(&tx, item, now, &mut stamp))
             .collect();
         let unchanged = (Some(before) != pass.generation).then(|| {
             pass.unchanged
                 .iter()
-                .map(|item| observe_one(&tx, item, now))
+                .map(|item| observe_one(&tx, item, now, &mut stamp))
                 .collect()
         });
         let after = generation(&tx)?;
@@ -321,6 +324,67 @@ fn generation(conn: &rusqlite::Connection) -> Result<u64> {
     u64::try_from(n).map_err(|_| Error::Corrupt(format!("pin generation {n}")))
 }
 
+/// The generation a pass's writes advance the pins to: advanced once, just before the pass's first write, and
+/// stamped on every row the pass writes, so the triggers (the last migration on pins) leave those rows to it.
+#[derive(Default)]
+struct Stamp(Option<i64>);
+
+impl Stamp {
+    fn generation(&mut self, tx: &rusqlite::Transaction<'_>) -> Result<i64> {
+        if let Some(n) = self.0 {
+            return Ok(n);
+        }
+        let n = tx
+            .prepare_cached("UPDATE pin_generation SET n = n + 1 WHERE id = 1 RETURNING n")?
+            .query_row([], |r| r.get(0))?;
+        self.0 = Some(n);
+        Ok(n)
+    }
+}
+
+/// An observed definition's hash, and its canonical JSON once it is needed: computed at most once, whether the
+/// hash came with it or not.
+pub(crate) struct Definition<'a> {
+    definition: &'a Value,
+    hash: std::borrow::Cow<'a, str>,
+    canonical: Option<String>,
+}
+
+impl<'a> Definition<'a> {
+    pub(crate) fn of(item: &PinObservation<'a>) -> Self {
+        match item.sha256 {
+            Some(h) => Self {
+                definition: item.definition,
+                hash: h.into(),
+                canonical: None,
+            },
+            None => {
+                let canonical = canonical_json(item.definition);
+                Self {
+                    definition: item.definition,
+                    hash: sha256_hex(canonical.as_bytes()).into(),
+                    canonical: Some(canonical),
+                }
+            }
+        }
+    }
+
+    pub(crate) fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// The canonical JSON, for the one row written.
+    pub(crate) fn json(&mut self) -> String {
+        self.canonical
+            .take()
+            .unwrap_or_else(|| canonical_json(self.definition))
+    }
+
+    pub(crate) fn into_hash(self) -> String {
+        self.hash.into_owned()
+    }
+}
+
 /// What observing one item found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observed {
@@ -331,24 +395,23 @@ pub struct Observed {
     /// The pin is held and no definition of it was ever accepted ([`ToolPin::never_accepted`]): the item is new
     /// on its server, not changed.
     pub never_accepted: bool,
+    /// `definition_hash` of the observed definition (the caller's, when it gave one), so a caller that did not
+    /// have it can keep it without serialising the definition again.
+    pub sha256: String,
 }
 
 fn observe_one(
     tx: &rusqlite::Transaction<'_>,
     item: &PinObservation<'_>,
     now: Timestamp,
+    stamp: &mut Stamp,
 ) -> Result<Observed> {
     let name = item.name;
-    let computed;
-    let hash = match item.sha256 {
-        Some(h) => h,
-        None => {
-            computed = definition_hash(item.definition);
-            computed.as_str()
-        }
-    };
-    // The stored JSON is needed only when a row is written: an unchanged pin costs one lookup, no serialising.
-    let json = || canonical_json(item.definition);
+    // The canonical JSON is serialised only when a row is written, or once to hash a definition that came without
+    // its hash: an unchanged pin costs one lookup.
+    let mut def = Definition::of(item);
+    let hash = def.hash().to_owned();
+    let hash = hash.as_str();
     // Only the columns a check reads: the stored JSON of every pin is not loaded on every pass.
     let existing = tx
         .prepare_cached(
@@ -366,18 +429,29 @@ fn observe_one(
         .optional()?;
     let mut flags_overridden = false;
     let mut never_accepted = false;
+    let mut write = |sql: &str, state: Option<PinState>| -> Result<()> {
+        let generation = stamp.generation(tx)?;
+        let json = def.json();
+        let now = now.as_millis();
+        let mut stmt = tx.prepare_cached(sql)?;
+        match state {
+            Some(state) => stmt.execute(params![name, hash, json, now, generation, state.as_str()]),
+            None => stmt.execute(params![name, hash, json, now, generation]),
+        }?;
+        Ok(())
+    };
     let check = match existing {
         None => {
             let state = match item.first_use {
                 FirstUse::Accept => PinState::Accepted,
                 FirstUse::Quarantine => PinState::Quarantined,
             };
-            tx.prepare_cached(
-                "INSERT INTO tool_pins (name, state, definition_sha256, definition_json,
-                                        first_seen, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-            )?
-            .execute(params![name, state.as_str(), hash, json(), now.as_millis()])?;
+            write(
+                "INSERT INTO tool_pins (name, definition_sha256, definition_json, first_seen, updated_at,
+                                        generation, state)
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)",
+                Some(state),
+            )?;
             never_accepted = state == PinState::Quarantined;
             PinCheck::New(state)
         }
@@ -386,11 +460,11 @@ fn observe_one(
             // the pin keeps the newest one as its definition and stays new.
             PinState::Quarantined if candidate.is_none() => {
                 if accepted != hash {
-                    tx.prepare_cached(
+                    write(
                         "UPDATE tool_pins SET definition_sha256 = ?2, definition_json = ?3,
-                                              updated_at = ?4 WHERE name = ?1",
-                    )?
-                    .execute(params![name, hash, json(), now.as_millis()])?;
+                                              updated_at = ?4, generation = ?5 WHERE name = ?1",
+                        None,
+                    )?;
                 }
                 never_accepted = true;
                 PinCheck::Quarantined
@@ -398,11 +472,11 @@ fn observe_one(
             PinState::Quarantined => {
                 if accepted != hash && candidate.as_deref() != Some(hash) {
                     // Keep the newest candidate so the human reviews what is served now.
-                    tx.prepare_cached(
+                    write(
                         "UPDATE tool_pins SET candidate_sha256 = ?2, candidate_json = ?3,
-                                              updated_at = ?4 WHERE name = ?1",
-                    )?
-                    .execute(params![name, hash, json(), now.as_millis()])?;
+                                              updated_at = ?4, generation = ?5 WHERE name = ?1",
+                        None,
+                    )?;
                 }
                 PinCheck::Quarantined
             }
@@ -411,11 +485,12 @@ fn observe_one(
                 PinCheck::Unchanged
             }
             PinState::Accepted => {
-                tx.prepare_cached(
+                write(
                     "UPDATE tool_pins SET state = 'QUARANTINED', candidate_sha256 = ?2,
-                                          candidate_json = ?3, updated_at = ?4 WHERE name = ?1",
-                )?
-                .execute(params![name, hash, json(), now.as_millis()])?;
+                                          candidate_json = ?3, updated_at = ?4, generation = ?5
+                     WHERE name = ?1",
+                    None,
+                )?;
                 PinCheck::Changed {
                     accepted_sha256: accepted,
                     observed_sha256: hash.to_owned(),
@@ -427,6 +502,7 @@ fn observe_one(
         check,
         flags_overridden,
         never_accepted,
+        sha256: def.into_hash(),
     })
 }
 
