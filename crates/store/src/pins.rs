@@ -18,6 +18,10 @@ use crate::error::{Error, Result};
 use crate::handle::Store;
 use crate::time::Timestamp;
 
+mod pass;
+pub(crate) use pass::Definition;
+use pass::Stamp;
+
 /// Whether a pinned tool may be used as pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -324,67 +328,6 @@ fn generation(conn: &rusqlite::Connection) -> Result<u64> {
     u64::try_from(n).map_err(|_| Error::Corrupt(format!("pin generation {n}")))
 }
 
-/// The generation a pass's writes advance the pins to: advanced once, just before the pass's first write, and
-/// stamped on every row the pass writes, so the triggers (the last migration on pins) leave those rows to it.
-#[derive(Default)]
-struct Stamp(Option<i64>);
-
-impl Stamp {
-    fn generation(&mut self, tx: &rusqlite::Transaction<'_>) -> Result<i64> {
-        if let Some(n) = self.0 {
-            return Ok(n);
-        }
-        let n = tx
-            .prepare_cached("UPDATE pin_generation SET n = n + 1 WHERE id = 1 RETURNING n")?
-            .query_row([], |r| r.get(0))?;
-        self.0 = Some(n);
-        Ok(n)
-    }
-}
-
-/// An observed definition's hash, and its canonical JSON once it is needed: computed at most once, whether the
-/// hash came with it or not.
-pub(crate) struct Definition<'a> {
-    definition: &'a Value,
-    hash: std::borrow::Cow<'a, str>,
-    canonical: Option<String>,
-}
-
-impl<'a> Definition<'a> {
-    pub(crate) fn of(item: &PinObservation<'a>) -> Self {
-        match item.sha256 {
-            Some(h) => Self {
-                definition: item.definition,
-                hash: h.into(),
-                canonical: None,
-            },
-            None => {
-                let canonical = canonical_json(item.definition);
-                Self {
-                    definition: item.definition,
-                    hash: sha256_hex(canonical.as_bytes()).into(),
-                    canonical: Some(canonical),
-                }
-            }
-        }
-    }
-
-    pub(crate) fn hash(&self) -> &str {
-        &self.hash
-    }
-
-    /// The canonical JSON, for the one row written.
-    pub(crate) fn json(&mut self) -> String {
-        self.canonical
-            .take()
-            .unwrap_or_else(|| canonical_json(self.definition))
-    }
-
-    pub(crate) fn into_hash(self) -> String {
-        self.hash.into_owned()
-    }
-}
-
 /// What observing one item found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observed {
@@ -400,6 +343,20 @@ pub struct Observed {
     pub sha256: String,
 }
 
+/// The stored state, accepted hash, candidate hash and flag override of pin `name`: only the columns a check
+/// reads, so the stored JSON of every pin is not loaded on every pass.
+type Stored = (String, String, Option<String>, Option<String>);
+
+fn stored(tx: &rusqlite::Transaction<'_>, name: &str) -> Result<Option<Stored>> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT state, definition_sha256, candidate_sha256, flags_override_sha256
+             FROM tool_pins WHERE name = ?1",
+        )?
+        .query_row([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .optional()?)
+}
+
 fn observe_one(
     tx: &rusqlite::Transaction<'_>,
     item: &PinObservation<'_>,
@@ -412,21 +369,7 @@ fn observe_one(
     let mut def = Definition::of(item);
     let hash = def.hash().to_owned();
     let hash = hash.as_str();
-    // Only the columns a check reads: the stored JSON of every pin is not loaded on every pass.
-    let existing = tx
-        .prepare_cached(
-            "SELECT state, definition_sha256, candidate_sha256, flags_override_sha256
-             FROM tool_pins WHERE name = ?1",
-        )?
-        .query_row([name], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<String>>(2)?,
-                r.get::<_, Option<String>>(3)?,
-            ))
-        })
-        .optional()?;
+    let existing = stored(tx, name)?;
     let mut flags_overridden = false;
     let mut never_accepted = false;
     let mut write = |sql: &str, state: Option<PinState>| -> Result<()> {
