@@ -186,6 +186,22 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX rate_buckets_by_full_at ON rate_buckets(full_at);
     ",
+    // The pins' generation advances once per pass, not once per row: a pass advances it before its first write and
+    // stamps each row it writes with the generation it advanced to (`generation`), and the triggers skip a row
+    // stamped with the current generation. Any other write (unstamped, or stamped with anything else, or an update
+    // that leaves the stamp as it was) still advances it per row, whoever writes.
+    "
+    ALTER TABLE tool_pins ADD COLUMN generation INTEGER;
+    DROP TRIGGER tool_pins_insert_advances;
+    DROP TRIGGER tool_pins_update_advances;
+    CREATE TRIGGER tool_pins_insert_advances AFTER INSERT ON tool_pins
+        WHEN NEW.generation IS NOT (SELECT n FROM pin_generation WHERE id = 1)
+        BEGIN UPDATE pin_generation SET n = n + 1 WHERE id = 1; END;
+    CREATE TRIGGER tool_pins_update_advances AFTER UPDATE ON tool_pins
+        WHEN NEW.generation IS NOT (SELECT n FROM pin_generation WHERE id = 1)
+          OR NEW.generation IS OLD.generation
+        BEGIN UPDATE pin_generation SET n = n + 1 WHERE id = 1; END;
+    ",
 ];
 
 /// The schema version this build writes.
@@ -280,6 +296,48 @@ mod tests {
             .unwrap();
         drop(conn);
         assert!(matches!(open(&path), Err(Error::SchemaTooNew { .. })));
+    }
+
+    /// Whoever writes a pin without the pass's stamp — another tool on the database, an update that leaves the
+    /// stamp as it was, a stamp of any other generation — still moves the generation, row by row.
+    #[test]
+    fn a_pin_written_outside_a_pass_still_moves_the_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join("t.db")).unwrap();
+        let n = || -> i64 {
+            conn.query_row("SELECT n FROM pin_generation", [], |r| r.get(0))
+                .unwrap()
+        };
+        let insert = |name: &str, generation: Option<i64>| {
+            conn.execute(
+                "INSERT INTO tool_pins (name, state, definition_sha256, definition_json, first_seen,
+                                        updated_at, generation)
+                 VALUES (?1, 'ACCEPTED', 'h', '{}', 0, 0, ?2)",
+                rusqlite::params![name, generation],
+            )
+            .unwrap();
+        };
+        insert("a", None);
+        assert_eq!(n(), 1, "an unstamped insert");
+        insert("b", Some(7));
+        assert_eq!(n(), 2, "an insert stamped with another generation");
+        conn.execute("UPDATE tool_pins SET state = 'QUARANTINED'", [])
+            .unwrap();
+        assert_eq!(n(), 4, "an update of two rows leaving their stamps");
+        conn.execute("UPDATE tool_pins SET generation = 1 WHERE name = 'a'", [])
+            .unwrap();
+        assert_eq!(n(), 5, "an update stamped with a stale generation");
+        conn.execute("DELETE FROM tool_pins WHERE name = 'b'", [])
+            .unwrap();
+        assert_eq!(n(), 6, "a delete");
+        // The pass's own protocol: advance once, then stamp the rows with the generation advanced to.
+        conn.execute("UPDATE pin_generation SET n = n + 1", [])
+            .unwrap();
+        insert("c", Some(7));
+        insert("d", Some(7));
+        conn.execute("UPDATE tool_pins SET generation = 7 WHERE name = 'a'", [])
+            .unwrap();
+        assert_eq!(n(), 7, "stamped rows leave it to the pass");
     }
 
     #[cfg(unix)]

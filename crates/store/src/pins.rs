@@ -18,6 +18,10 @@ use crate::error::{Error, Result};
 use crate::handle::Store;
 use crate::time::Timestamp;
 
+mod pass;
+pub(crate) use pass::Definition;
+use pass::Stamp;
+
 /// Whether a pinned tool may be used as pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -142,16 +146,18 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut stamp = Stamp::default();
         let checks = items
             .iter()
-            .map(|item| observe_one(&tx, item, now))
+            .map(|item| observe_one(&tx, item, now, &mut stamp))
             .collect();
         tx.commit()?;
         Ok(checks)
     }
 
-    /// The pins' generation: every write to a pin advances it in the writer's own transaction (migration 4's
-    /// triggers), whichever process writes. Two equal readings mean no pin changed in between.
+    /// The pins' generation: every write to a pin advances it in the writer's own transaction, whichever process
+    /// writes (a pass of checks once for all its writes, any other write by trigger). Two equal readings mean no
+    /// pin changed in between.
     pub fn pins_generation(&self) -> Result<u64> {
         generation(&self.conn)
     }
@@ -179,15 +185,16 @@ impl Store {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let before = generation(&tx)?;
+        let mut stamp = Stamp::default();
         let changed = pass
             .changed
             .iter()
-            .map(|item| observe_one(&tx, item, now))
+            .map(|item| observe_one(&tx, item, now, &mut stamp))
             .collect();
         let unchanged = (Some(before) != pass.generation).then(|| {
             pass.unchanged
                 .iter()
-                .map(|item| observe_one(&tx, item, now))
+                .map(|item| observe_one(&tx, item, now, &mut stamp))
                 .collect()
         });
         let after = generation(&tx)?;
@@ -331,53 +338,63 @@ pub struct Observed {
     /// The pin is held and no definition of it was ever accepted ([`ToolPin::never_accepted`]): the item is new
     /// on its server, not changed.
     pub never_accepted: bool,
+    /// `definition_hash` of the observed definition (the caller's, when it gave one), so a caller that did not
+    /// have it can keep it without serialising the definition again.
+    pub sha256: String,
+}
+
+/// The stored state, accepted hash, candidate hash and flag override of pin `name`: only the columns a check
+/// reads, so the stored JSON of every pin is not loaded on every pass.
+type Stored = (String, String, Option<String>, Option<String>);
+
+fn stored(tx: &rusqlite::Transaction<'_>, name: &str) -> Result<Option<Stored>> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT state, definition_sha256, candidate_sha256, flags_override_sha256
+             FROM tool_pins WHERE name = ?1",
+        )?
+        .query_row([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .optional()?)
 }
 
 fn observe_one(
     tx: &rusqlite::Transaction<'_>,
     item: &PinObservation<'_>,
     now: Timestamp,
+    stamp: &mut Stamp,
 ) -> Result<Observed> {
     let name = item.name;
-    let computed;
-    let hash = match item.sha256 {
-        Some(h) => h,
-        None => {
-            computed = definition_hash(item.definition);
-            computed.as_str()
-        }
-    };
-    // The stored JSON is needed only when a row is written: an unchanged pin costs one lookup, no serialising.
-    let json = || canonical_json(item.definition);
-    // Only the columns a check reads: the stored JSON of every pin is not loaded on every pass.
-    let existing = tx
-        .prepare_cached(
-            "SELECT state, definition_sha256, candidate_sha256, flags_override_sha256
-             FROM tool_pins WHERE name = ?1",
-        )?
-        .query_row([name], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<String>>(2)?,
-                r.get::<_, Option<String>>(3)?,
-            ))
-        })
-        .optional()?;
+    // The canonical JSON is serialised only when a row is written, or once to hash a definition that came without
+    // its hash: an unchanged pin costs one lookup.
+    let mut def = Definition::of(item);
+    let hash = def.hash().to_owned();
+    let hash = hash.as_str();
+    let existing = stored(tx, name)?;
     let mut flags_overridden = false;
     let mut never_accepted = false;
+    let mut write = |sql: &str, state: Option<PinState>| -> Result<()> {
+        let generation = stamp.generation(tx)?;
+        let json = def.json();
+        let now = now.as_millis();
+        let mut stmt = tx.prepare_cached(sql)?;
+        match state {
+            Some(state) => stmt.execute(params![name, hash, json, now, generation, state.as_str()]),
+            None => stmt.execute(params![name, hash, json, now, generation]),
+        }?;
+        Ok(())
+    };
     let check = match existing {
         None => {
             let state = match item.first_use {
                 FirstUse::Accept => PinState::Accepted,
                 FirstUse::Quarantine => PinState::Quarantined,
             };
-            tx.prepare_cached(
-                "INSERT INTO tool_pins (name, state, definition_sha256, definition_json,
-                                        first_seen, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-            )?
-            .execute(params![name, state.as_str(), hash, json(), now.as_millis()])?;
+            write(
+                "INSERT INTO tool_pins (name, definition_sha256, definition_json, first_seen, updated_at,
+                                        generation, state)
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)",
+                Some(state),
+            )?;
             never_accepted = state == PinState::Quarantined;
             PinCheck::New(state)
         }
@@ -386,11 +403,11 @@ fn observe_one(
             // the pin keeps the newest one as its definition and stays new.
             PinState::Quarantined if candidate.is_none() => {
                 if accepted != hash {
-                    tx.prepare_cached(
+                    write(
                         "UPDATE tool_pins SET definition_sha256 = ?2, definition_json = ?3,
-                                              updated_at = ?4 WHERE name = ?1",
-                    )?
-                    .execute(params![name, hash, json(), now.as_millis()])?;
+                                              updated_at = ?4, generation = ?5 WHERE name = ?1",
+                        None,
+                    )?;
                 }
                 never_accepted = true;
                 PinCheck::Quarantined
@@ -398,11 +415,11 @@ fn observe_one(
             PinState::Quarantined => {
                 if accepted != hash && candidate.as_deref() != Some(hash) {
                     // Keep the newest candidate so the human reviews what is served now.
-                    tx.prepare_cached(
+                    write(
                         "UPDATE tool_pins SET candidate_sha256 = ?2, candidate_json = ?3,
-                                              updated_at = ?4 WHERE name = ?1",
-                    )?
-                    .execute(params![name, hash, json(), now.as_millis()])?;
+                                              updated_at = ?4, generation = ?5 WHERE name = ?1",
+                        None,
+                    )?;
                 }
                 PinCheck::Quarantined
             }
@@ -411,11 +428,12 @@ fn observe_one(
                 PinCheck::Unchanged
             }
             PinState::Accepted => {
-                tx.prepare_cached(
+                write(
                     "UPDATE tool_pins SET state = 'QUARANTINED', candidate_sha256 = ?2,
-                                          candidate_json = ?3, updated_at = ?4 WHERE name = ?1",
-                )?
-                .execute(params![name, hash, json(), now.as_millis()])?;
+                                          candidate_json = ?3, updated_at = ?4, generation = ?5
+                     WHERE name = ?1",
+                    None,
+                )?;
                 PinCheck::Changed {
                     accepted_sha256: accepted,
                     observed_sha256: hash.to_owned(),
@@ -427,6 +445,7 @@ fn observe_one(
         check,
         flags_overridden,
         never_accepted,
+        sha256: def.into_hash(),
     })
 }
 

@@ -41,7 +41,8 @@ struct Seen {
 #[derive(Clone)]
 struct SeenItem {
     key: String,
-    /// `store::definition_hash` of the definition (computed only with state).
+    /// `store::definition_hash` of the definition, as the store's check of it said (only with state): the next
+    /// pass hands it back, so an equal definition is not serialised again.
     sha256: Option<String>,
     /// Its poisoning flags, as the view shows them.
     flags: Vec<String>,
@@ -70,7 +71,7 @@ impl PinCache {
             .iter()
             .filter(|(_, c)| c.era.is_some())
             .map(|(server, catalog)| {
-                let (s, same) = see(catalog, server, previous.remove(server), state.is_some());
+                let (s, same) = see(catalog, server, previous.remove(server));
                 (server.as_str(), s, same)
             })
             .collect();
@@ -151,7 +152,7 @@ impl PinCache {
 
 /// The items of `catalog` with their keys, hashes and flags, reusing what `previous` found for equal
 /// definitions; and whether the whole catalog is the one seen before (so the store's results for it stand).
-fn see(catalog: &Arc<Catalog>, server: &str, previous: Option<Seen>, hashed: bool) -> (Seen, bool) {
+fn see(catalog: &Arc<Catalog>, server: &str, previous: Option<Seen>) -> (Seen, bool) {
     let previous = match previous {
         Some(p) if Arc::ptr_eq(&p.catalog, catalog) => return (p, true),
         other => other,
@@ -195,7 +196,7 @@ fn see(catalog: &Arc<Catalog>, server: &str, previous: Option<Seen>, hashed: boo
                         .collect();
                     SeenItem {
                         key,
-                        sha256: hashed.then(|| store::definition_hash(&def)),
+                        sha256: None,
                         flags,
                         pin: None,
                     }
@@ -285,6 +286,11 @@ fn check_pins(
         for ((si, ii), check) in at.into_iter().zip(results) {
             let item = &mut seen[si].1.items[ii];
             trusted &= check.is_ok();
+            if let Ok(observed) = &check {
+                if item.sha256.is_none() {
+                    item.sha256 = Some(observed.sha256.clone());
+                }
+            }
             item.pin = Some(effect(&item.key, check));
         }
     };

@@ -7,12 +7,11 @@
 //! that fails aborts a PostgreSQL transaction, so a pass with a failing item fails whole (nothing of it is
 //! written) rather than answering item by item as SQLite does.
 
-use jsonrpc::canonical_json;
 use tokio_postgres::Row;
 
 use super::pool::{col, Tx};
 use crate::error::{Error, Result};
-use crate::pins::{definition_hash, parse_state, FirstUse, Observed, PinCheck, PinObservation};
+use crate::pins::{parse_state, Definition, FirstUse, Observed, PinCheck, PinObservation};
 use crate::pins::{PinState, PinsSince, SinceChecks, ToolPin};
 use crate::time::Timestamp;
 
@@ -102,15 +101,10 @@ fn observe_one(
     now: Timestamp,
 ) -> Result<Observed> {
     let name = item.name;
-    let computed;
-    let hash = match item.sha256 {
-        Some(h) => h,
-        None => {
-            computed = definition_hash(item.definition);
-            computed.as_str()
-        }
-    };
-    let json = || canonical_json(item.definition);
+    // Serialised once at most: to hash a definition that came without its hash, kept for the row written.
+    let mut def = Definition::of(item);
+    let hash = def.hash().to_owned();
+    let hash = hash.as_str();
     let now = now.as_millis();
     let existing = tx.opt(
         "SELECT state, definition_sha256, candidate_sha256, flags_override_sha256
@@ -131,7 +125,7 @@ fn observe_one(
                 "INSERT INTO tool_pins (ns, name, state, definition_sha256, definition_json,
                                         first_seen, updated_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $6)",
-                &[&ns, &name, &state.as_str(), &hash, &json(), &now],
+                &[&ns, &name, &state.as_str(), &hash, &def.json(), &now],
             )?;
             never_accepted = state == PinState::Quarantined;
             PinCheck::New(state)
@@ -145,7 +139,7 @@ fn observe_one(
                 PinState::Quarantined if candidate.is_none() => {
                     if accepted != hash {
                         let sql = set("definition_sha256 = $3, definition_json = $5");
-                        tx.execute(&sql, &[&ns, &name, &hash, &now, &json()])?;
+                        tx.execute(&sql, &[&ns, &name, &hash, &now, &def.json()])?;
                     }
                     never_accepted = true;
                     PinCheck::Quarantined
@@ -154,7 +148,7 @@ fn observe_one(
                     if accepted != hash && candidate.as_deref() != Some(hash) {
                         // Keep the newest candidate so the human reviews what is served now.
                         let sql = set("candidate_sha256 = $3, candidate_json = $5");
-                        tx.execute(&sql, &[&ns, &name, &hash, &now, &json()])?;
+                        tx.execute(&sql, &[&ns, &name, &hash, &now, &def.json()])?;
                     }
                     PinCheck::Quarantined
                 }
@@ -165,7 +159,7 @@ fn observe_one(
                 PinState::Accepted => {
                     let sql =
                         set("state = 'QUARANTINED', candidate_sha256 = $3, candidate_json = $5");
-                    tx.execute(&sql, &[&ns, &name, &hash, &now, &json()])?;
+                    tx.execute(&sql, &[&ns, &name, &hash, &now, &def.json()])?;
                     PinCheck::Changed {
                         accepted_sha256: accepted,
                         observed_sha256: hash.to_owned(),
@@ -178,6 +172,7 @@ fn observe_one(
         check,
         flags_overridden,
         never_accepted,
+        sha256: def.into_hash(),
     })
 }
 

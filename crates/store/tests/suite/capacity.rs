@@ -106,7 +106,7 @@ fn stats_report_occupancy_against_the_ceilings() {
     assert_eq!(stats.approvals_by_status.get("PENDING"), Some(&1));
     assert_eq!(stats.session_grants, 1);
     assert_eq!(stats.limits.max_approval_records, 10);
-    assert_eq!(stats.schema_version, 10);
+    assert_eq!(stats.schema_version, 11);
     let later = s.stats(T0.plus_millis(MINUTE)).unwrap();
     assert_eq!(later.approvals_by_status.get("EXPIRED"), Some(&2));
 }

@@ -211,16 +211,19 @@ fn batch_observe_matches_one_by_one_and_keeps_each_result() {
                 },
                 flags_overridden: false,
                 never_accepted: false,
+                sha256: definition_hash(&a2),
             },
             Observed {
                 check: PinCheck::Unchanged,
                 flags_overridden: true,
                 never_accepted: false,
+                sha256: definition_hash(&b),
             },
             Observed {
                 check: PinCheck::Quarantined,
                 flags_overridden: false,
                 never_accepted: true,
+                sha256: definition_hash(&c),
             },
         ]
     );

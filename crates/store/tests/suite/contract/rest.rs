@@ -133,6 +133,75 @@ pub fn pin_generation_moves_on_every_pin_write_by_any_handle<B: Backend>() {
     assert_eq!(again.generation, g2);
 }
 
+/// A pass of checks advances the generation once however many pins it writes, and says each definition's hash;
+/// a pass that writes nothing leaves it, and every single write outside a pass (accept, override) moves it.
+pub fn a_pass_advances_the_generation_once_for_all_its_writes<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let s = b.handle();
+    let defs: Vec<_> = (0..5).map(|i| json!({"d": i})).collect();
+    let names: Vec<_> = (0..5).map(|i| format!("fx/t{i}")).collect();
+    let items: Vec<_> = names
+        .iter()
+        .zip(&defs)
+        .map(|(name, definition)| PinObservation {
+            name,
+            definition,
+            sha256: None,
+            first_use: FirstUse::Accept,
+        })
+        .collect();
+    let g0 = s.pins_generation().unwrap();
+    let seen = s.observe_pins(&items, T0).unwrap();
+    let hashes: Vec<_> = seen.into_iter().map(|o| o.unwrap().sha256).collect();
+    let expected: Vec<_> = defs.iter().map(definition_hash).collect();
+    assert_eq!(hashes, expected);
+    let g1 = s.pins_generation().unwrap();
+    assert_eq!(g1, g0 + 1, "five new pins, one pass");
+    // Two changed and one new, in one pass with its generation: one step again.
+    let (c0, c1, extra) = (json!({"d": "c0"}), json!({"d": "c1"}), json!({"d": "x"}));
+    let changed = [
+        PinObservation {
+            definition: &c0,
+            ..items[0]
+        },
+        PinObservation {
+            definition: &c1,
+            ..items[1]
+        },
+        PinObservation {
+            name: "fx/extra",
+            definition: &extra,
+            ..items[0]
+        },
+    ];
+    let pass = PinsSince {
+        generation: Some(g1),
+        changed: &changed,
+        unchanged: &items[2..],
+    };
+    let checks = s.observe_pins_since(pass, at(1)).unwrap();
+    assert!(checks.unchanged.is_none());
+    assert_eq!(checks.generation, g1 + 1);
+    assert_eq!(s.pins_generation().unwrap(), g1 + 1);
+    assert_eq!(
+        s.observe_pins(&items[2..], at(2)).unwrap().len(),
+        3,
+        "unchanged pins"
+    );
+    assert_eq!(s.pins_generation().unwrap(), g1 + 1, "nothing written");
+    s.accept_pin("fx/t0", &definition_hash(&c0), at(3)).unwrap();
+    let g2 = s.pins_generation().unwrap();
+    assert!(g2 > g1 + 1, "an accept moves it");
+    s.override_pin_flags("fx/t0", &definition_hash(&c0), at(4))
+        .unwrap();
+    assert!(s.pins_generation().unwrap() > g2, "an override moves it");
+    // The pins the passes wrote are what they say.
+    let pin = s.get_pin("fx/t1").unwrap().unwrap();
+    assert_eq!(pin.state, PinState::Quarantined);
+    assert_eq!(pin.candidate_sha256, Some(definition_hash(&c1)));
+    assert_eq!(pin.candidate_json.as_deref(), Some(r#"{"d":"c1"}"#));
+}
+
 pub fn flag_overrides_name_the_accepted_definition<B: Backend>() {
     let b = B::fresh(Limits::DEFAULT);
     let s = b.handle();
