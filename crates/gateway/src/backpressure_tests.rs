@@ -128,10 +128,11 @@ async fn client_that_never_reads_is_closed_not_waited_on() {
         }
         b
     });
-    let route = gw
-        .stages
-        .progress
-        .register(a_session.progress_for(&jsonrpc::Id::Int(1), json!("a-token")));
+    let route = gw.stages.progress.register(
+        a_session.progress_for(&jsonrpc::Id::Int(1), json!("a-token")),
+        "fx",
+        Arc::default(),
+    );
     let routes: Arc<dyn upstream::ProgressRoutes> = gw.stages.progress.clone();
     let flood = async {
         for i in 0..MESSAGES {

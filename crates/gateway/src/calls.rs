@@ -227,7 +227,7 @@ async fn forward_as_granted(
             return outcome;
         }
     }
-    let progress = replace_progress_token(gw, ctx, &mut params);
+    let progress = replace_progress_token(gw, ctx, server, &mut params);
     let requester = ctx.requester.as_ref().and_then(|r| Some((r.client()?, r)));
     let client_era = requester.as_ref().map(|(c, _)| c.era());
     // A modern client's tool call, prompt get or read on a legacy upstream: what the upstream asks meanwhile
@@ -327,12 +327,15 @@ async fn passed_through(
 fn replace_progress_token(
     gw: &Arc<Stages>,
     ctx: &CallContext,
+    server: &str,
     params: &mut Value,
 ) -> Option<crate::progress::ProgressGuard> {
     match (params.pointer("/_meta/progressToken"), &ctx.progress) {
         (None, _) => None,
         (Some(_), Some(progress)) => {
-            let route = gw.progress.register(progress.clone());
+            let route = gw
+                .progress
+                .register(progress.clone(), server, gw.credentials());
             params["_meta"]["progressToken"] = Value::String(route.token.clone());
             Some(route)
         }

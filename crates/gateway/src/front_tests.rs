@@ -180,7 +180,8 @@ async fn approval_question_carries_the_calls_stream() {
 }
 
 /// Progress an upstream sends for a forwarded call names the token the client gave with that call: it goes on
-/// the call's stream. A token no request in flight gave has no request to belong to.
+/// the call's stream. A token no request in flight gave has no request to belong to. Its message holds none of
+/// the server's credentials' values.
 #[tokio::test]
 async fn forwarded_progress_carries_the_stream_of_the_request_that_gave_the_token() {
     let dir = tempfile::tempdir().unwrap();
@@ -192,6 +193,16 @@ async fn forwarded_progress_carries_the_stream_of_the_request_that_gave_the_toke
     let (_, waiting) = client.next().await;
     assert_eq!(waiting["method"], "notifications/progress");
     let routes: Arc<dyn upstream::ProgressRoutes> = gw.stages.progress.clone();
+    let credentials = Arc::new(crate::credentials::Credentials::new(&[
+        config::Credential {
+            name: "fx-key".into(),
+            server: "fx".into(),
+            target: config::CredentialTarget::Env("FX_KEY".into()),
+            secret: config::Secret::new("progress-secret-0123".into()),
+            grant: config::Grant::Everyone,
+            source: config::SecretSource::Value,
+        },
+    ]));
     for (client_token, expected) in [
         (json!("tok"), Stream::Request(Id::Int(9))),
         (json!("other"), Stream::Request(Id::Int(10))),
@@ -199,11 +210,14 @@ async fn forwarded_progress_carries_the_stream_of_the_request_that_gave_the_toke
         let Stream::Request(request) = &expected else {
             unreachable!()
         };
-        let route = gw
-            .stages
-            .progress
-            .register(client.session().progress_for(request, client_token.clone()));
-        assert!(routes.deliver(&json!({"progressToken": route.token, "progress": 1})));
+        let route = gw.stages.progress.register(
+            client.session().progress_for(request, client_token.clone()),
+            "fx",
+            Arc::clone(&credentials),
+        );
+        let message = "step 1 with progress-secret-0123";
+        assert!(routes
+            .deliver(&json!({"progressToken": route.token, "progress": 1, "message": message})));
         let (stream, progress) = loop {
             let (stream, msg) = client.next().await;
             if msg["params"]["progress"] == 1 {
@@ -211,6 +225,7 @@ async fn forwarded_progress_carries_the_stream_of_the_request_that_gave_the_toke
             }
         };
         assert_eq!(progress["params"]["progressToken"], client_token);
+        assert_eq!(progress["params"]["message"], "step 1 with [credential]");
         assert_eq!(stream, expected);
     }
     client.closed().await;

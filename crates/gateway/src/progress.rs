@@ -1,8 +1,10 @@
 //! Progress routing: a requester's progress token is replaced by one unique across requesters while its call is
 //! forwarded, so an upstream's progress notifications reach the requester (and the call) that asked for them,
-//! through the call's `Progress` sink. The route lives exactly as long as the call (`ProgressGuard`).
+//! through the call's `Progress` sink. The route lives exactly as long as the call (`ProgressGuard`). What a
+//! server with credentials reports is scrubbed of their values on the way (`credentials`).
 
 use crate::client::Progress;
+use crate::credentials::Credentials;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,14 +14,26 @@ use std::sync::{Arc, Mutex};
 #[derive(Default)]
 pub(crate) struct ProgressTable {
     routes: Mutex<HashMap<String, Progress>>,
+    /// Gateway token → the credentials of the server the call went to, whose values its progress messages are
+    /// scrubbed of (`credentials`); only for servers that have some.
+    scrubbed: Mutex<HashMap<String, (Arc<Credentials>, String)>>,
     next: AtomicU64,
 }
 
 impl ProgressTable {
     /// A gateway token, unique across requesters, routed to `progress`; the guard removes it when the call ends.
-    pub(crate) fn register(self: &Arc<Self>, progress: Progress) -> ProgressGuard {
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        progress: Progress,
+        server: &str,
+        credentials: Arc<Credentials>,
+    ) -> ProgressGuard {
         let token = format!("tg-progress-{}", self.next.fetch_add(1, Ordering::Relaxed));
         self.lock().insert(token.clone(), progress);
+        if credentials.scrubs(server) {
+            self.scrubs()
+                .insert(token.clone(), (credentials, server.to_owned()));
+        }
         ProgressGuard {
             table: Arc::clone(self),
             token,
@@ -28,6 +42,10 @@ impl ProgressTable {
 
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Progress>> {
         self.routes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn scrubs(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Arc<Credentials>, String)>> {
+        self.scrubbed.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -41,7 +59,11 @@ impl upstream::ProgressRoutes for ProgressTable {
         let Some(progress) = self.lock().get(token).cloned() else {
             return false;
         };
-        progress.report(params.clone());
+        let mut params = params.clone();
+        if let Some((credentials, server)) = self.scrubs().get(token) {
+            credentials.scrub(server, &mut params);
+        }
+        progress.report(params);
         true
     }
 }
@@ -66,5 +88,6 @@ impl ProgressGuard {
 impl Drop for ProgressGuard {
     fn drop(&mut self) {
         self.table.lock().remove(&self.token);
+        self.table.scrubs().remove(&self.token);
     }
 }
