@@ -6,7 +6,8 @@
 //! the run while the clock was stopped, as it is between a model's requests). All four alternate run by run.
 //! Then runs spaced apart (`--gap` ms between them, as a model's thinking spaces them), and the first run of fresh
 //! sessions (`--fresh` new `toolgate serve --mode code`, each timed on the run right after `initialize`, beside as
-//! many new direct sessions timed on their first 6 calls).
+//! many new direct sessions timed on their first 6 calls; and as many of each timed after their first
+//! `tools/list`, as a client lists before its model calls).
 //! Beside the wall percentiles: toolgate's CPU time per run (user + system, all threads, plus the workers it
 //! reaped) for the code arm, and the same for the toolgate serving the direct calls.
 //!
@@ -171,19 +172,34 @@ fn main() {
             spaced_direct_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
         // A session's first run, right after it initialised; and for scale a direct session's first 6 calls, which
-        // wait as the run does for the upstreams and the first catalog of a gateway just started.
+        // wait as the run does for the upstreams and the first catalog of a gateway just started. Then the same
+        // after the session's first `tools/list`, as every client lists before its model can call a tool: what
+        // is left is the first run's own cost, not the upstreams' start.
+        let fresh = common::number("--fresh", 20);
         let (mut fresh_ms, mut fresh_direct_ms) = (Vec::new(), Vec::new());
-        for _ in 0..common::number("--fresh", 20) {
-            let mut first = common::serve(&config, &["--mode", "code"]).await;
-            let t = Instant::now();
-            run_once(&first, &program).await;
-            fresh_ms.push(t.elapsed().as_secs_f64() * 1e3);
-            first.close(Duration::from_secs(30)).await;
-            let mut first = common::serve(&config, &[]).await;
-            let t = Instant::now();
-            direct_once(&first).await;
-            fresh_direct_ms.push(t.elapsed().as_secs_f64() * 1e3);
-            first.close(Duration::from_secs(30)).await;
+        let (mut listed_ms, mut listed_direct_ms) = (Vec::new(), Vec::new());
+        for _ in 0..fresh {
+            for (listed, code_ms, direct_ms) in [
+                (false, &mut fresh_ms, &mut fresh_direct_ms),
+                (true, &mut listed_ms, &mut listed_direct_ms),
+            ] {
+                let mut first = common::serve(&config, &["--mode", "code"]).await;
+                if listed {
+                    first.request("tools/list", json!({})).await.unwrap();
+                }
+                let t = Instant::now();
+                run_once(&first, &program).await;
+                code_ms.push(t.elapsed().as_secs_f64() * 1e3);
+                first.close(Duration::from_secs(30)).await;
+                let mut first = common::serve(&config, &[]).await;
+                if listed {
+                    first.request("tools/list", json!({})).await.unwrap();
+                }
+                let t = Instant::now();
+                direct_once(&first).await;
+                direct_ms.push(t.elapsed().as_secs_f64() * 1e3);
+                first.close(Duration::from_secs(30)).await;
+            }
         }
         println!("{runs} runs after {WARMUP} warm-up runs, {CALLS} calls each (ms; cpu: toolgate's user + system per run, with its reaped workers):");
         println!(
@@ -198,9 +214,11 @@ fn main() {
             row(&format!("run_code, {gap} ms apart"), &mut spaced_ms, None);
             row(&format!("6 direct, {gap} ms apart"), &mut spaced_direct_ms, None);
         }
-        if !fresh_ms.is_empty() {
+        if fresh > 0 {
             row("run_code, session's first", &mut fresh_ms, None);
             row("6 direct, session's first", &mut fresh_direct_ms, None);
+            row("run_code, first, listed", &mut listed_ms, None);
+            row("6 direct, first, listed", &mut listed_direct_ms, None);
         }
         println!("Goal: run_code p50 ≤ 5 ms, p90 ≤ 8 ms, back to back, spaced and first alike.");
         for client in [&mut code, &mut direct] {

@@ -88,6 +88,7 @@ impl Gateway {
             true => opts.code.mode = config::Mode::Direct,
             false => opts.code.settle(config, &guard),
         }
+        crate::warm::start();
         let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
         let correlation = Arc::new(Correlation::watching(tx.downgrade()));
         let progress = Arc::new(ProgressTable::default());

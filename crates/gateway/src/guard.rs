@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 pub use crate::own::OWN_SERVER;
 use rules::{context, sources, with_origins};
-pub(crate) use schema::compile;
+pub(crate) use schema::{compile, prepare as prepare_schemas};
 
 mod rules;
 mod schema;

@@ -83,6 +83,7 @@ mod tasks_flow_tests;
 mod testkit;
 mod toolhub;
 mod wakeups;
+mod warm;
 mod wire;
 mod write_behind;
 

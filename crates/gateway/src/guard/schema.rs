@@ -58,3 +58,19 @@ pub(crate) fn compile(schema: &Value) -> Result<Validator, String> {
         .build(schema)
         .map_err(|e| format!("the tool's inputSchema is not a valid JSON Schema: {e}"))
 }
+
+/// Builds what compiling the first schema of each draft MCP servers write would otherwise build while a call
+/// waits: jsonschema checks a schema against its draft's meta-schema, whose validator it builds once per process
+/// (2020-12, the protocol's default and the one a schema without `$schema` is read as, and draft-07, which the
+/// TypeScript SDK's schemas name). Called on a thread of its own as the gateway starts (`crate::warm`).
+pub(crate) fn prepare() {
+    for draft in [
+        "https://json-schema.org/draft/2020-12/schema",
+        "http://json-schema.org/draft-07/schema#",
+    ] {
+        let probe = serde_json::json!({"$schema": draft, "type": "object", "properties": {"a": {"type": "string"}}});
+        if let Err(e) = compile(&probe) {
+            tracing::debug!(draft, error = %e, "meta-schema not built ahead");
+        }
+    }
+}
