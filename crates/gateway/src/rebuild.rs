@@ -54,7 +54,7 @@ pub(crate) struct Inputs {
     pub hold_new_tools: bool,
     pub quarantine_asks: bool,
     /// toolgate's own tools, listed first.
-    pub own_tools: Vec<Value>,
+    pub own_tools: Arc<Vec<Value>>,
     /// Code mode: a client lists only toolgate's control tools and the code-mode tools, and the search index
     /// is built with the catalog.
     pub code_mode: bool,
@@ -379,7 +379,7 @@ mod tests {
             max_item_bytes: 1 << 20,
             hold_new_tools: true,
             quarantine_asks: false,
-            own_tools,
+            own_tools: Arc::new(own_tools),
             code_mode: false,
         }
     }

@@ -57,6 +57,8 @@ pub(crate) struct Stages {
     /// mode on (`Session::initialize`, `discover`), so a run does not wait for a worker to start and lock itself
     /// down.
     pub(crate) code_runner: codemode::Runner,
+    /// toolgate's own tool definitions, worked out once: they follow only the options, which no reload changes.
+    own_tools: std::sync::OnceLock<Arc<Vec<Value>>>,
 }
 
 /// Workers code mode keeps started and locked down ahead of runs: two, so that a run right after another finds
@@ -104,6 +106,7 @@ impl Stages {
             tasks: Default::default(),
             listens: Default::default(),
             code_sessions: Default::default(),
+            own_tools: Default::default(),
         }
     }
 
@@ -270,7 +273,14 @@ impl Stages {
     }
 
     /// toolgate's own tools, listed before upstream tools.
-    pub(crate) fn own_tools(&self) -> Vec<Value> {
+    pub(crate) fn own_tools(&self) -> Arc<Vec<Value>> {
+        Arc::clone(
+            self.own_tools
+                .get_or_init(|| Arc::new(self.own_tool_definitions())),
+        )
+    }
+
+    fn own_tool_definitions(&self) -> Vec<Value> {
         if self.opts.surface == crate::own::Surface::ToolHub {
             return crate::toolhub::definitions();
         }
