@@ -4,6 +4,7 @@
 
 use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -14,8 +15,13 @@ fn unique_hex(len: usize) -> String {
         .map(|d| d.as_nanos())
         .unwrap_or_default();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let digest = Sha256::digest(format!("{nanos}:{}:{n}", std::process::id()).as_bytes());
-    hex::encode(digest)[..len].to_owned()
+    // The process id is read once: asking the kernel for it was a system call on every call.
+    static PID: OnceLock<u32> = OnceLock::new();
+    let pid = PID.get_or_init(std::process::id);
+    let digest = Sha256::digest(format!("{nanos}:{pid}:{n}").as_bytes());
+    let mut id = hex::encode(&digest[..len.div_ceil(2).min(digest.len())]);
+    id.truncate(len);
+    id
 }
 
 /// A trace id for one call, carried by its audit events, its approval request and its report event.

@@ -119,13 +119,13 @@ impl Store {
 /// Moves the recorded head forward to `head`; a head at or before the recorded one changes nothing.
 fn advance_head(conn: &rusqlite::Connection, head: &AuditHead, now: Timestamp) -> Result<()> {
     let seq = i64::try_from(head.seq).unwrap_or(i64::MAX);
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO audit_head (id, seq, hash, updated_at) VALUES (1, ?1, ?2, ?3)
          ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
                                         updated_at = excluded.updated_at
          WHERE excluded.seq > audit_head.seq",
-        params![seq, head.hash, now.as_millis()],
-    )?;
+    )?
+    .execute(params![seq, head.hash, now.as_millis()])?;
     Ok(())
 }
 
