@@ -29,5 +29,8 @@ pub use event::{
 pub use jsonrpc::canonical_json;
 pub use log::{valid_chain, AuditLog, LOG_FILE};
 pub use maintain::{PruneMode, PrunePlan, Recovery};
-pub use redact::{prepare as prepare_redaction, redact, redact_json, redact_map, REDACTED};
+pub use redact::{
+    prepare as prepare_redaction, prepared as redaction_prepared, redact, redact_json, redact_map,
+    REDACTED,
+};
 pub use witness::{Anchor, Head, Witness};

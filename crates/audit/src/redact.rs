@@ -73,8 +73,10 @@ const SENSITIVE_HINTS: &[&str] = &[
 
 type Spec = (String, &'static str, fn(&Hay<'_>) -> bool);
 
+/// The rules, compiled once per process (`rules`, or ahead of the first record by `prepare`).
+static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
+
 fn rules() -> &'static [Rule] {
-    static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
     RULES.get_or_init(|| {
         let specs: Vec<Spec> = vec![
             // PEM blocks, including a truncated one that never reaches its END line.
@@ -219,6 +221,11 @@ pub(crate) fn rule_count() -> usize {
 pub fn prepare() {
     let _ = rules();
     let _ = is_sensitive_key("");
+}
+
+/// Whether the rules are built (by `prepare` or by a first redaction).
+pub fn prepared() -> bool {
+    RULES.get().is_some()
 }
 
 /// Returns `text` with every recognised secret replaced.

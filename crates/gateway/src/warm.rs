@@ -22,3 +22,19 @@ pub(crate) fn start() {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    /// Each test runs in a process of its own (nextest), so nothing but `start` has built the rules here.
+    #[test]
+    fn starting_builds_the_redaction_rules_before_any_record_needs_them() {
+        super::start();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !audit::redaction_prepared() {
+            assert!(Instant::now() < deadline, "the rules were not built ahead");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}

@@ -64,13 +64,32 @@ pub(crate) fn compile(schema: &Value) -> Result<Validator, String> {
 /// (2020-12, the protocol's default and the one a schema without `$schema` is read as, and draft-07, which the
 /// TypeScript SDK's schemas name). Called on a thread of its own as the gateway starts (`crate::warm`).
 pub(crate) fn prepare() {
-    for draft in [
-        "https://json-schema.org/draft/2020-12/schema",
-        "http://json-schema.org/draft-07/schema#",
-    ] {
-        let probe = serde_json::json!({"$schema": draft, "type": "object", "properties": {"a": {"type": "string"}}});
-        if let Err(e) = compile(&probe) {
+    for draft in PREPARED_DRAFTS {
+        if let Err(e) = compile(&probe(draft)) {
             tracing::debug!(draft, error = %e, "meta-schema not built ahead");
+        }
+    }
+}
+
+/// The drafts `prepare` builds the meta-schema validators of.
+const PREPARED_DRAFTS: [&str; 2] = [
+    "https://json-schema.org/draft/2020-12/schema",
+    "http://json-schema.org/draft-07/schema#",
+];
+
+/// A small schema of `draft`, compiled only to make jsonschema build that draft's meta-schema validator.
+fn probe(draft: &str) -> Value {
+    serde_json::json!({"$schema": draft, "type": "object", "properties": {"a": {"type": "string"}}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_draft_prepared_ahead_compiles_so_its_meta_schema_is_built() {
+        for draft in PREPARED_DRAFTS {
+            assert!(compile(&probe(draft)).is_ok(), "{draft}");
         }
     }
 }
