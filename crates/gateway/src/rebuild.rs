@@ -128,12 +128,6 @@ impl Merged {
             .iter()
             .map(|u| (u.name().to_owned(), u.catalog()))
             .collect();
-        let pins = building
-            .pins
-            .observe(inputs.state.as_ref(), &catalogs, inputs.hold_new_tools);
-        // Held or flagged prompts, resources and instructions never reach the merged catalog.
-        let catalogs = crate::pins::withhold(&catalogs, &pins);
-        let pinned = started.elapsed();
         let layout = Layout {
             naming: &inputs.naming,
             max_item_bytes: inputs.max_item_bytes,
@@ -141,18 +135,9 @@ impl Merged {
         };
         let current = self.aggregate();
         let current_pins = self.pins();
-        // The very catalogs, own tools and layout the published aggregate was built from make that aggregate
-        // again: it is kept, not rebuilt (the first list's build right after the one an upstream's arrival
-        // caused finds exactly that).
-        let next = match current.built_from(&catalogs, &inputs.own_tools, &layout) {
-            true => Arc::clone(&current),
-            false => Arc::new(Aggregate::build_after(
-                &catalogs,
-                &inputs.own_tools,
-                &layout,
-                &current,
-            )),
-        };
+        let (pins, next, pinned) =
+            pin_and_merge(&mut building.pins, inputs, &catalogs, &layout, &current);
+        // With the merge beside the pass, `merged - pinned` is what the merge added after the pass ended.
         let merged = started.elapsed();
         // An equal pin view keeps its allocation, so what was worked out from the published one stays valid.
         let pins = match *current_pins == pins {
@@ -311,6 +296,51 @@ impl Merged {
     }
 }
 
+/// Catalogs with at least this many tools in all are merged beside the pin pass instead of after it.
+const MERGE_BESIDE_PINS_FROM: usize = 2_000;
+
+/// The pin pass over `catalogs` and the aggregate built from what it leaves served. The aggregate depends on the
+/// pass only through what the pass withholds (held or flagged prompts, resources and instructions; held tools are
+/// filtered when listed), so for a large catalog it is built on a second thread while the pass runs, from the
+/// catalogs as they are, and kept only when the pass withholds nothing; otherwise it is built again from what
+/// the pass left. Nothing is published before the pass has answered either way. The very catalogs, own tools and
+/// layout the published aggregate (`current`) was built from make that aggregate again: it is kept, not rebuilt
+/// (the first list's build right after the one an upstream's arrival caused finds exactly that).
+fn pin_and_merge(
+    cache: &mut PinCache,
+    inputs: &Inputs,
+    catalogs: &[(String, Arc<upstream::Catalog>)],
+    layout: &Layout<'_>,
+    current: &Arc<Aggregate>,
+) -> (PinView, Arc<Aggregate>, Duration) {
+    let started = Instant::now();
+    let own = &inputs.own_tools;
+    let build = |from: &[(String, Arc<upstream::Catalog>)]| {
+        Arc::new(Aggregate::build_after(from, own, layout, current))
+    };
+    let large =
+        catalogs.iter().map(|(_, c)| c.tools.len()).sum::<usize>() >= MERGE_BESIDE_PINS_FROM;
+    let (pins, pinned, early) = std::thread::scope(|scope| {
+        let early = (large && !current.built_from(catalogs, own, layout))
+            .then(|| scope.spawn(|| build(catalogs)));
+        let pins = cache.observe(inputs.state.as_ref(), catalogs, inputs.hold_new_tools);
+        let pinned = started.elapsed();
+        (pins, pinned, early.and_then(|h| h.join().ok()))
+    });
+    // Held or flagged prompts, resources and instructions never reach the merged catalog.
+    let served = crate::pins::withhold(catalogs, &pins);
+    let withheld_nothing = served
+        .iter()
+        .zip(catalogs)
+        .all(|((_, a), (_, b))| Arc::ptr_eq(a, b));
+    let next = match (current.built_from(&served, own, layout), early) {
+        (true, _) => Arc::clone(current),
+        (false, Some(early)) if withheld_nothing => early,
+        (false, _) => build(&served),
+    };
+    (pins, next, pinned)
+}
+
 impl VisibleTools {
     fn fits(&self, guard: &Arc<Guard>, aggregate: &Arc<Aggregate>, pins: &Arc<PinView>) -> bool {
         Arc::ptr_eq(&self.guard, guard)
@@ -361,79 +391,5 @@ fn shown(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn inputs(own_tools: Vec<Value>) -> Inputs {
-        let dir = tempfile::tempdir().unwrap();
-        let guard = Guard::load(&config::Config::empty(), dir.path()).unwrap();
-        Inputs {
-            upstreams: Arc::default(),
-            state: None,
-            guard: Arc::new(guard),
-            naming: Naming {
-                separator: "__".into(),
-                prefix: false,
-            },
-            max_item_bytes: 1 << 20,
-            hold_new_tools: true,
-            quarantine_asks: false,
-            own_tools: Arc::new(own_tools),
-            code_mode: false,
-        }
-    }
-
-    /// A build on a blocking thread may finish just before the first list is served; announcing its change then
-    /// sent a client a `list_changed` for a list it never held, which it took for a later change.
-    #[test]
-    fn build_published_before_the_first_list_announces_nothing() {
-        let merged = Merged::default();
-        let changed = merged.rebuild(&inputs(vec![json!({"name": "a"})]));
-        assert_eq!(changed, Vec::<ListKind>::new());
-        merged.mark_listed();
-        let changed = merged.rebuild(&inputs(vec![json!({"name": "a"}), json!({"name": "b"})]));
-        assert_eq!(changed, vec![ListKind::Tools]);
-        assert_eq!(
-            merged.aggregate().tools.len(),
-            2,
-            "published before it returned"
-        );
-    }
-
-    /// The first list's build right after the build an upstream's arrival caused used to merge the same catalogs
-    /// again (a third of a 50,000-tool first listing): the same inputs keep the published aggregate and view.
-    #[test]
-    fn build_from_the_same_inputs_keeps_what_is_published() {
-        let merged = Merged::default();
-        let same = inputs(vec![json!({"name": "a"})]);
-        merged.rebuild(&same);
-        let (aggregate, pins) = (merged.aggregate(), merged.pins());
-        merged.mark_listed();
-        assert_eq!(merged.rebuild(&same), Vec::<ListKind>::new());
-        assert!(Arc::ptr_eq(&aggregate, &merged.aggregate()), "merged again");
-        assert!(Arc::ptr_eq(&pins, &merged.pins()));
-        // Other own tools are other inputs: built and announced.
-        let other = inputs(vec![json!({"name": "a"}), json!({"name": "b"})]);
-        assert_eq!(merged.rebuild(&other), vec![ListKind::Tools]);
-        assert!(!Arc::ptr_eq(&aggregate, &merged.aggregate()));
-    }
-
-    /// A pin rechecked after a build replaces the published view; the next build publishes again rather than
-    /// keep what was worked out from the view before.
-    #[test]
-    fn build_after_a_recheck_publishes_again() {
-        let merged = Merged::default();
-        let same = inputs(vec![json!({"name": "a"})]);
-        merged.rebuild(&same);
-        let rechecked = Arc::new((*merged.pins()).clone());
-        *merged.pins.write().unwrap() = Arc::clone(&rechecked);
-        // A list in between works out what the served profile sees under the rechecked view.
-        merged.visible_tools(&same.guard, false, false);
-        merged.rebuild(&same);
-        let building = merged.building.lock().unwrap();
-        let (aggregate, pins) = building.published.as_ref().unwrap();
-        assert!(Arc::ptr_eq(pins, &merged.pins()), "not published again");
-        assert!(Arc::ptr_eq(aggregate, &merged.aggregate()));
-    }
-}
+#[path = "rebuild_tests.rs"]
+mod tests;
