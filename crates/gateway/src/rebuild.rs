@@ -135,8 +135,14 @@ impl Merged {
         };
         let current = self.aggregate();
         let current_pins = self.pins();
-        let (pins, next, pinned) =
-            pin_and_merge(&mut building.pins, inputs, &catalogs, &layout, &current);
+        let (pins, next, pinned) = pin_and_merge(
+            &mut building.pins,
+            inputs,
+            &catalogs,
+            &layout,
+            &current,
+            started,
+        );
         // With the merge beside the pass, `merged - pinned` is what the merge added after the pass ended.
         let merged = started.elapsed();
         // An equal pin view keeps its allocation, so what was worked out from the published one stays valid.
@@ -305,15 +311,16 @@ const MERGE_BESIDE_PINS_FROM: usize = 2_000;
 /// catalogs as they are, and kept only when the pass withholds nothing; otherwise it is built again from what
 /// the pass left. Nothing is published before the pass has answered either way. The very catalogs, own tools and
 /// layout the published aggregate (`current`) was built from make that aggregate again: it is kept, not rebuilt
-/// (the first list's build right after the one an upstream's arrival caused finds exactly that).
+/// (the first list's build right after the one an upstream's arrival caused finds exactly that). Returns the view,
+/// the aggregate, and when (since the build's `started`) the pass ended.
 fn pin_and_merge(
     cache: &mut PinCache,
     inputs: &Inputs,
     catalogs: &[(String, Arc<upstream::Catalog>)],
     layout: &Layout<'_>,
     current: &Arc<Aggregate>,
+    started: Instant,
 ) -> (PinView, Arc<Aggregate>, Duration) {
-    let started = Instant::now();
     let own = &inputs.own_tools;
     let build = |from: &[(String, Arc<upstream::Catalog>)]| {
         Arc::new(Aggregate::build_after(from, own, layout, current))

@@ -110,6 +110,7 @@ fn a_large_catalog_merged_beside_its_pin_pass_is_the_one_merged_after_it() {
         &catalogs,
         &layout(&inputs),
         &empty,
+        Instant::now(),
     );
     let served = crate::pins::withhold(&catalogs, &pins);
     let after = Aggregate::build_after(&served, &inputs.own_tools, &layout(&inputs), &empty);
@@ -132,6 +133,7 @@ fn a_poisoned_prompt_of_a_catalog_merged_beside_its_pin_pass_is_still_withheld()
         &catalogs,
         &layout(&inputs),
         &empty,
+        Instant::now(),
     );
     assert!(
         pins.get("srv__prompt__review")

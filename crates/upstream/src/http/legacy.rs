@@ -138,19 +138,13 @@ impl Shared {
             .get("method")
             .and(msg.get("id"))
             .and_then(Id::from_value);
-        let mut post = self
+        let post = self
             .ep
             .client
             .post(self.endpoint.clone())
             .headers(self.ep.headers.clone())
             .header(CONTENT_TYPE, "application/json");
-        if let Some(traceparent) = crate::trace_context::traceparent() {
-            post = post.header(crate::trace_context::TRACEPARENT, traceparent);
-        }
-        if let Some(granted) = crate::call_headers::for_server(&self.ep.server) {
-            post = post.headers((*granted).clone());
-        }
-        let post = post.body(body).send();
+        let post = super::for_caller(post, &self.ep.server).body(body).send();
         let resp = tokio::select! {
             r = tokio::time::timeout(POST_TIMEOUT, post) => r,
             () = self.life.ended.cancelled() => return Err(SendError::Closed),

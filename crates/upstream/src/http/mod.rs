@@ -80,6 +80,22 @@ pub(crate) struct Endpoint {
 /// The process-wide TLS provider is installed once, before the first client is built.
 static PROVIDER: Once = Once::new();
 
+/// `request` with what the caller's task adds to a message it sends `server`: the call's `traceparent`, and the
+/// headers of the credentials granted to the caller for that server (they replace configured ones of the same
+/// name). Both links build their POSTs through this.
+pub(crate) fn for_caller(
+    mut request: reqwest::RequestBuilder,
+    server: &str,
+) -> reqwest::RequestBuilder {
+    if let Some(traceparent) = crate::trace_context::traceparent() {
+        request = request.header(crate::trace_context::TRACEPARENT, traceparent);
+    }
+    if let Some(granted) = crate::call_headers::for_server(server) {
+        request = request.headers((*granted).clone());
+    }
+    request
+}
+
 /// A client for one life of a link.
 pub(crate) fn client() -> Result<reqwest::Client, String> {
     PROVIDER.call_once(|| {

@@ -202,12 +202,7 @@ impl Shared {
         for (name, value) in self.tool_headers.for_call(msg) {
             b = b.header(name, value);
         }
-        if let Some(traceparent) = crate::trace_context::traceparent() {
-            b = b.header(crate::trace_context::TRACEPARENT, traceparent);
-        }
-        if let Some(granted) = crate::call_headers::for_server(&self.ep.server) {
-            b = b.headers((*granted).clone());
-        }
+        b = super::for_caller(b, &self.ep.server);
         Posted {
             had_session: lock(&self.session).is_some(),
             request: b.body(body),
