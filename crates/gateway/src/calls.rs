@@ -236,7 +236,7 @@ async fn forward_as_granted(
     if let (Some((client, _)), Some(ClientEra::Modern), Some(Era::Legacy(_)), Some(method)) =
         (&requester, &client_era, conn.era(), bridged)
     {
-        return bridge::forward(
+        let bridged = bridge::forward(
             gw,
             ctx,
             client.as_ref(),
@@ -245,8 +245,9 @@ async fn forward_as_granted(
             method,
             params,
             progress,
-        )
-        .await;
+        );
+        // Boxed, as are the other paths few calls take: a call's future is as large as its largest path.
+        return Box::pin(bridged).await;
     }
     // What the upstream sends on its own while this request runs belongs to `ctx.requester` (the session and
     // client request that caused it); with no client behind the call it goes nowhere (`route`).
@@ -290,9 +291,9 @@ async fn forward_as_granted(
         {
             let stream = Stream::Request(r.request.clone());
             let timeout = up.request_timeout();
-            bridge::answer_for_legacy(
+            Box::pin(bridge::answer_for_legacy(
                 gw, ctx, client, stream, &conn, timeout, method, params, answer,
-            )
+            ))
             .await
         }
         (answer, _, _) => passed_through(gw, ctx, server, answer).await,
@@ -311,11 +312,10 @@ async fn passed_through(
     if let Ok(a) = &mut answer {
         crate::elicit::label_input_requests(server, a);
         if let Some(requests) = bridge::input_requests(a) {
-            let governed =
-                crate::pipeline::asks::govern_input_requests(gw, ctx, server, requests).await;
-            match governed {
+            let governed = crate::pipeline::asks::govern_input_requests(gw, ctx, server, requests);
+            match Box::pin(governed).await {
                 Err(refused) => return CallOutcome::Refused(refused),
-                Ok(governed) => handed(governed, requests).await,
+                Ok(governed) => Box::pin(handed(governed, requests)).await,
             }
         }
     }

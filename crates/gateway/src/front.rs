@@ -36,14 +36,15 @@ tokio::task_local! {
     static TRACEPARENT: String;
 }
 
-/// Runs `fut`, the task of one request, with the `traceparent` its transport carried.
-pub(crate) async fn with_traceparent<F: std::future::Future>(
+/// Runs `fut`, the task of one request, with the `traceparent` its transport carried. The future it gives is
+/// `fut`'s size (an `async fn` would hold `fut` and its scope both, and the task copies it whole).
+pub(crate) fn with_traceparent<F: std::future::Future>(
     traceparent: Option<String>,
     fut: F,
-) -> F::Output {
+) -> impl std::future::Future<Output = F::Output> {
     match traceparent {
-        Some(value) => TRACEPARENT.scope(value, fut).await,
-        None => fut.await,
+        Some(value) => tokio_util::either::Either::Left(TRACEPARENT.scope(value, fut)),
+        None => tokio_util::either::Either::Right(fut),
     }
 }
 

@@ -7,6 +7,7 @@
 use crate::client::{Client, ClientEra, LogLevel, Relay};
 use crate::guard::Guard;
 use crate::outbox::Stream;
+use crate::outcome::CallOutcome;
 use crate::pipeline::{
     self, AskFuture, AskHuman, CallContext, GrantScope, HoldPolicy, Origin, Progress, ProgressSink,
     Requester,
@@ -88,14 +89,21 @@ impl Session {
         params: Value,
         cancel: &CancellationToken,
     ) -> Reply {
-        let definition = params.get("name").and_then(Value::as_str).and_then(|name| {
-            let agg = self.gateway.stages.aggregate();
-            let exposed = crate::codemode::resolve(&agg, name)?;
-            agg.tool_definition(&exposed).cloned()
-        });
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let ctx = self.call_context(request, &params, cancel);
         let outcome = pipeline::govern_tool(&self.gateway.stages, &ctx, params).await;
-        wire::reply(outcome, Shape::ToolResult, definition.as_ref())
+        // Only toolgate's own answers are fitted, to the definition the catalog holds as they are given; a
+        // tool's result passes as it came, and no call copies its definition.
+        let own = matches!(outcome, CallOutcome::Refused(_) | CallOutcome::Held(_));
+        let agg = own.then(|| self.gateway.stages.aggregate());
+        let definition = agg.as_ref().zip(name).and_then(|(agg, name)| {
+            let exposed = crate::codemode::resolve(agg, &name)?;
+            agg.tool_definition(&exposed)
+        });
+        wire::reply(outcome, Shape::ToolResult, definition)
     }
 
     /// `prompts/get`, `resources/read`, `resources/subscribe`, `resources/unsubscribe` and

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio_util::either::Either;
 
 /// One caller's headers for one server.
 #[derive(Clone)]
@@ -43,11 +44,16 @@ tokio::task_local! {
     static CALL_HEADERS: CallHeaders;
 }
 
-/// Runs `fut` with `headers` on its requests to their server; `None` runs it as it is.
-pub async fn with_call_headers<F: Future>(headers: Option<CallHeaders>, fut: F) -> F::Output {
+/// Runs `fut` with `headers` on its requests to their server; `None` runs it as it is. Not an `async fn`: the
+/// future it gives is `fut`'s size, where an `async fn` held `fut` and its scope both (twice the size of a call's
+/// whole future, copied as the call's task is built).
+pub fn with_call_headers<F: Future>(
+    headers: Option<CallHeaders>,
+    fut: F,
+) -> impl Future<Output = F::Output> {
     match headers {
-        Some(h) => CALL_HEADERS.scope(h, fut).await,
-        None => fut.await,
+        Some(h) => Either::Left(CALL_HEADERS.scope(h, fut)),
+        None => Either::Right(fut),
     }
 }
 

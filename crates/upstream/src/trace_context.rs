@@ -6,6 +6,7 @@
 //! It does not check or build the value: the telemetry crate does.
 
 use std::future::Future;
+use tokio_util::either::Either;
 
 /// The header's name.
 pub(crate) const TRACEPARENT: &str = "traceparent";
@@ -14,11 +15,15 @@ tokio::task_local! {
     static TRACEPARENT_VALUE: String;
 }
 
-/// Runs `fut` with the `traceparent` its upstream requests carry; `None` runs it as it is.
-pub async fn with_traceparent<F: Future>(traceparent: Option<String>, fut: F) -> F::Output {
+/// Runs `fut` with the `traceparent` its upstream requests carry; `None` runs it as it is. The future it gives is
+/// `fut`'s size (an `async fn` would hold `fut` and its scope both).
+pub fn with_traceparent<F: Future>(
+    traceparent: Option<String>,
+    fut: F,
+) -> impl Future<Output = F::Output> {
     match traceparent {
-        Some(value) => TRACEPARENT_VALUE.scope(value, fut).await,
-        None => fut.await,
+        Some(value) => Either::Left(TRACEPARENT_VALUE.scope(value, fut)),
+        None => Either::Right(fut),
     }
 }
 

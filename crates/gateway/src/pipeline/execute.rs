@@ -67,7 +67,10 @@ pub(crate) fn execute<'a>(
             }
             Exec::Code { arguments } => match codemode::prepare(gw, ctx, arguments) {
                 Prepared::Stop(refused) => CallOutcome::Refused(refused),
-                Prepared::Run(program) => codemode::run_unapproved(gw, ctx, program).await,
+                // Boxed: a run's state would make every call's future as large.
+                Prepared::Run(program) => {
+                    Box::pin(codemode::run_unapproved(gw, ctx, program)).await
+                }
                 Prepared::Ask {
                     snapshot,
                     decision,
@@ -75,10 +78,12 @@ pub(crate) fn execute<'a>(
                 } => {
                     let mut held = ctx.clone();
                     held.hold = hold;
-                    approval_stage(gw, &held, *snapshot, decision).await
+                    Box::pin(approval_stage(gw, &held, *snapshot, decision)).await
                 }
             },
-            Exec::ApprovedCode { snapshot } => codemode::run_approved(gw, ctx, snapshot).await,
+            Exec::ApprovedCode { snapshot } => {
+                Box::pin(codemode::run_approved(gw, ctx, snapshot)).await
+            }
         }
     })
 }

@@ -89,7 +89,8 @@ pub(crate) async fn govern_tool(gw: &Arc<Stages>, ctx: &CallContext, params: Val
             arguments,
             routed,
         };
-        return crate::bridge::retry(gw, ctx, retry, params, state).await;
+        // Boxed, as are the other paths few calls take: a call's future is as large as its largest path.
+        return Box::pin(crate::bridge::retry(gw, ctx, retry, params, state)).await;
     }
     let name = params
         .get("name")
@@ -115,7 +116,7 @@ pub(crate) async fn govern_tool(gw: &Arc<Stages>, ctx: &CallContext, params: Val
     tracing::debug!(trace = %ctx.trace_id, origin = ?ctx.origin, outcome = outcome.name(), "tool call");
     match &outcome {
         // The call goes on upstream: its records are written once, when it ends (`bridge`).
-        CallOutcome::Bridged { state, .. } => gw.bridge.adopt(state, finish).await,
+        CallOutcome::Bridged { state, .. } => Box::pin(gw.bridge.adopt(state, finish)).await,
         _ => finish.close(&outcome).await,
     }
     outcome
@@ -153,10 +154,8 @@ pub(crate) async fn after_approval(
 }
 
 /// Runs stage `stage`'s work: an upstream's spans are children of the stage that sent its request (`telemetry`).
-pub(super) async fn traced(
-    stage: telemetry::Stage,
-    run: impl std::future::Future<Output = CallOutcome>,
-) -> CallOutcome {
+/// The work comes boxed, so a call's future holds a pointer to it and not, at each stage, a copy of its state.
+pub(super) async fn traced(stage: telemetry::Stage, run: execute::ExecFuture<'_>) -> CallOutcome {
     let outcome = upstream::with_traceparent(stage.traceparent(), run).await;
     drop(stage);
     outcome

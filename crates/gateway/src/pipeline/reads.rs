@@ -55,7 +55,7 @@ pub(crate) async fn govern_read(
             .iter()
             .find(|m| **m == method && **m != "tools/call"),
     ) {
-        return retry(gw, ctx, method, params, state).await;
+        return Box::pin(retry(gw, ctx, method, params, state)).await;
     }
     let arguments = params
         .get("arguments")
@@ -65,7 +65,7 @@ pub(crate) async fn govern_read(
     let outcome = read_stages(gw, ctx, &mut finish, method, params).await;
     match &outcome {
         // The request goes on upstream: its records are written once, when it ends (`bridge`).
-        CallOutcome::Bridged { state, .. } => gw.bridge.adopt(state, finish).await,
+        CallOutcome::Bridged { state, .. } => Box::pin(gw.bridge.adopt(state, finish)).await,
         _ => finish.close(&outcome).await,
     }
     outcome
@@ -141,7 +141,7 @@ async fn read_stages(
     }
     let routed = (server.as_str(), upstream_name.as_str());
     let then = then_stages(gw, ctx, method, params, (target, then), routed, verdict);
-    super::traced(finish.stage("execute"), then).await
+    super::traced(finish.stage("execute"), Box::pin(then)).await
 }
 
 /// What the request names, how an ask is treated, and where its name sits in the params.

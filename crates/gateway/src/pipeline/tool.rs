@@ -24,7 +24,6 @@ struct Routed {
     name: String,
     server: String,
     tool: String,
-    definition: Option<Value>,
 }
 
 impl Routed {
@@ -43,10 +42,12 @@ pub(super) async fn stages(
     arguments: Value,
 ) -> CallOutcome {
     let routing = finish.stage("route");
-    let r = match route(gw, &name, &params) {
-        Ok(r) => r,
+    let (r, catalog) = match route(gw, &name, &params) {
+        Ok(routed) => routed,
         Err(refused) => return CallOutcome::Refused(refused),
     };
+    // Read in the catalog the call was routed in, not copied.
+    let definition = catalog.tool_definition(&r.name);
     drop(routing);
     finish.routed(&r.server, &r.tool);
     // The caller's credentials for the server (`credentials`): named in the records; one granted only to others
@@ -64,7 +65,7 @@ pub(super) async fn stages(
         return CallOutcome::Refused(refused);
     }
     let deciding = finish.stage("decide");
-    let (verdict, note, hooked) = match decide(gw, ctx, finish, &r, &arguments).await {
+    let (verdict, note, hooked) = match decide(gw, ctx, finish, &r, definition, &arguments).await {
         Ok(decided) => decided,
         Err(refused) => return CallOutcome::Refused(refused),
     };
@@ -79,7 +80,8 @@ pub(super) async fn stages(
         OwnTool::parse(&r.server, &r.tool).and_then(|t| t.resumes()),
     ) {
         let stage = finish.stage("execute");
-        return traced(stage, resume_stage(gw, ctx, finish, &arguments, only)).await;
+        let resumed = resume_stage(gw, ctx, finish, &arguments, only);
+        return traced(stage, Box::pin(resumed)).await;
     }
     let recording = finish.stage("record");
     finish.commit();
@@ -95,7 +97,12 @@ pub(super) async fn stages(
     if let Some(refused) = rate_stage(gw, ctx, &r).filter(|_| !refused_now) {
         return CallOutcome::Refused(refused);
     }
-    let exec = || execute::tool(&r.server, &r.tool, params.clone(), &arguments);
+    // A held call's snapshot binds the definition's hash. Nothing later reads the catalog, which is not kept
+    // while the call runs or waits for a human (a long wait would keep an old catalog alive).
+    let definition_sha256 = matches!(verdict, Verdict::Ask(_))
+        .then(|| definition.map(store::definition_hash).unwrap_or_default());
+    drop(catalog);
+    let exec = || execute::tool(&r.server, &r.tool, params, &arguments);
     match verdict {
         Verdict::Refuse(refused) => CallOutcome::Refused(refused),
         Verdict::Allow(_) => traced(finish.stage("execute"), execute(gw, ctx, exec())).await,
@@ -107,11 +114,11 @@ pub(super) async fn stages(
                 Err(refused) => CallOutcome::Refused(refused),
             }
         }
-        Verdict::Ask(d) => match snapshot(gw, &r, &arguments, note) {
+        Verdict::Ask(d) => match snapshot(gw, &r, &arguments, note, definition_sha256) {
             // The approval stage runs the approved call too, so an upstream's spans are its children.
             Ok(snapshot) => {
                 let held = approval_stage(gw, ctx, snapshot, d);
-                traced(finish.stage("approval"), held).await
+                traced(finish.stage("approval"), Box::pin(held)).await
             }
             Err(answer) => answer,
         },
@@ -140,7 +147,11 @@ fn rate_stage(gw: &Stages, ctx: &CallContext, r: &Routed) -> Option<Refusal> {
 }
 
 /// Route: any spelling of a tool names it (`spellings`); one that could mean two tools names none.
-fn route(gw: &Stages, name: &str, params: &Value) -> Result<Routed, Refusal> {
+fn route(
+    gw: &Stages,
+    name: &str,
+    params: &Value,
+) -> Result<(Routed, Arc<crate::aggregate::Aggregate>), Refusal> {
     let unknown = |why: String| Refusal::new(RefusalCode::UnknownTarget, why);
     if params.get("name").and_then(Value::as_str).is_none() {
         return Err(unknown("tools/call needs a string \"name\"".to_owned()));
@@ -153,18 +164,12 @@ fn route(gw: &Stages, name: &str, params: &Value) -> Result<Routed, Refusal> {
         }
         crate::aggregate::Spelled::Unknown => name.to_owned(),
     };
-    let definition = agg.tool_definition(&name).cloned();
     let (server, tool) = match agg.route_tool(&name) {
         Some(route) => (route.server.clone(), route.name.clone()),
-        None if definition.is_some() => (OWN_SERVER.to_owned(), name.clone()),
+        None if agg.tool_definition(&name).is_some() => (OWN_SERVER.to_owned(), name.clone()),
         None => return Err(unknown(format!("unknown tool: {name}"))),
     };
-    Ok(Routed {
-        name,
-        server,
-        tool,
-        definition,
-    })
+    Ok((Routed { name, server, tool }, agg))
 }
 
 /// Pins, then the guard (argument schema and policy), then the pre-hooks, which may only make the call
@@ -175,12 +180,11 @@ async fn decide(
     ctx: &CallContext,
     finish: &mut Finish,
     r: &Routed,
+    definition: Option<&Value>,
     arguments: &Value,
 ) -> Result<(Verdict, Option<String>, Option<Hooked>), Refusal> {
     let quarantined = super::pin_stage(gw, &r.server, &r.tool, &r.name)?;
-    let (mut verdict, resources) =
-        ctx.guard
-            .check(&r.server, &r.tool, r.definition.as_ref(), arguments);
+    let (mut verdict, resources) = ctx.guard.check(&r.server, &r.tool, definition, arguments);
     finish.touches(resources);
     if let (true, Verdict::Allow(d)) = (quarantined, &verdict) {
         // `"pins": {"onChange": "ask"}`: a changed definition is shown, and each call asks a human.
@@ -212,6 +216,7 @@ fn snapshot(
     r: &Routed,
     arguments: &Value,
     note: Option<String>,
+    definition_sha256: Option<String>,
 ) -> Result<Snapshot, CallOutcome> {
     let command = calls::prepare_command(gw, &r.server, &r.tool, arguments)?;
     Ok(Snapshot {
@@ -220,11 +225,7 @@ fn snapshot(
         tool: r.tool.clone(),
         exposed: r.name.clone(),
         arguments: arguments.clone(),
-        definition_sha256: r
-            .definition
-            .as_ref()
-            .map(store::definition_hash)
-            .unwrap_or_default(),
+        definition_sha256: definition_sha256.unwrap_or_default(),
         command,
         note,
     })
