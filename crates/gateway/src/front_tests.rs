@@ -402,3 +402,21 @@ async fn drain_yields_what_was_queued_then_ends_after_close() {
     );
     gw.shutdown().await;
 }
+
+#[test]
+fn a_request_task_scoped_to_its_traceparent_is_not_twice_its_own_size() {
+    let holding = || async {
+        let state = [1u8; 4096];
+        tokio::task::yield_now().await;
+        state[4095]
+    };
+    let inner = std::mem::size_of_val(&holding());
+    for traceparent in [
+        None,
+        Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_owned()),
+    ] {
+        let scoped = super::with_traceparent(traceparent, holding());
+        let size = std::mem::size_of_val(&scoped);
+        assert!(size < inner + 128, "{inner} bytes became {size}");
+    }
+}

@@ -69,3 +69,45 @@ pub(crate) fn for_server(server: &str) -> Option<Arc<HeaderMap>> {
         .ok()
         .flatten()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A future holding `N` bytes across an await, as a call's future holds its stages' state.
+    fn holding<const N: usize>() -> impl Future<Output = u8> {
+        async {
+            let state = [1u8; N];
+            tokio::task::yield_now().await;
+            state[N - 1]
+        }
+    }
+
+    #[test]
+    fn a_call_scoped_to_its_headers_is_not_twice_its_own_size() {
+        let inner = std::mem::size_of_val(&holding::<4096>());
+        let scoped = with_call_headers(None, holding::<4096>());
+        assert!(
+            std::mem::size_of_val(&scoped) < inner + 128,
+            "{inner} bytes became {}",
+            std::mem::size_of_val(&scoped)
+        );
+        let traced = crate::with_traceparent(None, holding::<4096>());
+        assert!(
+            std::mem::size_of_val(&traced) < inner + 128,
+            "{inner} bytes became {}",
+            std::mem::size_of_val(&traced)
+        );
+    }
+
+    #[tokio::test]
+    async fn headers_given_are_in_force_inside_and_gone_after() {
+        let headers = CallHeaders::new("github", &[("authorization".into(), "Bearer t".into())]);
+        let inside =
+            with_call_headers(Some(headers), async { for_server("github").is_some() }).await;
+        assert!(inside);
+        assert!(for_server("github").is_none());
+        let none = with_call_headers(None, async { current_call_headers().is_none() }).await;
+        assert!(none);
+    }
+}
