@@ -19,7 +19,7 @@ fn unique_hex(len: usize) -> String {
     static PID: OnceLock<u32> = OnceLock::new();
     let pid = PID.get_or_init(std::process::id);
     let digest = Sha256::digest(format!("{nanos}:{pid}:{n}").as_bytes());
-    let mut id = hex::encode(&digest[..len.div_ceil(2).min(digest.len())]);
+    let mut id = jsonrpc::to_hex(&digest[..len.div_ceil(2).min(digest.len())]);
     id.truncate(len);
     id
 }

@@ -16,7 +16,7 @@ mod message;
 mod stdio;
 mod strict;
 
-pub use canonical::{canonical_json, sha256_hex};
+pub use canonical::{canonical_json, sha256_hex, to_hex};
 pub use codes::{
     HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR, REQUEST_CANCELLED, REQUEST_TIMEOUT,
