@@ -74,9 +74,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
-        for e in events {
-            crate::events::insert_event(&tx, e)?;
-        }
+        crate::events::insert_events(&tx, events)?;
         advance_head(&tx, head, now)?;
         tx.commit()?;
         Ok(())

@@ -100,33 +100,76 @@ impl Retention {
     };
 }
 
+/// The columns an event fills, in the order `bind_event` binds them.
+const EVENT_COLUMNS: &str =
+    "time_ms, trace_id, profile, server, tool, operation, decision, reason_code, outcome, \
+                             duration_ms, error_class, principal, wait_ms, rule";
+/// Parameters per event.
+const EVENT_PARAMS: usize = 14;
+/// Events per multi-row insert: a batch pays a statement's reset, binding and start once for this many rows.
+const EVENTS_PER_INSERT: usize = 16;
+
+/// `INSERT … VALUES (…), …` for `rows` events.
+fn insert_sql(rows: usize) -> String {
+    let row = format!("({})", vec!["?"; EVENT_PARAMS].join(", "));
+    format!(
+        "INSERT INTO report_events ({EVENT_COLUMNS}) VALUES {}",
+        vec![row; rows].join(", ")
+    )
+}
+
+/// Binds `e`, sanitised, as the row whose first parameter is `first` (1-based).
+fn bind_event(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    first: usize,
+    e: &ReportEvent,
+) -> Result<()> {
+    let ms = |v: Option<u64>| v.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
+    let values: [&dyn rusqlite::ToSql; EVENT_PARAMS] = [
+        &e.time.as_millis(),
+        &name(&e.trace_id),
+        &name(&e.profile),
+        &name(&e.server),
+        &name(&e.tool),
+        &token(&e.operation),
+        &e.decision.as_str(),
+        &token(&e.reason_code),
+        &token(&e.outcome),
+        &ms(e.duration_ms),
+        &e.error_class.as_deref().map(token),
+        &e.principal.as_deref().map(name),
+        &ms(e.wait_ms),
+        &e.rule.as_deref().map(name),
+    ];
+    for (i, value) in values.into_iter().enumerate() {
+        stmt.raw_bind_parameter(first + i, value)?;
+    }
+    Ok(())
+}
+
 /// One sanitised insert; `conn` is the store's connection or a transaction on it.
 pub(crate) fn insert_event(conn: &rusqlite::Connection, e: &ReportEvent) -> Result<()> {
-    let ms = |v: Option<u64>| v.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
-    // Cached: parsing the statement for every event cost more than inserting it.
-    conn.prepare_cached(
-        "INSERT INTO report_events (time_ms, trace_id, profile, server, tool, operation,
-                                        decision, reason_code, outcome, duration_ms, error_class, principal,
-                                        wait_ms, rule)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    )?
-    .execute(params![
-            e.time.as_millis(),
-            name(&e.trace_id),
-            name(&e.profile),
-            name(&e.server),
-            name(&e.tool),
-            token(&e.operation),
-            e.decision.as_str(),
-            token(&e.reason_code),
-            token(&e.outcome),
-            ms(e.duration_ms),
-            e.error_class.as_deref().map(token),
-            e.principal.as_deref().map(name),
-            ms(e.wait_ms),
-            e.rule.as_deref().map(name),
-        ],
-    )?;
+    insert_events(conn, std::slice::from_ref(e))
+}
+
+/// Sanitised inserts of `events`, in order: `EVENTS_PER_INSERT` rows per statement, then one per statement for
+/// the rest. Both statements are cached: parsing one for every event cost more than inserting it.
+pub(crate) fn insert_events(conn: &rusqlite::Connection, events: &[ReportEvent]) -> Result<()> {
+    static MANY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    static ONE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let mut chunks = events.chunks_exact(EVENTS_PER_INSERT);
+    for chunk in &mut chunks {
+        let mut stmt = conn.prepare_cached(MANY.get_or_init(|| insert_sql(EVENTS_PER_INSERT)))?;
+        for (i, e) in chunk.iter().enumerate() {
+            bind_event(&mut stmt, 1 + i * EVENT_PARAMS, e)?;
+        }
+        stmt.raw_execute()?;
+    }
+    for e in chunks.remainder() {
+        let mut stmt = conn.prepare_cached(ONE.get_or_init(|| insert_sql(1)))?;
+        bind_event(&mut stmt, 1, e)?;
+        stmt.raw_execute()?;
+    }
     Ok(())
 }
 
@@ -140,9 +183,7 @@ impl Store {
     /// a gateway writing behind its calls wants.
     pub fn record_events(&mut self, events: &[ReportEvent]) -> Result<()> {
         let tx = self.conn.transaction()?;
-        for e in events {
-            insert_event(&tx, e)?;
-        }
+        insert_events(&tx, events)?;
         tx.commit()?;
         Ok(())
     }
@@ -226,21 +267,24 @@ impl Store {
     }
 }
 
-/// Truncates a name-like field.
-pub(crate) fn name(s: &str) -> String {
-    s.chars().take(MAX_NAME_CHARS).collect()
+/// Truncates a name-like field to its first `MAX_NAME_CHARS` characters.
+pub(crate) fn name(s: &str) -> &str {
+    match s.char_indices().nth(MAX_NAME_CHARS) {
+        Some((end, _)) => &s[..end],
+        None => s,
+    }
 }
 
 /// Keeps a token field only if it looks like a token: ASCII letters, digits, `_ . : -`.
-pub(crate) fn token(s: &str) -> String {
+pub(crate) fn token(s: &str) -> &str {
     let ok = !s.is_empty()
         && s.len() <= MAX_TOKEN_CHARS
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'));
     if ok {
-        s.to_owned()
+        s
     } else {
-        INVALID_TOKEN.to_owned()
+        INVALID_TOKEN
     }
 }
 

@@ -275,3 +275,45 @@ fn report_events_name_the_caller() {
         .collect();
     assert_eq!(principals, vec![Some("key:ci".to_owned()), None]);
 }
+
+/// A written batch goes in rows of several per statement and the rest one by one: every event of both shapes is
+/// stored, in order, with the same sanitising (free text in a token field replaced, a long name cut).
+#[test]
+fn a_batch_of_events_is_stored_whole_in_order_and_sanitised_in_both_statement_shapes() {
+    let env = Env::new();
+    let mut s = env.store();
+    let events: Vec<ReportEvent> = (0..37u64)
+        .map(|i| {
+            let mut e = event(
+                "fs",
+                &format!("tool_{i:02}"),
+                Decision::Allow,
+                "SUCCEEDED",
+                Some(i),
+            );
+            if i % 5 == 0 {
+                e.reason_code = "the secret is hunter2".into();
+                e.trace_id = "x".repeat(300);
+                e.error_class = Some("not a token either".into());
+                e.rule = Some("r".repeat(200));
+            }
+            e
+        })
+        .collect();
+    s.record_events(&events).unwrap();
+    let stored = s.export_events(None, 1_000).unwrap();
+    assert_eq!(stored.len(), 37);
+    for (i, e) in stored.iter().enumerate() {
+        assert_eq!(e.tool, format!("tool_{i:02}"));
+        assert_eq!(e.duration_ms, Some(i as u64));
+        if i % 5 == 0 {
+            assert_eq!(e.reason_code, "INVALID");
+            assert_eq!(e.trace_id, "x".repeat(128));
+            assert_eq!(e.error_class.as_deref(), Some("INVALID"));
+            assert_eq!(e.rule.as_deref(), Some("r".repeat(128).as_str()));
+        } else {
+            assert_eq!(e.reason_code, "RULE_ALLOW");
+            assert_eq!(e.trace_id, "t");
+        }
+    }
+}
