@@ -13,6 +13,7 @@ use std::fmt;
 use jsonrpc::{canonical_json, sha256_hex};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
 
 use crate::witness::{Against, Anchor, Head, Witness};
 
@@ -181,25 +182,42 @@ pub(crate) fn seal(mut record: Map<String, Value>) -> (String, String) {
 
 /// `seal` for a record already printed as canonical entries (`"key":value`, distinct keys other than `hash`, in
 /// any order): sorts them, hashes them joined, and splices the hash in at its sorted place.
-pub(crate) fn seal_entries(mut entries: Vec<(&str, String)>) -> (String, String) {
-    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let size = entries.iter().map(|(_, e)| e.len() + 1).sum::<usize>() + 2;
-    let mut body = String::with_capacity(size);
-    join_object(&mut body, entries.iter().map(|(_, e)| e.as_str()));
-    let hash = sha256_hex(body.as_bytes());
+pub(crate) fn seal_entries(entries: Vec<(&str, String)>) -> (String, String) {
+    let mut line = String::new();
+    let hash = seal_entries_into(entries, &mut line);
+    (line, hash)
+}
+
+/// `seal_entries` appending the line to `out`, and answering the hash. Entries in sorted order (as
+/// `AuditEvent::to_entries` prints them) are not sorted again; the hash is taken over them as they are joined,
+/// without a copy of the joined body.
+pub(crate) fn seal_entries_into(mut entries: Vec<(&str, String)>, out: &mut String) -> String {
+    if !entries.is_sorted_by(|a, b| a.0 <= b.0) {
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    }
+    let mut body = Sha256::new();
+    body.update(b"{");
+    for (i, (_, e)) in entries.iter().enumerate() {
+        if i > 0 {
+            body.update(b",");
+        }
+        body.update(e.as_bytes());
+    }
+    body.update(b"}");
+    let hash = jsonrpc::to_hex(&body.finalize());
     let hash_entry = format!("\"hash\":\"{hash}\"");
     let at = entries.partition_point(|(k, _)| *k < "hash");
-    let mut line = String::with_capacity(size + hash_entry.len() + 1);
     let (before, after) = entries.split_at(at);
+    out.reserve(entries.iter().map(|(_, e)| e.len() + 1).sum::<usize>() + hash_entry.len() + 2);
     join_object(
-        &mut line,
+        out,
         before
             .iter()
             .map(|(_, e)| e.as_str())
             .chain(std::iter::once(hash_entry.as_str()))
             .chain(after.iter().map(|(_, e)| e.as_str())),
     );
-    (line, hash)
+    hash
 }
 
 /// `{a,b,…}` from printed entries.

@@ -143,39 +143,43 @@ impl AuditEvent {
         self
     }
 
-    /// The record body (everything but `seq`, `prev` and `hash`) as canonical entries, `"key":value`, in no
-    /// particular order: what `chain::seal_entries` sorts, hashes and prints. Built field by field, without an
-    /// intermediate JSON object; `to_record` is the same record as an object, and a test holds them equal.
-    pub(crate) fn to_entries(&self) -> Vec<(&'static str, String)> {
-        let mut out = Vec::with_capacity(24);
-        out.push(("v", entry("v", &RECORD_VERSION)));
+    /// The record with its chain fields `seq` and `prev` (everything but `hash`) as canonical entries,
+    /// `"key":value`, in sorted key order: what `chain::seal_entries` hashes and prints without sorting them.
+    /// Built field by field, without an intermediate JSON object; `to_record` is the same record as an object,
+    /// and a test holds them equal.
+    pub(crate) fn to_entries(&self, seq: u64, prev: &str) -> Vec<(&'static str, String)> {
+        let mut out = Vec::with_capacity(28);
+        let text =
+            |out: &mut Vec<(&'static str, String)>, key: &'static str, value: Option<&String>| {
+                if let Some(v) = value {
+                    out.push((key, entry(key, &field(v, MAX_FIELD_CHARS))));
+                }
+            };
+        text(&mut out, "actor", self.actor.as_ref());
+        if let Some(d) = &self.arguments {
+            out.push(("arguments", entry("arguments", d)));
+        }
+        if !self.credentials.is_empty() {
+            let names: Vec<String> = self
+                .credentials
+                .iter()
+                .map(|c| field(c, MAX_FIELD_CHARS))
+                .collect();
+            out.push(("credentials", entry("credentials", &names)));
+        }
+        text(&mut out, "decision", self.decision.as_ref());
+        if let Some(d) = self.duration_ms {
+            out.push(("duration_ms", entry("duration_ms", &d)));
+        }
         out.push(("kind", entry("kind", &self.kind)));
-        out.push(("time", entry("time", &rfc3339(self.time_ms))));
-        out.push(("time_ms", entry("time_ms", &self.time_ms)));
-        for (key, value) in [
-            ("trace_id", &self.trace_id),
-            ("profile", &self.profile),
-            ("server", &self.server),
-            ("tool", &self.tool),
-            ("operation", &self.operation),
-        ] {
-            out.push((key, entry(key, &field(value, MAX_FIELD_CHARS))));
-        }
-        for (key, value) in [
-            ("decision", &self.decision),
-            ("rule_id", &self.rule_id),
-            ("rule_at", &self.rule_at),
-            ("reason_code", &self.reason_code),
-            ("outcome", &self.outcome),
-            ("request_id", &self.request_id),
-            ("parent_trace_id", &self.parent_trace_id),
-            ("actor", &self.actor),
-            ("principal", &self.principal),
-        ] {
-            if let Some(v) = value {
-                out.push((key, entry(key, &field(v, MAX_FIELD_CHARS))));
-            }
-        }
+        text(&mut out, "operation", Some(&self.operation));
+        text(&mut out, "outcome", self.outcome.as_ref());
+        text(&mut out, "parent_trace_id", self.parent_trace_id.as_ref());
+        out.push(("prev", entry("prev", prev)));
+        text(&mut out, "principal", self.principal.as_ref());
+        text(&mut out, "profile", Some(&self.profile));
+        text(&mut out, "reason_code", self.reason_code.as_ref());
+        text(&mut out, "request_id", self.request_id.as_ref());
         let listed: Vec<String> = self
             .resources
             .iter()
@@ -187,24 +191,20 @@ impl AuditEvent {
             let more = (self.resources.len() - MAX_RESOURCES) as u64;
             out.push(("resources_omitted", entry("resources_omitted", &more)));
         }
-        if !self.credentials.is_empty() {
-            let names: Vec<String> = self
-                .credentials
-                .iter()
-                .map(|c| field(c, MAX_FIELD_CHARS))
-                .collect();
-            out.push(("credentials", entry("credentials", &names)));
+        if let Some(d) = &self.result {
+            out.push(("result", entry("result", d)));
         }
-        if let Some(d) = self.duration_ms {
-            out.push(("duration_ms", entry("duration_ms", &d)));
-        }
+        text(&mut out, "rule_at", self.rule_at.as_ref());
+        text(&mut out, "rule_id", self.rule_id.as_ref());
+        out.push(("seq", entry("seq", &seq)));
+        text(&mut out, "server", Some(&self.server));
+        out.push(("time", entry("time", &rfc3339(self.time_ms))));
+        out.push(("time_ms", entry("time_ms", &self.time_ms)));
+        text(&mut out, "tool", Some(&self.tool));
+        text(&mut out, "trace_id", Some(&self.trace_id));
+        out.push(("v", entry("v", &RECORD_VERSION)));
         if let Some(w) = self.wait_ms {
             out.push(("wait_ms", entry("wait_ms", &w)));
-        }
-        for (key, digest) in [("arguments", &self.arguments), ("result", &self.result)] {
-            if let Some(d) = digest {
-                out.push((key, entry(key, d)));
-            }
         }
         out
     }
@@ -390,9 +390,11 @@ mod tests {
         seq: u64,
         prev: &str,
     ) -> ((String, String), (String, String)) {
-        let mut entries = e.to_entries();
-        entries.push(("seq", entry("seq", &seq)));
-        entries.push(("prev", entry("prev", prev)));
+        let entries = e.to_entries(seq, prev);
+        assert!(
+            entries.is_sorted_by(|a, b| a.0 < b.0),
+            "entries in sorted key order"
+        );
         let mut record = e.to_record();
         record.insert("seq".into(), seq.into());
         record.insert("prev".into(), prev.into());

@@ -17,10 +17,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::chain::{
-    self, parse_line, seal_entries, verify_text_with, ChainHead, VerifyReport, ANCHOR_KIND,
+    self, parse_line, seal_entries_into, verify_text_with, ChainHead, VerifyReport, ANCHOR_KIND,
 };
 use crate::error::{Error, Result};
-use crate::event::{entry, AuditEvent};
+use crate::event::AuditEvent;
 use crate::witness::{Against, Head, Witness};
 
 /// File name of the log inside the namespace directory.
@@ -144,11 +144,7 @@ impl AuditLog {
             hash: head.prev.clone(),
         };
         for event in events {
-            let mut entries = event.to_entries();
-            entries.push(("seq", entry("seq", &head.next_seq)));
-            entries.push(("prev", entry("prev", &head.prev)));
-            let (line, hash) = seal_entries(entries);
-            text.push_str(&line);
+            let hash = seal_entries_into(event.to_entries(head.next_seq, &head.prev), &mut text);
             text.push('\n');
             last = Head {
                 seq: head.next_seq,
