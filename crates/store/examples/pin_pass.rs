@@ -6,22 +6,11 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+mod common;
+
 use serde_json::json;
 use std::time::Instant;
 use store::{FirstUse, Namespace, PinObservation, Store, Timestamp};
-
-/// User plus system CPU seconds of this process so far, from `/proc/self/stat`.
-fn cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
-    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    ticks / 100.0
-}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -51,9 +40,9 @@ fn main() {
         std::fs::create_dir_all(&ws).unwrap();
         let ns = Namespace::open(&dir.path().join("state"), &ws).unwrap();
         let mut store = Store::open(&ns).unwrap();
-        let (c0, t0) = (cpu(), Instant::now());
+        let (c0, t0) = (common::cpu(), Instant::now());
         let checks = store.observe_pins(&items, Timestamp::now()).unwrap();
-        let (c1, t1) = (cpu(), t0.elapsed());
+        let (c1, t1) = (common::cpu(), t0.elapsed());
         assert!(checks.iter().all(Result::is_ok));
         println!(
             "pass {pass}: {n} new pins, cpu {:.3} s, wall {:.3} s, generation {}",

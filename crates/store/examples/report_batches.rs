@@ -5,21 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+mod common;
+
 use std::time::Instant;
 use store::{AuditHead, Decision, Namespace, ReportEvent, Store, Timestamp};
-
-/// User plus system CPU seconds of this process so far, from `/proc/self/stat`.
-fn cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
-    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    ticks / 100.0
-}
 
 fn event(i: usize) -> ReportEvent {
     ReportEvent {
@@ -50,7 +39,7 @@ fn main() {
     let ns = Namespace::open(&dir.path().join("state"), &ws).unwrap();
     let mut store = Store::open(&ns).unwrap();
     let events: Vec<ReportEvent> = (0..n).map(event).collect();
-    let (c0, t0) = (cpu(), Instant::now());
+    let (c0, t0) = (common::cpu(), Instant::now());
     for (seq, chunk) in events.chunks(batch).enumerate() {
         let head = AuditHead {
             seq: seq as u64 + 1,
@@ -60,7 +49,7 @@ fn main() {
             .record_written(chunk, &head, Timestamp::now())
             .unwrap();
     }
-    let (c1, t1) = (cpu(), t0.elapsed());
+    let (c1, t1) = (common::cpu(), t0.elapsed());
     println!(
         "{n} events in batches of {batch}: cpu {:.2} µs per event, wall {:.2} µs per event",
         (c1 - c0) * 1e6 / n as f64,
