@@ -75,12 +75,10 @@ mod tests {
     use super::*;
 
     /// A future holding `N` bytes across an await, as a call's future holds its stages' state.
-    fn holding<const N: usize>() -> impl Future<Output = u8> {
-        async {
-            let state = [1u8; N];
-            tokio::task::yield_now().await;
-            state[N - 1]
-        }
+    async fn holding<const N: usize>() -> u8 {
+        let state = [1u8; N];
+        tokio::task::yield_now().await;
+        state[N - 1]
     }
 
     #[test]
