@@ -79,6 +79,8 @@ pub(super) async fn stages(
         &verdict,
         OwnTool::parse(&r.server, &r.tool).and_then(|t| t.resumes()),
     ) {
+        // A resume may wait for the human's decision: the catalog is not kept meanwhile.
+        drop(catalog);
         let stage = finish.stage("execute");
         let resumed = resume_stage(gw, ctx, finish, &arguments, only);
         return traced(stage, Box::pin(resumed)).await;
