@@ -3,7 +3,9 @@
 //!
 //! Latency: sequential calls of the fixture's `echo`, one legacy (2025-11-25) session over HTTP/1.1 with
 //! keep-alive, interleaved call by call with the same calls over stdio, so machine noise hits both alike; beside
-//! the wall percentiles, each toolgate's own CPU time (user + system, all threads) per call.
+//! the wall percentiles, each toolgate's own CPU time (user + system, all threads) per call. Then the same for
+//! `ping`, which toolgate answers itself: what HTTP adds to a ping is the transport's own cost (the client,
+//! loopback TCP, HTTP on both ends), the floor under what it adds to a call.
 //! Load: `--sessions` concurrent legacy sessions on loopback, each calling `echo` `--per-session` times, all
 //! stopped at `--seconds`; reports latency, errors, toolgate's CPU time per call and its peak resident memory
 //! (`VmHWM`).
@@ -27,7 +29,7 @@ const WARMUP: usize = 500;
 fn row(name: &str, us: &mut [f64], cpu: f64) {
     us.sort_by(f64::total_cmp);
     println!(
-        "{name:<8} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.1}",
+        "{name:<12} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.1}",
         common::pct(us, 50.0),
         common::pct(us, 90.0),
         common::pct(us, 99.0),
@@ -37,45 +39,86 @@ fn row(name: &str, us: &mut [f64], cpu: f64) {
     );
 }
 
-async fn latency(config: &str, calls: usize) {
-    let front = Front::start(config, &[]);
-    let http = Session::open(client(), front.url.clone()).await.unwrap();
-    let mut stdio = common::serve(config, &[]).await;
-    let stdio_echo = || async {
-        let params = json!({"name": "fx__echo", "arguments": {"text": "x"}});
-        let r = stdio.request("tools/call", params).await;
-        assert!(r.is_ok(), "{r:?}");
-    };
-    for _ in 0..WARMUP {
-        http.echo().await.unwrap();
-        stdio_echo().await;
-    }
+/// Each request, timed on both transports alternately, `calls` times: the wall times over HTTP and over stdio,
+/// and each toolgate's CPU µs per request.
+struct Timed {
+    http: Vec<f64>,
+    stdio: Vec<f64>,
+    http_cpu: f64,
+    stdio_cpu: f64,
+}
+
+async fn interleaved(
+    http: &Session,
+    stdio: &test_support::StdioClient,
+    pids: (u32, u32),
+    (method, params): (&str, serde_json::Value),
+    calls: usize,
+) -> Timed {
     let (mut h, mut s) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
-    let mut h_cpu = common::CpuMeter::new(front.child.id(), false);
-    let mut s_cpu = common::CpuMeter::new(stdio.pid().unwrap(), false);
+    let mut h_cpu = common::CpuMeter::new(pids.0, false);
+    let mut s_cpu = common::CpuMeter::new(pids.1, false);
     h_cpu.start();
     s_cpu.start();
     for _ in 0..calls {
         let t = Instant::now();
-        http.echo().await.unwrap();
+        let r = http.request(method, params.clone()).await.unwrap();
         h.push(t.elapsed().as_secs_f64() * 1e6);
+        assert!(r.get("result").is_some(), "{r}");
         let t = Instant::now();
-        stdio_echo().await;
+        let r = stdio.request(method, params.clone()).await;
         s.push(t.elapsed().as_secs_f64() * 1e6);
+        assert!(r.is_ok(), "{r:?}");
     }
     h_cpu.stop(calls, Duration::from_millis(200));
     s_cpu.stop(calls, Duration::ZERO);
-    println!("{calls} sequential tools/call per transport after {WARMUP} warm-up calls (µs):");
+    Timed {
+        http: h,
+        stdio: s,
+        http_cpu: h_cpu.per_call(),
+        stdio_cpu: s_cpu.per_call(),
+    }
+}
+
+async fn latency(config: &str, calls: usize) {
+    let front = Front::start(config, &[]);
+    let http = Session::open(client(), front.url.clone()).await.unwrap();
+    let mut stdio = common::serve(config, &[]).await;
+    let pids = (front.child.id(), stdio.pid().unwrap());
+    let call = || {
+        let params = json!({"name": "fx__echo", "arguments": {"text": "x"}});
+        ("tools/call", params)
+    };
+    let ping = || ("ping", json!({}));
+    interleaved(&http, &stdio, pids, call(), WARMUP).await;
+    interleaved(&http, &stdio, pids, ping(), WARMUP).await;
+    let mut calls_timed = interleaved(&http, &stdio, pids, call(), calls).await;
+    let mut pings = interleaved(&http, &stdio, pids, ping(), calls).await;
     println!(
-        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{calls} sequential requests per transport and method after {WARMUP} warm-up each (µs):"
+    );
+    println!(
+        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "", "p50", "p90", "p99", "max", "mean", "cpu"
     );
-    row("http", &mut h, h_cpu.per_call());
-    row("stdio", &mut s, s_cpu.per_call());
+    row("http call", &mut calls_timed.http, calls_timed.http_cpu);
+    row("stdio call", &mut calls_timed.stdio, calls_timed.stdio_cpu);
+    row("http ping", &mut pings.http, pings.http_cpu);
+    row("stdio ping", &mut pings.stdio, pings.stdio_cpu);
+    let p50 = |us: &[f64]| common::pct(us, 50.0);
     println!(
         "http/stdio: p50 {:.2}×, p99 {:.2}×. Goal over HTTP: p50 ≤ 350 µs, p99 ≤ 1000 µs.",
-        common::pct(&h, 50.0) / common::pct(&s, 50.0),
-        common::pct(&h, 99.0) / common::pct(&s, 99.0)
+        p50(&calls_timed.http) / p50(&calls_timed.stdio),
+        common::pct(&calls_timed.http, 99.0) / common::pct(&calls_timed.stdio, 99.0)
+    );
+    // `ping` is answered by toolgate itself with no pipeline behind it: what HTTP adds to it is what the
+    // transport costs (client, loopback TCP, HTTP on both ends), the floor under what it adds to a call.
+    println!(
+        "HTTP adds at p50: {:.0} µs to a call, {:.0} µs to a ping (the transport's own); \
+         a call with only the ping's addition: {:.2}× stdio.",
+        p50(&calls_timed.http) - p50(&calls_timed.stdio),
+        p50(&pings.http) - p50(&pings.stdio),
+        (p50(&calls_timed.stdio) + p50(&pings.http) - p50(&pings.stdio)) / p50(&calls_timed.stdio)
     );
     // Both servers end before their state directory is removed.
     stdio.close(Duration::from_secs(30)).await;

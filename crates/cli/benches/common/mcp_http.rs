@@ -96,12 +96,20 @@ impl Session {
     }
 
     pub async fn echo(&self) -> Result<(), String> {
+        let params = json!({"name": "fx__echo", "arguments": {"text": "x"}});
+        match self.request("tools/call", params).await? {
+            a if a.pointer("/result/content").is_some() => Ok(()),
+            a => Err(format!("unexpected answer {a:?}")),
+        }
+    }
+
+    /// One request in the session; its answer (a result or an error).
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                          "params": {"name": "fx__echo", "arguments": {"text": "x"}}});
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         match post(&self.client, &self.url, Some(&self.id), &body).await? {
-            (_, Some(a)) if a.pointer("/result/content").is_some() => Ok(()),
-            (_, a) => Err(format!("unexpected answer {a:?}")),
+            (_, Some(a)) => Ok(a),
+            (_, None) => Err("no answer".into()),
         }
     }
 }
