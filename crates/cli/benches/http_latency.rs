@@ -80,10 +80,12 @@ async fn interleaved(
     }
 }
 
-async fn latency(config: &str, calls: usize) {
-    let front = Front::start(config, &[]);
+/// `configs`: the HTTP server's and the stdio server's, alike but for their state directories, so neither's
+/// audit writer finds the database and the log changed by the other at every batch.
+async fn latency(configs: (&str, &str), calls: usize) {
+    let front = Front::start(configs.0, &[]);
     let http = Session::open(client(), front.url.clone()).await.unwrap();
-    let mut stdio = common::serve(config, &[]).await;
+    let mut stdio = common::serve(configs.1, &[]).await;
     let pids = (front.child.id(), stdio.pid().unwrap());
     let call = || {
         let params = json!({"name": "fx__echo", "arguments": {"text": "x"}});
@@ -202,22 +204,26 @@ fn main() {
     };
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("bench.json");
         // The whole pipeline on every call: deny by default with one allow rule, pins, audit, reporting.
-        let body = json!({
-            "mcpServers": {"fx": {"command": common::toolgate(), "args": ["fixture-server", "--era", "legacy"]}},
-            "permissions": {"default": "deny", "allow": ["mcp__fx__echo"]},
-            "stateDir": dir.path().join("state"),
-        });
-        std::fs::write(&config, body.to_string()).unwrap();
-        let config = config.to_str().unwrap().to_owned();
+        let config = |name: &str| {
+            let body = json!({
+                "mcpServers": {"fx": {"command": common::toolgate(), "args": ["fixture-server", "--era", "legacy"]}},
+                "permissions": {"default": "deny", "allow": ["mcp__fx__echo"]},
+                "stateDir": dir.path().join(format!("state-{name}")),
+            });
+            let path = dir.path().join(format!("{name}.json"));
+            std::fs::write(&path, body.to_string()).unwrap();
+            path.to_str().unwrap().to_owned()
+        };
+        let http = config("http");
         if load_test {
             let sessions = common::number("--sessions", 200);
             let per_session = common::number("--per-session", 50);
             let seconds = common::number("--seconds", 60) as u64;
-            load(&config, sessions, per_session, seconds).await;
+            load(&http, sessions, per_session, seconds).await;
         } else {
-            latency(&config, common::number("--calls", 5_000)).await;
+            let stdio = config("stdio");
+            latency((&http, &stdio), common::number("--calls", 5_000)).await;
         }
     });
 }
