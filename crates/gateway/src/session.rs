@@ -294,7 +294,9 @@ impl Session {
                     .traceparent
                     .clone()
                     .filter(|_| self.gateway.stages.opts.telemetry.is_on());
-                tokio::spawn(crate::front::with_traceparent(traceparent, async move {
+                // Boxed: the task is spawned, polled and completed as a pointer, not as its few KB of state,
+                // which the runtime would otherwise copy on each of those steps.
+                tokio::spawn(Box::pin(crate::front::with_traceparent(traceparent, async move {
                     let outcome = session.dispatch(&id, &method, params, modern, &token).await;
                     session.lock().in_flight.remove(&id);
                     match outcome {
@@ -309,7 +311,7 @@ impl Session {
                     // Released only once the answer is queued: a client that does not read its answers fills
                     // the bounded outbox, then the slots, then stops being read.
                     drop(slot);
-                }));
+                })));
             }
             Message::Notification { method, params } => self.on_notification(&method, params).await,
             Message::Response {
