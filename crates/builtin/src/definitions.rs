@@ -178,8 +178,14 @@ fn string() -> Value {
     json!({"type": "string"})
 }
 
-/// Every built-in tool, in a stable order.
-pub fn tools() -> Vec<Tool> {
+/// Every built-in tool, in a stable order: built once per process (their schemas are a few hundred JSON nodes,
+/// and the policy's adapter and the guard look a tool up on every call of toolgate's own tools).
+pub fn tools() -> &'static [Tool] {
+    static TOOLS: std::sync::LazyLock<Vec<Tool>> = std::sync::LazyLock::new(build);
+    &TOOLS
+}
+
+fn build() -> Vec<Tool> {
     use Operation::{FsRead, FsWrite, GitRead, ShellExec};
     vec![
         Tool {
@@ -473,7 +479,7 @@ pub fn tool_definitions() -> Vec<Value> {
 /// The policy adapter of the built-in tools (`tool` as exposed, `name` as rules see it); an unknown tool is
 /// `unknown`.
 pub fn adapt(tool: &str, name: String, args: &Value) -> RawAction {
-    match tools().into_iter().find(|t| t.name == tool) {
+    match tools().iter().find(|t| t.name == tool) {
         Some(t) => t.adapt(name, args),
         None => RawAction::new(Operation::Unknown, name).unknown(UnknownReason::UnknownTool),
     }
@@ -550,6 +556,14 @@ mod tests {
             &json!({"path": "a", "content": "x"}),
         );
         assert!(paths_of(&plain, Operation::FsRead).is_empty());
+    }
+
+    /// The guard looks a tool up in these on every call of one of toolgate's own tools (`run_code` among
+    /// them): they are built once, not at each lookup.
+    #[test]
+    fn the_built_in_tools_are_built_once_per_process() {
+        assert!(std::ptr::eq(tools(), tools()));
+        assert!(tools().iter().any(|t| t.name == READ_FILE));
     }
 
     #[test]

@@ -296,22 +296,25 @@ impl Session {
                     .filter(|_| self.gateway.stages.opts.telemetry.is_on());
                 // Boxed: the task is spawned, polled and completed as a pointer, not as its few KB of state,
                 // which the runtime would otherwise copy on each of those steps.
-                tokio::spawn(Box::pin(crate::front::with_traceparent(traceparent, async move {
-                    let outcome = session.dispatch(&id, &method, params, modern, &token).await;
-                    session.lock().in_flight.remove(&id);
-                    match outcome {
-                        Reply::Result(result) => {
-                            session.send(&id, result_response(&id, result)).await
+                tokio::spawn(Box::pin(crate::front::with_traceparent(
+                    traceparent,
+                    async move {
+                        let outcome = session.dispatch(&id, &method, params, modern, &token).await;
+                        session.lock().in_flight.remove(&id);
+                        match outcome {
+                            Reply::Result(result) => {
+                                session.send(&id, result_response(&id, result)).await
+                            }
+                            Reply::Error(error) => {
+                                session.send(&id, error_response(Some(&id), error)).await
+                            }
+                            Reply::Cancelled | Reply::StreamOpen => {}
                         }
-                        Reply::Error(error) => {
-                            session.send(&id, error_response(Some(&id), error)).await
-                        }
-                        Reply::Cancelled | Reply::StreamOpen => {}
-                    }
-                    // Released only once the answer is queued: a client that does not read its answers fills
-                    // the bounded outbox, then the slots, then stops being read.
-                    drop(slot);
-                })));
+                        // Released only once the answer is queued: a client that does not read its answers fills
+                        // the bounded outbox, then the slots, then stops being read.
+                        drop(slot);
+                    },
+                )));
             }
             Message::Notification { method, params } => self.on_notification(&method, params).await,
             Message::Response {

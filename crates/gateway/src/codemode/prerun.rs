@@ -164,7 +164,7 @@ fn strictest(guard: &Guard, server: &str, tool: &str) -> Verdict {
         return by_name;
     }
     let own = match server {
-        OWN_SERVER => builtin::tools().into_iter().find(|t| t.name == tool),
+        OWN_SERVER => builtin::tools().iter().find(|t| t.name == tool),
         _ => None,
     };
     let operation = own.as_ref().map_or(Operation::Unknown, |t| t.operation);
