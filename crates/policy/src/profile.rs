@@ -161,9 +161,10 @@ impl Policy {
         profile: Option<&str>,
         tools: &[ToolListing],
     ) -> Result<Vec<SurfaceEntry>> {
+        // The base policy is read where it is; only a profile's is built.
         let effective = match profile {
-            Some(name) => self.with_profile(name)?,
-            None => self.clone(),
+            Some(name) => std::borrow::Cow::Owned(self.with_profile(name)?),
+            None => std::borrow::Cow::Borrowed(self),
         };
         let vis = effective
             .active
