@@ -167,7 +167,7 @@ fn strictest(guard: &Guard, server: &str, tool: &str) -> Verdict {
         OWN_SERVER => builtin::tools().iter().find(|t| t.name == tool),
         _ => None,
     };
-    let operation = own.as_ref().map_or(Operation::Unknown, |t| t.operation);
+    let operation = own.map_or(Operation::Unknown, |t| t.operation);
     let commands = operation == Operation::ShellExec;
     let decision = |effect, reason, rule_id: Option<String>| Decision {
         effect,
