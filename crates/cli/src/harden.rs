@@ -79,10 +79,33 @@ pub fn gateway() {
             tracing::warn!(
                 "cannot make toolgate a child subreaper: orphaned descendants leave its tree"
             );
+        } else {
+            reap_adopted_orphans();
         }
         libc::prctl(libc::PR_SET_NAME, GATEWAY_NAME.as_ptr(), 0, 0, 0);
     }
     drop_controlling_terminal();
+}
+
+/// How often the orphans toolgate adopted are reaped: each exited one holds a process slot (counted against the
+/// user's process limit) until then.
+const REAP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Reaps the orphans a subreaper adopts (`sandbox::reap_adopted`) for as long as the process runs, on a thread
+/// of its own, started once.
+fn reap_adopted_orphans() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("toolgate-reaper".into())
+            .spawn(|| loop {
+                std::thread::sleep(REAP_EVERY);
+                sandbox::reap_adopted();
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the reaper of adopted orphans: {e}; they stay zombies until toolgate ends");
+        }
+    });
 }
 
 /// Gives up the controlling terminal, so no child inherits it: a child could otherwise push `APPROVE` into the
@@ -114,7 +137,7 @@ fn drop_controlling_terminal() {
 /// reaps them, and repeats for the grandchildren that their deaths re-parented, a bounded number of rounds.
 pub fn end_descendants() {
     for _ in 0..64 {
-        let children = children();
+        let children = sandbox::children();
         if children.is_empty() {
             return;
         }
@@ -126,25 +149,6 @@ pub fn end_descendants() {
             }
         }
     }
-}
-
-/// The pids of this process's children, from every thread's `children` list.
-fn children() -> Vec<libc::pid_t> {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for task in tasks.flatten() {
-        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(
-                list.split_whitespace()
-                    .filter_map(|p| p.parse::<libc::pid_t>().ok()),
-            );
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    out
 }
 
 #[cfg(test)]

@@ -10,6 +10,9 @@
 //! thread that outlives them, [`spawn_kept`]): code mode's workers and upstream servers. It gives such a
 //! worker the means to lock itself down once it is loaded ([`lock_down_worker`]: Landlock allowing nothing, no
 //! new descriptors, and a syscall allowlist, [`WorkerFilter`], compiled by the parent).
+//!
+//! A gateway, a child subreaper, adopts the orphans of every tree below it; [`reap_adopted`] reaps the ones
+//! that exited without touching a child this crate started, which its owner waits for.
 
 #![deny(clippy::print_stdout)]
 
@@ -24,6 +27,7 @@ mod landlock;
 mod layers;
 mod lockdown;
 mod piped;
+mod reaper;
 mod run;
 mod seccomp;
 mod spec;
@@ -38,5 +42,6 @@ pub use layers::{probe, Layer, LayerEntry, LayerReport, LayerState};
 pub use lockdown::{lock_down_worker, WorkerLayer};
 pub use nix::sys::signal::Signal;
 pub use piped::{spawn_piped, Piped, PipedSpec, PipedStderr};
+pub use reaper::{children, reap_adopted};
 pub use run::{run, ExitInfo, Outcome, RunResult};
 pub use spec::{CommandSpec, LayerMode, LayerRequest, Rlimits, Stdin};

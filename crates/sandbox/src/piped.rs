@@ -178,7 +178,12 @@ pub fn spawn_piped(spec: &PipedSpec) -> Result<Piped> {
         report_write,
         mut command,
     } = prelude(request, &spec.program, &spec.args, &spec.env, &spec.cwd)?;
-    let spawned = command.stdin(Stdio::piped()).spawn();
+    command.stdin(Stdio::piped());
+    let spawned = crate::reaper::started(|| {
+        let child = command.spawn()?;
+        let pid = child.id() as libc::pid_t;
+        Ok((child, pid))
+    });
     drop(report_write);
     // The child has its copy of the ruleset; the private directory lives as long as the `Piped`.
     let private_tmp = prepared.into_private_tmp();
@@ -299,6 +304,7 @@ impl Piped {
         }
         self.signal_kill();
         let _ = self.child.wait();
+        crate::reaper::waited(self.child.id() as libc::pid_t);
         self.reaped = true;
     }
 }

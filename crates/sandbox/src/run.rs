@@ -355,7 +355,11 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
         Stdin::Null => Stdio::null(),
         Stdin::Bytes(_) => Stdio::piped(),
     });
-    let spawned = command.spawn();
+    let spawned = crate::reaper::started(|| {
+        let child = command.spawn()?;
+        let pid = child.id() as libc::pid_t;
+        Ok((child, pid))
+    });
     drop(report_write);
     // The child has its copy of the ruleset; the private directory stays until the end of the run.
     let _private_tmp = prepared.into_private_tmp();
@@ -405,6 +409,7 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
     // The leader has exited but is not reaped, so the group id cannot have been reused: end any stragglers.
     let _ = killpg(group, Signal::SIGKILL);
     let status = child.wait();
+    crate::reaper::waited(pid);
     feeder.finish();
     let status = status?;
     let report = decode(&read_report(report_read));
@@ -464,21 +469,28 @@ pub(crate) fn probe_layers() -> LayerReport {
         prepared.landlock_fd.as_ref(),
         filter,
     );
-    // SAFETY: the child branch only runs `child::setup` (async-signal-safe) and `_exit`.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: freshly forked child; `setup` honours the async-signal-safety contract.
-        unsafe {
-            let code = i32::from(child::setup(&child_plan).is_err());
-            libc::_exit(code);
+    let forked = crate::reaper::started(|| {
+        // SAFETY: the child branch only runs `child::setup` (async-signal-safe) and `_exit`.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: freshly forked child; `setup` honours the async-signal-safety contract.
+            unsafe {
+                let code = i32::from(child::setup(&child_plan).is_err());
+                libc::_exit(code);
+            }
         }
-    }
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((pid, pid))
+    });
     drop(report_write);
     drop(prepared);
-    if pid > 0 {
+    if let Ok(pid) = forked {
         let mut status = 0;
         // SAFETY: waits for the child we just forked.
         unsafe { libc::waitpid(pid, &mut status, 0) };
+        crate::reaper::waited(pid);
     }
     merge(&mut layers, &decode(&read_report(report_read)));
     layers

@@ -1,7 +1,8 @@
 //! Code mode's bounds end to end, through the real binary and its worker: a call a program dropped when it
 //! returned is cancelled upstream, a session's saved files are deleted when it ends, and one identity's flood
 //! over HTTP (2026-07-28 requests, each a session of its own) does not make another identity's trivial run
-//! wait behind it.
+//! wait behind it. And program after program leaves no process behind: each run's worker tree is killed when
+//! it ends, and the namespace init it orphans, adopted by toolgate, is reaped.
 
 use crate::support::{toolgate, Setup};
 use serde_json::{json, Value};
@@ -57,6 +58,54 @@ async fn call_dropped_by_a_returning_program_is_cancelled_upstream() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let mut client = client;
+    client.close(Duration::from_secs(10)).await;
+}
+
+/// The children of `pid` that exited and were not reaped (zombies), from every thread's `children` list.
+fn zombie_children(pid: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for child in list.split_whitespace() {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            // The state follows the name, which ends at the last `)`.
+            let state = stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]);
+            if state == Some("Z") {
+                out.push(stat);
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn program_after_program_fills_no_process_table_with_zombies() {
+    let setup = code_setup(json!({}));
+    let mut client = serve_code(&setup).await;
+    let pid = client.pid().unwrap();
+    const RUNS: usize = 24;
+    for i in 0..RUNS {
+        assert_eq!(run(&client, &format!("return {i};")).await, json!(i));
+    }
+    // Each run's tree was killed as it ended; what it orphaned is reaped within a second or so.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let zombies = zombie_children(pid);
+        if zombies.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {RUNS} runs left a zombie in toolgate's process table: {zombies:?}",
+            zombies.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // And toolgate still serves: nothing it waits for itself was taken from it.
+    assert_eq!(run(&client, "return \"after\";").await, json!("after"));
     client.close(Duration::from_secs(10)).await;
 }
 

@@ -9,6 +9,7 @@ mod containment;
 mod layers;
 mod piped;
 mod protected;
+mod reaping;
 mod sockets;
 mod stdin;
 
