@@ -3,7 +3,10 @@
 //! the result. For scale, the same 6 calls made one by one by the client in direct mode; and the runner alone
 //! (`codemode::Runner`: worker spawn, lockdown, the 6 calls answered at once by a host with no pipeline behind it),
 //! cold (a worker started for each run) and warm (each run on the runner's spare, started and locked down before
-//! the run while the clock was stopped, as it is between a model's requests). All four alternate run by run.
+//! the run while the clock was stopped, as it is between a model's requests). All four alternate run by run, and
+//! no arm's background work (a spare starting) runs beside the next arm's clock, except toolgate's own. Then
+//! `--consecutive` runs (default `--runs`) one after another with nothing between, each beside the start of the
+//! spare that replaces the one it took.
 //! Then runs spaced apart (`--gap` ms between them, as a model's thinking spaces them), and the first run of fresh
 //! sessions (`--fresh` new `toolgate serve --mode code`, each timed on the run right after `initialize`, beside as
 //! many new direct sessions timed on their first 6 calls; and as many of each timed after their first
@@ -11,7 +14,7 @@
 //! Beside the wall percentiles: toolgate's CPU time per run (user + system, all threads, plus the workers it
 //! reaped) for the code arm, and the same for the toolgate serving the direct calls.
 //!
-//! Run: `cargo bench -p toolgate --bench run_code` (optional: `-- --runs 500 --spaced 40 --gap 200 --fresh 20`).
+//! Run: `cargo bench -p toolgate --bench run_code` (optional: `-- --runs 500 --consecutive 500 --spaced 40 --gap 200 --fresh 20`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -157,7 +160,23 @@ fn main() {
             let t = Instant::now();
             runner_once(&warm, &program).await;
             warm_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            // The warm runner's next spare starts in this process as its run ends; let it finish here, so it
+            // does not run beside the next arm's clock.
+            warm.warm_up().await;
         }
+        // One after another, nothing between: each run's answer is followed at once by the next request, and
+        // toolgate starts the spare that replaces the one a run took while the next run goes (the worst case
+        // for a pool of one).
+        let consecutive = common::number("--consecutive", runs);
+        let mut consecutive_ms = Vec::new();
+        let mut consecutive_cpu = common::CpuMeter::new(code.pid().unwrap(), true);
+        consecutive_cpu.start();
+        for _ in 0..consecutive {
+            let t = Instant::now();
+            run_once(&code, &program).await;
+            consecutive_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        consecutive_cpu.stop(consecutive, Duration::ZERO);
         // Spaced: what a model's thinking between programs leaves the spare and the caches to do.
         let (spaced, gap) = (common::number("--spaced", 40), common::number("--gap", 200));
         let (mut spaced_ms, mut spaced_direct_ms) = (Vec::new(), Vec::new());
@@ -210,6 +229,10 @@ fn main() {
         row("runner alone, cold", &mut runner_ms, None);
         row("runner alone, warm", &mut warm_ms, None);
         row("6 direct calls", &mut direct_ms, Some(direct_cpu.per_call() / 1e3));
+        if consecutive > 0 {
+            let cpu = consecutive_cpu.per_call() / 1e3;
+            row("run_code, one after other", &mut consecutive_ms, Some(cpu));
+        }
         if spaced > 0 {
             row(&format!("run_code, {gap} ms apart"), &mut spaced_ms, None);
             row(&format!("6 direct, {gap} ms apart"), &mut spaced_direct_ms, None);
