@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
+use crate::print::Entries;
 use crate::witness::{Against, Anchor, Head, Witness};
 
 /// `prev` of the first event of a log that was never pruned.
@@ -188,10 +189,40 @@ pub(crate) fn seal_entries(entries: Vec<(&str, String)>) -> (String, String) {
     (line, hash)
 }
 
-/// `seal_entries` appending the line to `out`, and answering the hash. Entries in sorted order (as
-/// `AuditEvent::to_entries` prints them) are not sorted again; the hash is taken over them as they are joined,
-/// without a copy of the joined body.
-pub(crate) fn seal_entries_into(mut entries: Vec<(&str, String)>, out: &mut String) -> String {
+/// `seal_entries` for an event printed by `AuditEvent::print_entries`: hashes its entries as they lie, joined,
+/// appends the line to `out` with the hash spliced in at its sorted place, and answers the hash.
+pub(crate) fn seal_printed(entries: &Entries, out: &mut String) -> String {
+    let (before, after) = (utf8(&entries.before), utf8(&entries.after));
+    let mut body = Sha256::new();
+    body.update(b"{");
+    if !before.is_empty() {
+        body.update(before.as_bytes());
+        body.update(b",");
+    }
+    body.update(after.as_bytes());
+    body.update(b"}");
+    let hash = jsonrpc::to_hex(&body.finalize());
+    out.reserve(before.len() + after.len() + hash.len() + 14);
+    out.push('{');
+    if !before.is_empty() {
+        out.push_str(&before);
+        out.push(',');
+    }
+    out.push_str("\"hash\":\"");
+    out.push_str(&hash);
+    out.push_str("\",");
+    out.push_str(&after);
+    out.push('}');
+    hash
+}
+
+/// Printed JSON as text: serde_json prints only UTF-8, so this never needs to replace anything.
+fn utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
+
+/// `seal_entries` appending the line to `out`, and answering the hash.
+fn seal_entries_into(mut entries: Vec<(&str, String)>, out: &mut String) -> String {
     if !entries.is_sorted_by(|a, b| a.0 <= b.0) {
         entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
     }

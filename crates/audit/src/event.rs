@@ -9,7 +9,7 @@ use jsonrpc::{canonical_json, sha256_hex};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::redact::redact;
+#[cfg(test)]
 use crate::time::rfc3339;
 
 /// Longest text field, in characters, after redaction.
@@ -18,10 +18,9 @@ pub const MAX_FIELD_CHARS: usize = 256;
 pub const MAX_RESOURCES: usize = 16;
 /// Longest resource entry, in characters, after redaction.
 pub const MAX_RESOURCE_CHARS: usize = 512;
-/// Appended to a value cut at its cap.
-const TRUNCATED: &str = "…[truncated]";
-/// Layout version of a record.
-pub(crate) const RECORD_VERSION: u64 = 1;
+pub(crate) use crate::print::RECORD_VERSION;
+#[cfg(test)]
+use crate::print::{field, TRUNCATED};
 
 /// What an event is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -143,73 +142,7 @@ impl AuditEvent {
         self
     }
 
-    /// The record with its chain fields `seq` and `prev` (everything but `hash`) as canonical entries,
-    /// `"key":value`, in sorted key order: what `chain::seal_entries` hashes and prints without sorting them.
-    /// Built field by field, without an intermediate JSON object; `to_record` is the same record as an object,
-    /// and a test holds them equal.
-    pub(crate) fn to_entries(&self, seq: u64, prev: &str) -> Vec<(&'static str, String)> {
-        let mut out = Vec::with_capacity(28);
-        let text =
-            |out: &mut Vec<(&'static str, String)>, key: &'static str, value: Option<&String>| {
-                if let Some(v) = value {
-                    out.push((key, entry(key, &field(v, MAX_FIELD_CHARS))));
-                }
-            };
-        text(&mut out, "actor", self.actor.as_ref());
-        if let Some(d) = &self.arguments {
-            out.push(("arguments", entry("arguments", d)));
-        }
-        if !self.credentials.is_empty() {
-            let names: Vec<String> = self
-                .credentials
-                .iter()
-                .map(|c| field(c, MAX_FIELD_CHARS))
-                .collect();
-            out.push(("credentials", entry("credentials", &names)));
-        }
-        text(&mut out, "decision", self.decision.as_ref());
-        if let Some(d) = self.duration_ms {
-            out.push(("duration_ms", entry("duration_ms", &d)));
-        }
-        out.push(("kind", entry("kind", &self.kind)));
-        text(&mut out, "operation", Some(&self.operation));
-        text(&mut out, "outcome", self.outcome.as_ref());
-        text(&mut out, "parent_trace_id", self.parent_trace_id.as_ref());
-        out.push(("prev", entry("prev", prev)));
-        text(&mut out, "principal", self.principal.as_ref());
-        text(&mut out, "profile", Some(&self.profile));
-        text(&mut out, "reason_code", self.reason_code.as_ref());
-        text(&mut out, "request_id", self.request_id.as_ref());
-        let listed: Vec<String> = self
-            .resources
-            .iter()
-            .take(MAX_RESOURCES)
-            .map(|r| field(r, MAX_RESOURCE_CHARS))
-            .collect();
-        out.push(("resources", entry("resources", &listed)));
-        if self.resources.len() > MAX_RESOURCES {
-            let more = (self.resources.len() - MAX_RESOURCES) as u64;
-            out.push(("resources_omitted", entry("resources_omitted", &more)));
-        }
-        if let Some(d) = &self.result {
-            out.push(("result", entry("result", d)));
-        }
-        text(&mut out, "rule_at", self.rule_at.as_ref());
-        text(&mut out, "rule_id", self.rule_id.as_ref());
-        out.push(("seq", entry("seq", &seq)));
-        text(&mut out, "server", Some(&self.server));
-        out.push(("time", entry("time", &rfc3339(self.time_ms))));
-        out.push(("time_ms", entry("time_ms", &self.time_ms)));
-        text(&mut out, "tool", Some(&self.tool));
-        text(&mut out, "trace_id", Some(&self.trace_id));
-        out.push(("v", entry("v", &RECORD_VERSION)));
-        if let Some(w) = self.wait_ms {
-            out.push(("wait_ms", entry("wait_ms", &w)));
-        }
-        out
-    }
-
-    /// The record body as a JSON object: the reference `to_entries` is checked against.
+    /// The record body as a JSON object: the reference `print_entries` is checked against.
     #[cfg(test)]
     pub(crate) fn to_record(&self) -> serde_json::Map<String, Value> {
         let mut m = serde_json::Map::new();
@@ -279,64 +212,11 @@ impl AuditEvent {
     }
 }
 
-/// `"key":value` as canonical JSON prints it. Every value here is a string, a number, a list of strings or a
-/// digest whose fields serialise in sorted order (`bytes`, `sha256`), so serde_json's own printing is canonical.
-/// Keys are plain ASCII names, quoted as they are.
-pub(crate) fn entry<T: Serialize + ?Sized>(key: &str, value: &T) -> String {
-    let mut out = Vec::with_capacity(key.len() + 48);
-    out.push(b'"');
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\":");
-    // Writing into a `Vec` cannot fail, nor can these values' serialisation.
-    let _ = serde_json::to_writer(&mut out, value);
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// Texts up to this long have their redaction remembered.
-const MEMO_TEXT_BYTES: usize = 128;
-/// Remembered redactions per thread at most; the memory is forgotten whole when full.
-const MEMO_ENTRIES: usize = 1024;
-
-/// `redact(text)`, remembered for short texts. Most fields repeat from record to record (server, tool, operation,
-/// profile, decision, rule, outcome) and `redact` is a pure function, so a remembered answer is the same answer
-/// for a hash lookup instead of every rule's scan. Bounded: `MEMO_ENTRIES` texts of `MEMO_TEXT_BYTES` per thread.
-fn redacted(text: &str) -> String {
-    use std::cell::RefCell;
-    use std::collections::HashMap;
-    thread_local! {
-        static MEMO: RefCell<HashMap<String, String>> = RefCell::new(HashMap::new());
-    }
-    if text.len() > MEMO_TEXT_BYTES {
-        return redact(text);
-    }
-    MEMO.with(|memo| {
-        let mut memo = memo.borrow_mut();
-        if let Some(known) = memo.get(text) {
-            return known.clone();
-        }
-        let red = redact(text);
-        if memo.len() >= MEMO_ENTRIES {
-            memo.clear();
-        }
-        memo.insert(text.to_owned(), red.clone());
-        red
-    })
-}
-
-/// Redacts, then caps: capping first could cut a secret so it is no longer recognised.
-fn field(text: &str, max_chars: usize) -> String {
-    let red = redacted(text);
-    if red.chars().count() <= max_chars {
-        return red;
-    }
-    let mut out: String = red.chars().take(max_chars).collect();
-    out.push_str(TRUNCATED);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::print::{Entries, MEMO_ENTRIES, MEMO_TEXT_BYTES};
+    use crate::redact::redact;
     use serde_json::json;
 
     #[test]
@@ -390,18 +270,16 @@ mod tests {
         seq: u64,
         prev: &str,
     ) -> ((String, String), (String, String)) {
-        let entries = e.to_entries(seq, prev);
-        assert!(
-            entries.is_sorted_by(|a, b| a.0 < b.0),
-            "entries in sorted key order"
-        );
+        let mut entries = Entries::default();
+        // Printed twice into the same buffers, as the writer reuses them: nothing of the first stays.
+        e.print_entries(seq.wrapping_add(1), "stale", &mut entries);
+        e.print_entries(seq, prev, &mut entries);
         let mut record = e.to_record();
         record.insert("seq".into(), seq.into());
         record.insert("prev".into(), prev.into());
-        (
-            crate::chain::seal_entries(entries),
-            crate::chain::seal(record),
-        )
+        let mut line = String::new();
+        let hash = crate::chain::seal_printed(&entries, &mut line);
+        ((line, hash), crate::chain::seal(record))
     }
 
     proptest::proptest! {

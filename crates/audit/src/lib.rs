@@ -17,6 +17,7 @@ mod event;
 mod lock;
 mod log;
 mod maintain;
+mod print;
 mod redact;
 mod time;
 mod witness;

@@ -17,10 +17,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::chain::{
-    self, parse_line, seal_entries_into, verify_text_with, ChainHead, VerifyReport, ANCHOR_KIND,
+    self, parse_line, seal_printed, verify_text_with, ChainHead, VerifyReport, ANCHOR_KIND,
 };
 use crate::error::{Error, Result};
 use crate::event::AuditEvent;
+use crate::print::Entries;
 use crate::witness::{Against, Head, Witness};
 
 /// File name of the log inside the namespace directory.
@@ -143,8 +144,10 @@ impl AuditLog {
             seq: head.next_seq.saturating_sub(1),
             hash: head.prev.clone(),
         };
+        let mut entries = Entries::default();
         for event in events {
-            let hash = seal_entries_into(event.to_entries(head.next_seq, &head.prev), &mut text);
+            event.print_entries(head.next_seq, &head.prev, &mut entries);
+            let hash = seal_printed(&entries, &mut text);
             text.push('\n');
             last = Head {
                 seq: head.next_seq,
