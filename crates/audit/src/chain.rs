@@ -216,9 +216,12 @@ pub(crate) fn seal_printed(entries: &Entries, out: &mut String) -> String {
     hash
 }
 
-/// Printed JSON as text: serde_json prints only UTF-8, so this never needs to replace anything.
+/// Printed JSON as text: serde_json prints only UTF-8, so the lossy reading never has to replace anything.
 fn utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    String::from_utf8_lossy(bytes)
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// `seal_entries` appending the line to `out`, and answering the hash.
