@@ -8,13 +8,17 @@
 //!
 //! It must not wait for a child an owner waits for (a [`crate::Piped`], a command of [`crate::run`]): the owner
 //! would lose its exit status. So every child this crate starts is started through [`started`], which notes its
-//! pid under the same lock `reap_adopted` scans under (a child that exits before the note is still never taken
-//! for an orphan), and its owner calls [`waited`] once it has reaped it. A pid is counted, not just noted: the
-//! kernel may hand a reaped child's pid to the next child before its owner calls `waited`.
+//! pid, and its owner calls [`waited`] once it has reaped it. Starts share a lock that `reap_adopted` takes
+//! alone, so a child that exits before its pid is noted is never taken for an orphan, while starts on several
+//! threads still run side by side. A pid is counted, not just noted: the kernel may hand a reaped child's pid
+//! to the next child before its owner calls `waited`.
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock};
+
+/// Held shared while a child starts and its pid is noted, alone while orphans are reaped.
+static STARTING: RwLock<()> = RwLock::new(());
 
 /// The pids of the children started here that their owners have not reaped yet, each with how many owners
 /// wait for that pid (more than one only for the moment a reused pid takes to be noted).
@@ -26,9 +30,12 @@ fn own() -> MutexGuard<'static, Option<HashMap<libc::pid_t, u32>>> {
 
 /// Starts a child with `start`, which returns it and its pid, noted as this crate's own until [`waited`].
 pub(crate) fn started<T>(start: impl FnOnce() -> io::Result<(T, libc::pid_t)>) -> io::Result<T> {
-    let mut own = own();
+    let _starting = STARTING.read().unwrap_or_else(|p| p.into_inner());
     let (child, pid) = start()?;
-    *own.get_or_insert_with(HashMap::new).entry(pid).or_default() += 1;
+    *own()
+        .get_or_insert_with(HashMap::new)
+        .entry(pid)
+        .or_default() += 1;
     Ok(child)
 }
 
@@ -48,6 +55,7 @@ pub(crate) fn waited(pid: libc::pid_t) {
 /// Reaps every child of this process that exited and that no owner waits for: the orphans it adopted.
 /// Returns how many it reaped. Never blocks on a live child.
 pub fn reap_adopted() -> usize {
+    let _alone = STARTING.write().unwrap_or_else(|p| p.into_inner());
     let own = own();
     let mut reaped = 0;
     for pid in children() {
@@ -55,8 +63,8 @@ pub fn reap_adopted() -> usize {
             continue;
         }
         let mut status = 0;
-        // SAFETY: waitpid on a pid listed as our child and not waited for by anyone else (the lock is held, so
-        // no owner can start or note one meanwhile); WNOHANG never blocks.
+        // SAFETY: waitpid on a pid listed as our child and not waited for by anyone else (no child is starting
+        // meanwhile, so every child an owner waits for is noted); WNOHANG never blocks.
         if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
             reaped += 1;
         }
