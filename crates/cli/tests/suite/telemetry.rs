@@ -4,7 +4,8 @@
 //! every span, the call's span is the child of the client's span, each stage has its span, the upstream's call is
 //! the child of the execute stage (so the `traceparent` reached it), and no argument value is in what was
 //! exported. `/metrics` on the admin surface counts the calls by decision, reason and outcome, times the stages,
-//! shows the upstream up, and needs the admin key like the rest of the admin surface.
+//! shows the upstream up, and needs the admin key like the rest of the admin surface. Over the WebSocket entry
+//! point the upgrade's `traceparent` is the parent of every call the socket carries.
 
 use crate::support::{fixture, toolgate, ServedHttp, Setup};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -424,4 +425,72 @@ async fn a_code_mode_programs_calls_are_spans_of_its_runs_execute_stage() {
     for echo in echoes {
         assert_eq!(echo.span.parent_span_id, execute.span.span_id, "{echo:#?}");
     }
+}
+
+/// A WebSocket client's calls join the trace its upgrade request carried: each call's span is the child of the
+/// client's span, as a POST's is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websockets_calls_are_spans_of_the_trace_its_upgrade_carried() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message as Frame;
+
+    let (collector, received) = collector().await;
+    let setup = Setup::new(json!({
+        "mcpServers": {"fx": fixture(&[])},
+        "permissions": {"default": "allow"},
+        "pins": {"newTools": "accept"},
+        "telemetry": {"otlp": {"endpoint": collector, "serviceName": "gateway"}}
+    }));
+    let gw = serve(&setup);
+    let ws_url = gw
+        .url
+        .replacen("http://", "ws://", 1)
+        .replace("/mcp", "/mcp/ws");
+    let mut request = ws_url.into_client_request().unwrap();
+    let headers = request.headers_mut();
+    headers.insert("Sec-WebSocket-Protocol", "mcp".parse().unwrap());
+    let parent = format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01");
+    headers.insert("traceparent", parent.parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "ws-client", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "fx__echo", "arguments": {"text": SECRET}}}),
+    ];
+    for message in &messages {
+        socket.send(Frame::text(message.to_string())).await.unwrap();
+    }
+    // The call's answer: the last response the socket carries.
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(20), socket.next())
+            .await
+            .expect("an answer in time")
+            .expect("the socket open")
+            .unwrap();
+        let Frame::Text(text) = frame else { continue };
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        if answer["id"] == 2 {
+            assert!(answer.to_string().contains(SECRET), "{answer}");
+            break;
+        }
+    }
+
+    let trace = hex::decode(CLIENT_TRACE).unwrap();
+    let seen = exported(&received, |seen| {
+        seen.iter()
+            .any(|s| s.span.name == "toolgate.call" && s.span.trace_id == trace)
+    })
+    .await;
+    let call = seen
+        .iter()
+        .find(|s| s.span.name == "toolgate.call" && s.span.trace_id == trace)
+        .unwrap();
+    assert_eq!(call.attr("toolgate.tool").as_deref(), Some("echo"));
+    assert_eq!(call.span.parent_span_id, hex::decode(CLIENT_SPAN).unwrap());
+    let exported_text = format!("{seen:?}");
+    assert!(!exported_text.contains(SECRET), "an argument was exported");
 }

@@ -52,7 +52,7 @@ pub(crate) async fn post(
 
 /// The W3C `traceparent` header, when there is exactly one (several are invalid, and ignored as the
 /// recommendation says); the gateway checks its form when telemetry is on.
-fn traceparent(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn traceparent(headers: &HeaderMap) -> Option<String> {
     let mut values = headers.get_all("traceparent").iter();
     match (values.next(), values.next()) {
         (Some(v), None) => v.to_str().ok().map(str::to_owned),

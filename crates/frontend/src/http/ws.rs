@@ -13,17 +13,19 @@
 //! response is written, and a request beyond them is answered with a JSON-RPC error rather than run. A socket
 //! that sends nothing for `sessionIdle` with no request in flight is closed, as is one whose client stops
 //! reading (its outbox overflows), one whose caller's credential a reload revoked (1008, `auth_live`), and every
-//! socket at shutdown. Binary frames are refused (close 1003). This
+//! socket at shutdown. Binary frames are refused (close 1003). The upgrade request's W3C `traceparent` header,
+//! when it has exactly one, is the parent of the spans of every request the socket carries (telemetry on). This
 //! module drives the session only through its public API and decides nothing about a message.
 
 use crate::http::auth::Principal;
 use crate::http::connections::Ticket;
-use crate::http::post::{open_as, requests_message};
+use crate::http::post::{open_as, requests_message, traceparent};
 use crate::http::shares::Held;
 use crate::http::sse::answers;
 use crate::http::App;
 use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use futures_util::stream::SplitSink;
@@ -58,6 +60,7 @@ pub(crate) async fn upgrade(
     State(app): State<Arc<App>>,
     Extension(principal): Extension<Principal>,
     ticket: Option<Extension<Arc<Ticket>>>,
+    headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
     // The connection stays counted against its identity for as long as the socket is open.
@@ -71,11 +74,16 @@ pub(crate) async fn upgrade(
         Err(refusal) => return refusal.into_response(),
     };
     let max = app.limits.max_body_bytes;
+    let meta = RequestMeta {
+        protocol_version: None,
+        identity: principal.identity.clone(),
+        traceparent: traceparent(&headers),
+    };
     ws.protocols([SUBPROTOCOL])
         .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| async move {
-            serve(app, socket, session, drain, principal).await;
+            serve(app, socket, session, drain, principal, meta).await;
             drop((place, ticket));
         })
 }
@@ -87,6 +95,7 @@ async fn serve(
     session: Arc<Session>,
     drain: Drain,
     principal: Principal,
+    meta: RequestMeta,
 ) {
     let (sink, mut frames) = socket.split();
     let in_flight: InFlight = Arc::default();
@@ -94,11 +103,6 @@ async fn serve(
     // session's messages.
     let (own, own_rx) = mpsc::channel::<String>(16);
     let writer = tokio::spawn(write_loop(drain, own_rx, sink, Arc::clone(&in_flight)));
-    let meta = RequestMeta {
-        protocol_version: None,
-        identity: principal.identity.clone(),
-        traceparent: None,
-    };
     let idle = app.limits.session_idle;
     let mut quiet_until = Instant::now() + idle;
     // A reload may have revoked the caller between its check and here: the last revocation is looked at first.
