@@ -50,6 +50,8 @@ impl ExitWatch {
         Self { pid, pidfd }
     }
 
+    /// Whether the leader exited. A leader that is no longer our child (reaped by someone else) is gone too:
+    /// waiting for it could never end.
     fn exited(&self) -> bool {
         // SAFETY: zeroed siginfo is a valid out-parameter; WNOWAIT leaves the child reapable by std.
         unsafe {
@@ -60,7 +62,8 @@ impl ExitWatch {
                 &mut info,
                 libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
             );
-            r == 0 && info.si_pid() != 0
+            (r == 0 && info.si_pid() != 0)
+                || (r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
         }
     }
 
@@ -79,5 +82,27 @@ impl ExitWatch {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_leader_reaped_elsewhere_counts_as_exited_not_waited_on_forever() {
+        // SAFETY: the child only calls `_exit`, which is async-signal-safe.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: as above.
+            unsafe { libc::_exit(0) };
+        }
+        assert!(pid > 0);
+        let mut status = 0;
+        // SAFETY: reaps the child just forked, as another owner would.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        let started = Instant::now();
+        assert!(ExitWatch::new(pid).wait(Some(Duration::from_secs(5))));
+        assert!(started.elapsed() < Duration::from_secs(1));
     }
 }
