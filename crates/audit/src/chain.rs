@@ -183,37 +183,47 @@ pub(crate) fn seal(mut record: Map<String, Value>) -> (String, String) {
 
 /// `seal` for a record already printed as canonical entries (`"key":value`, distinct keys other than `hash`, in
 /// any order): sorts them, hashes them joined, and splices the hash in at its sorted place.
-pub(crate) fn seal_entries(entries: Vec<(&str, String)>) -> (String, String) {
+pub(crate) fn seal_entries(mut entries: Vec<(&str, String)>) -> (String, String) {
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut printed = Entries::default();
+    for (key, entry) in &entries {
+        let part = match *key < "hash" {
+            true => &mut printed.before,
+            false => &mut printed.after,
+        };
+        if !part.is_empty() {
+            part.push(b',');
+        }
+        part.extend_from_slice(entry.as_bytes());
+    }
     let mut line = String::new();
-    let hash = seal_entries_into(entries, &mut line);
+    let hash = seal_printed(&printed, &mut line);
     (line, hash)
 }
 
-/// `seal_entries` for an event printed by `AuditEvent::print_entries`: hashes its entries as they lie, joined,
-/// appends the line to `out` with the hash spliced in at its sorted place, and answers the hash.
+/// `seal_entries` for entries printed in sorted order (`AuditEvent::print_entries`): hashes them as they lie,
+/// joined, appends the line to `out` with the hash spliced in at its sorted place, and answers the hash.
 pub(crate) fn seal_printed(entries: &Entries, out: &mut String) -> String {
     let (before, after) = (utf8(&entries.before), utf8(&entries.after));
     let mut body = Sha256::new();
     body.update(b"{");
-    if !before.is_empty() {
-        body.update(before.as_bytes());
-        body.update(b",");
+    for (i, part) in present([&before, "", &after]).enumerate() {
+        if i > 0 {
+            body.update(b",");
+        }
+        body.update(part.as_bytes());
     }
-    body.update(after.as_bytes());
     body.update(b"}");
     let hash = jsonrpc::to_hex(&body.finalize());
-    out.reserve(before.len() + after.len() + hash.len() + 14);
-    out.push('{');
-    if !before.is_empty() {
-        out.push_str(&before);
-        out.push(',');
-    }
-    out.push_str("\"hash\":\"");
-    out.push_str(&hash);
-    out.push_str("\",");
-    out.push_str(&after);
-    out.push('}');
+    let hash_entry = format!("\"hash\":\"{hash}\"");
+    out.reserve(before.len() + after.len() + hash_entry.len() + 4);
+    join_object(out, present([&before, &hash_entry, &after]));
     hash
+}
+
+/// The parts of a record's body that hold entries, in order.
+fn present(parts: [&str; 3]) -> impl Iterator<Item = &str> {
+    parts.into_iter().filter(|part| !part.is_empty())
 }
 
 /// Printed JSON as text: serde_json prints only UTF-8, so the lossy reading never has to replace anything.
@@ -222,36 +232,6 @@ fn utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
         Ok(text) => std::borrow::Cow::Borrowed(text),
         Err(_) => String::from_utf8_lossy(bytes),
     }
-}
-
-/// `seal_entries` appending the line to `out`, and answering the hash.
-fn seal_entries_into(mut entries: Vec<(&str, String)>, out: &mut String) -> String {
-    if !entries.is_sorted_by(|a, b| a.0 <= b.0) {
-        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    }
-    let mut body = Sha256::new();
-    body.update(b"{");
-    for (i, (_, e)) in entries.iter().enumerate() {
-        if i > 0 {
-            body.update(b",");
-        }
-        body.update(e.as_bytes());
-    }
-    body.update(b"}");
-    let hash = jsonrpc::to_hex(&body.finalize());
-    let hash_entry = format!("\"hash\":\"{hash}\"");
-    let at = entries.partition_point(|(k, _)| *k < "hash");
-    let (before, after) = entries.split_at(at);
-    out.reserve(entries.iter().map(|(_, e)| e.len() + 1).sum::<usize>() + hash_entry.len() + 2);
-    join_object(
-        out,
-        before
-            .iter()
-            .map(|(_, e)| e.as_str())
-            .chain(std::iter::once(hash_entry.as_str()))
-            .chain(after.iter().map(|(_, e)| e.as_str())),
-    );
-    hash
 }
 
 /// `{a,b,…}` from printed entries.

@@ -28,14 +28,19 @@ pub(crate) struct Entries {
 /// string, a number, a list of strings or a digest whose fields serialise in sorted order (`bytes`, `sha256`),
 /// so serde_json's own printing is canonical; keys are plain ASCII names, quoted as they are.
 fn put<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) {
+    put_key(out, key);
+    // Writing into a `Vec` cannot fail, nor can these values' serialisation.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// Appends `"key":` (after a comma unless it is the first entry).
+fn put_key(out: &mut Vec<u8>, key: &str) {
     if !out.is_empty() {
         out.push(b',');
     }
     out.push(b'"');
     out.extend_from_slice(key.as_bytes());
     out.extend_from_slice(b"\":");
-    // Writing into a `Vec` cannot fail, nor can these values' serialisation.
-    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// `put` of a text field, redacted and capped.
@@ -52,8 +57,8 @@ fn put_texts<'a>(
     texts: impl Iterator<Item = &'a String>,
     max_chars: usize,
 ) {
-    put(out, key, &[] as &[&str]);
-    out.pop(); // the `]` of the empty list just printed
+    put_key(out, key);
+    out.push(b'[');
     for (i, text) in texts.enumerate() {
         if i > 0 {
             out.push(b',');

@@ -178,12 +178,7 @@ pub fn spawn_piped(spec: &PipedSpec) -> Result<Piped> {
         report_write,
         mut command,
     } = prelude(request, &spec.program, &spec.args, &spec.env, &spec.cwd)?;
-    command.stdin(Stdio::piped());
-    let spawned = crate::reaper::started(|| {
-        let child = command.spawn()?;
-        let pid = child.id() as libc::pid_t;
-        Ok((child, pid))
-    });
+    let spawned = crate::reaper::spawn(command.stdin(Stdio::piped()));
     drop(report_write);
     // The child has its copy of the ruleset; the private directory lives as long as the `Piped`.
     let private_tmp = prepared.into_private_tmp();

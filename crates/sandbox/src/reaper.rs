@@ -39,6 +39,15 @@ pub(crate) fn started<T>(start: impl FnOnce() -> io::Result<(T, libc::pid_t)>) -
     Ok(child)
 }
 
+/// Spawns `command` through [`started`].
+pub(crate) fn spawn(command: &mut std::process::Command) -> io::Result<std::process::Child> {
+    started(|| {
+        let child = command.spawn()?;
+        let pid = child.id() as libc::pid_t;
+        Ok((child, pid))
+    })
+}
+
 /// Its owner has reaped the child `pid` (or given up on it): from now on an exited process with that pid is an
 /// orphan.
 pub(crate) fn waited(pid: libc::pid_t) {

@@ -355,11 +355,7 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
         Stdin::Null => Stdio::null(),
         Stdin::Bytes(_) => Stdio::piped(),
     });
-    let spawned = crate::reaper::started(|| {
-        let child = command.spawn()?;
-        let pid = child.id() as libc::pid_t;
-        Ok((child, pid))
-    });
+    let spawned = crate::reaper::spawn(&mut command);
     drop(report_write);
     // The child has its copy of the ruleset; the private directory stays until the end of the run.
     let _private_tmp = prepared.into_private_tmp();
