@@ -1,8 +1,9 @@
-//! Code that runs in the forked child between `fork` and `exec`.
+//! Code that runs in the child between its start and the command's `exec`: in the launcher (`launch`), or in a
+//! fork of toolgate when there is no launcher.
 //!
-//! Everything here must be async-signal-safe: the parent is multi-threaded, so after `fork` only raw syscalls
-//! on data prepared beforehand are allowed (no allocation, no locks, no formatting). The process tree it builds
-//! when a PID namespace is available:
+//! Everything here must be async-signal-safe: a fork of toolgate is a copy of a multi-threaded process, so only
+//! raw syscalls on data prepared beforehand are allowed (no allocation, no locks, no formatting). The process
+//! tree it builds when a PID namespace is available (C is the launcher itself, or the fork of toolgate):
 //!
 //! ```text
 //! parent ── C (setsid; leader of the process group; waits, ignores TERM)
@@ -11,11 +12,12 @@
 //!               └─ T (mounts the namespace's own /proc in a private mount namespace, applies rlimits /
 //!                     no_new_privs / Landlock / the socket filter, then execs the command)
 //! ```
-//! I is a copy of toolgate that never execs, and it is the one process outside the command that the command's
-//! /proc shows: before it starts T it blanks its copy of toolgate's arguments and environment and makes itself
-//! non-dumpable, so neither its command line, its environment, its executable nor its descriptors can be read
-//! or traced from inside. Without a PID namespace, C itself becomes T (and the command sees the host's /proc). This module does not decide which layers to ask for or how to
-//! read the reports; `run` does.
+//! I is a copy of the process that started the tree (the launcher, or toolgate) that never execs, and it is the
+//! one process outside the command that the command's /proc shows: before it starts T it blanks its copy of
+//! that process's arguments and environment and makes itself non-dumpable, so neither its command line, its
+//! environment, its executable nor its descriptors can be read or traced from inside. Without a PID namespace,
+//! C itself becomes T (and the command sees the host's /proc). This module does not decide which layers to ask
+//! for or how to read the reports; `run` does.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -27,9 +29,11 @@ use crate::{landlock, seccomp};
 /// Resource limits as (resource, value) pairs; fixed size so the child never allocates.
 pub(crate) type LimitList = [(libc::__rlimit_resource_t, libc::rlim_t); 5];
 
-/// Everything the child needs, prepared by the parent before `fork`.
-pub(crate) struct ChildPlan {
-    pub report_fd: RawFd,
+/// The layers one start asks the child to set up: what the parent decided, as plain values that cross a
+/// `fork` or (to the launcher) an `exec`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlanLayers {
+    /// The process the child must die with; it checks this is still its parent.
     pub parent_pid: libc::pid_t,
     pub pid_namespace: LayerMode,
     pub no_network: LayerMode,
@@ -38,9 +42,15 @@ pub(crate) struct ChildPlan {
     pub limit_count: usize,
     pub no_new_privs: LayerMode,
     pub landlock: LayerMode,
+    pub socket_filter: LayerMode,
+}
+
+/// Everything the child needs, prepared before `fork` (by toolgate, or by the launcher from its handoff).
+pub(crate) struct ChildPlan {
+    pub layers: PlanLayers,
+    pub report_fd: RawFd,
     /// Prepared ruleset, or -1 when Landlock is off or unavailable (then the parent already reported it).
     pub landlock_fd: RawFd,
-    pub socket_filter: LayerMode,
     /// Compiled seccomp programs; empty when the filter is off or unavailable (then the parent reported it).
     pub filter: seccomp::Programs,
     /// "<uid> <uid> 1\n" and the gid equivalent: map ourselves to ourselves in the new user namespace.
@@ -130,13 +140,13 @@ pub(crate) unsafe fn setup(plan: &ChildPlan) -> io::Result<()> {
             0,
             0,
         );
-        if libc::getppid() != plan.parent_pid {
+        if libc::getppid() != plan.layers.parent_pid {
             libc::_exit(127);
         }
 
         // Without a user namespace (unavailable), the unshares below still work when privileged and
         // otherwise report their own EPERM.
-        if plan.pid_namespace.wanted() || plan.no_network.wanted() {
+        if plan.layers.pid_namespace.wanted() || plan.layers.no_network.wanted() {
             if let Err((ST_FAILED, e)) = enter_user_namespace(plan) {
                 // Half-entered: uid unmapped, files cannot be created; do not run like that.
                 report(plan.report_fd, Layer::PidNamespace, ST_FAILED, e);
@@ -144,21 +154,21 @@ pub(crate) unsafe fn setup(plan: &ChildPlan) -> io::Result<()> {
             }
         }
 
-        if plan.no_network.wanted() {
+        if plan.layers.no_network.wanted() {
             if libc::unshare(libc::CLONE_NEWNET) == 0 {
                 report(plan.report_fd, Layer::NoNetwork, ST_ACTIVE, 0);
             } else {
                 setback(
                     plan,
                     Layer::NoNetwork,
-                    plan.no_network,
+                    plan.layers.no_network,
                     ST_UNAVAILABLE,
                     errno(),
                 )?;
             }
         }
 
-        if plan.pid_namespace.wanted() {
+        if plan.layers.pid_namespace.wanted() {
             if libc::unshare(libc::CLONE_NEWPID) == 0 {
                 become_init_chain(plan)?;
                 mount_own_proc(plan)?;
@@ -166,7 +176,7 @@ pub(crate) unsafe fn setup(plan: &ChildPlan) -> io::Result<()> {
                 setback(
                     plan,
                     Layer::PidNamespace,
-                    plan.pid_namespace,
+                    plan.layers.pid_namespace,
                     ST_UNAVAILABLE,
                     errno(),
                 )?;
@@ -194,7 +204,7 @@ unsafe fn become_init_chain(plan: &ChildPlan) -> io::Result<()> {
             return setback(
                 plan,
                 Layer::PidNamespace,
-                plan.pid_namespace,
+                plan.layers.pid_namespace,
                 ST_FAILED,
                 errno(),
             );
@@ -268,12 +278,12 @@ unsafe fn become_init_chain(plan: &ChildPlan) -> io::Result<()> {
     }
 }
 
-/// Blanks I's copy of toolgate's argument and environment strings (what /proc/1/cmdline and environ read) and
+/// Blanks I's copy of its starter's (the launcher's, or toolgate's) argument and environment strings (what /proc/1/cmdline and environ read) and
 /// makes I non-dumpable, which also closes /proc/1/exe, fd, root, cwd, mem and ptrace to the command: the
-/// kernel then asks for CAP_SYS_PTRACE in toolgate's user namespace, which nothing inside has.
+/// kernel then asks for CAP_SYS_PTRACE in the starter's user namespace, which nothing inside has.
 unsafe fn hide_inherited(plan: &ChildPlan) {
     // SAFETY: the regions were read from /proc/self/stat before the fork; they are this (copied-on-write)
-    // process's own stack pages, which nothing reads any more: I never returns to toolgate's code.
+    // process's own stack pages, which nothing reads any more: I never returns to its starter's code.
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         libc::prctl(
@@ -296,7 +306,7 @@ unsafe fn hide_inherited(plan: &ChildPlan) {
 /// the command cannot unmount it afterwards either (no capability survives its exec, and Landlock refuses
 /// it). Same mode as the PID namespace.
 unsafe fn mount_own_proc(plan: &ChildPlan) -> io::Result<()> {
-    let mode = plan.pid_namespace;
+    let mode = plan.layers.pid_namespace;
     // SAFETY: raw syscalls on static strings.
     unsafe {
         if libc::unshare(libc::CLONE_NEWNS) != 0 {
@@ -341,7 +351,7 @@ unsafe fn mount_own_proc(plan: &ChildPlan) -> io::Result<()> {
 unsafe fn apply_process_layers(plan: &ChildPlan) -> io::Result<()> {
     // SAFETY: raw syscalls on prepared, stack- or plan-owned data.
     unsafe {
-        if plan.rlimits.wanted() {
+        if plan.layers.rlimits.wanted() {
             let mut failed = 0;
             let core = libc::rlimit {
                 rlim_cur: 0,
@@ -350,7 +360,7 @@ unsafe fn apply_process_layers(plan: &ChildPlan) -> io::Result<()> {
             if libc::setrlimit(libc::RLIMIT_CORE, &core) != 0 {
                 failed = errno();
             }
-            for &(resource, value) in plan.limits.iter().take(plan.limit_count) {
+            for &(resource, value) in plan.layers.limits.iter().take(plan.layers.limit_count) {
                 let lim = libc::rlimit {
                     rlim_cur: value,
                     rlim_max: value,
@@ -362,20 +372,26 @@ unsafe fn apply_process_layers(plan: &ChildPlan) -> io::Result<()> {
             if failed == 0 {
                 report(plan.report_fd, Layer::Rlimits, ST_ACTIVE, 0);
             } else {
-                setback(plan, Layer::Rlimits, plan.rlimits, ST_FAILED, failed)?;
+                setback(plan, Layer::Rlimits, plan.layers.rlimits, ST_FAILED, failed)?;
             }
         }
 
         // Landlock and seccomp need no_new_privs when unprivileged, so asking for either implies it.
-        if plan.no_new_privs.wanted() || plan.landlock_fd >= 0 || !plan.filter.is_empty() {
+        if plan.layers.no_new_privs.wanted() || plan.landlock_fd >= 0 || !plan.filter.is_empty() {
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 {
-                if plan.no_new_privs.wanted() {
+                if plan.layers.no_new_privs.wanted() {
                     report(plan.report_fd, Layer::NoNewPrivs, ST_ACTIVE, 0);
                 }
             } else {
                 let e = errno();
-                if plan.no_new_privs.wanted() {
-                    setback(plan, Layer::NoNewPrivs, plan.no_new_privs, ST_FAILED, e)?;
+                if plan.layers.no_new_privs.wanted() {
+                    setback(
+                        plan,
+                        Layer::NoNewPrivs,
+                        plan.layers.no_new_privs,
+                        ST_FAILED,
+                        e,
+                    )?;
                 }
             }
         }
@@ -383,7 +399,7 @@ unsafe fn apply_process_layers(plan: &ChildPlan) -> io::Result<()> {
         if plan.landlock_fd >= 0 {
             match landlock::restrict_self(plan.landlock_fd) {
                 Ok(()) => report(plan.report_fd, Layer::Landlock, ST_ACTIVE, 0),
-                Err(e) => setback(plan, Layer::Landlock, plan.landlock, ST_FAILED, e)?,
+                Err(e) => setback(plan, Layer::Landlock, plan.layers.landlock, ST_FAILED, e)?,
             }
         }
 
@@ -397,7 +413,13 @@ unsafe fn apply_process_layers(plan: &ChildPlan) -> io::Result<()> {
                     } else {
                         ST_FAILED
                     };
-                    setback(plan, Layer::SocketFilter, plan.socket_filter, status, e)?
+                    setback(
+                        plan,
+                        Layer::SocketFilter,
+                        plan.layers.socket_filter,
+                        status,
+                        e,
+                    )?
                 }
             }
         }

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use nix::unistd::Pid;
 
 use crate::error::{Error, Result};
 use crate::filesystem;
+use crate::launch::{ChildStdin, Started};
 use crate::layers::{decode, LayerReport};
 use crate::run::{merge, prelude, Prelude};
 use crate::spec::LayerRequest;
@@ -176,15 +177,20 @@ pub fn spawn_piped(spec: &PipedSpec) -> Result<Piped> {
         prepared,
         report_read,
         report_write,
-        mut command,
+        starter,
     } = prelude(request, &spec.program, &spec.args, &spec.env, &spec.cwd)?;
-    let spawned = crate::reaper::spawn(command.stdin(Stdio::piped()));
+    let spawned = starter.start(ChildStdin::Piped);
     drop(report_write);
     // The child has its copy of the ruleset; the private directory lives as long as the `Piped`.
     let private_tmp = prepared.into_private_tmp();
     merge(&mut layers, &decode(&read_ready(&report_read)));
-    let mut child = match spawned {
-        Ok(child) => child,
+    let Started {
+        child,
+        stdin,
+        stdout,
+        stderr: mut stderr_pipe,
+    } = match spawned {
+        Ok(started) => started,
         Err(e) => {
             if let Some((layer, reason)) = layers.first_unmet(request) {
                 return Err(Error::RequiredLayerNotActive { layer, reason });
@@ -193,15 +199,14 @@ pub fn spawn_piped(spec: &PipedSpec) -> Result<Piped> {
         }
     };
     let stderr = Arc::new(Mutex::new(Vec::new()));
-    let mut stderr_pipe = child.stderr.take().map(OwnedFd::from);
     if spec.stderr == PipedStderr::Tail {
         if let Some(fd) = stderr_pipe.take() {
             drain_stderr(fd, Arc::clone(&stderr));
         }
     }
     let piped = Piped {
-        stdin: child.stdin.take().map(OwnedFd::from),
-        stdout: child.stdout.take().map(OwnedFd::from),
+        stdin,
+        stdout,
         stderr_pipe,
         child,
         stderr,

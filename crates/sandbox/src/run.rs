@@ -7,6 +7,7 @@
 //! module does not build the child-side setup (see `child`) or parse output.
 
 use std::collections::BTreeMap;
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -17,9 +18,10 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::capture::{Capture, Readers};
-use crate::child::{self, ChildPlan, LimitList};
+use crate::child::{self, ChildPlan, LimitList, PlanLayers};
 use crate::error::{Error, Result};
 use crate::filesystem;
+use crate::launch::{self, wire::Handoff, ChildStdin, Launch, Started, Starter};
 use crate::layers::{decode, Layer, LayerReport, LayerState};
 use crate::seccomp;
 use crate::spec::{CommandSpec, LayerMode, LayerRequest, Stdin};
@@ -145,17 +147,10 @@ fn limit_list(request: &LayerRequest) -> (LimitList, usize) {
     (list, n)
 }
 
-pub(crate) fn plan(
-    request: &LayerRequest,
-    report_fd: RawFd,
-    landlock_fd: Option<&OwnedFd>,
-    filter: seccomp::Programs,
-) -> ChildPlan {
-    // SAFETY: geteuid/getegid cannot fail and touch no memory.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+/// The layers `request` asks the child to set up, with this process as the one it must die with.
+pub(crate) fn plan_layers(request: &LayerRequest) -> PlanLayers {
     let (limits, limit_count) = limit_list(request);
-    ChildPlan {
-        report_fd,
+    PlanLayers {
         parent_pid: std::process::id() as libc::pid_t,
         pid_namespace: request.pid_namespace,
         no_network: request.no_network,
@@ -164,8 +159,23 @@ pub(crate) fn plan(
         limit_count,
         no_new_privs: request.no_new_privs,
         landlock: request.landlock,
-        landlock_fd: landlock_fd.map_or(-1, AsRawFd::as_raw_fd),
         socket_filter: request.socket_filter,
+    }
+}
+
+/// The child's whole plan, in the process that forks it (toolgate, or the launcher).
+pub(crate) fn child_plan(
+    layers: PlanLayers,
+    report_fd: RawFd,
+    landlock_fd: RawFd,
+    filter: seccomp::Programs,
+) -> ChildPlan {
+    // SAFETY: geteuid/getegid cannot fail and touch no memory.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    ChildPlan {
+        layers,
+        report_fd,
+        landlock_fd,
         filter,
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
         gid_map: format!("{gid} {gid} 1\n").into_bytes(),
@@ -274,21 +284,21 @@ pub(crate) fn merge(layers: &mut LayerReport, report: &crate::layers::ChildRepor
     }
 }
 
-/// What every contained start prepares before it forks, in one place for commands run to completion and piped
-/// children alike: the layer report so far, the filesystem layers (the Landlock ruleset, the private
-/// directory), the pipe the child reports its layers on, and the command that sets them up before it execs.
+/// What every contained start prepares before it starts the child, in one place for commands run to completion
+/// and piped children alike: the layer report so far, the filesystem layers (the Landlock ruleset, the private
+/// directory), the pipe the child reports its layers on, and how the child starts and sets them up.
 pub(crate) struct Prelude {
     pub layers: LayerReport,
     pub prepared: filesystem::Prepared,
     pub report_read: OwnedFd,
     pub report_write: OwnedFd,
-    /// `program` with `args` in `cwd`, with `env` alone (plus the private directory's variables), stdout and
-    /// stderr piped; the caller chooses stdin.
-    pub command: Command,
+    /// Starts `program` with `args` in `cwd`, with `env` alone (plus the private directory's variables),
+    /// stdout and stderr piped; the caller chooses stdin.
+    pub starter: Starter,
 }
 
-/// Prepares the layers `request` asks for, refusing when a required one cannot be set up, and the command
-/// that runs `program` under them.
+/// Prepares the layers `request` asks for, refusing when a required one cannot be set up, and the start of
+/// `program` under them.
 pub(crate) fn prelude(
     request: &LayerRequest,
     program: &Path,
@@ -310,30 +320,76 @@ pub(crate) fn prelude(
     let mut env = env.clone();
     prepared.apply_env(&mut env);
     let (report_read, report_write) = pipe()?;
-    let child_plan = plan(
-        request,
-        report_write.as_raw_fd(),
-        prepared.landlock_fd.as_ref(),
-        filter,
-    );
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .env_clear()
-        .envs(&env)
-        .current_dir(cwd)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: `child::setup` only performs async-signal-safe syscalls on data prepared in `child_plan`.
-    unsafe {
-        command.pre_exec(move || child::setup(&child_plan));
-    }
+    let landlock_fd = prepared.landlock_fd.as_ref().map(AsRawFd::as_raw_fd);
+    let starter = match launch::launcher() {
+        Some(launcher) => Starter::Launch(Launch {
+            launcher,
+            handoff: handoff(request, program, args, &env, cwd, landlock_fd, &filter)?.encode(),
+            report_fd: report_write.as_raw_fd(),
+            landlock_fd,
+        }),
+        None => {
+            let child_plan = child_plan(
+                plan_layers(request),
+                report_write.as_raw_fd(),
+                landlock_fd.unwrap_or(-1),
+                filter,
+            );
+            let mut command = Command::new(program);
+            command
+                .args(args)
+                .env_clear()
+                .envs(&env)
+                .current_dir(cwd)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            // SAFETY: `child::setup` only performs async-signal-safe syscalls on data prepared in `child_plan`.
+            unsafe {
+                command.pre_exec(move || child::setup(&child_plan));
+            }
+            Starter::Fork(command)
+        }
+    };
     Ok(Prelude {
         layers,
         prepared,
         report_read,
         report_write,
-        command,
+        starter,
+    })
+}
+
+/// The launcher's handoff for one start: argv[0] is the program's path, as `Command` gives it.
+fn handoff(
+    request: &LayerRequest,
+    program: &Path,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+    landlock_fd: Option<RawFd>,
+    filter: &seccomp::Programs,
+) -> Result<Handoff> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |bytes: &[u8]| {
+        CString::new(bytes).map_err(|_| Error::InvalidSpec("argument contains NUL".into()))
+    };
+    let program = c(program.as_os_str().as_bytes())?;
+    let mut argv = vec![program.clone()];
+    for arg in args {
+        argv.push(c(arg.as_bytes())?);
+    }
+    let envp = env
+        .iter()
+        .map(|(k, v)| c(format!("{k}={v}").as_bytes()))
+        .collect::<Result<_>>()?;
+    Ok(Handoff {
+        layers: plan_layers(request),
+        landlock: landlock_fd.is_some(),
+        socket_filter: !filter.is_empty(),
+        cwd: c(cwd.as_os_str().as_bytes())?,
+        program,
+        argv,
+        envp,
     })
 }
 
@@ -349,19 +405,23 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
         prepared,
         report_read,
         report_write,
-        mut command,
+        starter,
     } = prelude(request, &spec.program, &spec.args, &spec.env, &spec.cwd)?;
-    command.stdin(match spec.stdin {
-        Stdin::Null => Stdio::null(),
-        Stdin::Bytes(_) => Stdio::piped(),
+    let spawned = starter.start(match spec.stdin {
+        Stdin::Null => ChildStdin::Null,
+        Stdin::Bytes(_) => ChildStdin::Piped,
     });
-    let spawned = crate::reaper::spawn(&mut command);
     drop(report_write);
     // The child has its copy of the ruleset; the private directory stays until the end of the run.
     let _private_tmp = prepared.into_private_tmp();
 
-    let mut child = match spawned {
-        Ok(child) => child,
+    let Started {
+        mut child,
+        stdin,
+        stdout,
+        stderr,
+    } = match spawned {
+        Ok(started) => started,
         Err(e) => {
             let report = decode(&read_report(report_read));
             merge(&mut layers, &report);
@@ -382,12 +442,9 @@ pub fn run(spec: &CommandSpec) -> Result<RunResult> {
 
     let feeder = match &spec.stdin {
         Stdin::Null => Feeder::start(None, Vec::new()),
-        Stdin::Bytes(bytes) => Feeder::start(child.stdin.take().map(OwnedFd::from), bytes.clone()),
+        Stdin::Bytes(bytes) => Feeder::start(stdin, bytes.clone()),
     };
-    let readers = Readers::start(
-        child.stdout.take().map(OwnedFd::from),
-        child.stderr.take().map(OwnedFd::from),
-    );
+    let readers = Readers::start(stdout, stderr);
     let pid = child.id() as libc::pid_t;
     let group = Pid::from_raw(pid);
     let watch = ExitWatch::new(pid);
@@ -459,10 +516,10 @@ pub(crate) fn probe_layers() -> LayerReport {
     let Ok((report_read, report_write)) = pipe() else {
         return layers;
     };
-    let child_plan = plan(
-        &request,
+    let child_plan = child_plan(
+        plan_layers(&request),
         report_write.as_raw_fd(),
-        prepared.landlock_fd.as_ref(),
+        prepared.landlock_fd.as_ref().map_or(-1, AsRawFd::as_raw_fd),
         filter,
     );
     let forked = crate::reaper::started(|| {

@@ -74,6 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
     }
     let worker_ok = code_worker(&config);
+    let launcher_ok = launcher_line();
     println!("containment layers for commands on this machine:");
     for entry in sandbox::probe().entries {
         println!("  {:<16} {:?}", format!("{:?}", entry.layer), entry.state);
@@ -86,11 +87,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.no_start {
         println!("upstreams: not started (--no-start)");
-        return Ok(exit(store_ok && state_ok && audit_ok && worker_ok));
+        return Ok(exit(
+            store_ok && state_ok && audit_ok && worker_ok && launcher_ok,
+        ));
     }
     let rt = crate::runtime::tokio()?;
     let healthy = rt.block_on(upstreams(&config, guard, state, builtin)) && audit_ok;
-    Ok(exit(healthy && store_ok && state_ok && worker_ok))
+    Ok(exit(
+        healthy && store_ok && state_ok && worker_ok && launcher_ok,
+    ))
 }
 
 /// Where code mode's worker executable is, and whether it is there: the one the gateway starts
@@ -112,6 +117,31 @@ fn code_worker(config: &config::Config) -> bool {
         worker.display()
     );
     config.mode.value != config::Mode::Code
+}
+
+/// How contained children start: through the launcher (named by its variable, or beside toolgate), or by
+/// copying toolgate when there is none, which does not fail the check (containment is the same; each start
+/// costs more and each tree's init holds a copy of toolgate's memory). A named launcher that is not there does.
+fn launcher_line() -> bool {
+    match sandbox::launcher() {
+        Some(path) if path.is_file() => println!("sandbox launcher: {}", path.display()),
+        Some(path) => {
+            println!(
+                "sandbox launcher: MISSING ({}, named by {}): every contained start will fail; correct or unset \
+                 it",
+                path.display(),
+                sandbox::LAUNCHER_VAR
+            );
+            return false;
+        }
+        None => println!(
+            "sandbox launcher: not found beside toolgate ({}): contained children start as copies of toolgate \
+             (slower, and each tree's init holds a copy of toolgate's memory); build it with `cargo build -p \
+             toolgate`",
+            sandbox::LAUNCHER_EXE
+        ),
+    }
+    true
 }
 
 fn exit(healthy: bool) -> ExitCode {

@@ -55,6 +55,7 @@ mod reload_keys;
 mod reload_upstreams;
 mod replicas;
 mod rule_origins;
+mod sandbox_launcher;
 mod shared_store;
 mod support;
 mod switch_links;

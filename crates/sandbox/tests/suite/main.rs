@@ -6,6 +6,7 @@
 
 mod capture;
 mod containment;
+mod launched;
 mod layers;
 mod piped;
 mod protected;
