@@ -221,6 +221,9 @@ unsafe fn become_init_chain(plan: &ChildPlan) -> io::Result<()> {
             ] {
                 libc::signal(sig, libc::SIG_IGN);
             }
+            // C stays for as long as the command runs, outside its namespaces: what it shows another process of
+            // the user must not be its starter's (toolgate's environment, when C is a fork of toolgate).
+            blank_inherited(plan);
             libc::close_range(0, u32::MAX, 0);
             let mut status = 0;
             loop {
@@ -278,14 +281,29 @@ unsafe fn become_init_chain(plan: &ChildPlan) -> io::Result<()> {
     }
 }
 
-/// Blanks I's copy of its starter's (the launcher's, or toolgate's) argument and environment strings (what /proc/1/cmdline and environ read) and
-/// makes I non-dumpable, which also closes /proc/1/exe, fd, root, cwd, mem and ptrace to the command: the
-/// kernel then asks for CAP_SYS_PTRACE in the starter's user namespace, which nothing inside has.
-unsafe fn hide_inherited(plan: &ChildPlan) {
+/// Blanks this process's copy of its starter's (the launcher's, or toolgate's) argument and environment strings
+/// (what /proc/PID/cmdline and environ read) and makes it non-dumpable, which also closes /proc/PID/exe, fd,
+/// root, cwd, mem and ptrace: the kernel then asks for CAP_SYS_PTRACE in the starter's user namespace, which
+/// nothing inside has and no other unprivileged process of the user has either. Done in C and in I, which never
+/// exec.
+unsafe fn blank_inherited(plan: &ChildPlan) {
     // SAFETY: the regions were read from /proc/self/stat before the fork; they are this (copied-on-write)
-    // process's own stack pages, which nothing reads any more: I never returns to its starter's code.
+    // process's own stack pages, which nothing reads any more: C and I never return to their starter's code.
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        for (start, end) in plan.inherited_strings {
+            if start != 0 && end > start {
+                libc::memset(start as *mut libc::c_void, 0, end - start);
+            }
+        }
+    }
+}
+
+/// I, before it starts T: blanked like C, and named so that the command's /proc shows what it is.
+unsafe fn hide_inherited(plan: &ChildPlan) {
+    // SAFETY: prctl on a static string; `blank_inherited` as documented.
+    unsafe {
+        blank_inherited(plan);
         libc::prctl(
             libc::PR_SET_NAME,
             c"sandbox-init".as_ptr() as libc::c_ulong,
@@ -293,11 +311,6 @@ unsafe fn hide_inherited(plan: &ChildPlan) {
             0,
             0,
         );
-        for (start, end) in plan.inherited_strings {
-            if start != 0 && end > start {
-                libc::memset(start as *mut libc::c_void, 0, end - start);
-            }
-        }
     }
 }
 

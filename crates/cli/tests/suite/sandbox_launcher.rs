@@ -3,6 +3,7 @@
 //! handoff of its own build.
 
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -83,8 +84,20 @@ fn children(pid: u32) -> Vec<u32> {
     out
 }
 
-fn exe(pid: u32) -> Option<PathBuf> {
-    std::fs::read_link(format!("/proc/{pid}/exe")).ok()
+/// The process's command name (its executable's file name, cut to 15 bytes), readable by any process where the
+/// `exe` link of a non-dumpable one is not.
+fn comm(pid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(comm.trim_end().to_owned())
+}
+
+fn comm_of(path: &std::path::Path) -> String {
+    path.file_name()
+        .unwrap()
+        .to_string_lossy()
+        .chars()
+        .take(15)
+        .collect()
 }
 
 #[tokio::test]
@@ -98,30 +111,31 @@ async fn a_contained_upstream_is_started_through_the_launcher_not_a_copy_of_the_
         }},
     }));
     let client = setup.serve();
-    let gateway = client.pid().expect("the gateway runs");
-    let launcher = launcher().canonicalize().unwrap();
-    let gateway_exe = toolgate().canonicalize().unwrap();
+    let gateway_pid = client.pid().expect("the gateway runs");
+    let launcher = comm_of(&launcher());
+    let gateway = comm_of(&toolgate());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let handles = loop {
-        let kids: Vec<(u32, Option<PathBuf>)> =
-            children(gateway).into_iter().map(|p| (p, exe(p))).collect();
+        let kids: Vec<(u32, Option<String>)> = children(gateway_pid)
+            .into_iter()
+            .map(|p| (p, comm(p)))
+            .collect();
         if kids
             .iter()
-            .any(|(_, e)| e.as_deref() == Some(launcher.as_path()))
+            .any(|(_, c)| c.as_deref() == Some(launcher.as_str()))
         {
             break kids;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "no child of the gateway runs {}: {kids:?}",
-            launcher.display()
+            "no child of the gateway runs {launcher}: {kids:?}"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
-    for (pid, exe) in &handles {
+    for (pid, comm) in &handles {
         assert_ne!(
-            exe.as_deref(),
-            Some(gateway_exe.as_path()),
+            comm.as_deref(),
+            Some(gateway.as_str()),
             "child {pid} of the gateway is a copy of it"
         );
     }
@@ -173,4 +187,64 @@ fn doctor_names_the_launcher_and_fails_on_a_named_one_that_is_missing() {
         "{out}"
     );
     assert_eq!(code, Some(0), "{out}");
+}
+
+/// A handoff in this build's layout (see `sandbox`'s `launch/wire.rs`) that runs `touch MARKER` with no layers.
+fn touch_handoff(marker: &std::path::Path) -> Vec<u8> {
+    let string = |out: &mut Vec<u8>, s: &[u8]| {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        out.extend_from_slice(s);
+    };
+    let touch = b"/usr/bin/touch";
+    let mut rest = Vec::new();
+    rest.extend_from_slice(&(std::process::id() as i32).to_le_bytes());
+    rest.extend_from_slice(&[0; 6]); // every layer off
+    rest.extend_from_slice(&[0, 0]); // no ruleset, no filter; no limits
+    string(&mut rest, b"/");
+    string(&mut rest, touch);
+    rest.extend_from_slice(&2u32.to_le_bytes());
+    string(&mut rest, touch);
+    string(&mut rest, marker.as_os_str().as_encoded_bytes());
+    rest.extend_from_slice(&0u32.to_le_bytes());
+    let mut out = b"TGLNCH01".to_vec();
+    out.extend_from_slice(&(rest.len() as u32).to_le_bytes());
+    out.extend_from_slice(&rest);
+    out
+}
+
+#[test]
+fn a_whole_handoff_without_its_descriptors_is_answered_with_an_error_and_starts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let (answer, code) = hand(&touch_handoff(&marker));
+    assert_eq!(answer, libc::EPROTO.to_le_bytes());
+    assert_eq!(code, Some(127));
+    assert!(!marker.exists(), "the command ran");
+
+    // The same handoff with its two descriptors (standard input, the report pipe) runs the command.
+    let (mut ours, theirs) = UnixStream::pair().unwrap();
+    let mut child = Command::new(launcher())
+        .env_clear()
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .spawn()
+        .unwrap();
+    let null = std::fs::File::open("/dev/null").unwrap();
+    let (_report_read, report_write) = std::io::pipe().unwrap();
+    let fds = [null.as_raw_fd(), report_write.as_raw_fd()];
+    let bytes = touch_handoff(&marker);
+    let sent = nix::sys::socket::sendmsg::<()>(
+        ours.as_raw_fd(),
+        &[std::io::IoSlice::new(&bytes)],
+        &[nix::sys::socket::ControlMessage::ScmRights(&fds)],
+        nix::sys::socket::MsgFlags::empty(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(sent, bytes.len());
+    drop(report_write);
+    let mut answer = Vec::new();
+    ours.read_to_end(&mut answer).unwrap();
+    assert_eq!(answer, Vec::<u8>::new(), "exec'd: nothing but end of file");
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(marker.exists(), "the command did not run");
 }

@@ -3,12 +3,22 @@
 //! nothing of the process that started them; without one, they are copies of it. Either way the command runs
 //! its own executable, with exactly its own environment.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sandbox::{spawn_piped, LayerMode, PipedSpec, PipedStderr};
 
-fn exe(pid: u32) -> PathBuf {
-    std::fs::read_link(format!("/proc/{pid}/exe")).unwrap()
+/// The process's command name: its executable's file name, cut to 15 bytes (readable by any process, where
+/// `/proc/PID/exe` of a non-dumpable one is refused to all but a privileged reader).
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap()
+        .trim_end()
+        .to_owned()
+}
+
+fn comm_of(path: &Path) -> String {
+    let name = path.file_name().unwrap().to_string_lossy();
+    name.chars().take(15).collect()
 }
 
 fn children(pid: u32) -> Vec<u32> {
@@ -18,16 +28,20 @@ fn children(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// What a contained tree's helpers must run: the launcher when there is one, else this test's own executable.
-fn expected_helper() -> PathBuf {
+/// The command name a contained tree's handle must have: the launcher's when there is one; else, as a fork of
+/// this thread, this thread's.
+fn expected_helper() -> String {
     match sandbox::launcher() {
-        Some(launcher) => launcher.canonicalize().unwrap(),
-        None => std::env::current_exe().unwrap().canonicalize().unwrap(),
+        Some(launcher) => comm_of(launcher),
+        None => std::fs::read_to_string("/proc/thread-self/comm")
+            .unwrap()
+            .trim_end()
+            .to_owned(),
     }
 }
 
 #[test]
-fn a_trees_handle_and_init_run_the_launcher_when_there_is_one_and_hold_no_copy_of_the_starter() {
+fn a_trees_handle_is_the_launcher_when_there_is_one_and_a_fork_of_the_starter_otherwise() {
     let sleep = Path::new("/usr/bin/sleep").canonicalize().unwrap();
     let mut spec = PipedSpec::new(&sleep);
     spec.args = vec!["30".into()];
@@ -40,10 +54,10 @@ fn a_trees_handle_and_init_run_the_launcher_when_there_is_one_and_hold_no_copy_o
     assert_eq!(init.len(), 1, "the handle's children: {init:?}");
     let command = children(init[0]);
     assert_eq!(command.len(), 1, "the init's children: {command:?}");
-    let helper = expected_helper();
-    assert_eq!(exe(handle), helper);
-    assert_eq!(exe(init[0]), helper);
-    assert_eq!(exe(command[0]), sleep);
+    // The init is a fork of the handle that never execs and names itself; the command runs its own program.
+    assert_eq!(comm(handle), expected_helper());
+    assert_eq!(comm(init[0]), "sandbox-init");
+    assert_eq!(comm(command[0]), comm_of(&sleep));
 }
 
 #[test]
@@ -80,4 +94,47 @@ fn a_preload_variable_of_the_starter_reaches_neither_the_launcher_nor_the_comman
     assert!(!stdout.contains("SANDBOX_SUITE_PRELOAD_CHILD"), "{stdout}");
     let (_, stderr) = stdout.split_once("command's stderr[").unwrap();
     assert_eq!(stderr.split(']').next(), Some(""), "{stdout}");
+}
+
+/// What `/proc/PID/environ` and `cmdline` show of `pid` to another process of the same user: empty when refused.
+fn shown(pid: u32, what: &str) -> Vec<u8> {
+    std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default()
+}
+
+#[test]
+fn a_trees_handle_and_init_show_nothing_of_the_starters_environment_or_arguments() {
+    let sleep = Path::new("/usr/bin/sleep").canonicalize().unwrap();
+    let mut spec = PipedSpec::new(&sleep);
+    spec.args = vec!["30".into()];
+    spec.layers.pid_namespace = LayerMode::Required;
+    let child = spawn_piped(&spec).unwrap();
+    let handle = child.id();
+    let init = children(handle)[0];
+    let own_env: Vec<Vec<u8>> = std::fs::read("/proc/self/environ")
+        .unwrap()
+        .split(|b| *b == 0)
+        .filter(|e| e.len() > 4)
+        .map(<[u8]>::to_vec)
+        .collect();
+    assert!(!own_env.is_empty());
+    let own_args = std::fs::read("/proc/self/cmdline").unwrap();
+    let own_exe_arg = own_args.split(|b| *b == 0).next().unwrap().to_vec();
+    for pid in [handle, init] {
+        let environ = shown(pid, "environ");
+        for entry in &own_env {
+            assert!(
+                !environ.windows(entry.len()).any(|w| w == entry.as_slice()),
+                "process {pid} shows the starter's {}",
+                String::from_utf8_lossy(entry)
+            );
+        }
+        let cmdline = shown(pid, "cmdline");
+        assert!(
+            !cmdline
+                .windows(own_exe_arg.len())
+                .any(|w| w == own_exe_arg.as_slice()),
+            "process {pid} shows the starter's command line: {}",
+            String::from_utf8_lossy(&cmdline)
+        );
+    }
 }
