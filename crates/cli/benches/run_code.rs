@@ -3,7 +3,8 @@
 //! the result. For scale, the same 6 calls made one by one by the client in direct mode; and the runner alone
 //! (`codemode::Runner`: worker spawn, lockdown, the 6 calls answered at once by a host with no pipeline behind it),
 //! cold (a worker started for each run) and warm (each run on the runner's spare, started and locked down before
-//! the run while the clock was stopped, as it is between a model's requests). All four alternate run by run, and
+//! the run while the clock was stopped, as it is between a model's requests), both starting workers through the
+//! measured build's launcher when it has one beside it, as the gateway does. All four alternate run by run, and
 //! no arm's background work (a spare starting) runs beside the next arm's clock, except toolgate's own. Then
 //! `--consecutive` runs (default `--runs`) one after another with nothing between, each beside the start of the
 //! spare that replaces the one it took.
@@ -108,6 +109,12 @@ fn row(name: &str, ms: &mut [f64], cpu_ms: Option<f64>) {
 
 fn main() {
     let runs: usize = common::number("--runs", 200);
+    // The runner arms start workers from this process: through the measured build's launcher, as the gateway
+    // does, when it has one beside it (set before any thread starts; the sandbox reads it once).
+    let launcher = common::toolgate().with_file_name(sandbox::LAUNCHER_EXE);
+    if launcher.is_file() && std::env::var_os(sandbox::LAUNCHER_VAR).is_none() {
+        std::env::set_var(sandbox::LAUNCHER_VAR, &launcher);
+    }
     let rt = common::runtime();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
