@@ -63,22 +63,15 @@ async fn call_dropped_by_a_returning_program_is_cancelled_upstream() {
 
 /// The children of `pid` that exited and were not reaped (zombies), from every thread's `children` list.
 fn zombie_children(pid: u32) -> Vec<String> {
-    let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
-        let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        for child in list.split_whitespace() {
+    crate::support::children(pid)
+        .into_iter()
+        .filter_map(|child| {
             let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
             // The state follows the name, which ends at the last `)`.
             let state = stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]);
-            if state == Some("Z") {
-                out.push(stat);
-            }
-        }
-    }
-    out
+            (state == Some("Z")).then_some(stat)
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

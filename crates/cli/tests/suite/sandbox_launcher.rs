@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::json;
 
-use crate::support::{peers, toolgate, Setup};
+use crate::support::{children, peers, toolgate, Setup};
 
 fn launcher() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolgate-sandbox"))
@@ -66,22 +66,6 @@ fn a_handoff_cut_short_is_answered_with_an_error_and_starts_nothing() {
         assert_eq!(answer, libc::EPROTO.to_le_bytes(), "{bytes:?}");
         assert_eq!(code, Some(127));
     }
-}
-
-/// The pids of `pid`'s children, from each of its threads.
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
-        let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        out.extend(
-            list.split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok()),
-        );
-    }
-    out
 }
 
 /// The process's command name (its executable's file name, cut to 15 bytes), readable by any process where the

@@ -251,6 +251,24 @@ pub fn on_terminal(cmd: &mut std::process::Command, slave: &std::fs::File) {
     }
 }
 
+/// The pids of `pid`'s children, from every one of its threads' `children` list (a child belongs to the thread
+/// that started it).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        out.extend(
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    out
+}
+
 /// The host pids of every process in the PID namespace of a contained upstream whose tree handle (the `pid`
 /// its status shows) is `leader`: the namespace's init, the server, and whatever they started, `setsid` or not.
 pub fn contained_tree(leader: i32) -> Vec<i32> {
