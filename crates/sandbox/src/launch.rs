@@ -122,7 +122,7 @@ impl Launch {
         let (child_stdin, stdin_writer) = match stdin {
             ChildStdin::Null => (OwnedFd::from(std::fs::File::open("/dev/null")?), None),
             ChildStdin::Piped => {
-                let (read, write) = crate::run::pipe().map_err(io::Error::other)?;
+                let (read, write) = crate::prelude::pipe().map_err(io::Error::other)?;
                 (read, Some(write))
             }
         };
@@ -236,7 +236,7 @@ mod tests {
 
     #[test]
     fn a_launcher_that_cannot_be_started_fails_the_start_and_says_which() {
-        let (_read, write) = crate::run::pipe().unwrap();
+        let (_read, write) = crate::prelude::pipe().unwrap();
         let launch = Launch {
             launcher: Path::new("/nonexistent/toolgate-sandbox"),
             handoff: Vec::new(),

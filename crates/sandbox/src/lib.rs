@@ -28,6 +28,7 @@ mod launch;
 mod layers;
 mod lockdown;
 mod piped;
+mod prelude;
 mod reaper;
 mod run;
 mod seccomp;

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::filesystem;
 use crate::launch::{ChildStdin, Started};
 use crate::layers::{decode, LayerReport};
-use crate::run::{merge, prelude, Prelude};
+use crate::prelude::{merge, prelude, Prelude};
 use crate::spec::LayerRequest;
 use crate::watch::wait_readable;
 

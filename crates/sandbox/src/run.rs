@@ -6,24 +6,21 @@
 //! Standard input, when given, is written by its own thread (`stdin`) that stops once the tree is gone. This
 //! module does not build the child-side setup (see `child`) or parse output.
 
-use std::collections::BTreeMap;
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::capture::{Capture, Readers};
-use crate::child::{self, ChildPlan, LimitList, PlanLayers};
+use crate::child;
 use crate::error::{Error, Result};
 use crate::filesystem;
-use crate::launch::{self, wire::Handoff, ChildStdin, Launch, Started, Starter};
-use crate::layers::{decode, Layer, LayerReport, LayerState};
-use crate::seccomp;
+use crate::launch::{ChildStdin, Started};
+use crate::layers::{decode, LayerReport};
+use crate::prelude::{child_plan, merge, pipe, plan_layers, prelude, prepare_filter, Prelude};
 use crate::spec::{CommandSpec, LayerMode, LayerRequest, Stdin};
 use crate::stdin::Feeder;
 use crate::watch::{wait_readable, ExitWatch};
@@ -104,143 +101,6 @@ fn validate(spec: &CommandSpec) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are new and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// This process's hard limit: a limit above it would make setrlimit fail for an unprivileged user, so the
-/// command gets the lower of the two (a limit is a ceiling; it never raises anything).
-fn hard_limit(resource: libc::__rlimit_resource_t) -> libc::rlim_t {
-    let mut current = libc::rlimit {
-        rlim_cur: libc::RLIM_INFINITY,
-        rlim_max: libc::RLIM_INFINITY,
-    };
-    // SAFETY: getrlimit writes one struct we own.
-    if unsafe { libc::getrlimit(resource, &mut current) } != 0 {
-        return libc::RLIM_INFINITY;
-    }
-    current.rlim_max
-}
-
-fn limit_list(request: &LayerRequest) -> (LimitList, usize) {
-    let l = &request.limits;
-    let mut list: LimitList = [(libc::RLIMIT_CORE, 0); 5];
-    let mut n = 0;
-    for (res, value) in [
-        (libc::RLIMIT_CPU, l.cpu_seconds),
-        (libc::RLIMIT_AS, l.address_space_bytes),
-        (libc::RLIMIT_FSIZE, l.file_size_bytes),
-        (libc::RLIMIT_NOFILE, l.open_files),
-        (libc::RLIMIT_NPROC, l.processes),
-    ] {
-        if let Some(v) = value {
-            list[n] = (res, v.min(hard_limit(res)));
-            n += 1;
-        }
-    }
-    (list, n)
-}
-
-/// The layers `request` asks the child to set up, with this process as the one it must die with.
-pub(crate) fn plan_layers(request: &LayerRequest) -> PlanLayers {
-    let (limits, limit_count) = limit_list(request);
-    PlanLayers {
-        parent_pid: std::process::id() as libc::pid_t,
-        pid_namespace: request.pid_namespace,
-        no_network: request.no_network,
-        rlimits: request.rlimits,
-        limits,
-        limit_count,
-        no_new_privs: request.no_new_privs,
-        landlock: request.landlock,
-        socket_filter: request.socket_filter,
-    }
-}
-
-/// The child's whole plan, in the process that forks it (toolgate, or the launcher).
-pub(crate) fn child_plan(
-    layers: PlanLayers,
-    report_fd: RawFd,
-    landlock_fd: RawFd,
-    filter: seccomp::Programs,
-) -> ChildPlan {
-    // SAFETY: geteuid/getegid cannot fail and touch no memory.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    ChildPlan {
-        layers,
-        report_fd,
-        landlock_fd,
-        filter,
-        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-        inherited_strings: inherited_strings(),
-    }
-}
-
-/// Where this process's argument and environment strings lie (fields 48 to 51 of `/proc/self/stat`), read
-/// once; zeros when they cannot be read.
-fn inherited_strings() -> [(usize, usize); 2] {
-    static REGIONS: std::sync::OnceLock<[(usize, usize); 2]> = std::sync::OnceLock::new();
-    *REGIONS.get_or_init(|| {
-        let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-            return [(0, 0); 2];
-        };
-        // The command name (field 2) may hold spaces; the fields after it are numbered from 3.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            return [(0, 0); 2];
-        };
-        let fields: Vec<usize> = rest
-            .split_whitespace()
-            .skip(48 - 3)
-            .take(4)
-            .filter_map(|f| f.parse().ok())
-            .collect();
-        match fields[..] {
-            [a, b, e, f] => [(a, b), (e, f)],
-            _ => [(0, 0); 2],
-        }
-    })
-}
-
-/// Compiles the seccomp programs when asked; records why not otherwise.
-pub(crate) fn prepare_filter(
-    request: &LayerRequest,
-    layers: &mut LayerReport,
-) -> seccomp::Programs {
-    if !request.socket_filter.wanted() {
-        return seccomp::Programs::default();
-    }
-    seccomp::socket_filter().unwrap_or_else(|why| {
-        layers.set(Layer::SocketFilter, LayerState::Unavailable(why));
-        seccomp::Programs::default()
-    })
-}
-
-/// Refuses the run when a layer that the parent prepares was required and could not be prepared.
-pub(crate) fn check_prepared(
-    layers: &LayerReport,
-    request: &LayerRequest,
-    prepared: [(Layer, bool); 2],
-) -> Result<()> {
-    for (layer, ready) in prepared {
-        if ready || layer.mode_in(request) != LayerMode::Required {
-            continue;
-        }
-        let reason = match layers.state(layer) {
-            LayerState::Unavailable(r) | LayerState::Failed(r) => r.clone(),
-            LayerState::Active | LayerState::NotRequested => "not prepared".into(),
-        };
-        return Err(Error::RequiredLayerNotActive { layer, reason });
-    }
-    Ok(())
-}
-
 /// Reads the child's report until EOF or a short deadline (the writers are gone by the time this is called).
 fn read_report(fd: OwnedFd) -> Vec<u8> {
     let mut out = Vec::new();
@@ -276,121 +136,6 @@ fn exit_info(raw_status: Option<i32>, std_status: std::process::ExitStatus) -> E
             signal: std_status.signal(),
         },
     }
-}
-
-pub(crate) fn merge(layers: &mut LayerReport, report: &crate::layers::ChildReport) {
-    for (layer, state) in &report.layers {
-        layers.set(*layer, state.clone());
-    }
-}
-
-/// What every contained start prepares before it starts the child, in one place for commands run to completion
-/// and piped children alike: the layer report so far, the filesystem layers (the Landlock ruleset, the private
-/// directory), the pipe the child reports its layers on, and how the child starts and sets them up.
-pub(crate) struct Prelude {
-    pub layers: LayerReport,
-    pub prepared: filesystem::Prepared,
-    pub report_read: OwnedFd,
-    pub report_write: OwnedFd,
-    /// Starts `program` with `args` in `cwd`, with `env` alone (plus the private directory's variables),
-    /// stdout and stderr piped; the caller chooses stdin.
-    pub starter: Starter,
-}
-
-/// Prepares the layers `request` asks for, refusing when a required one cannot be set up, and the start of
-/// `program` under them.
-pub(crate) fn prelude(
-    request: &LayerRequest,
-    program: &Path,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    cwd: &Path,
-) -> Result<Prelude> {
-    let mut layers = LayerReport::initial(request);
-    let prepared = filesystem::prepare(request, cwd, &mut layers)?;
-    let filter = prepare_filter(request, &mut layers);
-    check_prepared(
-        &layers,
-        request,
-        [
-            (Layer::Landlock, prepared.landlock_fd.is_some()),
-            (Layer::SocketFilter, !filter.is_empty()),
-        ],
-    )?;
-    let mut env = env.clone();
-    prepared.apply_env(&mut env);
-    let (report_read, report_write) = pipe()?;
-    let landlock_fd = prepared.landlock_fd.as_ref().map(AsRawFd::as_raw_fd);
-    let starter = match launch::launcher() {
-        Some(launcher) => Starter::Launch(Launch {
-            launcher,
-            handoff: handoff(request, program, args, &env, cwd, landlock_fd, &filter)?.encode(),
-            report_fd: report_write.as_raw_fd(),
-            landlock_fd,
-        }),
-        None => {
-            let child_plan = child_plan(
-                plan_layers(request),
-                report_write.as_raw_fd(),
-                landlock_fd.unwrap_or(-1),
-                filter,
-            );
-            let mut command = Command::new(program);
-            command
-                .args(args)
-                .env_clear()
-                .envs(&env)
-                .current_dir(cwd)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            // SAFETY: `child::setup` only performs async-signal-safe syscalls on data prepared in `child_plan`.
-            unsafe {
-                command.pre_exec(move || child::setup(&child_plan));
-            }
-            Starter::Fork(command)
-        }
-    };
-    Ok(Prelude {
-        layers,
-        prepared,
-        report_read,
-        report_write,
-        starter,
-    })
-}
-
-/// The launcher's handoff for one start: argv[0] is the program's path, as `Command` gives it.
-fn handoff(
-    request: &LayerRequest,
-    program: &Path,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    cwd: &Path,
-    landlock_fd: Option<RawFd>,
-    filter: &seccomp::Programs,
-) -> Result<Handoff> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |bytes: &[u8]| {
-        CString::new(bytes).map_err(|_| Error::InvalidSpec("argument contains NUL".into()))
-    };
-    let program = c(program.as_os_str().as_bytes())?;
-    let mut argv = vec![program.clone()];
-    for arg in args {
-        argv.push(c(arg.as_bytes())?);
-    }
-    let envp = env
-        .iter()
-        .map(|(k, v)| c(format!("{k}={v}").as_bytes()))
-        .collect::<Result<_>>()?;
-    Ok(Handoff {
-        layers: plan_layers(request),
-        landlock: landlock_fd.is_some(),
-        socket_filter: !filter.is_empty(),
-        cwd: c(cwd.as_os_str().as_bytes())?,
-        program,
-        argv,
-        envp,
-    })
 }
 
 /// Runs the command to completion or deadline. `Err` means it was refused before running; a command that

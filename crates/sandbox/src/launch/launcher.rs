@@ -16,7 +16,7 @@ use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
 
 use super::wire::{Handoff, HEADER_LEN};
 use crate::child;
-use crate::run::child_plan;
+use crate::prelude::child_plan;
 use crate::seccomp;
 
 /// The most descriptors a handoff carries: standard input, the report pipe, the Landlock ruleset.
