@@ -2,13 +2,22 @@
 //! loading, the workspace and its state, and the serve loop that `serve` and `wrap` both run.
 
 use anyhow::Context;
-use config::{Config, Overrides};
+use config::Config;
 use gateway::{Gateway, Guard, Options};
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::runtime::Handle;
+
+mod config_file;
+mod state_store;
+
+pub use config_file::{load_config, ConfigUse};
+use state_store::protected_paths;
+pub use state_store::{
+    pending_elsewhere, pg_options, serve_state, state, state_root, where_state_is,
+};
 
 /// The command ran and its answer is a failure: a check found errors, a request was refused, an upstream did not
 /// start.
@@ -86,152 +95,6 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
-}
-
-/// Where the config came from, when `--config` was not given.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConfigSource {
-    /// `--config PATH`.
-    Flag(PathBuf),
-    /// `$XDG_CONFIG_HOME/toolgate/config.{toml,json}` (or `~/.config/…`): the user's own file.
-    User(PathBuf),
-    /// `./toolgate.{toml,json}` in the current directory.
-    CurrentDir(PathBuf),
-    /// None found: only toolgate's own tools.
-    None,
-}
-
-/// The files looked for without `--config`, in order: the user's config directory (XDG), then the current
-/// directory. Empty or relative `XDG_CONFIG_HOME` is ignored, as the XDG specification says.
-pub fn default_config_candidates(
-    xdg_config_home: Option<&std::ffi::OsStr>,
-    home: Option<&std::ffi::OsStr>,
-    cwd: Option<&Path>,
-) -> Vec<ConfigSource> {
-    let absolute = |v: Option<&std::ffi::OsStr>| {
-        v.filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    let user_dir = absolute(xdg_config_home).or_else(|| absolute(home).map(|h| h.join(".config")));
-    let mut out = Vec::new();
-    if let Some(dir) = user_dir {
-        for name in ["config.toml", "config.json"] {
-            out.push(ConfigSource::User(dir.join("toolgate").join(name)));
-        }
-    }
-    if let Some(cwd) = cwd {
-        for name in ["toolgate.toml", "toolgate.json"] {
-            out.push(ConfigSource::CurrentDir(cwd.join(name)));
-        }
-    }
-    out
-}
-
-/// `--config`, else the first default file that exists, else none.
-pub fn config_source(flag: Option<&Path>) -> ConfigSource {
-    if let Some(p) = flag {
-        return ConfigSource::Flag(p.to_owned());
-    }
-    let cwd = std::env::current_dir().ok();
-    default_config_candidates(
-        std::env::var_os("XDG_CONFIG_HOME").as_deref(),
-        std::env::var_os("HOME").as_deref(),
-        cwd.as_deref(),
-    )
-    .into_iter()
-    .find(|c| match c {
-        ConfigSource::User(p) | ConfigSource::CurrentDir(p) => p.is_file(),
-        ConfigSource::Flag(_) | ConfigSource::None => false,
-    })
-    .unwrap_or(ConfigSource::None)
-}
-
-/// What a command will do with the config, which decides how far a file found in the current directory is
-/// trusted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigUse {
-    /// Read or decide state, explain the policy: nothing is started.
-    Read,
-    /// Serve, or start the upstream commands the config names.
-    Start,
-}
-
-/// Loads the config `serve` would use (`--config`, else the default locations), then reports warnings and
-/// what each server's entry says that toolgate does not act on, on stderr.
-pub fn load_config(
-    path: Option<&Path>,
-    workspace: Option<PathBuf>,
-    profile: Option<String>,
-    used: ConfigUse,
-) -> anyhow::Result<Config> {
-    let flag_workspace = workspace.clone();
-    let overrides = Overrides {
-        workspace,
-        self_exe: self_exe(),
-        profile,
-        mode: None,
-    };
-    let env = |k: &str| std::env::var(k).ok();
-    let source = config_source(path);
-    let mut config = match &source {
-        ConfigSource::Flag(p) | ConfigSource::User(p) | ConfigSource::CurrentDir(p) => {
-            config::load(p, &env, &overrides)?
-        }
-        ConfigSource::None => {
-            let mut c = Config::empty();
-            c.workspace = overrides.workspace.map(|w| config::Setting {
-                value: w,
-                from: config::Provenance::Flag("--workspace"),
-            });
-            c.profile = overrides.profile.map(|p| config::Setting {
-                value: p,
-                from: config::Provenance::Flag("--profile"),
-            });
-            c
-        }
-    };
-    if let (ConfigSource::CurrentDir(p), ConfigUse::Start) = (&source, used) {
-        refuse_config_inside_workspace(p, flag_workspace.as_deref())?;
-    }
-    for w in config.warnings.drain(..) {
-        tracing::warn!("{w}");
-    }
-    for s in &config.servers {
-        for note in &s.notes {
-            tracing::warn!("server {}: {note}", s.name);
-        }
-    }
-    Ok(config)
-}
-
-/// A config found only because it sits in the current directory is not trusted to start anything from inside
-/// the workspace: whoever can write there (a cloned repository, the agent through its file tools) would choose
-/// toolgate's rules and the commands it runs. The workspace judged is `--workspace`, else the current directory —
-/// never the file's own `"workspace"`, which the same writer chose. An explicit `--config` is the user's own
-/// choice and is not second-guessed.
-fn refuse_config_inside_workspace(
-    path: &Path,
-    flag_workspace: Option<&Path>,
-) -> anyhow::Result<()> {
-    let workspace = match flag_workspace {
-        Some(w) => w.to_owned(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let workspace = std::fs::canonicalize(&workspace)
-        .with_context(|| format!("the workspace {} cannot be resolved", workspace.display()))?;
-    let file = std::fs::canonicalize(path)
-        .with_context(|| format!("cannot resolve {}", path.display()))?;
-    if file.starts_with(&workspace) {
-        anyhow::bail!(
-            "refusing {} found in the current directory: it lies inside the workspace ({}), where a cloned \
-             repository or the agent could choose toolgate's rules and commands. Move it to \
-             ~/.config/toolgate/ or pass --config explicitly",
-            file.display(),
-            workspace.display()
-        );
-    }
-    Ok(())
 }
 
 /// Where `serve` takes its client from.
@@ -422,146 +285,6 @@ pub fn gateway_options(config: &Config, wrap: bool) -> Options {
         require: config.sandbox.require.clone(),
     });
     opts
-}
-
-/// The trusted state root: the configured one, else `TOOLGATE_STATE_DIR` or the platform default.
-pub fn state_root(config: &Config) -> anyhow::Result<PathBuf> {
-    match &config.state_dir {
-        Some(dir) => Ok(dir.value.clone()),
-        None => gateway::state_root().map_err(anyhow::Error::msg),
-    }
-}
-
-/// What no command toolgate runs (workspace tools, git, hooks) may read or write: the approvals it may be
-/// waiting for, the policy that governs it, and the audit witness kept outside the state root. Without a state
-/// root there are no approvals to protect, only the config.
-fn protected_paths(config: &Config) -> Vec<PathBuf> {
-    state_root(config)
-        .ok()
-        .into_iter()
-        .chain(config.source.clone())
-        .chain(config.audit_witness.as_ref().map(|w| w.value.clone()))
-        .map(|p| std::path::absolute(&p).unwrap_or(p))
-        .collect()
-}
-
-/// The workspace's durable state (approvals, pins, reporting, audit), as `serve` and the admin commands see it.
-pub fn state(config: &Config) -> anyhow::Result<gateway::State> {
-    let state = open_state(config)?;
-    let r = &config.reporting;
-    let retention = store::Retention {
-        max_age_days: r.max_age_days,
-        max_events: r.max_events,
-    };
-    state.set_reporting(r.enabled.value, retention);
-    Ok(state)
-}
-
-fn open_state(config: &Config) -> anyhow::Result<gateway::State> {
-    let workspace = workspace(config)?;
-    let root = state_root(config)?;
-    let Some(witness) = &config.audit_witness else {
-        return open_configured(config, &root, &workspace, None);
-    };
-    // Its worth is lying where the state root's writer does not reach; inside the state root or the workspace it
-    // would be cut together with the log.
-    let canonical = |p: &Path| {
-        std::path::absolute(p)
-            .map(|a| std::fs::canonicalize(&a).unwrap_or(a))
-            .unwrap_or_else(|_| p.to_owned())
-    };
-    let file = canonical(&witness.value);
-    for (what, dir) in [
-        ("state root", canonical(&root)),
-        ("workspace", workspace.clone()),
-    ] {
-        if file.starts_with(&dir) {
-            anyhow::bail!(
-                "auditWitness {} ({}) lies inside the {what} {}: keep it outside, where what can write the \
-                 {what} cannot",
-                witness.value.display(),
-                witness.from,
-                dir.display()
-            );
-        }
-    }
-    open_configured(config, &root, &workspace, Some(&witness.value))
-}
-
-/// The state on the configured store: SQLite in the state root, or the PostgreSQL server of `"store"` (whose
-/// schema must be current: `toolgate store migrate` moves it on, start-up never does).
-fn open_configured(
-    config: &Config,
-    root: &Path,
-    workspace: &Path,
-    witness: Option<&Path>,
-) -> anyhow::Result<gateway::State> {
-    let config::Store::Postgres(url, pool) = &config.store else {
-        return match witness {
-            None => gateway::State::open_in(root, workspace),
-            Some(w) => gateway::State::open_witnessed(root, workspace, w),
-        }
-        .map_err(anyhow::Error::msg);
-    };
-    // Each replica writes its own audit chain, witnessed in the database under its name (`replica`).
-    store::Namespace::open(root, workspace).map_err(anyhow::Error::msg)?;
-    let chain = crate::replica::name(root)?;
-    let open = |namespace: &store::Namespace| -> Result<Arc<dyn store::StateStore>, store::Error> {
-        Ok(Arc::new(store::PostgresStore::open_chain_with(
-            url.value.expose(),
-            namespace,
-            &chain,
-            pg_options(pool),
-        )?))
-    };
-    gateway::State::open_chain(root, workspace, witness, &open, &chain)
-        .map_err(|e| anyhow::anyhow!("{e} (store {} from {})", url.value, url.from))
-}
-
-/// The store's pool and deadlines as the config's `store` section gives them.
-pub fn pg_options(pool: &config::StorePool) -> store::PgOptions {
-    store::PgOptions {
-        pool_size: pool.size,
-        connect_timeout: pool.connect_timeout,
-        statement_timeout: pool.statement_timeout,
-    }
-}
-
-/// The state `serve` runs with. State that cannot be opened stops start-up: approvals are never quietly off.
-/// Without a configured workspace the current directory stands in, which is where a client that starts toolgate
-/// from `/` or the home directory ends up; the refusal then says how to name the workspace.
-pub fn serve_state(config: &Config) -> anyhow::Result<Option<Arc<gateway::State>>> {
-    match state(config) {
-        Ok(s) => Ok(Some(Arc::new(s))),
-        Err(e) if config.workspace.is_none() => {
-            let cwd = std::env::current_dir()
-                .map(|d| d.display().to_string())
-                .unwrap_or_else(|_| "an unreadable directory".to_owned());
-            Err(e.context(format!(
-                "no workspace: toolgate was started in {cwd} without --workspace or \"workspace\" in the config, \
-                 and cannot keep approvals for that directory. Clients start servers in a directory of their \
-                 choosing: add \"--workspace\", \"/path/to/project\" to toolgate's args in the client's config"
-            )))
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Other workspaces whose namespaces hold pending approval requests, for admin commands that found none in
-/// theirs (read-only; a failure to look is not an error of the command).
-pub fn pending_elsewhere(state: &gateway::State) -> Vec<(PathBuf, u64)> {
-    let ns = state.namespace();
-    store::pending_elsewhere(ns.state_root(), ns, store::Timestamp::now()).unwrap_or_default()
-}
-
-/// "workspace W (state D)", so an admin command says exactly where it looked.
-pub fn where_state_is(state: &gateway::State) -> String {
-    let ns = state.namespace();
-    format!(
-        "workspace {} (state {})",
-        ns.workspace().display(),
-        ns.dir().display()
-    )
 }
 
 /// toolgate's own workspace tools, served when a workspace is given explicitly (`--workspace` or "workspace"):
