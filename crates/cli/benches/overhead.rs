@@ -178,7 +178,10 @@ fn main() {
             }
         }
         let tp_block = (block * 4).max(in_flight());
-        for _ in 0..(calls * 2).div_ceil(tp_block) {
+        // `--pipelined N` calls per arm in the pipelined phase (default twice `--calls`; a profile of that phase
+        // alone runs with `--calls 1`).
+        let pipelined = common::number("--pipelined", calls * 2);
+        for _ in 0..pipelined.div_ceil(tp_block) {
             direct.pipelined(tp_block).await;
             gated.pipelined(tp_block).await;
             if let Some(t) = traced.as_mut() {
