@@ -6,9 +6,10 @@
 //! `toolgate-sandbox`, is a small executable started without a copy (`posix_spawn`): toolgate hands it the
 //! plan over a unix socket that is its standard input (the bytes of `wire`, and beside them the command's
 //! standard input, the report pipe and the Landlock ruleset), and the launcher runs the very same
-//! `child::setup` in its own small address space, then execs the command. The socket also carries the answer:
-//! nothing before end of file means the command was exec'd; four bytes are the errno that stopped it (a
-//! required layer, a missing program), as `Command::spawn` reports a `pre_exec` or exec failure.
+//! `child::setup` in its own small address space, then execs the command (or, for `probe`, exits once the layers
+//! are up). The socket also carries the answer: nothing before end of file means the command was exec'd; four
+//! bytes are the errno that stopped it (a required layer, a missing program), as `Command::spawn` reports a
+//! `pre_exec` or exec failure.
 //!
 //! Which one: `TOOLGATE_SANDBOX_LAUNCHER` names the launcher when set (a packager's libexec; a path that does
 //! not start fails every contained start, it never falls back); otherwise `toolgate-sandbox` beside this

@@ -264,6 +264,7 @@ fn handoff(
         layers: plan_layers(request),
         landlock: landlock_fd.is_some(),
         socket_filter: !filter.is_empty(),
+        probe: false,
         cwd: c(cwd.as_os_str().as_bytes())?,
         program,
         argv,

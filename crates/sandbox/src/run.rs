@@ -18,7 +18,7 @@ use crate::capture::{Capture, Readers};
 use crate::child;
 use crate::error::{Error, Result};
 use crate::filesystem;
-use crate::launch::{ChildStdin, Started};
+use crate::launch::{self, wire::Handoff, ChildStdin, Launch, Started, Starter};
 use crate::layers::{decode, LayerReport};
 use crate::prelude::{child_plan, merge, pipe, plan_layers, prelude, prepare_filter, Prelude};
 use crate::spec::{CommandSpec, LayerMode, LayerRequest, Stdin};
@@ -238,7 +238,8 @@ fn elapsed_ms(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Sets every layer up in a throw-away child that exits instead of exec'ing, and reports what worked.
+/// Sets every layer up in a throw-away child that exits instead of exec'ing (through the launcher when there is
+/// one), and reports what worked.
 pub(crate) fn probe_layers() -> LayerReport {
     let request = LayerRequest {
         pid_namespace: LayerMode::BestEffort,
@@ -261,19 +262,56 @@ pub(crate) fn probe_layers() -> LayerReport {
     let Ok((report_read, report_write)) = pipe() else {
         return layers;
     };
-    let child_plan = child_plan(
-        plan_layers(&request),
-        report_write.as_raw_fd(),
-        prepared.landlock_fd.as_ref().map_or(-1, AsRawFd::as_raw_fd),
-        filter,
-    );
+    let landlock_fd = prepared.landlock_fd.as_ref().map(AsRawFd::as_raw_fd);
+    match launch::launcher() {
+        Some(launcher) => {
+            let handoff = Handoff {
+                layers: plan_layers(&request),
+                landlock: landlock_fd.is_some(),
+                socket_filter: !filter.is_empty(),
+                probe: true,
+                cwd: c"/".into(),
+                program: c"/".into(),
+                argv: Vec::new(),
+                envp: Vec::new(),
+            };
+            let launch = Launch {
+                launcher,
+                handoff: handoff.encode(),
+                report_fd: report_write.as_raw_fd(),
+                landlock_fd,
+            };
+            // A probe that stopped early was reaped by `start`; one that ran is waited for here.
+            if let Ok(Started { mut child, .. }) = Starter::Launch(launch).start(ChildStdin::Null) {
+                let _ = child.wait();
+                crate::reaper::waited(child.id() as libc::pid_t);
+            }
+        }
+        None => {
+            let plan = child_plan(
+                plan_layers(&request),
+                report_write.as_raw_fd(),
+                landlock_fd.unwrap_or(-1),
+                filter,
+            );
+            probe_by_fork(&plan);
+        }
+    }
+    drop(report_write);
+    drop(prepared);
+    merge(&mut layers, &decode(&read_report(report_read)));
+    layers
+}
+
+/// The probe's child as a fork of this process: `child::setup`, then exit.
+fn probe_by_fork(plan: &child::ChildPlan) {
     let forked = crate::reaper::started(|| {
         // SAFETY: the child branch only runs `child::setup` (async-signal-safe) and `_exit`.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             // SAFETY: freshly forked child; `setup` honours the async-signal-safety contract.
             unsafe {
-                let code = i32::from(child::setup(&child_plan).is_err());
+                let code = i32::from(child::setup(plan).is_err());
                 libc::_exit(code);
             }
         }
@@ -282,16 +320,12 @@ pub(crate) fn probe_layers() -> LayerReport {
         }
         Ok((pid, pid))
     });
-    drop(report_write);
-    drop(prepared);
     if let Ok(pid) = forked {
         let mut status = 0;
         // SAFETY: waits for the child we just forked.
         unsafe { libc::waitpid(pid, &mut status, 0) };
         crate::reaper::waited(pid);
     }
-    merge(&mut layers, &decode(&read_report(report_read)));
-    layers
 }
 
 #[cfg(test)]

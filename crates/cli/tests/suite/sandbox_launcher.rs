@@ -48,7 +48,7 @@ fn the_launcher_run_by_hand_says_what_it_is_and_starts_nothing() {
 
 #[test]
 fn a_handoff_of_another_layout_is_answered_with_an_error_not_obeyed() {
-    let mut other = b"TGLNCH00".to_vec();
+    let mut other = b"TGLNCH01".to_vec(); // the layout before the probe flag
     other.extend_from_slice(&5u32.to_le_bytes());
     other.extend_from_slice(b"hello");
     let (answer, code) = hand(&other);
@@ -58,7 +58,7 @@ fn a_handoff_of_another_layout_is_answered_with_an_error_not_obeyed() {
 
 #[test]
 fn a_handoff_cut_short_is_answered_with_an_error_and_starts_nothing() {
-    let mut short = b"TGLNCH01".to_vec();
+    let mut short = b"TGLNCH02".to_vec();
     short.extend_from_slice(&100u32.to_le_bytes());
     short.extend_from_slice(&[0; 10]);
     for bytes in [&short[..], &short[..5], &[][..]] {
@@ -183,14 +183,14 @@ fn touch_handoff(marker: &std::path::Path) -> Vec<u8> {
     let mut rest = Vec::new();
     rest.extend_from_slice(&(std::process::id() as i32).to_le_bytes());
     rest.extend_from_slice(&[0; 6]); // every layer off
-    rest.extend_from_slice(&[0, 0]); // no ruleset, no filter; no limits
+    rest.extend_from_slice(&[0, 0]); // no ruleset, no filter, no probe; no limits
     string(&mut rest, b"/");
     string(&mut rest, touch);
     rest.extend_from_slice(&2u32.to_le_bytes());
     string(&mut rest, touch);
     string(&mut rest, marker.as_os_str().as_encoded_bytes());
     rest.extend_from_slice(&0u32.to_le_bytes());
-    let mut out = b"TGLNCH01".to_vec();
+    let mut out = b"TGLNCH02".to_vec();
     out.extend_from_slice(&(rest.len() as u32).to_le_bytes());
     out.extend_from_slice(&rest);
     out

@@ -161,6 +161,10 @@ fn launch(handoff: &Handoff, fds: Vec<OwnedFd>) -> Result<std::convert::Infallib
     // SAFETY: this process is single-threaded, as `child::setup` requires of the process it runs in; it returns
     // only in the process that execs the command (C and I wait and exit inside it).
     unsafe { child::setup(&plan) }.map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    if handoff.probe {
+        // SAFETY: exits this process (the probe's T) without running anything; the answer socket closes with it.
+        unsafe { libc::_exit(0) };
+    }
     // SAFETY: the vectors are NUL-terminated arrays of pointers into strings that outlive the call.
     unsafe { libc::execve(handoff.program.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
     Err(last_errno())

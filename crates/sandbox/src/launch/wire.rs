@@ -2,7 +2,7 @@
 //!
 //! Layout, all integers little-endian: the magic (which names this layout, so a launcher from another build
 //! refuses instead of misreading), the length of the rest, the parent's pid, the six layer modes, the limits,
-//! whether a Landlock ruleset and the socket filter come along, then the working directory, the program, its
+//! whether a Landlock ruleset and the socket filter come along and whether this is a probe, then the working directory, the program, its
 //! arguments and its environment as length-prefixed strings. The descriptors travel beside the bytes
 //! (`SCM_RIGHTS`), not in them.
 
@@ -12,7 +12,7 @@ use crate::child::{LimitList, PlanLayers};
 use crate::spec::LayerMode;
 
 /// Names this layout; bumped whenever it changes.
-pub(crate) const MAGIC: &[u8; 8] = b"TGLNCH01";
+pub(crate) const MAGIC: &[u8; 8] = b"TGLNCH02";
 
 /// The most the rest of a handoff may hold: the kernel's own ceiling on arguments and environment is lower.
 pub(crate) const MAX_LEN: usize = 64 << 20;
@@ -28,6 +28,8 @@ pub(crate) struct Handoff {
     pub landlock: bool,
     /// The launcher compiles the socket filter and installs it last.
     pub socket_filter: bool,
+    /// Set the layers up and exit instead of exec'ing anything (`probe`): the program and its vectors are unused.
+    pub probe: bool,
     pub cwd: CString,
     pub program: CString,
     /// The program's whole argument vector, `argv[0]` first.
@@ -74,7 +76,11 @@ impl Handoff {
         ] {
             rest.push(mode_code(mode));
         }
-        rest.push(u8::from(self.landlock) | (u8::from(self.socket_filter) << 1));
+        rest.push(
+            u8::from(self.landlock)
+                | (u8::from(self.socket_filter) << 1)
+                | (u8::from(self.probe) << 2),
+        );
         rest.push(l.limit_count as u8);
         // The resource's and the value's C types differ between C libraries; the wire's do not.
         #[allow(clippy::unnecessary_cast)]
@@ -117,7 +123,7 @@ impl Handoff {
             *mode = mode_of(r.byte()?)?;
         }
         let flags = r.byte()?;
-        if flags > 3 {
+        if flags > 7 {
             return None;
         }
         let limit_count = usize::from(r.byte()?);
@@ -152,6 +158,7 @@ impl Handoff {
             },
             landlock: flags & 1 != 0,
             socket_filter: flags & 2 != 0,
+            probe: flags & 4 != 0,
             cwd,
             program,
             argv,
@@ -217,6 +224,7 @@ mod tests {
             },
             landlock: true,
             socket_filter: true,
+            probe: false,
             cwd: c"/work dir".into(),
             program: c"/bin/sh".into(),
             argv: vec![
@@ -231,11 +239,18 @@ mod tests {
 
     #[test]
     fn a_handoff_reads_back_as_written() {
-        let h = sample();
-        let bytes = h.encode();
-        let len = Handoff::rest_len(&bytes).unwrap();
-        assert_eq!(len, bytes.len() - HEADER_LEN);
-        assert_eq!(Handoff::decode(&bytes[HEADER_LEN..]), Some(h));
+        let probe = Handoff {
+            probe: true,
+            argv: Vec::new(),
+            envp: Vec::new(),
+            ..sample()
+        };
+        for h in [sample(), probe] {
+            let bytes = h.encode();
+            let len = Handoff::rest_len(&bytes).unwrap();
+            assert_eq!(len, bytes.len() - HEADER_LEN);
+            assert_eq!(Handoff::decode(&bytes[HEADER_LEN..]), Some(h));
+        }
     }
 
     #[test]

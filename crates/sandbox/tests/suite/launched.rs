@@ -1,7 +1,8 @@
 //! Which executable the helpers of a contained tree (its handle and the namespace's init) run. With a launcher
 //! (`sandbox::launcher()`, this suite runs once with one and once without), they are the launcher and hold
 //! nothing of the process that started them; without one, they are copies of it. Either way the command runs
-//! its own executable, with exactly its own environment.
+//! its own executable, with exactly its own environment, and the probe of the machine's layers reports what a
+//! command started the same way gets.
 
 use std::path::Path;
 
@@ -135,6 +136,35 @@ fn a_trees_handle_and_init_show_nothing_of_the_starters_environment_or_arguments
                 .any(|w| w == own_exe_arg.as_slice()),
             "process {pid} shows the starter's command line: {}",
             String::from_utf8_lossy(&cmdline)
+        );
+    }
+}
+
+#[test]
+fn the_probe_reports_what_a_command_started_the_same_way_gets() {
+    let probe = sandbox::probe();
+    let mut spec = crate::sh("true", Path::new("/"));
+    let layers = &mut spec.layers;
+    for mode in [
+        &mut layers.pid_namespace,
+        &mut layers.no_network,
+        &mut layers.landlock,
+        &mut layers.socket_filter,
+        &mut layers.rlimits,
+        &mut layers.no_new_privs,
+    ] {
+        *mode = LayerMode::BestEffort;
+    }
+    let run = sandbox::run(&spec).unwrap();
+    assert_eq!(run.outcome, sandbox::Outcome::Succeeded, "{run:?}");
+    for entry in &probe.entries {
+        assert_eq!(
+            &entry.state,
+            run.layers.state(entry.layer),
+            "{:?}: probed {:?}, a command got {:?}",
+            entry.layer,
+            entry.state,
+            run.layers.state(entry.layer)
         );
     }
 }
