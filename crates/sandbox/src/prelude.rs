@@ -1,7 +1,8 @@
 //! What every contained start prepares before it starts the child, for commands run to completion (`run`) and
 //! piped children (`piped`) alike: the layer report so far, the filesystem layers, the compiled socket filter,
 //! the pipe the child reports its layers on, the child's plan (its layers, limits and report descriptor), and
-//! how it starts: the launcher's handoff, or the command a fork of this process execs after `child::setup`.
+//! how it starts (`starter`): the launcher's handoff, or the command a fork of this process execs after
+//! `child::setup`; for the probe, a child that exits once the layers are up instead.
 //! This module does not start anything (`launch` does) or decide which layers a caller asks for.
 
 use std::collections::BTreeMap;
@@ -198,36 +199,20 @@ pub(crate) fn prelude(
     let mut env = env.clone();
     prepared.apply_env(&mut env);
     let (report_read, report_write) = pipe()?;
-    let landlock_fd = prepared.landlock_fd.as_ref().map(AsRawFd::as_raw_fd);
-    let starter = match launch::launcher() {
-        Some(launcher) => Starter::Launch(Launch {
-            launcher,
-            handoff: handoff(request, program, args, &env, cwd, landlock_fd, &filter)?.encode(),
-            report_fd: report_write.as_raw_fd(),
-            landlock_fd,
-        }),
-        None => {
-            let child_plan = child_plan(
-                plan_layers(request),
-                report_write.as_raw_fd(),
-                landlock_fd.unwrap_or(-1),
-                filter,
-            );
-            let mut command = Command::new(program);
-            command
-                .args(args)
-                .env_clear()
-                .envs(&env)
-                .current_dir(cwd)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            // SAFETY: `child::setup` only performs async-signal-safe syscalls on data prepared in `child_plan`.
-            unsafe {
-                command.pre_exec(move || child::setup(&child_plan));
-            }
-            Starter::Fork(command)
-        }
+    let target = Target::Command {
+        program,
+        args,
+        env: &env,
+        cwd,
     };
+    let landlock_fd = prepared.landlock_fd.as_ref().map(AsRawFd::as_raw_fd);
+    let starter = starter(
+        request,
+        target,
+        report_write.as_raw_fd(),
+        landlock_fd,
+        filter,
+    )?;
     Ok(Prelude {
         layers,
         prepared,
@@ -237,13 +222,76 @@ pub(crate) fn prelude(
     })
 }
 
+/// What a start runs once its layers are up.
+pub(crate) enum Target<'a> {
+    /// `program` with `args` in `cwd`, with `env` alone.
+    Command {
+        program: &'a Path,
+        args: &'a [String],
+        env: &'a BTreeMap<String, String>,
+        cwd: &'a Path,
+    },
+    /// Nothing: the child exits once the layers are up (`probe`).
+    Probe,
+}
+
+/// How a child that sets `request`'s layers up and then runs `target` starts: through the launcher when there is
+/// one, else as a fork of this process.
+pub(crate) fn starter(
+    request: &LayerRequest,
+    target: Target<'_>,
+    report_fd: RawFd,
+    landlock_fd: Option<RawFd>,
+    filter: seccomp::Programs,
+) -> Result<Starter> {
+    if let Some(launcher) = launch::launcher() {
+        return Ok(Starter::Launch(Launch {
+            launcher,
+            handoff: handoff(request, &target, landlock_fd, &filter)?.encode(),
+            report_fd,
+            landlock_fd,
+        }));
+    }
+    let plan = child_plan(
+        plan_layers(request),
+        report_fd,
+        landlock_fd.unwrap_or(-1),
+        filter,
+    );
+    let probe = matches!(target, Target::Probe);
+    let mut command = match target {
+        Target::Command {
+            program,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut command = Command::new(program);
+            command.args(args).env_clear().envs(env).current_dir(cwd);
+            command
+        }
+        // Never exec'd: the child exits before.
+        Target::Probe => Command::new("/"),
+    };
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: `child::setup` only performs async-signal-safe syscalls on data prepared in `plan`, and `_exit` is
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            child::setup(&plan)?;
+            if probe {
+                libc::_exit(0);
+            }
+            Ok(())
+        });
+    }
+    Ok(Starter::Fork(command))
+}
+
 /// The launcher's handoff for one start: argv[0] is the program's path, as `Command` gives it.
 fn handoff(
     request: &LayerRequest,
-    program: &Path,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    cwd: &Path,
+    target: &Target<'_>,
     landlock_fd: Option<RawFd>,
     filter: &seccomp::Programs,
 ) -> Result<Handoff> {
@@ -251,23 +299,35 @@ fn handoff(
     let c = |bytes: &[u8]| {
         CString::new(bytes).map_err(|_| Error::InvalidSpec("argument contains NUL".into()))
     };
-    let program = c(program.as_os_str().as_bytes())?;
-    let mut argv = vec![program.clone()];
-    for arg in args {
-        argv.push(c(arg.as_bytes())?);
-    }
-    let envp = env
-        .iter()
-        .map(|(k, v)| c(format!("{k}={v}").as_bytes()))
-        .collect::<Result<_>>()?;
-    Ok(Handoff {
+    let mut handoff = Handoff {
         layers: plan_layers(request),
         landlock: landlock_fd.is_some(),
         socket_filter: !filter.is_empty(),
-        probe: false,
-        cwd: c(cwd.as_os_str().as_bytes())?,
+        probe: true,
+        cwd: c"/".into(),
+        program: c"/".into(),
+        argv: Vec::new(),
+        envp: Vec::new(),
+    };
+    let Target::Command {
         program,
-        argv,
-        envp,
-    })
+        args,
+        env,
+        cwd,
+    } = *target
+    else {
+        return Ok(handoff);
+    };
+    handoff.probe = false;
+    handoff.cwd = c(cwd.as_os_str().as_bytes())?;
+    handoff.program = c(program.as_os_str().as_bytes())?;
+    handoff.argv.push(handoff.program.clone());
+    for arg in args {
+        handoff.argv.push(c(arg.as_bytes())?);
+    }
+    handoff.envp = env
+        .iter()
+        .map(|(k, v)| c(format!("{k}={v}").as_bytes()))
+        .collect::<Result<_>>()?;
+    Ok(handoff)
 }

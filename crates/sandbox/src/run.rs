@@ -15,12 +15,11 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::capture::{Capture, Readers};
-use crate::child;
 use crate::error::{Error, Result};
 use crate::filesystem;
-use crate::launch::{self, wire::Handoff, ChildStdin, Launch, Started, Starter};
+use crate::launch::{ChildStdin, Started};
 use crate::layers::{decode, LayerReport};
-use crate::prelude::{child_plan, merge, pipe, plan_layers, prelude, prepare_filter, Prelude};
+use crate::prelude::{merge, pipe, prelude, prepare_filter, starter, Prelude, Target};
 use crate::spec::{CommandSpec, LayerMode, LayerRequest, Stdin};
 use crate::stdin::Feeder;
 use crate::watch::{wait_readable, ExitWatch};
@@ -263,69 +262,18 @@ pub(crate) fn probe_layers() -> LayerReport {
         return layers;
     };
     let landlock_fd = prepared.landlock_fd.as_ref().map(AsRawFd::as_raw_fd);
-    match launch::launcher() {
-        Some(launcher) => {
-            let handoff = Handoff {
-                layers: plan_layers(&request),
-                landlock: landlock_fd.is_some(),
-                socket_filter: !filter.is_empty(),
-                probe: true,
-                cwd: c"/".into(),
-                program: c"/".into(),
-                argv: Vec::new(),
-                envp: Vec::new(),
-            };
-            let launch = Launch {
-                launcher,
-                handoff: handoff.encode(),
-                report_fd: report_write.as_raw_fd(),
-                landlock_fd,
-            };
-            // A probe that stopped early was reaped by `start`; one that ran is waited for here.
-            if let Ok(Started { mut child, .. }) = Starter::Launch(launch).start(ChildStdin::Null) {
-                let _ = child.wait();
-                crate::reaper::waited(child.id() as libc::pid_t);
-            }
-        }
-        None => {
-            let plan = child_plan(
-                plan_layers(&request),
-                report_write.as_raw_fd(),
-                landlock_fd.unwrap_or(-1),
-                filter,
-            );
-            probe_by_fork(&plan);
-        }
+    let report_fd = report_write.as_raw_fd();
+    let started = starter(&request, Target::Probe, report_fd, landlock_fd, filter)
+        .and_then(|starter| Ok(starter.start(ChildStdin::Null)?));
+    // A probe that stopped early was reaped by `start`; one that ran is waited for here.
+    if let Ok(Started { mut child, .. }) = started {
+        let _ = child.wait();
+        crate::reaper::waited(child.id() as libc::pid_t);
     }
     drop(report_write);
     drop(prepared);
     merge(&mut layers, &decode(&read_report(report_read)));
     layers
-}
-
-/// The probe's child as a fork of this process: `child::setup`, then exit.
-fn probe_by_fork(plan: &child::ChildPlan) {
-    let forked = crate::reaper::started(|| {
-        // SAFETY: the child branch only runs `child::setup` (async-signal-safe) and `_exit`.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            // SAFETY: freshly forked child; `setup` honours the async-signal-safety contract.
-            unsafe {
-                let code = i32::from(child::setup(plan).is_err());
-                libc::_exit(code);
-            }
-        }
-        if pid < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok((pid, pid))
-    });
-    if let Ok(pid) = forked {
-        let mut status = 0;
-        // SAFETY: waits for the child we just forked.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-        crate::reaper::waited(pid);
-    }
 }
 
 #[cfg(test)]

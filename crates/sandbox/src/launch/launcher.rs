@@ -10,7 +10,7 @@
 
 use std::ffi::{c_char, CString};
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
 
@@ -131,7 +131,7 @@ fn launch(handoff: &Handoff, fds: Vec<OwnedFd>) -> Result<std::convert::Infallib
     };
     let landlock = fds.next();
     // SAFETY: dup2 onto standard input (which clears close-on-exec there); `stdin` closes when dropped.
-    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&stdin), 0) } < 0 {
+    if unsafe { libc::dup2(stdin.as_raw_fd(), 0) } < 0 {
         return Err(last_errno());
     }
     drop(stdin);
@@ -150,10 +150,8 @@ fn launch(handoff: &Handoff, fds: Vec<OwnedFd>) -> Result<std::convert::Infallib
     };
     let plan = child_plan(
         handoff.layers,
-        std::os::fd::AsRawFd::as_raw_fd(&report),
-        landlock
-            .as_ref()
-            .map_or(-1, std::os::fd::AsRawFd::as_raw_fd),
+        report.as_raw_fd(),
+        landlock.as_ref().map_or(-1, AsRawFd::as_raw_fd),
         filter,
     );
     let argv = pointers(&handoff.argv);
