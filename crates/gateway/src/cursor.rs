@@ -5,7 +5,7 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 /// Room left in a message for the envelope around a page: `jsonrpc`, the id, `nextCursor`, era fields.
 fn envelope_reserve(max_message_bytes: usize) -> usize {
@@ -65,11 +65,12 @@ where
         end += 1;
     }
     let items: Vec<Value> = (start..end).map(|i| (list.item)(i).clone()).collect();
-    let mut out = json!({ key: items });
+    let mut out = Map::with_capacity(2);
+    out.insert(key.to_owned(), Value::Array(items));
     if end < list.len {
-        out["nextCursor"] = Value::String(encode(end, key));
+        out.insert("nextCursor".into(), Value::String(encode(end, key)));
     }
-    Ok(out)
+    Ok(Value::Object(out))
 }
 
 /// Pages a plain slice whose sizes are known.
@@ -106,6 +107,7 @@ fn decode(cursor: &str, key: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn walk(items: &[Value], sizes: &[usize], limits: PageLimits) -> Vec<Vec<Value>> {
         let mut pages = Vec::new();

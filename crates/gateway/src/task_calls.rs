@@ -233,6 +233,6 @@ impl Stages {
                 }
             }
         }
-        Ok(json!({"tasks": tasks}))
+        Ok(jsonrpc::object([("tasks", Value::Array(tasks))]))
     }
 }

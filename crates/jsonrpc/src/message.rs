@@ -1,6 +1,6 @@
 //! One JSON-RPC message, classified, with its payload kept as raw JSON; and builders for outgoing messages.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::fmt;
 
 /// A request id. MCP allows strings and integers; null and fractional ids are refused when decoding.
@@ -66,15 +66,19 @@ impl Message {
             Message::Response {
                 id,
                 outcome: Ok(result),
-            } => {
-                json!({"jsonrpc": "2.0", "id": id.as_ref().map(Id::to_value), "result": result})
-            }
+            } => object([
+                ("jsonrpc", "2.0".into()),
+                ("id", id.as_ref().map_or(Value::Null, Id::to_value)),
+                ("result", result.clone()),
+            ]),
             Message::Response {
                 id,
                 outcome: Err(error),
-            } => {
-                json!({"jsonrpc": "2.0", "id": id.as_ref().map(Id::to_value), "error": error})
-            }
+            } => object([
+                ("jsonrpc", "2.0".into()),
+                ("id", id.as_ref().map_or(Value::Null, Id::to_value)),
+                ("error", error.clone()),
+            ]),
         }
     }
 }
@@ -101,7 +105,11 @@ pub fn notification(method: &str, params: Option<Value>) -> Value {
 }
 
 pub fn result_response(id: &Id, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result})
+    object([
+        ("jsonrpc", "2.0".into()),
+        ("id", id.to_value()),
+        ("result", result),
+    ])
 }
 
 /// An error object `{code, message, data?}`.
@@ -117,5 +125,50 @@ pub fn error_object(code: i64, message: impl Into<String>, data: Option<Value>) 
 
 /// An error response; `id` is `None` (JSON null) when the offending message's id could not be read.
 pub fn error_response(id: Option<&Id>, error: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id.map(Id::to_value), "error": error})
+    object([
+        ("jsonrpc", "2.0".into()),
+        ("id", id.map_or(Value::Null, Id::to_value)),
+        ("error", error),
+    ])
+}
+
+/// A JSON object of `entries`, in their order, moving each value in.
+///
+/// Prefer this to `json!` whenever a value is an owned `Value` that may be large (a result, arguments, a page of
+/// definitions): `json!` serialises every interpolated expression again through `to_value(&expr)`, a deep copy
+/// of the whole tree, where this moves it.
+pub fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    let mut m = Map::with_capacity(N);
+    for (key, value) in entries {
+        m.insert(key.to_owned(), value);
+    }
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn responses_keep_the_envelope_order_and_carry_the_payload_unchanged() {
+        let result = json!({"content": [{"type": "text", "text": "ok"}], "isError": false});
+        let line = result_response(&Id::Int(7), result.clone()).to_string();
+        assert_eq!(
+            line,
+            format!(r#"{{"jsonrpc":"2.0","id":7,"result":{result}}}"#)
+        );
+        let error = error_object(-32602, "bad", None);
+        let line = error_response(None, error.clone()).to_string();
+        assert_eq!(
+            line,
+            format!(r#"{{"jsonrpc":"2.0","id":null,"error":{error}}}"#)
+        );
+    }
+
+    #[test]
+    fn object_keeps_its_entries_in_order_and_a_later_duplicate_wins() {
+        let v = object([("b", 1.into()), ("a", json!([1, 2])), ("b", 3.into())]);
+        assert_eq!(v.to_string(), r#"{"b":3,"a":[1,2]}"#);
+    }
 }

@@ -234,8 +234,12 @@ impl Connection {
         outcome: std::result::Result<Value, Value>,
     ) -> Result<()> {
         let msg = match outcome {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+            Ok(result) => {
+                jsonrpc::object([("jsonrpc", "2.0".into()), ("id", id), ("result", result)])
+            }
+            Err(error) => {
+                jsonrpc::object([("jsonrpc", "2.0".into()), ("id", id), ("error", error)])
+            }
         };
         self.send(&msg).await
     }

@@ -180,13 +180,19 @@ fn park(
         .iter()
         .map(|(key, a)| {
             let params = a.params.clone().unwrap_or_else(|| json!({}));
-            (key.clone(), json!({"method": a.method, "params": params}))
+            (
+                key.clone(),
+                jsonrpc::object([("method", a.method.as_str().into()), ("params", params)]),
+            )
         })
         .collect();
     match gw.bridge.park(ex) {
         Ok(state) => {
-            let result = json!({"resultType": "input_required", "inputRequests": requests,
-                                "requestState": state});
+            let result = jsonrpc::object([
+                ("resultType", "input_required".into()),
+                ("inputRequests", Value::Object(requests)),
+                ("requestState", state.as_str().into()),
+            ]);
             Ok(CallOutcome::Bridged { result, state })
         }
         Err((mut ex, why)) => {

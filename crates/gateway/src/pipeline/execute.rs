@@ -108,7 +108,10 @@ pub(crate) async fn approved(
                 return CallOutcome::Refused(refused);
             }
             let params = match snapshot.kind {
-                Kind::Prompt => json!({"name": target, "arguments": snapshot.arguments}),
+                Kind::Prompt => jsonrpc::object([
+                    ("name", target.into()),
+                    ("arguments", snapshot.arguments.clone()),
+                ]),
                 _ => json!({"uri": target}),
             };
             let method = snapshot.kind.method();
@@ -166,7 +169,7 @@ fn approved_tool<'a>(
         _ => Exec::Upstream {
             server,
             method: "tools/call",
-            params: json!({"name": target, "arguments": arguments}),
+            params: jsonrpc::object([("name", target.into()), ("arguments", arguments.clone())]),
         },
     })
 }
