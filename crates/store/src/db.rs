@@ -228,6 +228,12 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     }
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // A transaction keeps its dirty pages in memory until it commits instead of spilling them into the WAL when
+    // the cache is full: the first pin pass over a large catalog writes tens of megabytes in one transaction,
+    // and spilling made it write the pages it touched again and again (the pins' name index is inserted into in
+    // name order, not row order). The memory is the size of what the transaction writes, which the catalog
+    // already holds; it is given back when the transaction ends.
+    conn.pragma_update(None, "cache_spill", "OFF")?;
     migrate(&mut conn)?;
     Ok(conn)
 }
