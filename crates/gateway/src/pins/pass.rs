@@ -62,29 +62,68 @@ impl PinCache {
         hold_new: bool,
     ) -> PinView {
         let started = std::time::Instant::now();
-        let lookalikes = self.lookalikes(catalogs);
-        let looked = started.elapsed();
         let mut previous = std::mem::take(&mut self.servers);
         // A server that has not answered yet has an empty catalog: pinning that would mark it as listed and hold
         // its whole real catalog later.
-        let mut seen: Vec<(&str, Seen, bool)> = catalogs
+        let mut seen: Vec<(&str, Seen, bool)> = Vec::new();
+        let mut uninspected = Vec::new();
+        for (server, catalog) in catalogs.iter().filter(|(_, c)| c.era.is_some()) {
+            let (s, same, todo) = see(catalog, server, previous.remove(server));
+            uninspected.push(todo);
+            seen.push((server.as_str(), s, same));
+        }
+        let seen_at = started.elapsed();
+        let cached = self.lookalikes.take();
+        let generation = self.generation;
+        let check = |seen: &mut [(&str, Seen, bool)]| {
+            let at = std::time::Instant::now();
+            state.map(|state| (check_pins(state, seen, generation, hold_new), at.elapsed()))
+        };
+        // Look-alike names and the inspection of new definitions need no store: when there is any of either to
+        // do, it runs beside the store's transaction, which is most of a first pass over a large catalog.
+        let beside_work = |cached, servers: Vec<Arc<Catalog>>, uninspected: Vec<Vec<usize>>| {
+            (
+                lookalikes(cached, catalogs),
+                inspect(&servers, &uninspected),
+            )
+        };
+        let servers: Vec<Arc<Catalog>> = seen
             .iter()
-            .filter(|(_, c)| c.era.is_some())
-            .map(|(server, catalog)| {
-                let (s, same) = see(catalog, server, previous.remove(server));
-                (server.as_str(), s, same)
-            })
+            .map(|(_, s, _)| Arc::clone(&s.catalog))
             .collect();
-        let inspected = started.elapsed();
-        if let Some(state) = state {
-            self.generation = check_pins(state, &mut seen, self.generation, hold_new);
+        let idle = uninspected.iter().all(Vec::is_empty)
+            && cached
+                .as_ref()
+                .is_some_and(|c: &Lookalikes| c.computed_from(catalogs));
+        let ((lookalikes, found), checked) = if idle {
+            let checked = check(&mut seen);
+            (beside_work(cached, servers, uninspected), checked)
+        } else {
+            std::thread::scope(|scope| {
+                let beside = scope.spawn(move || beside_work(cached, servers, uninspected));
+                let checked = check(&mut seen);
+                match beside.join() {
+                    Ok(done) => (done, checked),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            })
+        };
+        for (si, flags) in found.into_iter().enumerate() {
+            for (ii, flags) in flags {
+                seen[si].1.items[ii].flags = flags;
+            }
+        }
+        if let Some((generation, _)) = checked {
+            self.generation = generation;
         }
         tracing::debug!(
-            lookalike_ms = looked.as_millis(),
-            inspect_ms = (inspected - looked).as_millis(),
-            store_ms = (started.elapsed() - inspected).as_millis(),
+            see_ms = seen_at.as_millis(),
+            store_ms = checked.map_or(0, |(_, took)| took.as_millis()),
+            total_ms = started.elapsed().as_millis(),
             "pin pass"
         );
+        let (lookalikes, flags) = lookalikes;
+        self.lookalikes = Some(flags);
         let mut view = PinView::new();
         for (key, flag) in lookalikes {
             add_flag(&mut view, &key, &flag);
@@ -115,46 +154,74 @@ impl PinCache {
             .collect();
         view
     }
+}
 
-    /// Look-alike names across every catalog, computed again only when some catalog is not the one seen before.
-    fn lookalikes(&mut self, catalogs: &[(String, Arc<Catalog>)]) -> Vec<(String, PoisonFlag)> {
-        if let Some(Lookalikes {
-            catalogs: before,
-            flags,
-        }) = &self.lookalikes
-        {
-            let same = before.len() == catalogs.len()
-                && before
-                    .iter()
-                    .zip(catalogs)
-                    .all(|(a, (_, b))| Arc::ptr_eq(a, b));
-            if same {
-                return flags.clone();
-            }
-        }
-        let names: Vec<(String, String)> = catalogs
-            .iter()
-            .flat_map(|(s, c)| {
-                c.tools
-                    .iter()
-                    .filter_map(move |t| Some((s.clone(), t.get("name")?.as_str()?.to_owned())))
-            })
-            .collect();
-        let flags = policy::lookalike_flags(&names);
-        let before = catalogs.iter().map(|(_, c)| Arc::clone(c)).collect();
-        self.lookalikes = Some(Lookalikes {
-            catalogs: before,
-            flags: flags.clone(),
-        });
-        flags
+/// Look-alike names across every catalog, computed again only when some catalog is not the one `cached` was
+/// computed from; with what to keep for the next pass.
+fn lookalikes(
+    cached: Option<Lookalikes>,
+    catalogs: &[(String, Arc<Catalog>)],
+) -> (Vec<(String, PoisonFlag)>, Lookalikes) {
+    if let Some(cached) = cached.filter(|c| c.computed_from(catalogs)) {
+        return (cached.flags.clone(), cached);
     }
+    let names: Vec<(String, String)> = catalogs
+        .iter()
+        .flat_map(|(s, c)| {
+            c.tools
+                .iter()
+                .filter_map(move |t| Some((s.clone(), t.get("name")?.as_str()?.to_owned())))
+        })
+        .collect();
+    let flags = policy::lookalike_flags(&names);
+    let kept = Lookalikes {
+        catalogs: catalogs.iter().map(|(_, c)| Arc::clone(c)).collect(),
+        flags: flags.clone(),
+    };
+    (flags, kept)
+}
+
+impl Lookalikes {
+    /// Whether these flags were computed from exactly `catalogs` (the same allocations, in the same order).
+    fn computed_from(&self, catalogs: &[(String, Arc<Catalog>)]) -> bool {
+        self.catalogs.len() == catalogs.len()
+            && self
+                .catalogs
+                .iter()
+                .zip(catalogs)
+                .all(|(a, (_, b))| Arc::ptr_eq(a, b))
+    }
+}
+
+/// The poisoning flags of the definitions `see` left uninspected: for each server, its items' indices in
+/// `items(catalog)` with their flags.
+fn inspect(servers: &[Arc<Catalog>], uninspected: &[Vec<usize>]) -> Vec<Vec<(usize, Vec<String>)>> {
+    servers
+        .iter()
+        .zip(uninspected)
+        .map(|(catalog, todo)| {
+            if todo.is_empty() {
+                return Vec::new();
+            }
+            let defs = items(catalog);
+            todo.iter()
+                .map(|&i| {
+                    let flags = policy::inspect_definition(&defs[i].2)
+                        .iter()
+                        .map(flag_text)
+                        .collect();
+                    (i, flags)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The items of `catalog` with their keys, hashes and flags, reusing what `previous` found for equal
 /// definitions; and whether the whole catalog is the one seen before (so the store's results for it stand).
-fn see(catalog: &Arc<Catalog>, server: &str, previous: Option<Seen>) -> (Seen, bool) {
+fn see(catalog: &Arc<Catalog>, server: &str, previous: Option<Seen>) -> (Seen, bool, Vec<usize>) {
     let previous = match previous {
-        Some(p) if Arc::ptr_eq(&p.catalog, catalog) => return (p, true),
+        Some(p) if Arc::ptr_eq(&p.catalog, catalog) => return (p, true, Vec::new()),
         other => other,
     };
     let before: Vec<(Cow<'_, Value>, &SeenItem)> = previous
@@ -174,6 +241,7 @@ fn see(catalog: &Arc<Catalog>, server: &str, previous: Option<Seen>) -> (Seen, b
     let mut same = previous.is_some();
     let now = items(catalog);
     same &= now.len() == before.len();
+    let mut uninspected = Vec::new();
     let items = now
         .into_iter()
         .enumerate()
@@ -190,14 +258,11 @@ fn see(catalog: &Arc<Catalog>, server: &str, previous: Option<Seen>) -> (Seen, b
                 }
                 None => {
                     same = false;
-                    let flags = policy::inspect_definition(&def)
-                        .iter()
-                        .map(flag_text)
-                        .collect();
+                    uninspected.push(i);
                     SeenItem {
                         key,
                         sha256: None,
-                        flags,
+                        flags: Vec::new(),
                         pin: None,
                     }
                 }
@@ -210,6 +275,7 @@ fn see(catalog: &Arc<Catalog>, server: &str, previous: Option<Seen>) -> (Seen, b
             items,
         },
         same,
+        uninspected,
     )
 }
 
