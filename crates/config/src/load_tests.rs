@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{Protocol, ServerKind, Transport};
+use crate::model::{HookCommand, HookStage, Protocol, SandboxLimits, ServerKind, Transport};
 use pretty_assertions::assert_eq;
 use std::collections::BTreeMap;
 use std::time::Duration;
