@@ -133,7 +133,7 @@ pub fn observe(
     catalogs: &[(String, Arc<Catalog>)],
     hold_new: bool,
 ) -> PinView {
-    PinCache::default().observe(state, catalogs, hold_new)
+    Arc::unwrap_or_clone(PinCache::default().observe(state, catalogs, hold_new))
 }
 
 /// What one pin check does to an item's status.

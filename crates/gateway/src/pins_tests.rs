@@ -232,6 +232,50 @@ fn cached_pass_matches_a_fresh_pass_at_every_step() {
         let catalogs = vec![("srv".to_owned(), c)];
         let cached = cache.observe(Some(&state), &catalogs, true);
         let fresh = observe(Some(&state), &catalogs, true);
-        assert_eq!(cached, fresh, "step {i}");
+        assert_eq!(*cached, fresh, "step {i}");
     }
+}
+
+/// A pass over the very catalogs of the pass before, with no pin written since, hands back that pass's view
+/// itself; a write from another process, a new allocation of an equal catalog or another `hold_new` each make it
+/// pass again, and say what a fresh pass says.
+#[test]
+fn unchanged_pass_hands_back_the_last_view_and_nothing_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = state(&dir);
+    let mut cache = PinCache::default();
+    let first = Arc::new(catalog("I.", &["read"], "P.", "R."));
+    cache.observe(Some(&state), &[("srv".to_owned(), first)], true);
+    let grown = vec![(
+        "srv".to_owned(),
+        Arc::new(catalog("I.", &["read", "read_all"], "P.", "R.")),
+    )];
+    let held = cache.observe(Some(&state), &grown, true);
+    assert!(status(&held, "srv__read_all").quarantined);
+    let again = cache.observe(Some(&state), &grown, true);
+    assert!(Arc::ptr_eq(&held, &again), "nothing changed: the same view");
+
+    let other_hold = cache.observe(Some(&state), &grown, false);
+    assert!(!Arc::ptr_eq(&held, &other_hold));
+    assert_eq!(*other_hold, observe(Some(&state), &grown, false));
+
+    let mut admin = store::Store::open(state.namespace()).unwrap();
+    let pin = admin.get_pin("srv__read_all").unwrap().unwrap();
+    admin
+        .accept_pin("srv__read_all", &pin.definition_sha256, Timestamp::now())
+        .unwrap();
+    let accepted = cache.observe(Some(&state), &grown, false);
+    assert!(!Arc::ptr_eq(&other_hold, &accepted), "a pin was written");
+    assert!(!status(&accepted, "srv__read_all").withheld());
+
+    let equal_copy = vec![(
+        "srv".to_owned(),
+        Arc::new(catalog("I.", &["read", "read_all"], "P.", "R.")),
+    )];
+    let copied = cache.observe(Some(&state), &equal_copy, false);
+    assert!(
+        !Arc::ptr_eq(&accepted, &copied),
+        "another allocation is looked at"
+    );
+    assert_eq!(*copied, *accepted);
 }

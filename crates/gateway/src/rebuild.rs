@@ -146,9 +146,9 @@ impl Merged {
         // With the merge beside the pass, `merged - pinned` is what the merge added after the pass ended.
         let merged = started.elapsed();
         // An equal pin view keeps its allocation, so what was worked out from the published one stays valid.
-        let pins = match *current_pins == pins {
+        let pins = match Arc::ptr_eq(&current_pins, &pins) || *current_pins == *pins {
             true => current_pins,
-            false => Arc::new(pins),
+            false => pins,
         };
         let changed = changed_lists(&current, &next);
         if self.still_published(&building, &next, &pins) {
@@ -320,7 +320,7 @@ fn pin_and_merge(
     layout: &Layout<'_>,
     current: &Arc<Aggregate>,
     started: Instant,
-) -> (PinView, Arc<Aggregate>, Duration) {
+) -> (Arc<PinView>, Arc<Aggregate>, Duration) {
     let own = &inputs.own_tools;
     let build = |from: &[(String, Arc<upstream::Catalog>)]| {
         Arc::new(Aggregate::build_after(from, own, layout, current))

@@ -105,7 +105,7 @@ fn first_pin_and_merge(
         &empty,
         Instant::now(),
     );
-    (pins, merged)
+    (Arc::unwrap_or_clone(pins), merged)
 }
 
 fn layout(inputs: &Inputs) -> Layout<'_> {
