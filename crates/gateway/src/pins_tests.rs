@@ -164,29 +164,40 @@ fn flags_override_covers_only_the_accepted_definition() {
     );
 }
 
+/// A cache that has seen server `srv` listed with `read`, and the catalog it grows into with `read_all`.
+fn listed_then_grown(state: &Arc<State>) -> (PinCache, Vec<(String, Arc<Catalog>)>) {
+    let mut cache = PinCache::default();
+    let first = Arc::new(catalog("I.", &["read"], "P.", "R."));
+    cache.observe(Some(state), &[("srv".to_owned(), first)], true);
+    let grown = vec![(
+        "srv".to_owned(),
+        Arc::new(catalog("I.", &["read", "read_all"], "P.", "R.")),
+    )];
+    (cache, grown)
+}
+
+/// Accepts pin `name` through a store handle of its own, as the admin CLI does.
+fn accept_from_another_process(state: &Arc<State>, name: &str) {
+    let mut admin = store::Store::open(state.namespace()).unwrap();
+    let pin = admin.get_pin(name).unwrap().unwrap();
+    admin
+        .accept_pin(name, &pin.definition_sha256, Timestamp::now())
+        .unwrap();
+}
+
 /// The cache skips a catalog it already checked; an accept made by another process (its own store handle, as the
 /// admin CLI has) must still lift the hold at the next pass over the very same catalog.
 #[test]
 fn pins_accept_from_another_process_is_honoured_without_a_catalog_change() {
     let dir = tempfile::tempdir().unwrap();
     let state = state(&dir);
-    let mut cache = PinCache::default();
-    let first = Arc::new(catalog("I.", &["read"], "P.", "R."));
-    cache.observe(Some(&state), &[("srv".to_owned(), first)], true);
-    let grown = vec![(
-        "srv".to_owned(),
-        Arc::new(catalog("I.", &["read", "read_all"], "P.", "R.")),
-    )];
+    let (mut cache, grown) = listed_then_grown(&state);
     assert!(status(&cache.observe(Some(&state), &grown, true), "srv__read_all").quarantined);
     assert!(
         status(&cache.observe(Some(&state), &grown, true), "srv__read_all").quarantined,
         "nothing changed: still held"
     );
-    let mut admin = store::Store::open(state.namespace()).unwrap();
-    let pin = admin.get_pin("srv__read_all").unwrap().unwrap();
-    admin
-        .accept_pin("srv__read_all", &pin.definition_sha256, Timestamp::now())
-        .unwrap();
+    accept_from_another_process(&state, "srv__read_all");
     let view = cache.observe(Some(&state), &grown, true);
     assert!(!status(&view, "srv__read_all").withheld(), "{view:?}");
 }
@@ -243,13 +254,7 @@ fn cached_pass_matches_a_fresh_pass_at_every_step() {
 fn unchanged_pass_hands_back_the_last_view_and_nothing_stale() {
     let dir = tempfile::tempdir().unwrap();
     let state = state(&dir);
-    let mut cache = PinCache::default();
-    let first = Arc::new(catalog("I.", &["read"], "P.", "R."));
-    cache.observe(Some(&state), &[("srv".to_owned(), first)], true);
-    let grown = vec![(
-        "srv".to_owned(),
-        Arc::new(catalog("I.", &["read", "read_all"], "P.", "R.")),
-    )];
+    let (mut cache, grown) = listed_then_grown(&state);
     let held = cache.observe(Some(&state), &grown, true);
     assert!(status(&held, "srv__read_all").quarantined);
     let again = cache.observe(Some(&state), &grown, true);
@@ -259,11 +264,7 @@ fn unchanged_pass_hands_back_the_last_view_and_nothing_stale() {
     assert!(!Arc::ptr_eq(&held, &other_hold));
     assert_eq!(*other_hold, observe(Some(&state), &grown, false));
 
-    let mut admin = store::Store::open(state.namespace()).unwrap();
-    let pin = admin.get_pin("srv__read_all").unwrap().unwrap();
-    admin
-        .accept_pin("srv__read_all", &pin.definition_sha256, Timestamp::now())
-        .unwrap();
+    accept_from_another_process(&state, "srv__read_all");
     let accepted = cache.observe(Some(&state), &grown, false);
     assert!(!Arc::ptr_eq(&other_hold, &accepted), "a pin was written");
     assert!(!status(&accepted, "srv__read_all").withheld());
