@@ -20,7 +20,7 @@ use crate::time::Timestamp;
 
 mod pass;
 pub(crate) use pass::Definition;
-use pass::Stamp;
+use pass::{observe_one, Pass};
 
 /// Whether a pinned tool may be used as pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -146,10 +146,10 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let mut stamp = Stamp::default();
+        let mut run = Pass::default();
         let checks = items
             .iter()
-            .map(|item| observe_one(&tx, item, now, &mut stamp))
+            .map(|item| observe_one(&tx, item, now, &mut run))
             .collect();
         tx.commit()?;
         Ok(checks)
@@ -185,16 +185,16 @@ impl Store {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let before = generation(&tx)?;
-        let mut stamp = Stamp::default();
+        let mut run = Pass::default();
         let changed = pass
             .changed
             .iter()
-            .map(|item| observe_one(&tx, item, now, &mut stamp))
+            .map(|item| observe_one(&tx, item, now, &mut run))
             .collect();
         let unchanged = (Some(before) != pass.generation).then(|| {
             pass.unchanged
                 .iter()
-                .map(|item| observe_one(&tx, item, now, &mut stamp))
+                .map(|item| observe_one(&tx, item, now, &mut run))
                 .collect()
         });
         let after = generation(&tx)?;
@@ -341,112 +341,6 @@ pub struct Observed {
     /// `definition_hash` of the observed definition (the caller's, when it gave one), so a caller that did not
     /// have it can keep it without serialising the definition again.
     pub sha256: String,
-}
-
-/// The stored state, accepted hash, candidate hash and flag override of pin `name`: only the columns a check
-/// reads, so the stored JSON of every pin is not loaded on every pass.
-type Stored = (String, String, Option<String>, Option<String>);
-
-fn stored(tx: &rusqlite::Transaction<'_>, name: &str) -> Result<Option<Stored>> {
-    Ok(tx
-        .prepare_cached(
-            "SELECT state, definition_sha256, candidate_sha256, flags_override_sha256
-             FROM tool_pins WHERE name = ?1",
-        )?
-        .query_row([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .optional()?)
-}
-
-fn observe_one(
-    tx: &rusqlite::Transaction<'_>,
-    item: &PinObservation<'_>,
-    now: Timestamp,
-    stamp: &mut Stamp,
-) -> Result<Observed> {
-    let name = item.name;
-    // The canonical JSON is serialised only when a row is written, or once to hash a definition that came without
-    // its hash: an unchanged pin costs one lookup.
-    let mut def = Definition::of(item);
-    let hash = def.hash().to_owned();
-    let hash = hash.as_str();
-    let existing = stored(tx, name)?;
-    let mut flags_overridden = false;
-    let mut never_accepted = false;
-    let mut write = |sql: &str, state: Option<PinState>| -> Result<()> {
-        let generation = stamp.generation(tx)?;
-        let json = def.json();
-        let now = now.as_millis();
-        let mut stmt = tx.prepare_cached(sql)?;
-        match state {
-            Some(state) => stmt.execute(params![name, hash, json, now, generation, state.as_str()]),
-            None => stmt.execute(params![name, hash, json, now, generation]),
-        }?;
-        Ok(())
-    };
-    let check = match existing {
-        None => {
-            let state = match item.first_use {
-                FirstUse::Accept => PinState::Accepted,
-                FirstUse::Quarantine => PinState::Quarantined,
-            };
-            write(
-                "INSERT INTO tool_pins (name, definition_sha256, definition_json, first_seen, updated_at,
-                                        generation, state)
-                 VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)",
-                Some(state),
-            )?;
-            never_accepted = state == PinState::Quarantined;
-            PinCheck::New(state)
-        }
-        Some((state, accepted, candidate, overridden)) => match parse_state(&state)? {
-            // Held on first sight, never accepted: nothing was accepted for a newer definition to differ from, so
-            // the pin keeps the newest one as its definition and stays new.
-            PinState::Quarantined if candidate.is_none() => {
-                if accepted != hash {
-                    write(
-                        "UPDATE tool_pins SET definition_sha256 = ?2, definition_json = ?3,
-                                              updated_at = ?4, generation = ?5 WHERE name = ?1",
-                        None,
-                    )?;
-                }
-                never_accepted = true;
-                PinCheck::Quarantined
-            }
-            PinState::Quarantined => {
-                if accepted != hash && candidate.as_deref() != Some(hash) {
-                    // Keep the newest candidate so the human reviews what is served now.
-                    write(
-                        "UPDATE tool_pins SET candidate_sha256 = ?2, candidate_json = ?3,
-                                              updated_at = ?4, generation = ?5 WHERE name = ?1",
-                        None,
-                    )?;
-                }
-                PinCheck::Quarantined
-            }
-            PinState::Accepted if accepted == hash => {
-                flags_overridden = overridden.as_deref() == Some(accepted.as_str());
-                PinCheck::Unchanged
-            }
-            PinState::Accepted => {
-                write(
-                    "UPDATE tool_pins SET state = 'QUARANTINED', candidate_sha256 = ?2,
-                                          candidate_json = ?3, updated_at = ?4, generation = ?5
-                     WHERE name = ?1",
-                    None,
-                )?;
-                PinCheck::Changed {
-                    accepted_sha256: accepted,
-                    observed_sha256: hash.to_owned(),
-                }
-            }
-        },
-    };
-    Ok(Observed {
-        check,
-        flags_overridden,
-        never_accepted,
-        sha256: def.into_hash(),
-    })
 }
 
 pub(crate) fn parse_state(state: &str) -> Result<PinState> {

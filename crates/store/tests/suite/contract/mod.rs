@@ -118,6 +118,7 @@ macro_rules! contract {
                 rest::pins_quarantine_on_change_and_accept_only_the_named_definition,
                 rest::pin_generation_moves_on_every_pin_write_by_any_handle,
                 rest::a_pass_advances_the_generation_once_for_all_its_writes,
+                rest::a_run_of_first_sightings_still_finds_the_pins_among_them,
                 rest::flag_overrides_name_the_accepted_definition,
                 rest::report_percentiles_rates_and_since,
                 rest::retention_keeps_the_newest_events,

@@ -202,6 +202,104 @@ pub fn a_pass_advances_the_generation_once_for_all_its_writes<B: Backend>() {
     assert_eq!(pin.candidate_json.as_deref(), Some(r#"{"d":"c1"}"#));
 }
 
+/// A long run of first sightings in one pass (a server's first listing) still finds the pins among them: a pin
+/// met midway is checked against what it holds (changed, unchanged, or held as it was), never written over as
+/// new, and the items after it are pinned as new again, each with the first use it was given.
+pub fn a_run_of_first_sightings_still_finds_the_pins_among_them<B: Backend>() {
+    let b = B::fresh(Limits::DEFAULT);
+    let s = b.handle();
+    let (a, b2, c) = (json!({"d": "a"}), json!({"d": "b"}), json!({"d": "c"}));
+    let one = |name, definition, first_use| PinObservation {
+        name,
+        definition,
+        sha256: None,
+        first_use,
+    };
+    s.observe_pins(
+        &[
+            one("fx/changed", &a, FirstUse::Accept),
+            one("fx/same", &c, FirstUse::Accept),
+            one("fx/held", &a, FirstUse::Quarantine),
+        ],
+        T0,
+    )
+    .unwrap();
+    let g0 = s.pins_generation().unwrap();
+    let news: Vec<_> = (0..8).map(|i| format!("fx/new{i}")).collect();
+    let new = |i: usize, first_use| one(news[i].as_str(), &c, first_use);
+    let items = [
+        new(0, FirstUse::Accept),
+        new(1, FirstUse::Accept),
+        new(2, FirstUse::Accept),
+        one("fx/changed", &b2, FirstUse::Accept),
+        new(3, FirstUse::Accept),
+        new(4, FirstUse::Accept),
+        new(5, FirstUse::Accept),
+        one("fx/same", &c, FirstUse::Accept),
+        new(6, FirstUse::Accept),
+        new(7, FirstUse::Quarantine),
+        one("fx/held", &b2, FirstUse::Accept),
+    ];
+    let checks: Vec<_> = s
+        .observe_pins(&items, at(1))
+        .unwrap()
+        .into_iter()
+        .map(|o| o.unwrap())
+        .collect();
+    let new_accepted = PinCheck::New(PinState::Accepted);
+    let kinds: Vec<_> = checks.iter().map(|o| o.check.clone()).collect();
+    assert_eq!(
+        kinds,
+        [
+            new_accepted.clone(),
+            new_accepted.clone(),
+            new_accepted.clone(),
+            PinCheck::Changed {
+                accepted_sha256: definition_hash(&a),
+                observed_sha256: definition_hash(&b2),
+            },
+            new_accepted.clone(),
+            new_accepted.clone(),
+            new_accepted.clone(),
+            PinCheck::Unchanged,
+            new_accepted,
+            PinCheck::New(PinState::Quarantined),
+            PinCheck::Quarantined,
+        ]
+    );
+    let held_new: Vec<_> = checks.iter().map(|o| o.never_accepted).collect();
+    let expected: Vec<_> = (0..items.len()).map(|i| i == 9 || i == 10).collect();
+    assert_eq!(held_new, expected, "first uses kept");
+    assert!(checks
+        .iter()
+        .zip(&items)
+        .all(|(o, item)| o.sha256 == definition_hash(item.definition)));
+    assert_eq!(s.pins_generation().unwrap(), g0 + 1, "one pass, one step");
+    let changed = s.get_pin("fx/changed").unwrap().unwrap();
+    assert_eq!(changed.state, PinState::Quarantined);
+    assert_eq!(
+        changed.definition_sha256,
+        definition_hash(&a),
+        "not written over"
+    );
+    assert_eq!(changed.candidate_sha256, Some(definition_hash(&b2)));
+    let held = s.get_pin("fx/held").unwrap().unwrap();
+    assert_eq!(held.state, PinState::Quarantined);
+    assert_eq!(
+        held.definition_sha256,
+        definition_hash(&b2),
+        "never accepted: keeps the newest"
+    );
+    assert_eq!(
+        s.get_pin("fx/new7").unwrap().unwrap().state,
+        PinState::Quarantined
+    );
+    assert_eq!(
+        s.get_pin("fx/new6").unwrap().unwrap().state,
+        PinState::Accepted
+    );
+}
+
 pub fn flag_overrides_name_the_accepted_definition<B: Backend>() {
     let b = B::fresh(Limits::DEFAULT);
     let s = b.handle();
