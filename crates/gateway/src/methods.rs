@@ -9,7 +9,10 @@ use jsonrpc::{error_object, Id};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use upstream::{MODERN_VERSION, PROTOCOL_META_PREFIX};
+use upstream::{
+    CLIENT_CAPABILITIES_META, MODERN_VERSION, PROTOCOL_META_PREFIX, PROTOCOL_VERSION_META,
+    SERVER_INFO_META,
+};
 
 /// Requests of the legacy era that protocol 2026-07-28 removed: a modern request naming one is a method not
 /// found (HTTP 404 on the Streamable HTTP transport).
@@ -92,7 +95,7 @@ impl Session {
     /// requests behind it.
     pub(crate) fn era_gate(&self, method: &str, params: &Value) -> Result<bool, Value> {
         let meta = params.get("_meta");
-        let version = meta.and_then(|m| m.get(format!("{PROTOCOL_META_PREFIX}protocolVersion")));
+        let version = meta.and_then(|m| m.get(PROTOCOL_VERSION_META));
         let mut st = self.lock();
         if let Some(version) = version {
             if version.as_str() != Some(MODERN_VERSION) {
@@ -104,8 +107,7 @@ impl Session {
                      need a new connection"
                 )));
             }
-            let caps =
-                meta.and_then(|m| m.get(format!("{PROTOCOL_META_PREFIX}clientCapabilities")));
+            let caps = meta.and_then(|m| m.get(CLIENT_CAPABILITIES_META));
             // Methods 2026-07-28 removed are unknown to a modern request, not served in the legacy way.
             if REMOVED_IN_MODERN.contains(&method) {
                 return Err(error_object(
@@ -183,7 +185,7 @@ impl Session {
         let mut result = json!({
             "supportedVersions": SUPPORTED_VERSIONS,
             "capabilities": agg.capabilities,
-            "_meta": {format!("{PROTOCOL_META_PREFIX}serverInfo"): self.server_info()},
+            "_meta": {SERVER_INFO_META: self.server_info()},
             "ttlMs": 0,
             "cacheScope": "private",
         });

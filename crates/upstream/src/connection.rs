@@ -5,7 +5,10 @@
 //! never collide there. Each request waits with a timeout and a cancellation token; either sends
 //! `notifications/cancelled` upstream so the server can stop work nobody will read.
 
-use crate::era::{Era, MODERN_VERSION, PROTOCOL_META_PREFIX};
+use crate::era::{
+    Era, CLIENT_CAPABILITIES_META, CLIENT_INFO_META, MODERN_VERSION, PROTOCOL_META_PREFIX,
+    PROTOCOL_VERSION_META,
+};
 use crate::error::{CallError, Result};
 use crate::link::{Incoming, Link, SendError};
 use crate::own_meta::strip_own_meta;
@@ -297,13 +300,10 @@ impl Connection {
         };
         match era {
             Era::Modern => {
-                meta.insert(
-                    format!("{PROTOCOL_META_PREFIX}protocolVersion"),
-                    MODERN_VERSION.into(),
-                );
-                meta.entry(format!("{PROTOCOL_META_PREFIX}clientCapabilities"))
+                meta.insert(PROTOCOL_VERSION_META.to_owned(), MODERN_VERSION.into());
+                meta.entry(CLIENT_CAPABILITIES_META.to_owned())
                     .or_insert_with(|| json!({}));
-                meta.entry(format!("{PROTOCOL_META_PREFIX}clientInfo"))
+                meta.entry(CLIENT_INFO_META.to_owned())
                     .or_insert_with(crate::handshake::client_info);
             }
             Era::Legacy(_) => meta.retain(|k, _| !k.starts_with(PROTOCOL_META_PREFIX)),

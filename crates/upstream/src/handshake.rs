@@ -6,7 +6,10 @@
 
 use crate::catalog::Catalog;
 use crate::connection::{Connection, Refresh};
-use crate::era::{Era, LEGACY_VERSIONS, MODERN_VERSION, PROTOCOL_META_PREFIX};
+use crate::era::{
+    Era, CLIENT_CAPABILITIES_META, CLIENT_INFO_META, LEGACY_VERSIONS, MODERN_VERSION,
+    PROTOCOL_VERSION_META, SERVER_INFO_META,
+};
 use crate::error::CallError;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -27,9 +30,9 @@ fn client_capabilities() -> Value {
 
 fn modern_meta() -> Value {
     json!({
-        format!("{PROTOCOL_META_PREFIX}protocolVersion"): MODERN_VERSION,
-        format!("{PROTOCOL_META_PREFIX}clientCapabilities"): {},
-        format!("{PROTOCOL_META_PREFIX}clientInfo"): client_info(),
+        PROTOCOL_VERSION_META: MODERN_VERSION,
+        CLIENT_CAPABILITIES_META: {},
+        CLIENT_INFO_META: client_info(),
     })
 }
 
@@ -202,7 +205,7 @@ pub(crate) fn catalog_from(era: Era, result: &Value) -> Catalog {
     let server_info = match era {
         Era::Modern => result
             .get("_meta")
-            .and_then(|m| m.get(format!("{PROTOCOL_META_PREFIX}serverInfo")))
+            .and_then(|m| m.get(SERVER_INFO_META))
             .cloned(),
         Era::Legacy(_) => result.get("serverInfo").cloned(),
     };

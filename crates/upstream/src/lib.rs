@@ -32,7 +32,10 @@ mod trace_context;
 pub use call_headers::{current_call_headers, with_call_headers, CallHeaders};
 pub use catalog::Catalog;
 pub use connection::{Connection, Event, ProgressRoutes, Sinks};
-pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSION, PROTOCOL_META_PREFIX};
+pub use era::{
+    Era, CLIENT_CAPABILITIES_META, CLIENT_INFO_META, LEGACY_VERSIONS, MODERN_VERSION,
+    PROTOCOL_META_PREFIX, PROTOCOL_VERSION_META, SERVER_INFO_META,
+};
 pub use error::{CallError, Result};
 pub use http::HttpConnector;
 pub use link::{BoxFuture, Connector, Incoming, Link, Opened, SendError};

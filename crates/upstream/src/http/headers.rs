@@ -5,7 +5,7 @@
 //!
 //! Nothing here comes from a client's request: the gateway gives the link JSON-RPC messages, never HTTP headers.
 
-use crate::era::PROTOCOL_META_PREFIX;
+use crate::era::PROTOCOL_VERSION_META;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -34,7 +34,7 @@ pub(crate) fn configured(headers: &BTreeMap<String, String>) -> Result<HeaderMap
 /// The protocol version a message carries in its `_meta` (modern messages), if any.
 pub(crate) fn modern_version(msg: &Value) -> Option<&str> {
     msg.pointer("/params/_meta")?
-        .get(format!("{PROTOCOL_META_PREFIX}protocolVersion"))?
+        .get(PROTOCOL_VERSION_META)?
         .as_str()
 }
 
