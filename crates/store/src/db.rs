@@ -21,6 +21,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an open waits before trying a busy step again.
 const BUSY_RETRY: Duration = Duration::from_millis(5);
 
+/// Dirty pages a transaction may hold before SQLite spills them into the WAL mid-transaction: 64 MiB at the
+/// default page size of 4 KiB.
+const SPILL_AFTER_PAGES: i64 = 16_384;
+
 /// Schema migrations, in order; entry `i` moves `user_version` from `i` to `i + 1`.
 /// Never edit a shipped entry: append a new one.
 const MIGRATIONS: &[&str] = &[
@@ -228,12 +232,11 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     }
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
-    // A transaction keeps its dirty pages in memory until it commits instead of spilling them into the WAL when
-    // the cache is full: the first pin pass over a large catalog writes tens of megabytes in one transaction,
-    // and spilling made it write the pages it touched again and again (the pins' name index is inserted into in
-    // name order, not row order). The memory is the size of what the transaction writes, which the catalog
-    // already holds; it is given back when the transaction ends.
-    conn.pragma_update(None, "cache_spill", "OFF")?;
+    // A transaction keeps up to `SPILL_AFTER_PAGES` dirty pages in memory until it commits instead of spilling
+    // them into the WAL as soon as the cache is full: the first pin pass over a large catalog writes tens of
+    // megabytes in one transaction, and spilling made it write pages it touched again and again. Past the
+    // threshold (a retention prune of millions of report rows) it spills as before, so memory stays bounded.
+    conn.pragma_update(None, "cache_spill", SPILL_AFTER_PAGES)?;
     migrate(&mut conn)?;
     Ok(conn)
 }
@@ -291,6 +294,17 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(v, SCHEMA_VERSION);
+    }
+
+    /// Spilling stays on, past a threshold: off, a prune of millions of rows would hold all its pages in memory.
+    #[test]
+    fn a_transaction_spills_only_past_its_threshold() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join("t.db")).unwrap();
+        let spill: i64 = conn
+            .query_row("PRAGMA cache_spill", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(spill, SPILL_AFTER_PAGES);
     }
 
     #[test]
