@@ -112,15 +112,20 @@ fn stored(tx: &rusqlite::Transaction<'_>, name: &str) -> Result<Option<Stored>> 
         .optional()?)
 }
 
-/// A first sighting's row. `INSERT_IF_NEW` is the same insert that leaves a row already there as it is.
-const INSERT: &str =
-    "INSERT INTO tool_pins (name, definition_sha256, definition_json, first_seen, updated_at,
-                                            generation, state)
-                      VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)";
-const INSERT_IF_NEW: &str =
-    "INSERT INTO tool_pins (name, definition_sha256, definition_json, first_seen,
-                                                   updated_at, generation, state)
-                             VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6) ON CONFLICT (name) DO NOTHING";
+/// A first sighting's row (`$tail` empty), or the same insert followed by `$tail`.
+macro_rules! insert_pin {
+    ($tail:literal) => {
+        concat!(
+            "INSERT INTO tool_pins (name, definition_sha256, definition_json, first_seen, updated_at, generation,
+                                    state)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)",
+            $tail
+        )
+    };
+}
+const INSERT: &str = insert_pin!("");
+/// The same insert, leaving a row already there as it is.
+const INSERT_IF_NEW: &str = insert_pin!(" ON CONFLICT (name) DO NOTHING");
 
 pub(super) fn observe_one(
     tx: &rusqlite::Transaction<'_>,
