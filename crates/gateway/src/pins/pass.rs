@@ -100,7 +100,7 @@ impl PinCache {
             && cached
                 .as_ref()
                 .is_some_and(|c: &Lookalikes| c.computed_from(catalogs));
-        let ((lookalikes, found), checked) = if idle {
+        let (((flags, kept), found), checked) = if idle {
             let checked = check(&mut seen);
             (beside_work(cached, servers, uninspected), checked)
         } else {
@@ -127,9 +127,8 @@ impl PinCache {
             total_ms = started.elapsed().as_millis(),
             "pin pass"
         );
-        let (lookalikes, flags) = lookalikes;
-        self.lookalikes = Some(flags);
-        let view = Arc::new(view_of(&lookalikes, &seen));
+        self.lookalikes = Some(kept);
+        let view = Arc::new(view_of(&flags, &seen));
         self.servers = seen
             .into_iter()
             .map(|(server, s, _)| (server.to_owned(), s))
