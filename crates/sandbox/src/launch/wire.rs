@@ -2,9 +2,9 @@
 //!
 //! Layout, all integers little-endian: the magic (which names this layout, so a launcher from another build
 //! refuses instead of misreading), the length of the rest, the parent's pid, the six layer modes, the limits,
-//! whether a Landlock ruleset and the socket filter come along and whether this is a probe, then the working directory, the program, its
-//! arguments and its environment as length-prefixed strings. The descriptors travel beside the bytes
-//! (`SCM_RIGHTS`), not in them.
+//! whether a Landlock ruleset and the socket filter come along and whether this is a probe, then the working
+//! directory, the program, its arguments and its environment as length-prefixed strings. The descriptors travel
+//! beside the bytes (`SCM_RIGHTS`), not in them.
 
 use std::ffi::CString;
 
