@@ -28,7 +28,7 @@ pub use fair::{FairGate, Permit, TooManyWaiting};
 pub use host::{result_value, CallFailure, HostFuture, NestedCall, ToolHost};
 pub use quota::{Exceeded, Quota};
 pub use run::{
-    CallNote, LimitKind, RunEnd, RunLimits, RunReport, Runner, WorkerCommand, WORKER_EXE,
+    CallNote, LimitKind, RunEnd, RunLimits, RunReport, Runner, Spares, WorkerCommand, WORKER_EXE,
 };
 pub use scan::{scan, LiteralCall, Scan};
 pub use search::{Hit, SearchIndex, ToolDoc};

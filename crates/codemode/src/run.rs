@@ -114,6 +114,15 @@ pub struct RunReport {
     pub elapsed: Duration,
 }
 
+/// A runner's spare workers at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spares {
+    /// Started, locked down and waiting for a program.
+    pub waiting: usize,
+    /// On their way.
+    pub starting: usize,
+}
+
 /// Starts workers and runs programs in them. Clones share the spare workers (when it keeps some), so one runner
 /// cloned where it is needed serves every run; the spares are killed with the last clone.
 #[derive(Debug, Clone)]
@@ -150,6 +159,12 @@ impl Runner {
         if let Some(slot) = &self.spare {
             slot.refill(self.command.clone(), self.limits.clone());
         }
+    }
+
+    /// How many spares wait and how many are starting (`None` for a runner that keeps none): for status and
+    /// tests.
+    pub fn spares(&self) -> Option<Spares> {
+        self.spare.as_ref().map(|slot| slot.counts())
     }
 
     /// Has the spares ready (a no-op without them): for a measurement between runs, and tests, so that each run

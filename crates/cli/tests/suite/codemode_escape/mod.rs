@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use codemode::{
     CallFailure, CodeSession, HostFuture, LimitKind, NestedCall, RunEnd, RunLimits, RunReport,
-    Runner, ToolHost, WorkerCommand,
+    Runner, Spares, ToolHost, WorkerCommand,
 };
 use serde_json::{json, Value};
 

@@ -1,7 +1,7 @@
 //! The spare workers a runner keeps ready: a run on one answers as a run on a worker started for it, a spare is
 //! replaced after a run, a spare killed from outside is not used, dropping the runner kills them (and a spare
-//! still starting), runs at the same time each get a worker, and a pool of two serves runs back to back and
-//! fills again to two, never more.
+//! still starting), runs at the same time each get a worker, a pool of two serves runs back to back and fills
+//! again to two, never more, and every missing spare is started at once.
 //!
 //! Which worker a run used is seen from the host: during a call it lists the worker processes of the test's tag,
 //! and a spare the run did not take was killed before the program was sent.
@@ -241,6 +241,38 @@ async fn a_pool_of_two_serves_back_to_back_runs_on_spares_and_fills_again_to_two
         refilled,
         "the pool grew past two or lost a spare"
     );
+    drop(runner);
+    settle().await;
+    assert_gone(&tag);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_starts_every_missing_spare_at_once_and_never_more_than_it_keeps() {
+    let tag = tag("warm-side-by-side");
+    let runner = runner(&tag, SHORT).with_spares(3);
+    let counts = |waiting, starting| Some(Spares { waiting, starting });
+    runner.prepare();
+    // All three are on their way before any of them is ready: none waits for another's start.
+    assert_eq!(runner.spares(), counts(0, 3));
+    // Asked again while they start, it starts nothing more.
+    runner.prepare();
+    assert_eq!(runner.spares(), counts(0, 3));
+    runner.warm_up().await;
+    assert_eq!(runner.spares(), counts(3, 0));
+    let pool = alive(&tag);
+    assert_eq!(pool.len(), 3, "{pool:?}");
+
+    // Two runs take two spares; each run's replacement is on its way once it is over, so waiting and starting
+    // spares together make three again.
+    for _ in 0..2 {
+        let report = run_on(&runner, &Watch::new(&tag)).await;
+        assert!(matches!(report.end, RunEnd::Returned(_)), "{report:?}");
+    }
+    let after = runner.spares().unwrap();
+    assert_eq!(after.waiting + after.starting, 3, "{after:?}");
+    runner.warm_up().await;
+    assert_eq!(runner.spares(), counts(3, 0));
+    assert_eq!(alive(&tag).len(), 3, "{:?}", alive(&tag));
     drop(runner);
     settle().await;
     assert_gone(&tag);
