@@ -256,6 +256,7 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(field(secret, MAX_FIELD_CHARS), redact(secret));
             assert!(!field(secret, MAX_FIELD_CHARS).contains("s3cr3t"));
+            assert_eq!(crate::redact_remembered(secret), redact(secret));
         }
         for i in 0..(MEMO_ENTRIES * 2) {
             let text = format!("ghp_{i:0>36}");

@@ -30,6 +30,7 @@ pub use event::{
 pub use jsonrpc::canonical_json;
 pub use log::{valid_chain, AuditLog, LOG_FILE};
 pub use maintain::{PruneMode, PrunePlan, Recovery};
+pub use print::redact_remembered;
 pub use redact::{
     prepare as prepare_redaction, prepared as redaction_prepared, redact, redact_json, redact_map,
     REDACTED,

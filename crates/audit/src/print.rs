@@ -50,6 +50,14 @@ fn put_text(out: &mut Vec<u8>, key: &str, text: Option<&str>) {
     }
 }
 
+/// `put_text` of a field that is new on every call (a trace id, a request id): redacted without being
+/// remembered, where it would only push out the texts that do repeat.
+fn put_unique_text(out: &mut Vec<u8>, key: &str, text: Option<&str>) {
+    if let Some(text) = text {
+        capped(&redact(text), MAX_FIELD_CHARS, |f| put(out, key, f));
+    }
+}
+
 /// `put` of a list of texts, each redacted and capped at `max_chars`.
 fn put_texts<'a>(
     out: &mut Vec<u8>,
@@ -96,12 +104,12 @@ impl AuditEvent {
         put(after, "kind", &self.kind);
         put_text(after, "operation", Some(&self.operation));
         put_text(after, "outcome", self.outcome.as_deref());
-        put_text(after, "parent_trace_id", self.parent_trace_id.as_deref());
+        put_unique_text(after, "parent_trace_id", self.parent_trace_id.as_deref());
         put(after, "prev", prev);
         put_text(after, "principal", self.principal.as_deref());
         put_text(after, "profile", Some(&self.profile));
         put_text(after, "reason_code", self.reason_code.as_deref());
-        put_text(after, "request_id", self.request_id.as_deref());
+        put_unique_text(after, "request_id", self.request_id.as_deref());
         let listed = self.resources.iter().take(MAX_RESOURCES);
         put_texts(after, "resources", listed, MAX_RESOURCE_CHARS);
         if self.resources.len() > MAX_RESOURCES {
@@ -121,7 +129,7 @@ impl AuditEvent {
         put(after, "time", &rfc3339(self.time_ms));
         put(after, "time_ms", &self.time_ms);
         put_text(after, "tool", Some(&self.tool));
-        put_text(after, "trace_id", Some(&self.trace_id));
+        put_unique_text(after, "trace_id", Some(&self.trace_id));
         put(after, "v", &RECORD_VERSION);
         if let Some(w) = self.wait_ms {
             put(after, "wait_ms", &w);
@@ -162,18 +170,27 @@ fn with_redacted<R>(text: &str, f: impl FnOnce(&str) -> R) -> R {
     })
 }
 
+/// `redact(text)`, remembered on this thread for short texts as the record printer remembers them: for a text
+/// that repeats from call to call (a tool's name) on a hot path outside the printer.
+pub fn redact_remembered(text: &str) -> String {
+    with_redacted(text, str::to_owned)
+}
+
 /// Calls `f` with `text` redacted, then capped at `max_chars`: capping first could cut a secret so it is no
 /// longer recognised.
 fn with_field<R>(text: &str, max_chars: usize, f: impl FnOnce(&str) -> R) -> R {
-    with_redacted(text, |red| {
-        // A text of no more bytes than the cap has no more characters either.
-        if red.len() <= max_chars || red.chars().count() <= max_chars {
-            return f(red);
-        }
-        let mut cut: String = red.chars().take(max_chars).collect();
-        cut.push_str(TRUNCATED);
-        f(&cut)
-    })
+    with_redacted(text, |red| capped(red, max_chars, f))
+}
+
+/// Calls `f` with `red` (a redacted text) capped at `max_chars`.
+fn capped<R>(red: &str, max_chars: usize, f: impl FnOnce(&str) -> R) -> R {
+    // A text of no more bytes than the cap has no more characters either.
+    if red.len() <= max_chars || red.chars().count() <= max_chars {
+        return f(red);
+    }
+    let mut cut: String = red.chars().take(max_chars).collect();
+    cut.push_str(TRUNCATED);
+    f(&cut)
 }
 
 /// A text field as it is recorded: redacted, then capped.

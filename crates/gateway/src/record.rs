@@ -150,7 +150,7 @@ impl CallRecord {
             principal: self.principal.clone(),
             server: self.server.clone(),
             // A resource read's "tool" is its URI, which can carry credentials; the audit record redacts it too.
-            tool: audit::redact(&self.tool),
+            tool: audit::redact_remembered(&self.tool),
             operation: self.decision.operation.clone(),
             decision: effect(self.decision.effect),
             reason_code: self.decision.reason.clone(),

@@ -92,13 +92,18 @@ impl<'de> Visitor<'de> for StrictSeed {
         let inner = self.nested()?;
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(A::Error::custom(format_args!(
-                    "duplicate object key {key:?}"
-                )));
+            // One lookup per key: the slot found for a new key is the one its value goes into.
+            match out.entry(key) {
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(map.next_value_seed(inner)?);
+                }
+                serde_json::map::Entry::Occupied(taken) => {
+                    return Err(A::Error::custom(format_args!(
+                        "duplicate object key {:?}",
+                        taken.key()
+                    )));
+                }
             }
-            let v = map.next_value_seed(inner)?;
-            out.insert(key, v);
         }
         Ok(Value::Object(out))
     }
