@@ -330,7 +330,7 @@ fn replace_progress_token(
     server: &str,
     params: &mut Value,
 ) -> Option<crate::progress::ProgressGuard> {
-    match (params.pointer("/_meta/progressToken"), &ctx.progress) {
+    match (jsonrpc::meta_field(params, "progressToken"), &ctx.progress) {
         (None, _) => None,
         (Some(_), Some(progress)) => {
             let route = gw

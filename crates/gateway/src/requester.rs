@@ -43,15 +43,12 @@ impl Session {
         ctx.traceparent = crate::front::traceparent();
         let channel = self.channel(request);
         ctx.grants = GrantScope::Session(self.id.clone());
-        ctx.progress = params
-            .pointer("/_meta/progressToken")
-            .map(|token| Progress {
-                token: token.clone(),
-                sink: Arc::clone(&channel) as Arc<dyn ProgressSink>,
-            });
+        ctx.progress = jsonrpc::meta_field(params, "progressToken").map(|token| Progress {
+            token: token.clone(),
+            sink: Arc::clone(&channel) as Arc<dyn ProgressSink>,
+        });
         ctx.asker = Some(channel as Arc<dyn AskHuman>);
-        let log_level = params
-            .pointer("/_meta/io.modelcontextprotocol~1logLevel")
+        let log_level = jsonrpc::meta_field(params, "io.modelcontextprotocol/logLevel")
             .and_then(Value::as_str)
             .and_then(LogLevel::parse);
         let client: Arc<dyn Client> = Arc::clone(self) as Arc<dyn Client>;

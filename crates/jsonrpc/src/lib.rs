@@ -27,7 +27,8 @@ pub use decode::{decode, DecodeError, Limits};
 pub use framing::FrameReader;
 pub use framing::{encode_line, recover_id, Frame, Gathered};
 pub use message::{
-    error_object, error_response, notification, object, request, result_response, Id, Message,
+    error_object, error_response, meta_field, notification, object, request, result_response, Id,
+    Message,
 };
 #[cfg(feature = "io")]
 pub use stdio::{stdio_streams, Input, Output};

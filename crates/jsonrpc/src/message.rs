@@ -132,6 +132,12 @@ pub fn error_response(id: Option<&Id>, error: Value) -> Value {
     ])
 }
 
+/// The field `key` of a request's `params._meta`, when there is one. Cheaper than `Value::pointer`, which copies
+/// every segment of its path to unescape it.
+pub fn meta_field<'a>(params: &'a Value, key: &str) -> Option<&'a Value> {
+    params.get("_meta")?.get(key)
+}
+
 /// A JSON object of `entries`, in their order, moving each value in.
 ///
 /// Prefer this to `json!` whenever a value is an owned `Value` that may be large (a result, arguments, a page of
