@@ -92,7 +92,9 @@ fn main() {
     let queued = started.elapsed();
     state.flush();
     let written = started.elapsed();
+    let t = Instant::now();
     let report = state.verify_audit().unwrap();
+    let verified = t.elapsed();
     assert!(report.is_ok(), "{report}");
     assert_eq!(report.events, calls as u64 * 2);
 
@@ -132,6 +134,11 @@ fn main() {
         queued.as_secs_f64()
     );
     println!("| records that waited for room | {waited} of {records} |");
+    println!(
+        "| the whole log verified ({} events) | {:.2} s |",
+        report.events,
+        verified.as_secs_f64()
+    );
     println!(
         "| time in `audit`/`report`, p50 | {:.1} µs |",
         percentile(&us, 0.5)
