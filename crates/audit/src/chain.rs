@@ -248,12 +248,18 @@ fn join_object<'a>(out: &mut String, entries: impl Iterator<Item = &'a str>) {
 
 /// A parsed, self-consistent line.
 pub(crate) struct Parsed {
-    pub(crate) record: Map<String, Value>,
+    /// The record, an object, without its `hash`.
+    pub(crate) record: Value,
     pub(crate) hash: String,
-    pub(crate) hash_ok: bool,
 }
 
 impl Parsed {
+    /// Whether the record hashes to its `hash`: worked out when asked (a verification asks for every line; reading
+    /// the log's head before an append needs only its `seq` and `hash`).
+    pub(crate) fn hash_ok(&self) -> bool {
+        sha256_hex(canonical_json(&self.record).as_bytes()) == self.hash
+    }
+
     pub(crate) fn is_anchor(&self) -> bool {
         self.record.get("kind").and_then(Value::as_str) == Some(ANCHOR_KIND)
     }
@@ -282,24 +288,14 @@ impl Parsed {
     }
 }
 
-/// Parses one line and checks its own hash; `None` if it is not a record at all.
+/// Parses one line (its own hash is checked by `Parsed::hash_ok`); `None` if it is not a record at all.
 pub(crate) fn parse_line(line: &str) -> Option<Parsed> {
-    let mut value = serde_json::from_str::<Value>(line).ok()?;
-    let hash = match value.as_object_mut()?.remove("hash") {
+    let mut record = serde_json::from_str::<Value>(line).ok()?;
+    let hash = match record.as_object_mut()?.remove("hash") {
         Some(Value::String(h)) => h,
         _ => return None,
     };
-    // Hashed where it lies: the record is not copied to be hashed (this runs for every line a verification reads,
-    // and for the log's last line before every batch is appended).
-    let hash_ok = sha256_hex(canonical_json(&value).as_bytes()) == hash;
-    let Value::Object(record) = value else {
-        return None;
-    };
-    Some(Parsed {
-        record,
-        hash,
-        hash_ok,
-    })
+    Some(Parsed { record, hash })
 }
 
 /// Verifies the whole text of a log by its chain alone and reports the first problem with
@@ -337,7 +333,7 @@ pub fn verify_text_with(text: &str, witness: &Witness) -> VerifyReport {
             return report;
         };
         let seq = p.seq();
-        if !p.hash_ok {
+        if !p.hash_ok() {
             report.problem = Some(fail(seq, ProblemKind::HashMismatch));
             return report;
         }
