@@ -12,7 +12,7 @@ use crate::session::{Session, SUPPORTED_VERSIONS};
 use jsonrpc::{error_object, error_response, DecodeError, Id, Message};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use upstream::PROTOCOL_META_PREFIX;
+use upstream::PROTOCOL_VERSION_META;
 
 /// What the transport carried alongside one message. A transport that carries nothing of the kind (stdio) passes
 /// `RequestMeta::default()`.
@@ -153,8 +153,7 @@ impl Session {
         };
         let in_meta = params
             .as_ref()
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get(format!("{PROTOCOL_META_PREFIX}protocolVersion")));
+            .and_then(|p| jsonrpc::meta_field(p, PROTOCOL_VERSION_META));
         let expected = match (in_meta, &st.era) {
             // The message's own version is checked by the era gate; the transport must agree with it.
             (Some(v), _) => v.as_str().map(str::to_owned),

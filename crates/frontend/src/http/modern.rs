@@ -36,7 +36,7 @@ fn invalid_meta(id: &Id, why: String) -> Refusal {
 
 /// The protocol version a request's `_meta` names, when it names one (a modern request).
 pub(crate) fn meta_version(params: Option<&Value>) -> Option<&Value> {
-    params?.get("_meta")?.get(VERSION_META)
+    jsonrpc::meta_field(params?, VERSION_META)
 }
 
 /// Checks a modern request's mirrored headers against its body, then that its `_meta` carries the client's
@@ -56,9 +56,7 @@ pub(crate) fn check_headers(
             format!("the MCP-Protocol-Version header is 2026-07-28 but the body carries no _meta[{VERSION_META:?}]"),
         ));
     }
-    let caps = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(CAPABILITIES_META));
+    let caps = params.and_then(|p| jsonrpc::meta_field(p, CAPABILITIES_META));
     if !matches!(caps, Some(Value::Object(_))) {
         return Err(invalid_meta(
             id,
