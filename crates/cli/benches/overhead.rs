@@ -236,6 +236,11 @@ fn main() {
             gated.tp_cpu.per_call(),
             gated.calls_per_s() / direct.calls_per_s()
         );
+        println!(
+            "toolgate's CPU per call by thread, µs: sequential {}; pipelined {}",
+            gated.seq_cpu.per_call_by_thread(),
+            gated.tp_cpu.per_call_by_thread()
+        );
         if let Some(t) = &traced {
             println!(
                 "telemetry on (OTLP spans to a local sink, metrics): sequential p50 {:.1} µs, cpu {:.1} µs/call \

@@ -28,6 +28,11 @@ pub fn pct(sorted: &[f64], p: f64) -> f64 {
 /// there is dominated by how fast an idle vCPU wakes, CPU time by the work done.
 pub fn cpu_us(pid: u32, children: bool) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat_cpu_us(&stat, children)
+}
+
+/// The CPU time in a `stat` line of `/proc` (a process's or one thread's), in µs.
+fn stat_cpu_us(stat: &str, children: bool) -> f64 {
     // Fields after the command name, which is in parentheses and may hold spaces: state is field 3, utime 14,
     // stime 15, cutime 16, cstime 17.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
@@ -45,14 +50,37 @@ pub fn cpu_us(pid: u32, children: bool) -> f64 {
     ticks * 1e6 / hz
 }
 
+/// CPU time (user + system) each live thread of process `pid` has used so far, in µs, summed by thread name
+/// (`toolgate-gw`, `toolgate-audit`, ...). Threads that have exited are missing: `cpu_us` still counts them.
+pub fn thread_cpu_us(pid: u32) -> std::collections::BTreeMap<String, f64> {
+    let mut by_name = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return by_name;
+    };
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let name = stat
+            .split_once('(')
+            .and_then(|(_, r)| r.rsplit_once(')'))
+            .map_or("?", |(n, _)| n)
+            .to_owned();
+        *by_name.entry(name).or_insert(0.0) += stat_cpu_us(&stat, false);
+    }
+    by_name
+}
+
 /// Sums the CPU time a process spends over the parts of a run that are its arm's, so alternating arms each count
 /// only their own blocks. Work the process finishes after a block (the audit writer behind the calls) is caught
 /// by `settle` before the last reading.
 pub struct CpuMeter {
     pid: u32,
     children: bool,
-    started: Option<f64>,
+    started: Option<(f64, std::collections::BTreeMap<String, f64>)>,
     pub total_us: f64,
+    /// The same time, by thread name (threads that exited within a block fall under `other`).
+    pub by_thread: std::collections::BTreeMap<String, f64>,
     pub calls: usize,
 }
 
@@ -63,21 +91,46 @@ impl CpuMeter {
             children,
             started: None,
             total_us: 0.0,
+            by_thread: std::collections::BTreeMap::new(),
             calls: 0,
         }
     }
 
     pub fn start(&mut self) {
-        self.started = Some(cpu_us(self.pid, self.children));
+        self.started = Some((cpu_us(self.pid, self.children), thread_cpu_us(self.pid)));
     }
 
     /// Ends a block of `calls` calls. `settle` waits first, for work still queued behind the calls.
     pub fn stop(&mut self, calls: usize, settle: std::time::Duration) {
         std::thread::sleep(settle);
-        if let Some(t) = self.started.take() {
-            self.total_us += cpu_us(self.pid, self.children) - t;
+        if let Some((t, threads)) = self.started.take() {
+            let total = cpu_us(self.pid, self.children) - t;
+            let mut named = 0.0;
+            for (name, now) in thread_cpu_us(self.pid) {
+                let used = now - threads.get(&name).copied().unwrap_or(0.0);
+                named += used;
+                *self.by_thread.entry(name).or_insert(0.0) += used;
+            }
+            *self.by_thread.entry("other".into()).or_insert(0.0) += (total - named).max(0.0);
+            self.total_us += total;
             self.calls += calls;
         }
+    }
+
+    /// µs of CPU per call by thread name, the busiest first, as `name 12.3 · name 4.5`.
+    pub fn per_call_by_thread(&self) -> String {
+        let mut threads: Vec<(&String, f64)> = self
+            .by_thread
+            .iter()
+            .map(|(n, us)| (n, us / self.calls.max(1) as f64))
+            .filter(|(_, us)| *us >= 0.05)
+            .collect();
+        threads.sort_by(|a, b| b.1.total_cmp(&a.1));
+        threads
+            .iter()
+            .map(|(n, us)| format!("{n} {us:.1}"))
+            .collect::<Vec<_>>()
+            .join(" · ")
     }
 
     /// µs of CPU per call over every block.
