@@ -10,10 +10,12 @@ mod client;
 mod conformance;
 mod context;
 mod fixture;
+mod ports;
 pub mod postgres;
 mod tasks;
 
 pub use client::{exited, list_all, modern_meta, StdioClient};
 pub use context::{measure, returned, run_params, search_params, Measured};
 pub use fixture::{rich_definition, rich_result, serve, serve_stdio, FixtureOptions};
+pub use ports::free_port;
 pub use tasks::{context_tasks, same_answer, ContextTask};

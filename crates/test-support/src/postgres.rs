@@ -11,7 +11,6 @@
 // A cluster that cannot be made stops the test that needs it, saying why: these are fixture failures.
 #![allow(clippy::expect_used, clippy::panic)]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +21,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub const PG_USER: &str = "toolgate-pg";
 /// The role the tests connect as.
 const ROLE: &str = "toolgate";
+/// Starts of a new cluster tried, each on a port of its own, before its start counts as failed.
+const START_ATTEMPTS: usize = 5;
 
 /// A running cluster; see the module doc.
 pub struct Cluster {
@@ -72,11 +73,6 @@ fn unique_dir() -> PathBuf {
     ))
 }
 
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("no free port on 127.0.0.1");
-    listener.local_addr().expect("a bound port").port()
-}
-
 fn run_as() -> Option<(u32, u32)> {
     if !nix::unistd::geteuid().is_root() {
         return None;
@@ -111,9 +107,9 @@ impl Cluster {
             .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
             .expect("random bytes");
         let password: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let cluster = Self {
+        let mut cluster = Self {
             bin,
-            port: free_port(),
+            port: crate::free_port(),
             dir,
             password,
             run_as,
@@ -140,6 +136,16 @@ impl Cluster {
                 "UTF8",
             ],
         );
+        // A port taken between the check and the start is given up for another (the data does not name it).
+        for _ in 0..START_ATTEMPTS - 1 {
+            match cluster.try_resume() {
+                Ok(()) => return cluster,
+                Err(why) if why.contains("Address already in use") => {
+                    cluster.port = crate::free_port()
+                }
+                Err(why) => panic!("{why}"),
+            }
+        }
         cluster.resume();
         cluster
     }
@@ -198,6 +204,12 @@ impl Cluster {
 
     /// Starts the server again on the same port.
     pub fn resume(&self) {
+        if let Err(why) = self.try_resume() {
+            panic!("{why}");
+        }
+    }
+
+    fn try_resume(&self) -> Result<(), String> {
         let mut options = format!(
             "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c max_connections=300",
             self.port,
@@ -207,7 +219,9 @@ impl Cluster {
             options.push_str(" -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
         }
         let log = self.dir.join("log");
-        self.run(
+        // The log read on a failure is this start's alone.
+        let _ = std::fs::remove_file(&log);
+        self.try_run(
             "pg_ctl",
             &[
                 "-D",
@@ -219,7 +233,7 @@ impl Cluster {
                 "-w",
                 "start",
             ],
-        );
+        )
     }
 
     /// `tool` of the server's, run as the cluster's user.
@@ -234,17 +248,26 @@ impl Cluster {
     }
 
     fn run(&self, tool: &str, args: &[&str]) {
+        if let Err(why) = self.try_run(tool, args) {
+            panic!("{why}");
+        }
+    }
+
+    /// `tool` with `args`; on a failure, what it and the server's log said.
+    fn try_run(&self, tool: &str, args: &[&str]) -> Result<(), String> {
         let mut command = self.command(tool);
         command.args(args);
         let out = command
             .output()
             .unwrap_or_else(|e| panic!("run {tool}: {e}"));
-        assert!(
-            out.status.success(),
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(format!(
             "{tool} failed: {}\n{}",
             String::from_utf8_lossy(&out.stderr),
             std::fs::read_to_string(self.dir.join("log")).unwrap_or_default()
-        );
+        ))
     }
 
     /// A watchdog that stops the server and removes its directory once this process is gone, however it ends.

@@ -12,10 +12,11 @@
 use crate::support::{fixture, peers, toolgate, Setup};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use test_support::free_port;
 
 /// The checked-in expected failures, relative to the workspace root.
 const EXPECTED: &str = "tests/conformance/server-expected-failures.yml";
@@ -60,12 +61,6 @@ fn expected_failures(text: &str, revision: &str) -> Vec<Expected> {
         }
     }
     out
-}
-
-/// A free loopback port (bound and released: the server binds it again at once).
-pub(crate) fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("address").port()
 }
 
 /// `toolgate serve --http` in front of the conformance fixture of `era`; killed when dropped.

@@ -10,12 +10,13 @@
 //! sampling and elicitation scenarios included; what fails direct says nothing about toolgate and is not judged.
 //! A check toolgate is known to fail through is listed with its reason in `EXCUSED`, which only shrinks.
 
-use crate::conformance::{checks, free_port, front_of};
+use crate::conformance::{checks, front_of};
 use crate::support::peers;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use test_support::free_port;
 
 /// What the Python SDK answers for a tool it does not list, and toolgate does not.
 const UNKNOWN_TOOL: &str = "the scenario calls a tool the server does not list: the Python SDK answers with a \

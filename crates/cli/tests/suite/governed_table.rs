@@ -6,11 +6,12 @@
 //! policy's one rule, and at most one finished record; a deny rule on `mcp.sample` stops the upstream's sampling
 //! before the client in every combination.
 
-use crate::http_upstreams::{dual_era, free_port, serve_http, Served};
+use crate::http_upstreams::{dual_era, serve_http, Served};
 use crate::support::{audit_records, peers, toolgate, Setup};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
+use test_support::free_port;
 
 /// What one trace left: the rule of each decision record, its finished records, the name it was recorded under.
 #[derive(Debug, Default)]

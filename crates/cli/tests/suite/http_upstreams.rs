@@ -8,6 +8,7 @@ use crate::support::{call, legacy, peers, text, toolgate, Setup};
 use serde_json::{json, Value};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use test_support::free_port;
 
 /// A server process on a port of its own, killed when dropped.
 pub(crate) struct Served {
@@ -46,14 +47,6 @@ pub(crate) fn serve_http(setup: &Setup, stderr: Stdio) -> Served {
         .unwrap();
     wait_listening(port);
     Served { child, port }
-}
-
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn wait_listening(port: u16) {

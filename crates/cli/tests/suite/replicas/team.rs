@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use test_support::free_port;
 use test_support::postgres::Cluster;
 
 /// The replicas' names, as `TOOLGATE_REPLICA` gives them.
@@ -39,11 +40,6 @@ impl Drop for Balancer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 impl Team {
