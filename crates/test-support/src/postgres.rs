@@ -137,16 +137,15 @@ impl Cluster {
             ],
         );
         // A port taken between the check and the start is given up for another (the data does not name it).
-        for _ in 0..START_ATTEMPTS - 1 {
+        for attempt in 1.. {
             match cluster.try_resume() {
-                Ok(()) => return cluster,
-                Err(why) if why.contains("Address already in use") => {
+                Ok(()) => break,
+                Err(why) if attempt < START_ATTEMPTS && why.contains("Address already in use") => {
                     cluster.port = crate::free_port()
                 }
                 Err(why) => panic!("{why}"),
             }
         }
-        cluster.resume();
         cluster
     }
 
